@@ -1,0 +1,201 @@
+"""The websocket protocol's messages (ARCHITECTURE §3), as typed models.
+
+The same models serve every transport; `to_wire` gives the JSON object."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from ..errors import BadRequest
+
+__all__ = [
+    "ApprovalRequest",
+    "ApprovalResponse",
+    "CancelMessage",
+    "ChatMessage",
+    "ClientMessage",
+    "ElicitationRequest",
+    "ElicitationResponse",
+    "ErrorEvent",
+    "MessageDone",
+    "RenderEvent",
+    "ServerEvent",
+    "SessionEvent",
+    "TokenEvent",
+    "ToolLog",
+    "ToolProgress",
+    "ToolResultEvent",
+    "ToolStart",
+    "parse_client_message",
+]
+
+
+class _Client(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChatMessage(_Client):
+    type: Literal["chat"]
+    content: str = Field(max_length=200_000)
+    model: str | None = None
+    tools: list[str] | None = None
+    files: list[str] = Field(default_factory=list, max_length=20)
+    conversation_id: str | None = None
+    compliance_level: str | None = None
+
+
+class CancelMessage(_Client):
+    type: Literal["cancel"]
+
+
+class ApprovalResponse(_Client):
+    type: Literal["approval_response"]
+    call_id: str
+    approved: bool
+    arguments: dict[str, Any] | None = None
+    remember: bool = False  # "allow for this conversation"
+
+
+class ElicitationResponse(_Client):
+    type: Literal["elicitation_response"]
+    request_id: str
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+ClientMessage = Annotated[
+    ChatMessage | CancelMessage | ApprovalResponse | ElicitationResponse, Field(discriminator="type")
+]
+_client_adapter: TypeAdapter[ClientMessage] = TypeAdapter(ClientMessage)
+
+
+def parse_client_message(raw: str | bytes) -> ChatMessage | CancelMessage | ApprovalResponse | ElicitationResponse:
+    try:
+        return _client_adapter.validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "message"
+        raise BadRequest(
+            f"malformed message ({where}: {first['msg']})",
+            action="Send one JSON object with a 'type' of chat, cancel, approval_response or elicitation_response.",
+        ) from None
+
+
+class _Event(BaseModel):
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class SessionEvent(_Event):
+    type: Literal["session"] = "session"
+    user: str
+    groups: list[str]
+    conversation_id: str
+
+
+class TokenEvent(_Event):
+    type: Literal["token"] = "token"
+    text: str
+
+
+class ToolStart(_Event):
+    type: Literal["tool_start"] = "tool_start"
+    call_id: str
+    tool: str
+    server: str
+    arguments: dict[str, Any]
+
+
+class ToolProgress(_Event):
+    type: Literal["tool_progress"] = "tool_progress"
+    call_id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+class ToolLog(_Event):
+    type: Literal["tool_log"] = "tool_log"
+    call_id: str
+    level: str
+    message: str
+
+
+class ApprovalRequest(_Event):
+    type: Literal["approval_request"] = "approval_request"
+    call_id: str
+    tool: str
+    server: str
+    arguments: dict[str, Any]
+    reason: str
+    editable: bool = True
+
+
+class ElicitationRequest(_Event):
+    type: Literal["elicitation_request"] = "elicitation_request"
+    request_id: str
+    call_id: str | None = None
+    message: str
+    schema_: dict[str, Any] = Field(serialization_alias="schema")
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+class ArtifactRef(BaseModel):
+    id: str
+    name: str
+    mime: str
+    size: int
+    url: str
+
+
+class ToolResultEvent(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    tool: str
+    server: str
+    ok: bool
+    content: str
+    results: Any = None
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    display: dict[str, Any] | None = None
+    duration_ms: int = 0
+
+
+class RenderEvent(_Event):
+    type: Literal["render"] = "render"
+    message_id: str
+    html: str
+
+
+class MessageDone(_Event):
+    type: Literal["message_done"] = "message_done"
+    message_id: str
+    finish_reason: Literal["stop", "length", "cancelled", "error", "round_limit"]
+    usage: dict[str, int] | None = None
+    html: str
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    action: str | None = None
+
+
+ServerEvent = (
+    SessionEvent
+    | TokenEvent
+    | ToolStart
+    | ToolProgress
+    | ToolLog
+    | ApprovalRequest
+    | ElicitationRequest
+    | ToolResultEvent
+    | RenderEvent
+    | MessageDone
+    | ErrorEvent
+)

@@ -1,0 +1,202 @@
+"""Load config files: shipped defaults merged with site overrides.
+
+mcp.json merges server by server (an override entry replaces the default of
+the same name); llmconfig.yml merges model by model; groups.yml and
+compliance-levels.json are replaced whole by an override file.  A broken
+server entry is reported and never stops the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ConfigError
+from .models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
+
+__all__ = ["AppConfig", "McpConfig", "load_app_config", "load_mcp_config"]
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_EXPANDED_FIELDS = ("command", "args", "cwd", "env", "url", "headers")
+
+
+@dataclass
+class McpConfig:
+    servers: dict[str, ServerConfig] = field(default_factory=dict)
+    errors: dict[str, ConfigError] = field(default_factory=dict)  # server name -> why it was refused
+    file_errors: list[ConfigError] = field(default_factory=list)  # whole-file problems
+
+
+@dataclass
+class AppConfig:
+    mcp: McpConfig
+    llm: LLMConfig
+    groups: GroupsConfig
+    compliance: ComplianceLevels
+    system_prompt: str
+    errors: list[ConfigError] = field(default_factory=list)
+
+    def all_errors(self) -> list[ConfigError]:
+        return [*self.errors, *self.mcp.file_errors, *self.mcp.errors.values()]
+
+
+def _read(path: Path) -> Any:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", file=str(path)) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", file=str(path)) from None
+
+
+
+
+def _expand(value: Any, environ: Mapping[str, str], *, file: str, server: str, field_name: str) -> Any:
+    if isinstance(value, str):
+
+        def replace(match: re.Match[str]) -> str:
+            var, default = match.group(1), match.group(2)
+            if var in environ:
+                return environ[var]
+            if default is not None:
+                return default
+            raise ConfigError(f"environment variable ${{{var}}} is not set", file=file, server=server, field=field_name)
+
+        return _VAR.sub(replace, value)
+    if isinstance(value, list):
+        return [_expand(v, environ, file=file, server=server, field_name=f"{field_name}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _expand(v, environ, file=file, server=server, field_name=f"{field_name}.{k}") for k, v in value.items()}
+    return value
+
+
+def _validation_error(exc: ValidationError, *, file: str, server: str) -> ConfigError:
+    first = exc.errors()[0]
+    loc = ".".join(str(part) for part in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown field"
+    return ConfigError(message, file=file, server=server, field=loc)
+
+
+def _server_entries(path: Path, data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ConfigError("must be a JSON object with a 'servers' key", file=str(path))
+    unknown = set(data) - {"servers", "mcpServers", "$schema"}
+    if unknown:
+        raise ConfigError(f"unknown top-level key(s) {sorted(unknown)}; use 'servers'", file=str(path))
+    entries: dict[str, Any] = {}
+    for key in ("servers", "mcpServers"):
+        block = data.get(key) or {}
+        if not isinstance(block, dict):
+            raise ConfigError("must map server names to server entries", file=str(path), field=key)
+        entries.update(block)
+    return entries
+
+
+def load_mcp_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[str, str] | None = None) -> McpConfig:
+    environ = os.environ if environ is None else environ
+    result = McpConfig()
+    raw: dict[str, tuple[Path, Any]] = {}
+    for path, data in _safe_layers("mcp.json", defaults_dir, overrides_dir, result.file_errors):
+        try:
+            entries = _server_entries(path, data)
+        except ConfigError as exc:
+            result.file_errors.append(exc)
+            continue
+        for name, entry in entries.items():
+            raw[name] = (path, entry)
+    for name, (path, entry) in raw.items():
+        file = str(path)
+        try:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
+                raise ConfigError("server names may use letters, digits, '_', '.', '-' (at most 64)", file=file, server=name)
+            if not isinstance(entry, dict):
+                raise ConfigError("a server entry must be an object", file=file, server=name)
+            entry = dict(entry)
+            if entry.get("enabled", True) is not False:
+                for key in _EXPANDED_FIELDS:
+                    if key in entry:
+                        entry[key] = _expand(entry[key], environ, file=file, server=name, field_name=key)
+            try:
+                result.servers[name] = ServerConfig.model_validate(entry)
+            except ValidationError as exc:
+                raise _validation_error(exc, file=file, server=name) from None
+        except ConfigError as exc:
+            result.errors[name] = exc
+    return result
+
+
+def _safe_layers(name: str, defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]) -> list[tuple[Path, Any]]:
+    layers = []
+    for folder in (defaults_dir, overrides_dir):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            layers.append((path, _read(path)))
+        except ConfigError as exc:
+            errors.append(exc)
+    return layers
+
+
+def _load_model(cls: type[BaseModel], name: str, defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]) -> Any:
+    layers = _safe_layers(name, defaults_dir, overrides_dir, errors)
+    for path, data in reversed(layers):
+        try:
+            return cls.model_validate(data or {})
+        except ValidationError as exc:
+            errors.append(_validation_error(exc, file=str(path), server=""))
+    return cls()
+
+
+def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]) -> LLMConfig:
+    models: dict[str, ModelConfig] = {}
+    default_model: str | None = None
+    for path, data in _safe_layers("llmconfig.yml", defaults_dir, overrides_dir, errors):
+        if not isinstance(data, dict):
+            errors.append(ConfigError("must be a mapping with 'models'", file=str(path)))
+            continue
+        unknown = set(data) - {"default_model", "models"}
+        if unknown:
+            errors.append(ConfigError(f"unknown key(s) {sorted(unknown)}", file=str(path)))
+        default_model = data.get("default_model") or default_model
+        for i, entry in enumerate(data.get("models") or []):
+            try:
+                model = ModelConfig.model_validate(entry)
+            except ValidationError as exc:
+                errors.append(_validation_error(exc, file=str(path), server=f"models[{i}]"))
+                continue
+            models[model.name] = model
+    if default_model and default_model not in models:
+        errors.append(ConfigError(f"default_model '{default_model}' is not in models", file="llmconfig.yml", field="default_model"))
+        default_model = None
+    return LLMConfig(default_model=default_model, models=list(models.values()))
+
+
+def load_app_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[str, str] | None = None) -> AppConfig:
+    errors: list[ConfigError] = []
+    prompt_path = overrides_dir / "system-prompt.md"
+    if not prompt_path.is_file():
+        prompt_path = defaults_dir / "system-prompt.md"
+    system_prompt = prompt_path.read_text(encoding="utf-8") if prompt_path.is_file() else ""
+    return AppConfig(
+        mcp=load_mcp_config(defaults_dir, overrides_dir, environ),
+        llm=_load_llm(defaults_dir, overrides_dir, errors),
+        groups=_load_model(GroupsConfig, "groups.yml", defaults_dir, overrides_dir, errors),
+        compliance=_load_model(ComplianceLevels, "compliance-levels.json", defaults_dir, overrides_dir, errors),
+        system_prompt=system_prompt,
+        errors=errors,
+    )

@@ -1,0 +1,120 @@
+"""The exception tree of Switchboard.
+
+Third-party errors are translated into this tree once, where the library is
+called (litellm errors in ``llm/``, MCP errors in ``tools/``).  The web layer
+turns any of these into an ``error`` event or HTTP status in one place.
+
+    SwitchboardError                 code        (what the user sees)
+    ├── ConfigError                  internal    a config file is wrong
+    ├── BadRequest                   bad_request a malformed client message
+    ├── Unauthorized                 unauthorized no (trusted) identity
+    ├── Forbidden                    forbidden   identity known, not allowed
+    ├── NotFound                     not_found
+    ├── Cancelled                    cancelled   the user pressed Stop
+    ├── ToolError                    tool_error  a tool call could not run
+    │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
+    │   ├── ToolTimeout              timeout
+    │   └── ServerUnavailable        tool_error  the server is not ready
+    └── LLMError                     llm_error   the model call failed
+        ├── LLMRateLimited           rate_limited
+        ├── LLMTimeout               timeout
+        └── LLMUnavailable           llm_error   not configured / no key
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadRequest",
+    "Cancelled",
+    "ConfigError",
+    "Forbidden",
+    "LLMError",
+    "LLMRateLimited",
+    "LLMTimeout",
+    "LLMUnavailable",
+    "NotFound",
+    "ServerUnavailable",
+    "SwitchboardError",
+    "ToolError",
+    "ToolNotAllowed",
+    "ToolTimeout",
+    "Unauthorized",
+]
+
+
+class SwitchboardError(Exception):
+    code = "internal"
+    action: str | None = None
+
+    def __init__(self, message: str, *, action: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if action is not None:
+            self.action = action
+
+
+class ConfigError(SwitchboardError):
+    """A config problem, located by file, server (or model) and field."""
+
+    def __init__(self, message: str, *, file: str = "", server: str = "", field: str = "") -> None:
+        self.file, self.server, self.field = file, server, field
+        where = ", ".join(
+            part for part in (file, f"server '{server}'" if server else "", f"field '{field}'" if field else "") if part
+        )
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class BadRequest(SwitchboardError):
+    code = "bad_request"
+
+
+class Unauthorized(SwitchboardError):
+    code = "unauthorized"
+    action = "Sign in through your organisation's login page and reload."
+
+
+class Forbidden(SwitchboardError):
+    code = "forbidden"
+
+
+class NotFound(SwitchboardError):
+    code = "not_found"
+
+
+class Cancelled(SwitchboardError):
+    code = "cancelled"
+
+
+class ToolError(SwitchboardError):
+    code = "tool_error"
+
+
+class ToolNotAllowed(ToolError):
+    code = "forbidden"
+
+
+class ToolTimeout(ToolError):
+    code = "timeout"
+
+
+class ServerUnavailable(ToolError):
+    pass
+
+
+class LLMError(SwitchboardError):
+    code = "llm_error"
+    action = "Try again, or pick another model."
+
+
+class LLMRateLimited(LLMError):
+    code = "rate_limited"
+    action = "The model provider is rate-limiting requests; wait a minute and try again."
+
+
+class LLMTimeout(LLMError):
+    code = "timeout"
+    action = "The model took too long to answer; try again or pick another model."
+
+
+class LLMUnavailable(LLMError):
+    action = "Pick another model, or ask your administrator to configure this one."

@@ -1,0 +1,40 @@
+"""What the LLM layer gives the chat loop: provider-neutral stream events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Completed", "LLMEvent", "TextDelta", "ToolCallRequest", "Usage"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    id: str
+    name: str  # the qualified tool name as the model sent it
+    arguments: str  # raw JSON text, as assembled from the stream
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The last event of one model call."""
+
+    finish_reason: str  # "stop", "tool_calls", "length", ...
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    usage: Usage | None = None
+    raw: dict[str, Any] | None = None
+
+
+LLMEvent = TextDelta | Completed

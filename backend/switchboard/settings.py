@@ -1,0 +1,46 @@
+"""The one settings object (environment variables prefixed ``SWITCHBOARD_``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["PROJECT_ROOT", "Settings"]
+
+# backend/switchboard/settings.py -> project root
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SWITCHBOARD_", env_file=".env", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    project_root: Path = PROJECT_ROOT
+    defaults_dir: Path = PROJECT_ROOT / "config" / "defaults"
+    config_dir: Path = PROJECT_ROOT / "config" / "overrides"
+    data_dir: Path = PROJECT_ROOT / "data"
+    log_dir: Path = PROJECT_ROOT / "logs"
+
+    auth_mode: Literal["dev", "proxy"] = "dev"
+    dev_user: str = "dev@localhost"
+    auth_header: str = "X-User-Email"
+    proxy_secret: SecretStr | None = None
+    allowed_origins: list[str] = Field(default_factory=list)
+    public_url: str | None = None
+    secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
+
+    round_limit: int = 10
+    max_tool_result_chars: int = 20_000  # what the model sees of one tool result
+    max_result_event_chars: int = 50_000  # what the browser gets of V2 results
+    max_artifact_bytes: int = 25 * 1024 * 1024
+    max_upload_bytes: int = 50 * 1024 * 1024
+    tool_concurrency_per_server: int = 4
+    server_start_timeout_s: float = 60.0
+
+    @property
+    def base_url(self) -> str:
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")

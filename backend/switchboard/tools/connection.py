@@ -1,0 +1,301 @@
+"""One supervised connection to one MCP server.
+
+The connection runs in its own task: connect, list tools, then watch the
+session (a ping when idle) until it breaks, and reconnect with capped
+exponential backoff.  Calls borrow the live session; side traffic of a call
+(progress, logs, elicitation, sampling) goes to that call's CallSink.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types
+from fastmcp import Client
+from fastmcp.client.elicitation import ElicitResult
+from mcp import MCPError
+
+from .. import __version__
+from ..config.models import ServerConfig
+from ..errors import ConfigError, ServerUnavailable, ToolError, ToolTimeout
+from .models import CallSink, ServerStatus
+from .transports import build_transport, stderr_path
+
+__all__ = ["ServerConnection"]
+
+log = logging.getLogger("switchboard.tools")
+
+_current_sink: contextvars.ContextVar[CallSink | None] = contextvars.ContextVar("switchboard_call_sink", default=None)
+
+PING_INTERVAL_S = 5.0
+BACKOFF_CAP_S = 60.0
+OVERALL_CAP_FACTOR = 10  # a call may run this many idle limits in all
+
+
+def _tail(path: Path, limit: int = 2000) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            text = handle.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def describe_failure(exc: BaseException) -> str:
+    """Words an operator can act on, from the exception's type (never its text's shape)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, ConfigError):
+        return exc.message
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return "the server did not finish the MCP handshake in time"
+    if isinstance(exc, httpx.ConnectError):
+        return f"could not connect: {exc}"
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"the server answered HTTP {exc.response.status_code}"
+    if isinstance(exc, httpx.HTTPError):
+        return f"HTTP error: {exc}"
+    if isinstance(exc, MCPError):
+        if exc.code == mcp_types.CONNECTION_CLOSED:
+            return "the server closed the connection (for a local server: the process exited; see its stderr)"
+        return f"MCP error {exc.code}: {exc.message}"
+    if isinstance(exc, OSError):
+        return f"could not start: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class ServerConnection:
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        *,
+        project_root: Path,
+        log_dir: Path,
+        init_timeout_s: float = 60.0,
+        on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self._project_root = project_root
+        self._log_dir = log_dir
+        self._init_timeout_s = init_timeout_s
+        self._on_status = on_status
+        self._client: Client[Any] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._broken = asyncio.Event()
+        self._inflight: set[CallSink] = set()
+        self.tools: list[mcp_types.Tool] = []
+        self.ready_event = asyncio.Event()
+        self.status = ServerStatus(
+            name=name,
+            status="starting" if config.enabled else "disabled",
+            transport=config.transport or "stdio",
+        )
+        self.generation = 0  # bumps on every (re)connect, so the registry can refresh
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        if self.config.enabled and self._task is None:
+            self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # noqa: BLE001 - a server's failure on shutdown is not ours
+                log.debug("server %s failed while stopping", self.name, exc_info=True)
+
+    async def _set_status(self, status: str, reason: str | None = None, **extra: Any) -> None:
+        self.status = ServerStatus(
+            name=self.name,
+            status=status,
+            transport=self.status.transport,
+            reason=reason,
+            stderr_tail=extra.get("stderr_tail"),
+            ready_after_s=extra.get("ready_after_s"),
+            tool_count=len(self.tools) if status == "ready" else 0,
+        )
+        if status == "ready":
+            self.ready_event.set()
+        else:
+            self.ready_event.clear()
+        if self._on_status is not None:
+            outcome = self._on_status(self.status)
+            if outcome is not None:
+                await outcome
+
+    def _make_client(self) -> Client[Any]:
+        transport = build_transport(self.name, self.config, project_root=self._project_root, log_dir=self._log_dir)
+        roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
+        return Client(
+            transport,
+            name=f"switchboard:{self.name}",
+            client_info=mcp_types.Implementation(name="switchboard", version=__version__),
+            init_timeout=self._init_timeout_s,
+            roots=roots,
+            log_handler=self._on_log,
+            elicitation_handler=self._on_elicit,
+            sampling_handler=self._on_sample if self.config.sampling else None,
+        )
+
+    async def _supervise(self) -> None:
+        attempt = 0
+        while True:
+            started = time.monotonic()
+            if self.config.transport == "stdio":
+                stderr_path(self._log_dir, self.name).unlink(missing_ok=True)
+            try:
+                client = self._make_client()
+                async with client:
+                    self.tools = await client.list_tools()
+                    self._client = client
+                    self._broken.clear()
+                    self.generation += 1
+                    attempt = 0
+                    await self._set_status("ready", ready_after_s=round(time.monotonic() - started, 3))
+                    await self._watch(client)
+                    self._client = None
+                await self._set_status("starting", "the connection was lost; reconnecting")
+            except asyncio.CancelledError:
+                self._client = None
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure becomes a visible status
+                self._client = None
+                tail = _tail(stderr_path(self._log_dir, self.name)) if self.config.transport == "stdio" else None
+                reason = describe_failure(exc)
+                await self._set_status("failed", reason, stderr_tail=tail)
+                log.warning("server %s failed: %s", self.name, reason)
+            attempt += 1
+            await asyncio.sleep(min(BACKOFF_CAP_S, 0.5 * 2**attempt))
+
+    async def _watch(self, client: Client[Any]) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._broken.wait(), timeout=PING_INTERVAL_S)
+                return
+            except TimeoutError:
+                pass
+            if self._inflight:
+                continue  # calls in flight will notice a dead session themselves
+            try:
+                await asyncio.wait_for(client.ping(), timeout=PING_INTERVAL_S)
+            except MCPError as exc:
+                # Any answer means the server is alive (the 2026 protocol has no ping).
+                if exc.code == mcp_types.CONNECTION_CLOSED:
+                    return
+            except (TimeoutError, OSError, httpx.HTTPError, RuntimeError):
+                return
+
+    # -- calls -----------------------------------------------------------------
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], sink: CallSink, *, timeout_s: float | None = None
+    ) -> mcp_types.CallToolResult:
+        client = self._client
+        if client is None or self.status.status != "ready":
+            why = f": {self.status.reason}" if self.status.reason else ""
+            raise ServerUnavailable(f"server '{self.name}' is {self.status.status}{why}")
+        idle_limit = timeout_s or self.config.timeout_s
+        loop = asyncio.get_running_loop()
+        started = last_activity = loop.time()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal last_activity
+            last_activity = loop.time()
+            await sink.progress(progress, total, message)
+
+        token = _current_sink.set(sink)
+        try:
+            task = asyncio.create_task(client.call_tool_mcp(tool, arguments, progress_handler=on_progress))
+        finally:
+            _current_sink.reset(token)
+        self._inflight.add(sink)
+        try:
+            while not task.done():
+                now = loop.time()
+                idle_left = last_activity + idle_limit - now
+                cap_left = started + idle_limit * OVERALL_CAP_FACTOR - now
+                if idle_left <= 0 or cap_left <= 0:
+                    task.cancel()
+                    ran = now - started
+                    if cap_left <= 0:
+                        raise ToolTimeout(f"'{tool}' ran {ran:.0f} s, the most any call to '{self.name}' may run")
+                    raise ToolTimeout(
+                        f"'{tool}' sent nothing for {idle_limit:g} s (ran {ran:.0f} s in all) and was stopped"
+                    )
+                await asyncio.wait({task}, timeout=min(idle_left, cap_left))
+            return task.result()
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                self._broken.set()
+                raise ServerUnavailable(
+                    f"server '{self.name}' stopped during the call and is being restarted; try again shortly"
+                ) from None
+            raise ToolError(f"server '{self.name}' refused the call: {exc.message}") from None
+        except (OSError, httpx.HTTPError) as exc:
+            self._broken.set()
+            raise ServerUnavailable(f"server '{self.name}' is unreachable: {describe_failure(exc)}") from None
+        finally:
+            self._inflight.discard(sink)
+
+    async def read_resource(self, uri: str) -> list[Any]:
+        client = self._client
+        if client is None:
+            raise ServerUnavailable(f"server '{self.name}' is {self.status.status}")
+        return await client.read_resource(uri)
+
+    # -- server-to-client traffic ------------------------------------------------
+
+    def _sink(self) -> CallSink | None:
+        sink = _current_sink.get()
+        if sink is None and len(self._inflight) == 1:
+            sink = next(iter(self._inflight))
+        return sink
+
+    async def _on_log(self, message: Any) -> None:
+        data = message.data if isinstance(message.data, str) else repr(message.data)
+        log.info("server %s log [%s]: %s", self.name, message.level, data[:2000])
+        sink = self._sink()
+        if sink is not None:
+            await sink.log(str(message.level), data)
+
+    async def _on_elicit(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
+        sink = self._sink()
+        if sink is None:
+            return ElicitResult(action="decline")
+        schema = getattr(params, "requested_schema", None) or {}
+        url = getattr(params, "url", None)
+        if url:
+            schema = {"type": "object", "properties": {}, "x-url": str(url)}
+        action, content = await sink.elicit(message, schema)
+        return ElicitResult(action=action, content=content if action == "accept" else None)
+
+    async def _on_sample(self, messages: list[Any], params: Any, context: Any) -> str:
+        sink = self._sink()
+        if sink is None:
+            raise ToolError("sampling is only available during a tool call")
+        plain = []
+        for msg in messages:
+            content = msg.content
+            text = getattr(content, "text", None)
+            plain.append({"role": msg.role, "content": text if text is not None else str(content)})
+        return await sink.sample(plain, getattr(params, "system_prompt", None), int(getattr(params, "max_tokens", 512)))

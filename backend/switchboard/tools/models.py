@@ -1,0 +1,79 @@
+"""Small value types of the tools layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["CallSink", "RawArtifact", "ServerStatus", "ToolInfo", "ToolOutcome"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    qualified_name: str
+    server: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any]
+    title: str | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.annotations.get("readOnlyHint"))
+
+    @property
+    def destructive(self) -> bool:
+        # MCP default: a tool that is not read-only is assumed destructive.
+        return not self.read_only and self.annotations.get("destructiveHint", True) is not False
+
+    def openai_schema(self) -> dict[str, Any]:
+        parameters = dict(self.input_schema or {})
+        parameters.setdefault("type", "object")
+        parameters.setdefault("properties", {})
+        return {
+            "type": "function",
+            "function": {"name": self.qualified_name, "description": self.description[:1024], "parameters": parameters},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RawArtifact:
+    name: str
+    mime: str
+    data: bytes
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    ok: bool
+    text: str  # what the model sees (before size limiting)
+    results: Any = None  # the V2 `results`, or structured content
+    artifacts: list[RawArtifact] = field(default_factory=list)
+    display: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)  # problems met while parsing (dropped artifacts)
+    duration_ms: int = 0
+
+
+@dataclass(slots=True)
+class ServerStatus:
+    name: str
+    status: str  # starting | ready | failed | disabled
+    transport: str
+    reason: str | None = None
+    stderr_tail: str | None = None
+    ready_after_s: float | None = None
+    tool_count: int = 0
+
+
+class CallSink(Protocol):
+    """Where one tool call's side-channel traffic goes (progress, logs, and
+    server requests made on the call's behalf)."""
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+    async def log(self, level: str, message: str) -> None: ...
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]: ...
+
+    async def sample(self, messages: list[dict[str, Any]], system_prompt: str | None, max_tokens: int) -> str: ...

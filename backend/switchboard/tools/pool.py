@@ -1,0 +1,98 @@
+"""All configured servers: start them concurrently, keep the registry in
+step with their connections, and run tool calls (bounded per server)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..config.loader import McpConfig
+from .connection import ServerConnection
+from .models import CallSink, ServerStatus, ToolInfo, ToolOutcome
+from .registry import ToolRegistry
+from .results import parse_result
+
+__all__ = ["ServerPool"]
+
+log = logging.getLogger("switchboard.tools")
+
+
+class ServerPool:
+    def __init__(
+        self,
+        mcp: McpConfig,
+        *,
+        project_root: Path,
+        log_dir: Path,
+        init_timeout_s: float = 60.0,
+        max_artifact_bytes: int = 25 * 1024 * 1024,
+        concurrency_per_server: int = 4,
+        on_status: Callable[[ServerStatus], None] | None = None,
+    ) -> None:
+        self._mcp = mcp
+        self._max_artifact_bytes = max_artifact_bytes
+        self._on_status_cb = on_status
+        self.registry = ToolRegistry()
+        self.connections: dict[str, ServerConnection] = {
+            name: ServerConnection(
+                name,
+                config,
+                project_root=project_root,
+                log_dir=log_dir,
+                init_timeout_s=init_timeout_s,
+                on_status=self._on_status,
+            )
+            for name, config in mcp.servers.items()
+        }
+        self._limits = {name: asyncio.Semaphore(concurrency_per_server) for name in self.connections}
+
+    async def _on_status(self, status: ServerStatus) -> None:
+        self._rebuild()
+        if self._on_status_cb is not None:
+            self._on_status_cb(status)
+
+    def _rebuild(self) -> None:
+        self.registry.rebuild(
+            (name, conn.config, conn.tools if conn.status.status == "ready" else [])
+            for name, conn in self.connections.items()
+        )
+
+    def start(self) -> None:
+        """Start every enabled server in the background; returns at once."""
+        for conn in self.connections.values():
+            conn.start()
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(conn.stop() for conn in self.connections.values()))
+
+    async def wait_settled(self, timeout_s: float) -> None:
+        """Wait until no enabled server is still `starting` (or the timeout)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if all(s.status != "starting" for s in self.statuses()):
+                return
+            await asyncio.sleep(0.05)
+
+    def statuses(self) -> list[ServerStatus]:
+        out = [conn.status for conn in self.connections.values()]
+        for name, error in self._mcp.errors.items():
+            out.append(ServerStatus(name=name, status="failed", transport="unknown", reason=f"config error: {error}"))
+        return out
+
+    def description(self, server: str) -> str:
+        conn = self.connections.get(server)
+        return conn.config.description if conn else ""
+
+    async def call(self, tool: ToolInfo, arguments: dict[str, Any], sink: CallSink) -> ToolOutcome:
+        """Run one call.  Raises the ToolError tree; the caller turns it into data."""
+        conn = self.connections[tool.server]
+        started = time.monotonic()
+        async with self._limits[tool.server]:
+            result = await conn.call(tool.name, arguments, sink)
+        outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
+        outcome.duration_ms = int((time.monotonic() - started) * 1000)
+        return outcome

@@ -1,0 +1,79 @@
+"""The namespaced tool registry: qualified name -> (server, tool), built as
+servers connect.  Qualified names are never split to find a server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import mcp_types
+
+from ..config.models import ComplianceLevels, ServerConfig
+from ..errors import ToolNotAllowed
+from .models import ToolInfo
+from .naming import qualify
+
+__all__ = ["ToolRegistry"]
+
+
+def _annotations(tool: mcp_types.Tool) -> dict[str, object]:
+    if tool.annotations is None:
+        return {}
+    return tool.annotations.model_dump(by_alias=True, exclude_none=True)
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, str], str] = {}  # stable for the app's life
+        self._tools: dict[str, ToolInfo] = {}
+        self._configs: dict[str, ServerConfig] = {}
+
+    def rebuild(self, servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]]) -> None:
+        tools: dict[str, ToolInfo] = {}
+        configs: dict[str, ServerConfig] = {}
+        for server, config, listed in servers:
+            configs[server] = config
+            for tool in listed:
+                if config.tools is not None and not config.tools.admits(tool.name):
+                    continue
+                key = (server, tool.name)
+                if key not in self._names:
+                    self._names[key] = qualify(server, tool.name, set(self._names.values()))
+                name = self._names[key]
+                tools[name] = ToolInfo(
+                    qualified_name=name,
+                    server=server,
+                    name=tool.name,
+                    description=tool.description or "",
+                    input_schema=dict(tool.input_schema or {}),
+                    annotations=_annotations(tool),
+                    title=tool.title,
+                )
+        self._tools, self._configs = tools, configs
+
+    def all(self) -> list[ToolInfo]:
+        return list(self._tools.values())
+
+    def config_of(self, server: str) -> ServerConfig | None:
+        return self._configs.get(server)
+
+    def _admits(
+        self, tool: ToolInfo, groups: set[str], level: str | None, compliance: ComplianceLevels
+    ) -> bool:
+        config = self._configs.get(tool.server)
+        return (
+            config is not None
+            and config.admits_group(groups)
+            and compliance.admits(level, config.compliance_level)
+        )
+
+    def visible(self, groups: set[str], level: str | None, compliance: ComplianceLevels) -> list[ToolInfo]:
+        return [t for t in self._tools.values() if self._admits(t, groups, level, compliance)]
+
+    def authorize(self, name: str, groups: set[str], level: str | None, compliance: ComplianceLevels) -> ToolInfo:
+        """The tool behind `name`, if this user may run it in this conversation."""
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ToolNotAllowed(f"there is no tool named '{name}'")
+        if not self._admits(tool, groups, level, compliance):
+            raise ToolNotAllowed(f"you are not allowed to use the tool '{name}'")
+        return tool

@@ -1,0 +1,129 @@
+"""The HTTP API (ARCHITECTURE §4)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, UploadFile
+from fastapi.responses import FileResponse, JSONResponse
+
+from ..auth import User
+from ..chat.approvals import approval_reason
+from ..errors import BadRequest
+from .deps import current_user, services_of
+from .security import ARTIFACT_CSP, PDF_CSP
+
+__all__ = ["router"]
+
+router = APIRouter()
+UserDep = Annotated[User, Depends(current_user)]
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    statuses = [s for s in services_of(request).pool.statuses() if s.status != "disabled"]
+    body = {"servers": {s.name: {"status": s.status} for s in statuses}}
+    ready = all(s.status == "ready" for s in statuses)
+    return JSONResponse(body, status_code=200 if ready else 503)
+
+
+@router.get("/api/config")
+async def config(request: Request, user: UserDep, compliance_level: str | None = Query(default=None)) -> dict[str, Any]:
+    services = services_of(request)
+    cfg = services.config
+    groups = user.group_set
+    models = services.models.entries(groups, compliance_level, cfg.compliance)
+    tools = services.pool.registry.visible(groups, compliance_level, cfg.compliance)
+    admin = services.auth.is_admin(user)
+    servers = []
+    for status in services.pool.statuses():
+        server_cfg = cfg.mcp.servers.get(status.name)
+        may_use = server_cfg is not None and server_cfg.admits_group(groups) and cfg.compliance.admits(
+            compliance_level, server_cfg.compliance_level
+        )
+        if not (may_use or admin):
+            continue
+        entry: dict[str, Any] = {
+            "name": status.name,
+            "description": server_cfg.description if server_cfg else "",
+            "status": status.status,
+            "reason": status.reason,
+            "transport": status.transport,
+            "compliance_level": server_cfg.compliance_level if server_cfg else None,
+            "tools": [t.qualified_name for t in tools if t.server == status.name],
+        }
+        if admin:
+            entry["stderr_tail"] = status.stderr_tail
+        servers.append(entry)
+    tool_entries = []
+    for tool in tools:
+        server_cfg = cfg.mcp.servers[tool.server]
+        tool_entries.append(
+            {
+                "name": tool.qualified_name,
+                "server": tool.server,
+                "tool": tool.name,
+                "title": tool.title,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+                "annotations": tool.annotations,
+                "requires_approval": approval_reason(tool, server_cfg, set()) is not None,
+            }
+        )
+    return {
+        "user": {"email": user.email, "groups": sorted(user.groups), "admin": admin},
+        "models": [
+            {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo}
+            for m in models
+        ],
+        "default_model": services.models.default_model_name(groups),
+        "compliance_levels": [
+            {"name": level.name, "description": level.description} for level in cfg.compliance.levels
+        ],
+        "servers": servers,
+        "tools": tool_entries,
+    }
+
+
+@router.post("/api/files")
+async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str, Any]:
+    services = services_of(request)
+    limit = services.settings.max_upload_bytes
+    data = await file.read(limit + 1)
+    if len(data) > limit:
+        raise BadRequest(
+            f"the file is larger than the {limit // (1024 * 1024)} MB upload limit",
+            action="Attach a smaller file, or ask your administrator to raise SWITCHBOARD_MAX_UPLOAD_BYTES.",
+        )
+    stored = services.artifacts.put(
+        owner=user.email, name=file.filename or "upload", mime=file.content_type or "", data=data, kind="upload"
+    )
+    return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
+
+
+_INLINE_SAFE = ("image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/plain", "text/csv",
+                "text/markdown", "application/json")  # fmt: skip
+
+
+@router.get("/api/artifacts/{file_id}")
+async def artifact(request: Request, user: UserDep, file_id: str, download: bool = False) -> FileResponse:
+    stored, path = services_of(request).artifacts.get(file_id, owner=user.email)
+    # HTML and SVG are only ever rendered inside the CSP sandbox (an opaque
+    # origin that cannot reach the app); anything else unknown is a download.
+    inline = not download and (stored.mime in _INLINE_SAFE or stored.mime in ("text/html", "image/svg+xml"))
+    media_type = stored.mime if inline else "application/octet-stream"
+    if stored.mime.startswith("text/") or stored.mime == "application/json":
+        media_type = f"{stored.mime}; charset=utf-8" if inline else media_type
+    return FileResponse(
+        path,
+        media_type=media_type,
+        filename=stored.name,
+        content_disposition_type="inline" if inline else "attachment",
+        headers={"Content-Security-Policy": PDF_CSP if media_type == "application/pdf" else ARTIFACT_CSP,
+                 "Cache-Control": "private, max-age=3600"},  # fmt: skip
+    )

@@ -1,0 +1,54 @@
+"""The app factory: `create_app(settings, services=...)`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from .. import __version__
+from ..errors import SwitchboardError
+from ..logs import setup_logging
+from ..services import Services, build_services
+from ..settings import Settings
+from . import api, pages, ws
+from .security import SecurityHeadersMiddleware, http_status
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("switchboard")
+
+
+def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
+    settings = settings or (services.settings if services else Settings())
+    setup_logging(settings.log_dir)
+    services = services or build_services(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        for error in services.config.all_errors():
+            log.warning("config error: %s", error, extra={"event": "config_error"})
+        log.info("switchboard %s starting", __version__, extra={"event": "startup", "servers": len(services.pool.connections)})
+        services.pool.start()  # in the background: the app serves at once
+        try:
+            yield
+        finally:
+            await services.pool.stop()
+            log.info("switchboard stopped", extra={"event": "shutdown"})
+
+    app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.services = services
+    app.add_middleware(SecurityHeadersMiddleware)
+
+    @app.exception_handler(SwitchboardError)
+    async def _switchboard_error(request: Request, exc: SwitchboardError) -> JSONResponse:
+        body = {"error": {"code": exc.code, "message": exc.message, "action": exc.action}}
+        return JSONResponse(body, status_code=http_status(exc))
+
+    app.include_router(api.router)
+    app.include_router(ws.router)
+    pages.mount(app, settings)
+    return app

@@ -1,0 +1,18 @@
+"""Request-scoped helpers: the services, the signed-in user."""
+
+from __future__ import annotations
+
+from fastapi import Request
+
+from ..auth import User
+from ..services import Services
+
+__all__ = ["current_user", "services_of"]
+
+
+def services_of(request: Request) -> Services:
+    return request.app.state.services
+
+
+def current_user(request: Request) -> User:
+    return services_of(request).auth.identify(request.headers)

@@ -1,0 +1,57 @@
+"""The chat page and static files (hashed URLs, no build step)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from .. import __version__
+from ..settings import Settings
+from .deps import current_user, services_of
+
+__all__ = ["mount"]
+
+
+class _HashedStatic:
+    """`static('app.js')` -> `/static/app.js?v=<content hash>`, computed once."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._hashes: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        digest = self._hashes.get(path)
+        if digest is None:
+            try:
+                digest = hashlib.sha256((self._root / path).read_bytes()).hexdigest()[:12]
+            except OSError:
+                digest = __version__
+            self._hashes[path] = digest
+        return f"/static/{path}?v={digest}"
+
+
+def mount(app: FastAPI, settings: Settings) -> None:
+    frontend = settings.project_root / "frontend"
+    templates = Jinja2Templates(directory=str(frontend / "templates"))
+    templates.env.globals["static"] = _HashedStatic(frontend / "static")
+    app.mount("/static", StaticFiles(directory=str(frontend / "static")), name="static")
+
+    @app.get("/", response_class=HTMLResponse)
+    async def chat_page(request: Request) -> HTMLResponse:
+        user = current_user(request)
+        services = services_of(request)
+        page = {
+            "user": user.email,
+            "groups": sorted(user.groups),
+            "version": __version__,
+            "ws_path": "/ws",
+            "config_url": "/api/config",
+            "upload_url": "/api/files",
+            "max_upload_bytes": services.settings.max_upload_bytes,
+        }
+        return templates.TemplateResponse(request, "chat.html", {"page": page})

@@ -1,0 +1,104 @@
+"""Build a real app for tests: config files in a temp folder, real MCP
+servers, the HTTP LLM double, Starlette's TestClient (real websockets)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from switchboard.settings import PROJECT_ROOT, Settings
+
+__all__ = ["TOOLBOX", "free_port", "make_settings", "run_toolbox_server", "toolbox_entry", "write_config"]
+
+TOOLBOX = PROJECT_ROOT / "tests" / "support" / "servers" / "toolbox.py"
+
+
+def toolbox_entry(**extra: Any) -> dict[str, Any]:
+    return {"command": "python", "args": [str(TOOLBOX)], **extra}
+
+
+def write_config(
+    folder: Path,
+    *,
+    servers: dict[str, Any] | None = None,
+    models: list[dict[str, Any]] | None = None,
+    default_model: str | None = None,
+    groups: dict[str, list[str]] | None = None,
+    system_prompt: str = "You are a test assistant.",
+) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "mcp.json").write_text(json.dumps({"servers": servers or {}}))
+    llm: dict[str, Any] = {"models": models or [{"name": "demo", "model": "switchboard/demo"}]}
+    if default_model:
+        llm["default_model"] = default_model
+    (folder / "llmconfig.yml").write_text(yaml.safe_dump(llm))
+    (folder / "groups.yml").write_text(yaml.safe_dump({"users": groups or {"*": ["users"]}, "admin_group": "admin"}))
+    (folder / "compliance-levels.json").write_text(
+        json.dumps(
+            {
+                "levels": [
+                    {"name": "Public", "allowed_with": []},
+                    {"name": "Internal", "allowed_with": ["Public"]},
+                    {"name": "External", "allowed_with": ["Public"]},
+                ]
+            }
+        )
+    )
+    (folder / "system-prompt.md").write_text(system_prompt)
+
+
+def make_settings(tmp: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "defaults_dir": tmp / "defaults",
+        "config_dir": tmp / "overrides",
+        "data_dir": tmp / "data",
+        "log_dir": tmp / "logs",
+        "server_start_timeout_s": 30.0,
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def run_toolbox_server(mode: str) -> Iterator[str]:
+    """The toolbox served over `http` or `sse` on 127.0.0.1; yields its URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(TOOLBOX), f"--{mode}", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/{'mcp' if mode == 'http' else 'sse'}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"toolbox --{mode} exited with {proc.returncode}")
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+

@@ -1,0 +1,120 @@
+"""A small MCP server for the host's tests.  Runs over stdio by default;
+`--http PORT` or `--sse PORT` serve it on 127.0.0.1 instead."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import sys
+
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ToolError
+from mcp_types import ImageContent, TextContent
+
+# 1x1 transparent PNG
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+mcp = FastMCP("toolbox")
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def whoami(username: str = "") -> str:
+    """Say which user the host says is calling."""
+    return f"user={username}"
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def env_probe(name: str) -> str:
+    """Report whether an environment variable reached the server."""
+    return f"{name}={os.environ.get(name, '<unset>')}"
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def make_report() -> dict:
+    """Return a V2 result with an image and an HTML artifact."""
+    return {
+        "results": {"summary": "2 files"},
+        "artifacts": [
+            {"name": "dot.png", "b64": base64.b64encode(PNG).decode(), "mime": "image/png"},
+            {"name": "report.html", "b64": base64.b64encode(b"<h1>Report</h1>").decode(), "mime": "text/html"},
+        ],
+        "display": {"open_canvas": True, "primary_file": "report.html"},
+    }
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def picture() -> list:
+    """Return an MCP image content block."""
+    return [TextContent(type="text", text="a picture"), ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")]
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+async def slow(steps: int = 3, delay_s: float = 0.2, ctx: Context | None = None) -> str:
+    """Count slowly, reporting progress."""
+    for i in range(steps):
+        await asyncio.sleep(delay_s)
+        if ctx is not None:
+            await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+    return f"counted {steps}"
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+async def hang() -> str:
+    """Never answer."""
+    await asyncio.sleep(3600)
+    return "unreachable"
+
+
+@mcp.tool()
+def boom(message: str = "it broke") -> str:
+    """Fail with a tool error."""
+    raise ToolError(message)
+
+
+@mcp.tool()
+def crash() -> str:
+    """Kill the server process."""
+    os._exit(3)
+
+
+@mcp.tool()
+def delete_everything() -> str:
+    """A destructive tool (no annotations): needs approval by default."""
+    return "deleted (not really)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int)
+    parser.add_argument("--sse", type=int)
+    parser.add_argument("--crash-on-start", action="store_true")
+    args = parser.parse_args()
+    if args.crash_on_start:
+        print("toolbox: refusing to start (asked to crash)", file=sys.stderr)
+        sys.exit(2)
+    if args.http:
+        mcp.run(transport="http", host="127.0.0.1", port=args.http, show_banner=False)
+    elif args.sse:
+        mcp.run(transport="sse", host="127.0.0.1", port=args.sse, show_banner=False)
+    else:
+        mcp.run(show_banner=False)
+
+
+if __name__ == "__main__":
+    main()
