@@ -246,16 +246,20 @@ class ServerConnection:
             raise
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
-                self._broken.set()
+                self._mark_broken()
                 raise ServerUnavailable(
                     f"server '{self.name}' stopped during the call and is being restarted; try again shortly"
                 ) from None
             raise ToolError(f"server '{self.name}' refused the call: {exc.message}") from None
         except (OSError, httpx.HTTPError) as exc:
-            self._broken.set()
+            self._mark_broken()
             raise ServerUnavailable(f"server '{self.name}' is unreachable: {describe_failure(exc)}") from None
         finally:
             self._inflight.discard(sink)
+
+    def _mark_broken(self) -> None:
+        self._broken.set()
+        self.ready_event.clear()  # callers waiting for readiness wait for the reconnect
 
     async def read_resource(self, uri: str) -> list[Any]:
         client = self._client

@@ -9,6 +9,7 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from ..auth import User
 from ..chat.approvals import approval_reason
+from ..chat.render import render_markdown
 from ..errors import BadRequest
 from .deps import current_user, services_of
 from .security import ARTIFACT_CSP, PDF_CSP
@@ -104,6 +105,15 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
         owner=user.email, name=file.filename or "upload", mime=file.content_type or "", data=data, kind="upload"
     )
     return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
+
+
+@router.get("/api/artifacts/{file_id}/rendered")
+async def rendered_artifact(request: Request, user: UserDep, file_id: str) -> dict[str, str]:
+    """A markdown artifact rendered to sanitized HTML, for the canvas."""
+    stored, path = services_of(request).artifacts.get(file_id, owner=user.email)
+    if stored.mime not in ("text/markdown", "text/x-markdown") and not stored.name.endswith((".md", ".markdown")):
+        raise BadRequest("only markdown artifacts can be rendered")
+    return {"html": render_markdown(path.read_text(encoding="utf-8", errors="replace"))}
 
 
 _INLINE_SAFE = ("image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/plain", "text/csv",

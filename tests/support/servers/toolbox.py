@@ -81,6 +81,29 @@ async def hang() -> str:
     return "unreachable"
 
 
+@mcp.tool(annotations={"readOnlyHint": True})
+async def ask_name(ctx: Context) -> str:
+    """Ask the user for their name and age (elicitation)."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Person:
+        name: str
+        age: int
+
+    answer = await ctx.elicit("Who are you?", response_type=Person)
+    if answer.action == "accept":
+        return f"hello {answer.data.name}, age {answer.data.age}"
+    return f"no answer ({answer.action})"
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+async def summarize_with_llm(text: str, ctx: Context) -> str:
+    """Ask the host's model to summarise the text (sampling)."""
+    reply = await ctx.sample(f"Summarise: {text}", max_tokens=100)
+    return f"summary: {reply.text}"
+
+
 @mcp.tool()
 def boom(message: str = "it broke") -> str:
     """Fail with a tool error."""

@@ -1,0 +1,133 @@
+"""Which models a user may pick, which are usable now, and which one is the default.
+
+Built from llmconfig.yml and the environment only: listing models never imports
+litellm or calls a provider.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from switchboard.config.models import ComplianceLevels, LLMConfig, ModelConfig
+from switchboard.errors import LLMUnavailable
+
+__all__ = ["DEMO_MODEL", "ModelCatalogue", "ModelInfo"]
+
+DEMO_MODEL = "switchboard/demo"
+_DEMO_DESCRIPTION = "Offline demo model (no LLM): calls tools you name, summarises results"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    name: str
+    description: str
+    available: bool
+    reason: str | None  # why it is not available
+    is_demo: bool
+    compliance_level: str | None
+
+
+class ModelCatalogue:
+    def __init__(self, config: LLMConfig, environ: Mapping[str, str] | None = None) -> None:
+        self._config = config
+        self._environ = os.environ if environ is None else environ
+        self._by_name = {model.name: model for model in config.models}
+
+    def entries(
+        self, groups: set[str], compliance_level: str | None = None, compliance: ComplianceLevels | None = None
+    ) -> list[ModelInfo]:
+        """The models these groups may use in a conversation at `compliance_level`,
+        in config order, usable or not (with the reason)."""
+        return [self._info(model) for model in self._admitted(groups, compliance_level, compliance)]
+
+    def default_model_name(
+        self, groups: set[str], compliance_level: str | None = None, compliance: ComplianceLevels | None = None
+    ) -> str | None:
+        """The configured default when usable; the demo model only while nothing else is."""
+        usable = [m for m in self._admitted(groups, compliance_level, compliance) if self._unavailable_reason(m) is None]
+        real = [m for m in usable if not m.is_demo]
+        configured = self._by_name.get(self._config.default_model or "")
+        if configured is not None and configured in real:
+            return configured.name
+        if real:
+            return real[0].name
+        return usable[0].name if usable else None
+
+    def resolve(
+        self,
+        name: str | None,
+        groups: set[str],
+        compliance_level: str | None = None,
+        compliance: ComplianceLevels | None = None,
+    ) -> ModelConfig:
+        """The model to call for this request; raises LLMUnavailable saying why not."""
+        choices = self._choice_hint(groups, compliance_level, compliance)
+        if name is None:
+            default = self.default_model_name(groups, compliance_level, compliance)
+            if default is None:
+                raise LLMUnavailable(
+                    "No model is available to you in this conversation.",
+                    action="Ask your administrator to configure a model (llmconfig.yml) or set its API key.",
+                )
+            return self._by_name[default]
+        model = self._by_name.get(name)
+        if model is None or not model.admits_group(groups):
+            raise LLMUnavailable(f"There is no model named '{name}' for you.", action=f"Pick another model{choices}.")
+        if not _compliance(compliance).admits(compliance_level, model.compliance_level):
+            raise LLMUnavailable(
+                f"Model '{name}' (compliance level {model.compliance_level}) may not be used in a "
+                f"conversation at compliance level {compliance_level}.",
+                action=f"Pick another model{choices}, or start a conversation at another compliance level.",
+            )
+        reason = self._unavailable_reason(model)
+        if reason is not None:
+            raise LLMUnavailable(
+                f"Model '{name}' is not available: {reason}.",
+                action=f"Pick another model{choices}, or ask your administrator to configure this one.",
+            )
+        return model
+
+    # -- helpers -----------------------------------------------------------------
+    def _admitted(
+        self, groups: set[str], compliance_level: str | None, compliance: ComplianceLevels | None
+    ) -> list[ModelConfig]:
+        levels = _compliance(compliance)
+        return [
+            model
+            for model in self._config.models
+            if model.admits_group(groups) and levels.admits(compliance_level, model.compliance_level)
+        ]
+
+    def _unavailable_reason(self, model: ModelConfig) -> str | None:
+        if model.is_demo and model.model != DEMO_MODEL:
+            return f"'{model.model}' is not a built-in model (the built-in one is '{DEMO_MODEL}')"
+        if model.api_key_env and not self._environ.get(model.api_key_env):
+            return f"{model.api_key_env} is not set"
+        return None
+
+    def _info(self, model: ModelConfig) -> ModelInfo:
+        reason = self._unavailable_reason(model)
+        return ModelInfo(
+            name=model.name,
+            description=_demo_description(model.description) if model.is_demo else model.description,
+            available=reason is None,
+            reason=reason,
+            is_demo=model.is_demo,
+            compliance_level=model.compliance_level,
+        )
+
+    def _choice_hint(self, groups: set[str], compliance_level: str | None, compliance: ComplianceLevels | None) -> str:
+        names = [m.name for m in self._admitted(groups, compliance_level, compliance) if self._unavailable_reason(m) is None]
+        return f" ({', '.join(names)})" if names else ""
+
+
+def _demo_description(description: str) -> str:
+    if "demo" in description.lower():
+        return description
+    return f"{_DEMO_DESCRIPTION}. {description}" if description else _DEMO_DESCRIPTION
+
+
+def _compliance(compliance: ComplianceLevels | None) -> ComplianceLevels:
+    return compliance if compliance is not None else ComplianceLevels()

@@ -1,0 +1,252 @@
+"""Streaming model calls through litellm, as provider-neutral events.
+
+`LLMClient.stream` yields `TextDelta`s while the answer arrives and exactly one
+`Completed` at the end (finish reason, assembled tool calls, usage). litellm's
+exceptions are translated once, here, into the `LLMError` tree.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import litellm
+
+from switchboard.config.models import ModelConfig
+from switchboard.errors import Cancelled, LLMError, LLMUnavailable, SwitchboardError
+from switchboard.llm._errors import translated_errors
+from switchboard.llm.demo import DEMO_PROVIDER, DemoLLM
+from switchboard.llm.types import Completed, TextDelta, ToolCallRequest, Usage
+
+__all__ = ["CallReporter", "LLMClient"]
+
+logger = logging.getLogger(__name__)
+
+CallReporter = Callable[[str, float, Usage | None, SwitchboardError | None], None]
+"""on_call(model_name, duration_s, usage, error): called once after every model call."""
+
+
+class LLMClient:
+    def __init__(
+        self,
+        *,
+        on_call: CallReporter | None = None,
+        environ: Mapping[str, str] | None = None,
+        demo_chunk_delay_s: float = 0.02,
+    ) -> None:
+        self._on_call = on_call
+        self._environ = os.environ if environ is None else environ
+        _quiet_litellm()
+        _register_demo(DemoLLM(chunk_delay_s=demo_chunk_delay_s))
+
+    async def stream(
+        self,
+        model: ModelConfig,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        timeout_s: float | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[TextDelta | Completed]:
+        """One model call. `timeout_s` limits each wait for the provider (connect, and
+        every read while streaming), not the whole answer."""
+        started = time.monotonic()
+        usage: Usage | None = None
+        error: SwitchboardError | None = None
+        secret = self._api_key(model)
+        try:
+            with translated_errors(model, secret):
+                response = await self._open(model, messages, tools, secret, timeout_s, max_tokens)
+            assembler = _ToolCallAssembler()
+            finish_reason: str | None = None
+            try:
+                chunks = aiter(response)
+                while True:
+                    with translated_errors(model, secret):
+                        try:
+                            chunk = await anext(chunks)
+                        except StopAsyncIteration:
+                            break
+                    usage = _usage_of(chunk) or usage
+                    for choice in chunk.choices or ():
+                        finish_reason = choice.finish_reason or finish_reason
+                        delta = choice.delta
+                        for fragment in getattr(delta, "tool_calls", None) or ():
+                            assembler.add(fragment)
+                        if delta is not None and delta.content:
+                            yield TextDelta(delta.content)
+            finally:
+                await response.aclose()
+            calls = assembler.calls()
+            if calls and finish_reason in (None, "stop"):
+                finish_reason = "tool_calls"  # some providers say "stop" after tool calls
+            yield Completed(finish_reason=finish_reason or "stop", tool_calls=calls, usage=usage)
+        except SwitchboardError as exc:
+            error = exc
+            raise
+        except Exception as exc:
+            error = LLMError(f"Model '{model.name}' failed unexpectedly ({type(exc).__name__})")
+            raise
+        except BaseException:  # the consumer closed the stream, or the task was cancelled
+            error = Cancelled("The model call was stopped.")
+            raise
+        finally:
+            self._report(model.name, time.monotonic() - started, usage, error)
+
+    async def complete(
+        self,
+        model: ModelConfig,
+        messages: list[dict[str, Any]],
+        *,
+        timeout_s: float | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """The whole text answer of one call without tools (e.g. for MCP sampling)."""
+        parts: list[str] = []
+        async for event in self.stream(model, messages, None, timeout_s=timeout_s, max_tokens=max_tokens):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+        return "".join(parts)
+
+    # -- helpers -----------------------------------------------------------------
+    async def _open(
+        self,
+        model: ModelConfig,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        api_key: str | None,
+        timeout_s: float | None,
+        max_tokens: int | None,
+    ) -> Any:
+        # The single place a request leaves: a retry policy (with backoff, honouring
+        # Retry-After) wraps this call; litellm's and the OpenAI SDK's own retries stay off.
+        _check_provider(model)
+        kwargs: dict[str, Any] = {**model.extra, "model": model.model, "messages": messages, "stream": True}
+        kwargs.update(num_retries=0, max_retries=0)
+        if _reports_stream_usage(model):
+            kwargs["stream_options"] = {"include_usage": True}
+        if tools:
+            kwargs["tools"] = tools
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        if model.api_base:
+            kwargs["api_base"] = model.api_base
+        if max_tokens or model.max_tokens:
+            kwargs["max_tokens"] = max_tokens or model.max_tokens
+        if model.temperature is not None:
+            kwargs["temperature"] = model.temperature
+        if timeout_s is not None:
+            kwargs["timeout"] = timeout_s
+        return await litellm.acompletion(**kwargs)
+
+    def _api_key(self, model: ModelConfig) -> str | None:
+        if not model.api_key_env:
+            return None
+        key = self._environ.get(model.api_key_env)
+        if not key:
+            raise LLMUnavailable(
+                f"Model '{model.name}' is not available: {model.api_key_env} is not set.",
+                action="Pick another model, or ask your administrator to set its API key.",
+            )
+        return key
+
+    def _report(self, name: str, duration_s: float, usage: Usage | None, error: SwitchboardError | None) -> None:
+        if self._on_call is None:
+            return
+        try:
+            self._on_call(name, duration_s, usage, error)
+        except Exception:  # reporting must never break a call
+            logger.exception("on_call reporter failed")
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class _ToolCallAssembler:
+    """Joins streamed tool-call fragments: the first fragment of a call carries its
+    id and name, later ones only its index and a piece of the arguments."""
+
+    def __init__(self) -> None:
+        self._calls: list[_PartialCall] = []
+        self._by_index: dict[int, _PartialCall] = {}
+
+    def add(self, fragment: Any) -> None:
+        index = getattr(fragment, "index", None)
+        call_id = getattr(fragment, "id", None) or ""
+        function = getattr(fragment, "function", None)
+        name = getattr(function, "name", None) or ""
+        arguments = getattr(function, "arguments", None) or ""
+        partial = self._by_index.get(index) if index is not None else (self._calls[-1] if self._calls else None)
+        if partial is not None and call_id and partial.id and call_id != partial.id:
+            partial = None  # a provider that reuses index 0 for every (complete) call
+        if partial is None or (index is None and call_id and partial.id):
+            partial = _PartialCall()
+            self._calls.append(partial)
+            if index is not None:
+                self._by_index[index] = partial
+        partial.id = partial.id or call_id
+        partial.name = partial.name or name
+        partial.arguments += arguments
+
+    def calls(self) -> list[ToolCallRequest]:
+        requests = []
+        for partial in self._calls:
+            if not partial.name:
+                logger.warning("dropped a streamed tool call without a name (id %r)", partial.id)
+                continue
+            call_id = partial.id or f"call_{uuid.uuid4().hex[:24]}"
+            requests.append(ToolCallRequest(id=call_id, name=partial.name, arguments=partial.arguments or "{}"))
+        return requests
+
+
+def _usage_of(chunk: Any) -> Usage | None:
+    raw = getattr(chunk, "usage", None)
+    if raw is None:  # providers without stream_options report usage here (litellm's documented hidden params)
+        raw = (getattr(chunk, "_hidden_params", None) or {}).get("usage")
+    if raw is None:
+        return None
+    prompt = getattr(raw, "prompt_tokens", 0) or 0
+    completion = getattr(raw, "completion_tokens", 0) or 0
+    return Usage(prompt, completion, getattr(raw, "total_tokens", 0) or prompt + completion)
+
+
+def _check_provider(model: ModelConfig) -> None:
+    try:
+        litellm.get_llm_provider(model=model.model, api_base=model.api_base)
+    except litellm.BadRequestError:
+        raise LLMUnavailable(
+            f"Model '{model.name}': litellm cannot tell the provider of '{model.model}'.",
+            action="Ask your administrator to write the model as 'provider/model' in llmconfig.yml "
+            "(e.g. 'openai/gpt-4o-mini'); meanwhile pick another model.",
+        ) from None
+
+
+def _reports_stream_usage(model: ModelConfig) -> bool:
+    if model.is_demo:
+        return True
+    try:
+        params = litellm.get_supported_openai_params(model=model.model)
+    except Exception:  # unknown provider: the call itself reports it properly
+        return False
+    return bool(params) and "stream_options" in params
+
+
+def _quiet_litellm() -> None:
+    litellm.suppress_debug_info = True  # no "Give Feedback" / "Provider List" banners
+    litellm.set_verbose = False
+    litellm.turn_off_message_logging = True  # conversations stay out of litellm's logging callbacks
+
+
+def _register_demo(handler: DemoLLM) -> None:
+    """Idempotent: exactly one entry for the demo provider (the map is process-wide)."""
+    others = [item for item in litellm.custom_provider_map if item["provider"] != DEMO_PROVIDER]
+    litellm.custom_provider_map = [*others, {"provider": DEMO_PROVIDER, "custom_handler": handler}]

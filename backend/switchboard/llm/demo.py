@@ -1,0 +1,219 @@
+"""The offline demo model `switchboard/demo`: a litellm custom provider.
+
+It needs no LLM and no network. It reads the conversation and the offered tools
+(OpenAI format) and:
+
+- after tool results, streams a short markdown summary of them;
+- when the last user message names tools (qualified name, or the bare name after
+  the server prefix), calls them, with the first JSON object in the message as
+  arguments (or `{}`); several named tools are called in parallel;
+- otherwise streams a help text listing the tools and how to ask.
+
+Going through litellm's own streaming wrapper keeps the demo on the same code path
+as a real provider: the client cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from litellm.llms.custom_llm import CustomLLM
+from litellm.types.utils import GenericStreamingChunk
+
+__all__ = ["DEMO_PROVIDER", "DemoLLM", "demo_reply"]
+
+DEMO_PROVIDER = "switchboard"
+
+_RESULT_PREVIEW_CHARS = 300
+_WORDS_PER_CHUNK = 4
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+_EXAMPLE = 'run dataviz_describe_csv {"csv_text": "a,b\\n1,2"}'
+
+
+class DemoLLM(CustomLLM):
+    def __init__(self, *, chunk_delay_s: float = 0.02) -> None:
+        super().__init__()
+        self.chunk_delay_s = chunk_delay_s
+
+    async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> AsyncIterator[GenericStreamingChunk]:  # type: ignore[override]
+        tools = (kwargs.get("optional_params") or {}).get("tools") or []
+        text, calls = demo_reply(messages, tools)
+        for index, piece in enumerate(_word_groups(text)):
+            if index and self.chunk_delay_s:
+                await asyncio.sleep(self.chunk_delay_s)
+            yield _chunk(text=piece)
+        for index, (name, arguments) in enumerate(calls):
+            tool_use = {
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+                "index": index,
+            }
+            yield _chunk(tool_use=tool_use)
+        usage = {
+            "prompt_tokens": _rough_tokens(json.dumps(messages, default=str)),
+            "completion_tokens": _rough_tokens(text + "".join(a for _, a in calls)),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        yield _chunk(finish_reason="tool_calls" if calls else "stop", usage=usage)
+
+
+def _chunk(*, text: str = "", tool_use: dict | None = None, finish_reason: str = "", usage: dict | None = None) -> GenericStreamingChunk:
+    return GenericStreamingChunk(
+        text=text,
+        tool_use=tool_use,  # type: ignore[typeddict-item]
+        is_finished=bool(finish_reason),
+        finish_reason=finish_reason,
+        usage=usage,  # type: ignore[typeddict-item]
+        index=0,
+    )
+
+
+def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[str, list[tuple[str, str]]]:
+    """What the demo model answers: (markdown text, [(tool name, JSON arguments)])."""
+    if messages and messages[-1].get("role") == "tool":
+        return _summarise_tool_results(messages), []
+    names = [tool["function"]["name"] for tool in tools if tool.get("function", {}).get("name")]
+    user_text = _text_of(_last_user_message(messages))
+    calls = _named_calls(user_text, names)
+    if calls:
+        return "", calls
+    return _help_text(tools), []
+
+
+# -- tool results ---------------------------------------------------------------
+def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    names: dict[str, str] = {}
+    lines: list[str] = []
+    for message in messages[start + 1 :]:
+        for call in message.get("tool_calls") or []:
+            names[call.get("id", "")] = call.get("function", {}).get("name", "")
+        if message.get("role") != "tool":
+            continue
+        name = message.get("name") or names.get(message.get("tool_call_id", ""), "") or "tool"
+        content = _text_of(message).strip()
+        status = "error" if _looks_failed(content) else "ok"
+        preview = content[:_RESULT_PREVIEW_CHARS] + ("…" if len(content) > _RESULT_PREVIEW_CHARS else "")
+        preview = preview.replace("\n", " ") or "(empty result)"
+        lines.append(f"- `{name}` — **{status}**: {preview}")
+    count = len(lines)
+    head = f"Demo model: {count} tool result{'s' if count != 1 else ''}:"
+    return head + "\n\n" + "\n".join(lines) + "\n\nName another tool to call it, or ask *what can you do*."
+
+
+def _looks_failed(content: str) -> bool:
+    """The demo model's reading of a result: JSON with `"ok": false` or an `"error"`
+    key, or text that starts with "error"."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return content.lower().startswith(("error", "tool error"))
+    return isinstance(data, dict) and (data.get("ok") is False or bool(data.get("error")))
+
+
+# -- naming tools -------------------------------------------------------------
+def _named_calls(text: str, tool_names: list[str]) -> list[tuple[str, str]]:
+    objects = _json_objects(text)
+    prose = text
+    for start, end, _ in reversed(objects):  # do not read tool names inside arguments
+        prose = prose[:start] + " " * (end - start) + prose[end:]
+    mentions: list[tuple[int, str]] = []
+    for match in _WORD.finditer(prose):
+        tool = _tool_for_word(match.group(), tool_names)
+        if tool and tool not in (name for _, name in mentions):
+            mentions.append((match.start(), tool))
+    if len(mentions) == 1:
+        return [(mentions[0][1], objects[0][2] if objects else "{}")]
+    calls = []
+    for i, (position, tool) in enumerate(mentions):
+        until = mentions[i + 1][0] if i + 1 < len(mentions) else len(text)
+        own = next((raw for start, _, raw in objects if position < start < until), "{}")
+        calls.append((tool, own))
+    return calls
+
+
+def _tool_for_word(word: str, tool_names: list[str]) -> str | None:
+    """The tool a word names: its qualified name, else its bare name (the qualified
+    name ends with `_word`). A bare name after a one-part prefix (`server_word`) wins
+    over a longer one; an ambiguous word names nothing."""
+    if word in tool_names:
+        return word
+    suffixed = [name for name in tool_names if name.endswith("_" + word)]
+    strong = [name for name in suffixed if "_" not in name[: -len(word) - 1]]
+    for candidates in (strong, suffixed):
+        if len(candidates) == 1:
+            return candidates[0]
+        if candidates:
+            return None
+    return None
+
+
+def _json_objects(text: str) -> list[tuple[int, int, str]]:
+    """Every top-level JSON object in free text, as (start, end, compact JSON)."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, int, str]] = []
+    position = text.find("{")
+    while position != -1:
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except ValueError:
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict):
+            found.append((position, end, json.dumps(value)))
+        position = text.find("{", end)
+    return found
+
+
+# -- help ------------------------------------------------------------------------
+def _help_text(tools: list[dict[str, Any]]) -> str:
+    lines = [
+        "I am the **offline demo model** (`switchboard/demo`): no LLM is configured, so I do not "
+        "understand free text. I call the tools you name and summarise their results.",
+        "",
+    ]
+    if tools:
+        lines += ["**Available tools**", ""]
+        for tool in tools:
+            function = tool.get("function", {})
+            description = (function.get("description") or "").strip().splitlines()
+            lines.append(f"- `{function.get('name', '?')}`" + (f" — {description[0]}" if description else ""))
+    else:
+        lines.append("No tools are available in this conversation.")
+    lines += [
+        "",
+        "**How to ask**: name a tool (its full name, or the part after the server prefix) "
+        "and give its arguments as one JSON object, for example:",
+        "",
+        f"`{_EXAMPLE}`",
+        "",
+        "Name several tools to call them in parallel. An administrator can configure a real model in `llmconfig.yml`.",
+    ]
+    return "\n".join(lines)
+
+
+# -- helpers ---------------------------------------------------------------------
+def _last_user_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return next((m for m in reversed(messages) if m.get("role") == "user"), {})
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # OpenAI content parts
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _word_groups(text: str) -> list[str]:
+    words = re.findall(r"\s*\S+", text)
+    return ["".join(words[i : i + _WORDS_PER_CHUNK]) for i in range(0, len(words), _WORDS_PER_CHUNK)]
+
+
+def _rough_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
