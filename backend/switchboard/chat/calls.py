@@ -142,7 +142,6 @@ class CallRunner:
             arguments = None
             bad_json = str(exc)
         if not isinstance(arguments, dict):
-            await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments={}))
             why = bad_json if arguments is None else "it is not a JSON object"
             return self._failed(request, tool, f"The arguments were not valid JSON ({why}); send a JSON object.", started)
         arguments = self._fill_host_arguments(tool, arguments, session)
@@ -152,7 +151,6 @@ class CallRunner:
         if reason is not None:
             answer = await self._ask(request.id, tool, arguments, reason, session, emit)
             if not answer.approved:
-                await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments=arguments))
                 return self._failed(request, tool, "The user denied this tool call; do not retry it unasked.", started)
             if answer.arguments is not None:
                 arguments = self._fill_host_arguments(tool, answer.arguments, session)
