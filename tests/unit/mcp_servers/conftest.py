@@ -1,0 +1,169 @@
+"""Fixtures for the bundled MCP servers: load a server's main.py by path, serve
+test files over real HTTP, and build small PDFs with a text layer."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+SERVERS_DIR = Path(__file__).resolve().parents[3] / "backend" / "mcp"
+
+
+def load_server(name: str) -> ModuleType:
+    module_name = f"bundled_{name}_main"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, SERVERS_DIR / name / "main.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class FileServer:
+    """Files served by a real HTTP server on 127.0.0.1; anything under /expired/ is a
+    403 and anything under /broken/ a 500."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[bytes, str, str | None, bool]] = {}
+        self.requests: list[str] = []
+        files, requests = self.files, self.requests
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                requests.append(path)
+                if path.startswith("/expired/"):
+                    self.send_error(403, "signature expired")
+                    return
+                if path.startswith("/broken/"):
+                    self.send_error(500)
+                    return
+                if path not in files:
+                    self.send_error(404)
+                    return
+                data, mime, download_name, with_length = files[path]
+                self.send_response(200)
+                self.send_header("Content-Type", mime)
+                if with_length:  # without it, HTTP/1.0 ends the body by closing
+                    self.send_header("Content-Length", str(len(data)))
+                if download_name:
+                    disposition = f"attachment; filename*=UTF-8''{quote(download_name)}"
+                    self.send_header("Content-Disposition", disposition)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def add(
+        self,
+        path: str,
+        data: bytes,
+        mime: str,
+        download_name: str | None = None,
+        *,
+        content_length: bool = True,
+    ) -> str:
+        """Serve ``data`` at ``path`` and return its URL (with a fake signature)."""
+        self.files[path] = (data, mime, download_name, content_length)
+        return f"{self.base}{path}?sig=abc&exp=9999999999"
+
+    def __enter__(self) -> FileServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+
+@pytest.fixture(scope="session")
+def pdfbasic_mcp() -> Any:
+    return load_server("pdfbasic").mcp
+
+
+@pytest.fixture(scope="session")
+def dataviz_mcp() -> Any:
+    return load_server("dataviz").mcp
+
+
+@pytest.fixture(scope="session")
+def common() -> ModuleType:
+    """The servers' shared helper package, imported the way the servers import it."""
+    if str(SERVERS_DIR) not in sys.path:
+        sys.path.insert(0, str(SERVERS_DIR))
+    return importlib.import_module("_common")
+
+
+@pytest.fixture
+def file_server() -> Iterator[FileServer]:
+    with FileServer() as server:
+        yield server
+
+
+def build_pdf(pages: list[str], info: dict[str, str] | None = None) -> bytes:
+    """A valid PDF (Helvetica text, one line per ``\\n``) with an optional Info dictionary."""
+
+    def literal(text: str) -> str:
+        return "(" + text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
+
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"",  # the page tree, filled in below
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    kids = []
+    for text in pages:
+        ops = "BT /F1 11 Tf 13 TL 50 750 Td "
+        ops += " ".join(f"{literal(line)} Tj T*" for line in text.split("\n")) + " ET"
+        stream = ops.encode("latin-1")
+        page_id, contents_id = len(objects) + 1, len(objects) + 2
+        kids.append(f"{page_id} 0 R")
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % contents_id
+        )
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(pages)} >>".encode()
+    trailer_info = ""
+    if info:
+        entries = " ".join(f"/{key} {literal(value)}" for key, value in info.items())
+        objects.append(f"<< {entries} >>".encode("latin-1"))
+        trailer_info = f" /Info {len(objects)} 0 R"
+
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R{trailer_info} >>\n"
+        f"startxref\n{xref}\n%%EOF\n"
+    ).encode()
+    return bytes(out)
+
+
+@pytest.fixture
+def make_pdf() -> Callable[..., bytes]:
+    return build_pdf
