@@ -8,4 +8,4 @@ if ! command -v uv >/dev/null 2>&1; then
   export PATH="$HOME/.local/bin:$PATH"
 fi
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-uv sync --frozen --quiet
+UV_COMPILE_BYTECODE=1 uv sync --frozen --quiet

@@ -110,6 +110,17 @@ class ArtifactStore:
             raise NotFound("no such file")  # same answer as missing: no probing other users' ids
         return stored, blob
 
+    def usage(self, owner: str, kind: str) -> int:
+        total = 0
+        for meta in self.root.glob("*.json"):
+            try:
+                entry = json.loads(meta.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if entry.get("owner") == owner and entry.get("kind") == kind:
+                total += int(entry.get("size", 0))
+        return total
+
     def purge_older_than(self, seconds: float) -> int:
         cutoff = time.time() - seconds
         removed = 0

@@ -12,8 +12,11 @@ from .artifacts import ArtifactStore
 from .auth import Authenticator
 from .chat import CallRunner, CallSettings, ChatEngine
 from .config import AppConfig, load_app_config
-from .llm import LLMClient, ModelCatalogue
+from .errors import SwitchboardError
+from .chat.loop import LLMStream
+from .llm import DeferredLLMClient, ModelCatalogue
 from .settings import Settings
+from .signing import UrlSigner, load_or_create_key
 from .tools import ServerPool, ServerStatus
 
 __all__ = ["Services", "build_services"]
@@ -27,9 +30,10 @@ class Services:
     config: AppConfig
     auth: Authenticator
     pool: ServerPool
-    llm: LLMClient
+    llm: LLMStream
     models: ModelCatalogue
     artifacts: ArtifactStore
+    signer: UrlSigner
     engine: ChatEngine
 
 
@@ -43,11 +47,17 @@ def _log_status(status: ServerStatus) -> None:
     )
 
 
-def _log_llm_call(model: str, duration_s: float, usage: object, error: str | None) -> None:
-    tokens = getattr(usage, "total_tokens", None)
+def _log_llm_call(model: str, duration_s: float, usage: object, error: SwitchboardError | None) -> None:
     log.info(
         "llm call",
-        extra={"event": "llm_call", "model": model, "duration_ms": int(duration_s * 1000), "tokens": tokens, "error": error},
+        extra={
+            "event": "llm_call",
+            "model": model,
+            "duration_ms": int(duration_s * 1000),
+            "prompt_tokens": getattr(usage, "prompt_tokens", None),
+            "completion_tokens": getattr(usage, "completion_tokens", None),
+            "error": f"{error.code}: {error.message}" if error else None,
+        },
     )
 
 
@@ -55,7 +65,7 @@ def build_services(
     settings: Settings,
     *,
     config: AppConfig | None = None,
-    llm: LLMClient | None = None,
+    llm: LLMStream | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Services:
     environ = os.environ if environ is None else environ
@@ -70,7 +80,13 @@ def build_services(
         on_status=_log_status,
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
-    llm = llm or LLMClient(on_call=_log_llm_call, environ=environ)
+    key = (
+        settings.secret_key.get_secret_value().encode()
+        if settings.secret_key
+        else load_or_create_key(settings.data_dir / "secret.key")
+    )
+    signer = UrlSigner(key, settings.base_url, settings.file_url_ttl_s)
+    llm = llm or DeferredLLMClient(on_call=_log_llm_call, environ=environ)
     models = ModelCatalogue(config.llm, environ)
     calls = CallRunner(
         pool,
@@ -80,9 +96,10 @@ def build_services(
             max_tool_result_chars=settings.max_tool_result_chars,
             max_result_event_chars=settings.max_result_event_chars,
         ),
-        base_url=settings.base_url,
+        signer=signer,
     )
-    engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, config=config, round_limit=settings.round_limit)
+    engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config,
+                        round_limit=settings.round_limit)  # fmt: skip
     return Services(
         settings=settings,
         config=config,
@@ -91,5 +108,6 @@ def build_services(
         llm=llm,
         models=models,
         artifacts=artifacts,
+        signer=signer,
         engine=engine,
     )

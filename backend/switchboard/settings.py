@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     max_result_event_chars: int = 50_000  # what the browser gets of V2 results
     max_artifact_bytes: int = 25 * 1024 * 1024
     max_upload_bytes: int = 50 * 1024 * 1024
+    max_upload_bytes_per_user: int = 500 * 1024 * 1024
+    file_url_ttl_s: int = 3600  # how long a signed file URL handed to a tool stays valid
+    retention_days: float | None = 30  # uploads and artifacts older than this are deleted
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
 

@@ -13,10 +13,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..artifacts import ArtifactStore
+from ..artifacts import ArtifactStore, StoredFile
 from ..config.models import ComplianceLevels
 from ..errors import SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
+from ..signing import UrlSigner
 from ..tools import ServerPool, ToolInfo, ToolOutcome
 from .approvals import approval_reason
 from .events import (
@@ -69,6 +70,20 @@ def frame_for_model(tool: str, ok: bool, text: str, limit: int) -> str:
     )
 
 
+FILE_PARAMS = frozenset({"file_url", "filename", "file_path", "file"})
+FILE_LIST_PARAMS = frozenset({"file_urls", "filenames", "files"})
+
+
+def _match_file(value: Any, files: list[StoredFile]) -> StoredFile | None:
+    """The attached file the model meant, by id or name; None when it named none of them."""
+    if not isinstance(value, str):
+        return None
+    for stored in files:
+        if value in (stored.id, stored.name) or value.endswith("/" + stored.name):
+            return stored
+    return None
+
+
 class _Sink:
     """Side traffic of one call, turned into events of the running turn."""
 
@@ -102,12 +117,12 @@ class _Sink:
 
 class CallRunner:
     def __init__(self, pool: ServerPool, artifacts: ArtifactStore, compliance: ComplianceLevels,
-                 settings: CallSettings, base_url: str = "") -> None:  # fmt: skip
+                 settings: CallSettings, signer: UrlSigner | None = None) -> None:  # fmt: skip
         self._pool = pool
         self._artifacts = artifacts
         self._compliance = compliance
         self._settings = settings
-        self._base_url = base_url
+        self._signer = signer
 
     def _failed(self, request: ToolCallRequest, tool: ToolInfo | None, message: str, started: float) -> ExecutedCall:
         name = tool.qualified_name if tool else request.name
@@ -169,8 +184,20 @@ class CallRunner:
 
     def _fill_host_arguments(self, tool: ToolInfo, arguments: dict[str, Any], session: ChatSession) -> dict[str, Any]:
         properties = (tool.input_schema or {}).get("properties") or {}
+        arguments = dict(arguments)
         if "username" in properties:
-            arguments = {**arguments, "username": session.user.email}  # never the model's choice
+            arguments["username"] = session.user.email  # never the model's choice
+        files = session.files_for_tools()
+        if not files or self._signer is None:
+            return arguments
+        owner = session.user.email
+        for name in FILE_PARAMS.intersection(properties):
+            chosen = _match_file(arguments.get(name), files) or files[-1]
+            arguments[name] = self._signer.url(chosen.id, owner)
+        for name in FILE_LIST_PARAMS.intersection(properties):
+            asked = arguments.get(name) if isinstance(arguments.get(name), list) else []
+            chosen_files = [f for f in (_match_file(v, files) for v in asked) if f is not None] or files
+            arguments[name] = [self._signer.url(f.id, owner) for f in chosen_files]
         return arguments
 
     async def _ask(self, call_id: str, tool: ToolInfo, arguments: dict[str, Any], reason: str,

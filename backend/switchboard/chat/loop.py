@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..artifacts import ArtifactStore
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import SwitchboardError
@@ -52,8 +53,9 @@ class TurnState:
 
 class ChatEngine:
     def __init__(self, *, llm: LLMStream, models: ModelResolver, pool: ServerPool, calls: CallRunner,
-                 config: AppConfig, round_limit: int = 10) -> None:  # fmt: skip
+                 files: ArtifactStore, config: AppConfig, round_limit: int = 10) -> None:  # fmt: skip
         self._llm = llm
+        self._files = files
         self._models = models
         self._pool = pool
         self._calls = calls
@@ -84,10 +86,22 @@ class ChatEngine:
         except SwitchboardError as exc:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             return
+        try:
+            attached = [self._files.get(file_id, owner=session.user.email)[0] for file_id in request.files]
+        except SwitchboardError:
+            yield ErrorEvent(code="not_found", message="an attached file was not found",
+                             action="Attach the file again; uploads are kept for a limited time.")  # fmt: skip
+            return
+        session.turn_files = attached
+        session.files.update((f.id, f) for f in attached)
         tools = self.tools_for(session, request.tools)
         offered = {tool.qualified_name for tool in tools}
         schemas = [tool.openai_schema() for tool in tools] or None
-        session.history.append({"role": "user", "content": request.content})
+        content = request.content
+        if attached:
+            listing = "; ".join(f"{f.name} ({f.mime}, {f.size:,} bytes)" for f in attached)
+            content += f"\n\n[Attached files: {listing}. Tools with a file parameter receive them automatically.]"
+        session.history.append({"role": "user", "content": content})
 
         finish = "stop"
         for round_no in range(self._round_limit + 1):

@@ -8,6 +8,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..artifacts import StoredFile
 from ..auth import User
 
 __all__ = ["ApprovalAnswer", "ChatSession"]
@@ -27,13 +28,20 @@ class ChatSession:
     history: list[dict[str, Any]] = field(default_factory=list)
     compliance_level: str | None = None
     allowed_tools: set[str] = field(default_factory=set)  # "allow for this conversation"
-    files: dict[str, Any] = field(default_factory=dict)  # upload id -> StoredFile attached so far
+    files: dict[str, StoredFile] = field(default_factory=dict)  # uploads attached in this conversation
+    turn_files: list[StoredFile] = field(default_factory=list)  # attached to the message being answered
     _approvals: dict[str, asyncio.Future[ApprovalAnswer]] = field(default_factory=dict)
     _elicitations: dict[str, asyncio.Future[tuple[str, dict[str, Any] | None]]] = field(default_factory=dict)
 
     # Approvals and elicitations are keyed by ids the server made; an answer
     # for an id this session did not issue is refused (it may belong to
     # another connection or user).
+
+    def files_for_tools(self) -> list[StoredFile]:
+        """The files a tool's file parameter may get: this message's, else the conversation's latest."""
+        if self.turn_files:
+            return self.turn_files
+        return list(self.files.values())[-1:]
 
     def expect_approval(self, call_id: str) -> asyncio.Future[ApprovalAnswer]:
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()

@@ -9,13 +9,22 @@ import os
 # fetching it from the internet at import time.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from switchboard.llm.catalogue import DEMO_MODEL, ModelCatalogue, ModelInfo  # noqa: E402
-from switchboard.llm.client import CallReporter, LLMClient  # noqa: E402
-from switchboard.llm.types import Completed, LLMEvent, TextDelta, ToolCallRequest, Usage  # noqa: E402
+from switchboard.llm.catalogue import DEMO_MODEL, ModelCatalogue, ModelInfo
+from switchboard.llm.deferred import DeferredLLMClient
+from switchboard.llm.types import Completed, LLMEvent, TextDelta, ToolCallRequest, Usage
+
+def __getattr__(name: str) -> object:
+    # The real client imports litellm (seconds); only load it when asked for.
+    if name in ("LLMClient", "CallReporter"):
+        from switchboard.llm import client
+
+        return getattr(client, name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "DEMO_MODEL",
-    "CallReporter",
+    "DeferredLLMClient",
     "Completed",
     "LLMClient",
     "LLMEvent",

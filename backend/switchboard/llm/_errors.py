@@ -23,11 +23,13 @@ _DETAIL_CHARS = 300
 def translated_errors(model: ModelConfig, secret: str | None) -> Iterator[None]:
     try:
         yield
-    except openai.OpenAIError as exc:  # every litellm exception derives from the openai ones
+    # Every litellm exception derives from the openai ones; transport errors that
+    # slip past litellm's own mapping are caught by type too.
+    except (openai.OpenAIError, httpx.HTTPError, TimeoutError) as exc:
         raise translate(exc, model, secret) from None
 
 
-def translate(exc: Exception, model: ModelConfig, secret: str | None) -> LLMError:  # noqa: PLR0911
+def translate(exc: Exception, model: ModelConfig, secret: str | None) -> LLMError:
     # litellm wraps stream failures in MidStreamFallbackError and sometimes files a
     # refused connection under InternalServerError; the typed causes underneath
     # (httpx, openai) tell what really happened.

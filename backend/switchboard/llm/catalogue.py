@@ -46,7 +46,9 @@ class ModelCatalogue:
         self, groups: set[str], compliance_level: str | None = None, compliance: ComplianceLevels | None = None
     ) -> str | None:
         """The configured default when usable; the demo model only while nothing else is."""
-        usable = [m for m in self._admitted(groups, compliance_level, compliance) if self._unavailable_reason(m) is None]
+        usable = [
+            m for m in self._admitted(groups, compliance_level, compliance) if self._unavailable_reason(m) is None
+        ]
         real = [m for m in usable if not m.is_demo]
         configured = self._by_name.get(self._config.default_model or "")
         if configured is not None and configured in real:
@@ -119,7 +121,9 @@ class ModelCatalogue:
         )
 
     def _choice_hint(self, groups: set[str], compliance_level: str | None, compliance: ComplianceLevels | None) -> str:
-        names = [m.name for m in self._admitted(groups, compliance_level, compliance) if self._unavailable_reason(m) is None]
+        names = [
+            m.name for m in self._admitted(groups, compliance_level, compliance) if self._unavailable_reason(m) is None
+        ]
         return f" ({', '.join(names)})" if names else ""
 
 

@@ -12,6 +12,7 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,34 +59,19 @@ class LLMClient:
         started = time.monotonic()
         usage: Usage | None = None
         error: SwitchboardError | None = None
-        secret = self._api_key(model)
+        completed = False
         try:
+            secret = self._api_key(model)
             with translated_errors(model, secret):
                 response = await self._open(model, messages, tools, secret, timeout_s, max_tokens)
-            assembler = _ToolCallAssembler()
-            finish_reason: str | None = None
             try:
-                chunks = aiter(response)
-                while True:
-                    with translated_errors(model, secret):
-                        try:
-                            chunk = await anext(chunks)
-                        except StopAsyncIteration:
-                            break
-                    usage = _usage_of(chunk) or usage
-                    for choice in chunk.choices or ():
-                        finish_reason = choice.finish_reason or finish_reason
-                        delta = choice.delta
-                        for fragment in getattr(delta, "tool_calls", None) or ():
-                            assembler.add(fragment)
-                        if delta is not None and delta.content:
-                            yield TextDelta(delta.content)
+                async with aclosing(_events(response, model, secret)) as events:
+                    async for event in events:
+                        if isinstance(event, Completed):
+                            usage, completed = event.usage, True
+                        yield event
             finally:
                 await response.aclose()
-            calls = assembler.calls()
-            if calls and finish_reason in (None, "stop"):
-                finish_reason = "tool_calls"  # some providers say "stop" after tool calls
-            yield Completed(finish_reason=finish_reason or "stop", tool_calls=calls, usage=usage)
         except SwitchboardError as exc:
             error = exc
             raise
@@ -93,7 +79,8 @@ class LLMClient:
             error = LLMError(f"Model '{model.name}' failed unexpectedly ({type(exc).__name__})")
             raise
         except BaseException:  # the consumer closed the stream, or the task was cancelled
-            error = Cancelled("The model call was stopped.")
+            if not completed:
+                error = Cancelled("The model call was stopped.")
             raise
         finally:
             self._report(model.name, time.monotonic() - started, usage, error)
@@ -164,6 +151,32 @@ class LLMClient:
             logger.exception("on_call reporter failed")
 
 
+async def _events(response: Any, model: ModelConfig, secret: str | None) -> AsyncIterator[TextDelta | Completed]:
+    """litellm's stream chunks as events: text as it comes, then one Completed."""
+    assembler = _ToolCallAssembler()
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    chunks = aiter(response)
+    while True:
+        with translated_errors(model, secret):
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+        usage = _usage_of(chunk) or usage
+        for choice in chunk.choices or ():
+            finish_reason = choice.finish_reason or finish_reason
+            delta = choice.delta
+            for fragment in getattr(delta, "tool_calls", None) or ():
+                assembler.add(fragment)
+            if delta is not None and delta.content:
+                yield TextDelta(delta.content)
+    calls = assembler.calls()
+    if calls and finish_reason in (None, "stop"):
+        finish_reason = "tool_calls"  # some providers say "stop" after tool calls
+    yield Completed(finish_reason=finish_reason or "stop", tool_calls=calls, usage=usage)
+
+
 @dataclass
 class _PartialCall:
     id: str = ""
@@ -216,7 +229,8 @@ def _usage_of(chunk: Any) -> Usage | None:
         return None
     prompt = getattr(raw, "prompt_tokens", 0) or 0
     completion = getattr(raw, "completion_tokens", 0) or 0
-    return Usage(prompt, completion, getattr(raw, "total_tokens", 0) or prompt + completion)
+    total = getattr(raw, "total_tokens", 0) or prompt + completion
+    return Usage(prompt, completion, total) if total else None  # all zero: the provider did not say
 
 
 def _check_provider(model: ModelConfig) -> None:

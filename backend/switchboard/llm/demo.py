@@ -32,6 +32,9 @@ DEMO_PROVIDER = "switchboard"
 _RESULT_PREVIEW_CHARS = 300
 _WORDS_PER_CHUNK = 4
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+_FRAMED_RESULT = re.compile(
+    r'<tool_result tool="(?P<tool>[^"]*)" status="(?P<status>[a-z]+)">\n?(?P<text>.*?)\n?</tool_result>', re.DOTALL
+)
 _EXAMPLE = 'run dataviz_describe_csv {"csv_text": "a,b\\n1,2"}'
 
 
@@ -40,7 +43,9 @@ class DemoLLM(CustomLLM):
         super().__init__()
         self.chunk_delay_s = chunk_delay_s
 
-    async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> AsyncIterator[GenericStreamingChunk]:  # type: ignore[override]
+    async def astreaming(  # type: ignore[override]  # litellm passes everything by keyword
+        self, model: str, messages: list, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[GenericStreamingChunk]:
         tools = (kwargs.get("optional_params") or {}).get("tools") or []
         text, calls = demo_reply(messages, tools)
         for index, piece in enumerate(_word_groups(text)):
@@ -63,7 +68,9 @@ class DemoLLM(CustomLLM):
         yield _chunk(finish_reason="tool_calls" if calls else "stop", usage=usage)
 
 
-def _chunk(*, text: str = "", tool_use: dict | None = None, finish_reason: str = "", usage: dict | None = None) -> GenericStreamingChunk:
+def _chunk(
+    *, text: str = "", tool_use: dict | None = None, finish_reason: str = "", usage: dict | None = None
+) -> GenericStreamingChunk:
     return GenericStreamingChunk(
         text=text,
         tool_use=tool_use,  # type: ignore[typeddict-item]
@@ -96,9 +103,14 @@ def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
             names[call.get("id", "")] = call.get("function", {}).get("name", "")
         if message.get("role") != "tool":
             continue
-        name = message.get("name") or names.get(message.get("tool_call_id", ""), "") or "tool"
+        name = message.get("name") or names.get(message.get("tool_call_id", ""), "")
         content = _text_of(message).strip()
-        status = "error" if _looks_failed(content) else "ok"
+        framed = _FRAMED_RESULT.match(content)
+        if framed:  # the chat loop's framing: <tool_result tool=".." status="..">text</tool_result>
+            name, status, content = name or framed["tool"], framed["status"], framed["text"].strip()
+        else:
+            status = "error" if _looks_failed(content) else "ok"
+        name = name or "tool"
         preview = content[:_RESULT_PREVIEW_CHARS] + ("…" if len(content) > _RESULT_PREVIEW_CHARS else "")
         preview = preview.replace("\n", " ") or "(empty result)"
         lines.append(f"- `{name}` — **{status}**: {preview}")

@@ -53,8 +53,13 @@ def _tail(path: Path, limit: int = 2000) -> str | None:
 
 def describe_failure(exc: BaseException) -> str:
     """Words an operator can act on, from the exception's type (never its text's shape)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
+    while True:  # unwrap groups and fastmcp's RuntimeError("Client failed to connect") wrapper
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        elif type(exc) is RuntimeError and exc.__cause__ is not None:
+            exc = exc.__cause__
+        else:
+            break
     if isinstance(exc, ConfigError):
         return exc.message
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):

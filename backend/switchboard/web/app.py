@@ -33,6 +33,9 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             log.warning("config error: %s", error, extra={"event": "config_error"})
         log.info("switchboard %s starting", __version__, extra={"event": "startup", "servers": len(services.pool.connections)})
         services.pool.start()  # in the background: the app serves at once
+        warm_up = getattr(services.llm, "warm_up", None)
+        if warm_up is not None:
+            warm_up()  # load the model library off the event loop
         try:
             yield
         finally:

@@ -1,0 +1,50 @@
+"""An LLMClient that loads litellm off the event loop.
+
+litellm takes seconds to import; the app must answer `/healthz` at once, so
+the real client is built in a worker thread, started at app start-up
+(`warm_up`) and awaited by the first call that needs it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from switchboard.config.models import ModelConfig
+from switchboard.llm.types import LLMEvent
+
+if TYPE_CHECKING:
+    from switchboard.llm.client import LLMClient
+
+__all__ = ["DeferredLLMClient"]
+
+
+class DeferredLLMClient:
+    def __init__(self, **client_kwargs: Any) -> None:
+        self._kwargs = client_kwargs
+        self._loading: asyncio.Future[LLMClient] | None = None
+
+    @staticmethod
+    def _build(kwargs: dict[str, Any]) -> LLMClient:
+        from switchboard.llm.client import LLMClient
+
+        return LLMClient(**kwargs)
+
+    def warm_up(self) -> None:
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(asyncio.to_thread(self._build, self._kwargs))
+
+    async def client(self) -> LLMClient:
+        self.warm_up()
+        assert self._loading is not None
+        return await asyncio.shield(self._loading)
+
+    async def stream(self, model: ModelConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                     **kwargs: Any) -> AsyncIterator[LLMEvent]:  # fmt: skip
+        client = await self.client()
+        async for event in client.stream(model, messages, tools, **kwargs):
+            yield event
+
+    async def complete(self, model: ModelConfig, messages: list[dict[str, Any]], **kwargs: Any) -> str:
+        client = await self.client()
+        return await client.complete(model, messages, **kwargs)
