@@ -16,7 +16,7 @@ import yaml
 
 from switchboard.settings import PROJECT_ROOT, Settings
 
-__all__ = ["TOOLBOX", "free_port", "make_settings", "run_toolbox_server", "toolbox_entry", "write_config"]
+__all__ = ["TOOLBOX", "free_port", "make_settings", "run_toolbox_server", "serve_app", "toolbox_entry", "write_config"]
 
 TOOLBOX = PROJECT_ROOT / "tests" / "support" / "servers" / "toolbox.py"
 
@@ -102,3 +102,26 @@ def run_toolbox_server(mode: str) -> Iterator[str]:
             proc.kill()
 
 
+
+
+@contextmanager
+def serve_app(app: Any, port: int) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on 127.0.0.1:`port` in a thread; yields its base URL.
+    MCP servers (separate processes) can reach it, unlike TestClient."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the app did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

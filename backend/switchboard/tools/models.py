@@ -52,6 +52,7 @@ class ToolOutcome:
     artifacts: list[RawArtifact] = field(default_factory=list)
     display: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # problems met while parsing (dropped artifacts)
+    resource_links: list[tuple[str, str]] = field(default_factory=list)  # (name, uri) still to fetch
     duration_ms: int = 0
 
 

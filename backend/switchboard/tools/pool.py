@@ -10,15 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mcp import MCPError
+
 from ..config.loader import McpConfig
+from ..errors import ToolError
 from .connection import ServerConnection
 from .models import CallSink, ServerStatus, ToolInfo, ToolOutcome
 from .registry import ToolRegistry
-from .results import parse_result
+from .results import add_resource_contents, finish_text, parse_result
 
 __all__ = ["ServerPool"]
 
 log = logging.getLogger("switchboard.tools")
+
+MAX_RESOURCE_LINKS = 10
 
 
 class ServerPool:
@@ -94,5 +99,15 @@ class ServerPool:
         async with self._limits[tool.server]:
             result = await conn.call(tool.name, arguments, sink)
         outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
+        for name, uri in outcome.resource_links[:MAX_RESOURCE_LINKS]:
+            try:
+                contents = await conn.read_resource(uri)
+            except (MCPError, ToolError) as exc:
+                outcome.notes.append(f"could not read linked resource {uri}: {getattr(exc, 'message', exc)}")
+                continue
+            add_resource_contents(outcome, name, contents, self._max_artifact_bytes)
+        for name, uri in outcome.resource_links[MAX_RESOURCE_LINKS:]:
+            outcome.notes.append(f"linked resource {name} <{uri}> not fetched (more than {MAX_RESOURCE_LINKS} links)")
+        finish_text(outcome)
         outcome.duration_ms = int((time.monotonic() - started) * 1000)
         return outcome

@@ -18,7 +18,7 @@ import mcp_types
 
 from .models import RawArtifact, ToolOutcome
 
-__all__ = ["V2_KEYS", "parse_result"]
+__all__ = ["V2_KEYS", "add_resource_contents", "finish_text", "parse_result"]
 
 V2_KEYS = frozenset({"results", "artifacts", "display"})
 
@@ -83,9 +83,34 @@ def _v2_artifacts(collector: _Collector, items: Any) -> None:
             collector.notes.append(f"artifact '{name}' has neither 'b64' nor 'text'; ignored")
 
 
+def add_resource_contents(outcome: ToolOutcome, name: str, contents: list[Any], max_artifact_bytes: int) -> None:
+    """Artifacts from a resource read through the server (for resource links)."""
+    collector = _Collector(max_artifact_bytes)
+    for index, item in enumerate(contents):
+        item_name = name if len(contents) == 1 else f"{index + 1}-{name}"
+        if isinstance(item, mcp_types.TextResourceContents):
+            collector.add(item_name, item.mime_type or "text/plain", item.text.encode())
+        elif isinstance(item, mcp_types.BlobResourceContents):
+            collector.add_b64(item_name, item.mime_type, item.blob)
+    outcome.artifacts.extend(collector.artifacts)
+    outcome.notes.extend(collector.notes)
+
+
+def finish_text(outcome: ToolOutcome) -> None:
+    """Tell the model which files were produced (never their bytes) and what was dropped."""
+    text = outcome.text
+    if outcome.artifacts:
+        listing = ", ".join(f"{a.name} ({a.mime}, {len(a.data):,} bytes)" for a in outcome.artifacts)
+        text = f"{text}\n[files produced and shown to the user: {listing}]".strip()
+    if outcome.notes:
+        text = f"{text}\n[" + "; ".join(outcome.notes) + "]"
+    outcome.text = text
+
+
 def parse_result(result: mcp_types.CallToolResult, *, max_artifact_bytes: int) -> ToolOutcome:
     collector = _Collector(max_artifact_bytes)
     texts: list[str] = []
+    links: list[tuple[str, str]] = []
     v2: dict[str, Any] | None = result.structured_content if _is_v2(result.structured_content) else None
     for index, block in enumerate(result.content):
         if isinstance(block, mcp_types.TextContent):
@@ -110,7 +135,7 @@ def parse_result(result: mcp_types.CallToolResult, *, max_artifact_bytes: int) -
             else:
                 collector.add_b64(name, res.mime_type, res.blob)
         elif isinstance(block, mcp_types.ResourceLink):
-            texts.append(f"[resource link: {block.name} <{block.uri}>]")
+            links.append((block.name, str(block.uri)))
 
     results: Any = None
     display: dict[str, Any] | None = None
@@ -127,11 +152,6 @@ def parse_result(result: mcp_types.CallToolResult, *, max_artifact_bytes: int) -
         text = "\n".join(texts)
         if not text and results is not None:
             text = json.dumps(results, ensure_ascii=False, default=str)
-    if collector.artifacts:
-        listing = ", ".join(f"{a.name} ({a.mime}, {len(a.data):,} bytes)" for a in collector.artifacts)
-        text = f"{text}\n[files produced and shown to the user: {listing}]".strip()
-    if collector.notes:
-        text = f"{text}\n[" + "; ".join(collector.notes) + "]"
     return ToolOutcome(
         ok=not result.is_error,
         text=text,
@@ -139,4 +159,5 @@ def parse_result(result: mcp_types.CallToolResult, *, max_artifact_bytes: int) -
         artifacts=collector.artifacts,
         display=display,
         notes=collector.notes,
+        resource_links=links,
     )

@@ -101,10 +101,31 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
             f"the file is larger than the {limit // (1024 * 1024)} MB upload limit",
             action="Attach a smaller file, or ask your administrator to raise SWITCHBOARD_MAX_UPLOAD_BYTES.",
         )
+    quota = services.settings.max_upload_bytes_per_user
+    if services.artifacts.usage(user.email, "upload") + len(data) > quota:
+        raise BadRequest(
+            f"your uploads would exceed your {quota // (1024 * 1024)} MB storage limit",
+            action="Older uploads are removed automatically after a while; try again later or attach a smaller file.",
+        )
     stored = services.artifacts.put(
         owner=user.email, name=file.filename or "upload", mime=file.content_type or "", data=data, kind="upload"
     )
     return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
+
+
+@router.get("/api/files/{file_id}/content")
+async def signed_file(request: Request, file_id: str, u: str, e: int, s: str) -> FileResponse:
+    """An upload fetched by an MCP server through a signed, expiring URL (no session)."""
+    services = services_of(request)
+    services.signer.verify(file_id, u, e, s)
+    stored, path = services.artifacts.get(file_id, owner=u)
+    return FileResponse(
+        path,
+        media_type="application/octet-stream" if stored.mime in ("text/html", "image/svg+xml") else stored.mime,
+        filename=stored.name,
+        content_disposition_type="attachment",
+        headers={"Content-Security-Policy": ARTIFACT_CSP, "Cache-Control": "no-store"},
+    )
 
 
 @router.get("/api/artifacts/{file_id}/rendered")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,6 +23,17 @@ __all__ = ["create_app"]
 log = logging.getLogger("switchboard")
 
 
+async def _retention(services: Services) -> None:
+    days = services.settings.retention_days
+    if not days:
+        return
+    while True:
+        removed = await asyncio.to_thread(services.artifacts.purge_older_than, days * 86400)
+        if removed:
+            log.info("removed %d old files", removed, extra={"event": "retention", "removed": removed})
+        await asyncio.sleep(6 * 3600)
+
+
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
     settings = settings or (services.settings if services else Settings())
     setup_logging(settings.log_dir)
@@ -33,12 +45,14 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             log.warning("config error: %s", error, extra={"event": "config_error"})
         log.info("switchboard %s starting", __version__, extra={"event": "startup", "servers": len(services.pool.connections)})
         services.pool.start()  # in the background: the app serves at once
+        retention = asyncio.create_task(_retention(services), name="retention")
         warm_up = getattr(services.llm, "warm_up", None)
         if warm_up is not None:
             warm_up()  # load the model library off the event loop
         try:
             yield
         finally:
+            retention.cancel()
             await services.pool.stop()
             log.info("switchboard stopped", extra={"event": "shutdown"})
 

@@ -11,7 +11,7 @@ import sys
 
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
-from mcp_types import ImageContent, TextContent
+from mcp_types import BlobResourceContents, EmbeddedResource, ImageContent, ResourceLink, TextContent
 
 # 1x1 transparent PNG
 PNG = base64.b64decode(
@@ -62,6 +62,35 @@ def make_report() -> dict:
 def picture() -> list:
     """Return an MCP image content block."""
     return [TextContent(type="text", text="a picture"), ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")]
+
+
+@mcp.resource("toolbox://notes/{name}", mime_type="text/plain")
+def note(name: str) -> str:
+    """A note, readable as an MCP resource."""
+    return f"note {name}"
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def three_kinds() -> list:
+    """Return an image block, an embedded blob and a link to an MCP resource."""
+    return [
+        ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png"),
+        EmbeddedResource(type="resource", resource=BlobResourceContents(
+            uri="toolbox://blobs/data.bin", mime_type="application/octet-stream", blob=base64.b64encode(b"\x00\x01\x02").decode())),
+        ResourceLink(type="resource_link", name="alpha.txt", uri="toolbox://notes/alpha", mime_type="text/plain"),
+    ]
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+async def fetch(file_url: str) -> str:
+    """Download a file the host handed over and report its size."""
+    import httpx
+
+    async with httpx.AsyncClient(timeout=10) as client:
+        response = await client.get(file_url)
+    if response.status_code != 200:
+        raise ToolError(f"download failed: HTTP {response.status_code}")
+    return f"{len(response.content)} bytes"
 
 
 @mcp.tool(annotations={"readOnlyHint": True})

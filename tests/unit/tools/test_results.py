@@ -8,6 +8,7 @@ from fastmcp import Client, FastMCP
 from mcp_types import BlobResourceContents, EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents
 
 from switchboard.tools import parse_result
+from switchboard.tools.results import finish_text
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -61,6 +62,7 @@ async def run(name):
 
 async def test_v2_structured_content_becomes_results_artifacts_and_display():
     outcome = parse_result(await run("v2_structured"), max_artifact_bytes=10_000)
+    finish_text(outcome)
     assert outcome.ok and outcome.results == {"n": 3}
     assert [(a.name, a.mime, a.data) for a in outcome.artifacts] == [("a.png", "image/png", PNG)]
     assert outcome.display == {"open_canvas": True, "primary_file": "a.png"}
@@ -82,12 +84,14 @@ async def test_image_and_embedded_resources_become_artifacts():
     outcome = parse_result(await run("blocks"), max_artifact_bytes=10_000)
     names = [(a.name, a.mime) for a in outcome.artifacts]
     assert names == [("image-2.png", "image/png"), ("notes.md", "text/markdown"), ("data.bin", "application/octet-stream")]
-    assert "three files" in outcome.text and "mem://later" in outcome.text
+    assert "three files" in outcome.text and outcome.resource_links == [("later", "mem://later")]
 
 
 async def test_bad_and_oversized_artifacts_are_dropped_with_a_note():
     outcome = parse_result(await run("broken_artifacts"), max_artifact_bytes=1000)
+    finish_text(outcome)
     assert outcome.artifacts == []
+    assert "not valid base64" in outcome.text
     joined = " ".join(outcome.notes)
     assert "not valid base64" in joined and "not an object" in joined and "over the 1,000-byte limit" in joined
 
@@ -111,3 +115,21 @@ def test_artifact_store_checks_declared_types(tmp_path, mime):
     stored = store.put(owner="a", name="../../etc/passwd", mime="text/plain", data=b"x")
     assert stored.name == "passwd"
     assert store.get(stored.id, owner="a")[1].parent == tmp_path
+
+
+def test_retention_removes_old_files_only(tmp_path):
+    import os
+    import time
+
+    from switchboard.artifacts import ArtifactStore
+
+    store = ArtifactStore(tmp_path)
+    old = store.put(owner="a", name="old.txt", mime="text/plain", data=b"old")
+    new = store.put(owner="a", name="new.txt", mime="text/plain", data=b"new")
+    meta = tmp_path / f"{old.id}.json"
+    entry = json.loads(meta.read_text())
+    entry["created"] = time.time() - 10 * 86400
+    meta.write_text(json.dumps(entry))
+    assert store.purge_older_than(86400) == 1
+    assert not (tmp_path / f"{old.id}.bin").exists() and store.get(new.id, owner="a")
+    assert os.listdir(tmp_path)
