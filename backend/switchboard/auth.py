@@ -2,19 +2,29 @@
 
 `dev` mode: one local user.  `proxy` mode: a reverse proxy authenticates
 and sets the identity header; it is trusted only together with the shared
-secret in `X-Proxy-Secret` (compared in constant time)."""
+secret in `X-Proxy-Secret` (compared in constant time).
+
+Groups come from groups.yml, plus (proxy mode) a groups header the proxy
+sets, plus an optional HTTP group service (cached; when it fails, it adds no
+groups: fail closed)."""
 
 from __future__ import annotations
 
 import hmac
+import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+import httpx
 
 from .config.models import GroupsConfig
 from .errors import Unauthorized
 from .settings import Settings
 
-__all__ = ["Authenticator", "User"]
+__all__ = ["Authenticator", "GroupService", "User"]
+
+log = logging.getLogger("switchboard.auth")
 
 PROXY_SECRET_HEADER = "x-proxy-secret"
 
@@ -29,20 +39,52 @@ class User:
         return set(self.groups)
 
 
+class GroupService:
+    """Groups from an HTTP service, cached per user for `ttl_s`."""
+
+    def __init__(self, url: str, ttl_s: float, client: httpx.AsyncClient | None = None) -> None:
+        self._url = url
+        self._ttl_s = ttl_s
+        self._client = client or httpx.AsyncClient(timeout=5.0)
+        self._cache: dict[str, tuple[float, list[str]]] = {}
+
+    async def groups_for(self, email: str) -> list[str]:
+        cached = self._cache.get(email)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        try:
+            response = await self._client.get(self._url, params={"user": email})
+            response.raise_for_status()
+            groups = response.json()
+            if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+                raise ValueError("the group service must answer a JSON list of strings")
+        except (httpx.HTTPError, ValueError) as exc:
+            log.warning("group service failed for %s: %s", email, exc, extra={"event": "group_service_failed"})
+            return []  # fail closed: no extra groups, and nothing cached
+        self._cache[email] = (time.monotonic() + self._ttl_s, groups)
+        return groups
+
+
 class Authenticator:
-    def __init__(self, settings: Settings, groups: GroupsConfig) -> None:
+    def __init__(self, settings: Settings, groups: GroupsConfig, group_service: GroupService | None = None) -> None:
         self._settings = settings
         self._groups = groups
+        if group_service is None and settings.group_service_url:
+            group_service = GroupService(settings.group_service_url, settings.group_service_ttl_s)
+        self._service = group_service
         if settings.auth_mode == "proxy" and not settings.proxy_secret:
             raise ValueError("SWITCHBOARD_PROXY_SECRET must be set when SWITCHBOARD_AUTH_MODE=proxy")
 
-    def _user(self, email: str) -> User:
-        return User(email=email, groups=frozenset(self._groups.groups_for(email)))
+    async def _user(self, email: str, header_groups: list[str]) -> User:
+        groups = set(self._groups.groups_for(email)) | set(header_groups)
+        if self._service is not None:
+            groups |= set(await self._service.groups_for(email))
+        return User(email=email, groups=frozenset(groups))
 
-    def identify(self, headers: Mapping[str, str]) -> User:
+    async def identify(self, headers: Mapping[str, str]) -> User:
         """The user behind a request's headers (lower-case names)."""
         if self._settings.auth_mode == "dev":
-            return self._user(self._settings.dev_user)
+            return await self._user(self._settings.dev_user, [])
         secret = self._settings.proxy_secret
         assert secret is not None
         sent = headers.get(PROXY_SECRET_HEADER, "")
@@ -51,7 +93,11 @@ class Authenticator:
         email = headers.get(self._settings.auth_header.lower(), "").strip()
         if not email or len(email) > 320:
             raise Unauthorized("no signed-in user")
-        return self._user(email)
+        header_groups: list[str] = []
+        if self._settings.groups_header:
+            raw = headers.get(self._settings.groups_header.lower(), "")
+            header_groups = [g.strip() for g in raw.split(",") if g.strip()]
+        return await self._user(email, header_groups)
 
     def is_admin(self, user: User) -> bool:
         return self._groups.admin_group in user.groups

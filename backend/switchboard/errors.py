@@ -18,7 +18,9 @@ turns any of these into an ``error`` event or HTTP status in one place.
     └── LLMError                     llm_error   the model call failed
         ├── LLMRateLimited           rate_limited
         ├── LLMTimeout               timeout
-        └── LLMUnavailable           llm_error   not configured / no key
+        ├── LLMUnavailable           llm_error   not configured / no key
+        ├── LLMStreamCut             llm_error   the answer broke off; the part shown is kept
+        └── LLMContextOverflow       llm_error   the conversation no longer fits the model
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ __all__ = [
     "Cancelled",
     "ConfigError",
     "Forbidden",
+    "LLMContextOverflow",
     "LLMError",
     "LLMRateLimited",
+    "LLMStreamCut",
     "LLMTimeout",
     "LLMUnavailable",
     "NotFound",
@@ -118,3 +122,11 @@ class LLMTimeout(LLMError):
 
 class LLMUnavailable(LLMError):
     action = "Pick another model, or ask your administrator to configure this one."
+
+
+class LLMStreamCut(LLMError):
+    action = "The part that arrived is kept; ask again to continue."
+
+
+class LLMContextOverflow(LLMError):
+    action = "Start a new conversation, or pick a model with a larger context window."

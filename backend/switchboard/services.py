@@ -78,6 +78,7 @@ def build_services(
         max_artifact_bytes=settings.max_artifact_bytes,
         concurrency_per_server=settings.tool_concurrency_per_server,
         on_status=_log_status,
+        pins_path=settings.data_dir / "tool-pins.json",
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (
@@ -95,8 +96,11 @@ def build_services(
         CallSettings(
             max_tool_result_chars=settings.max_tool_result_chars,
             max_result_event_chars=settings.max_result_event_chars,
+            approval_timeout_s=settings.approval_timeout_s,
+            elicitation_timeout_s=settings.elicitation_timeout_s,
         ),
         signer=signer,
+        admin_group=config.groups.admin_group,
     )
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config,
                         round_limit=settings.round_limit)  # fmt: skip

@@ -29,11 +29,16 @@ class Settings(BaseSettings):
     dev_user: str = "dev@localhost"
     auth_header: str = "X-User-Email"
     proxy_secret: SecretStr | None = None
+    groups_header: str | None = None  # e.g. X-User-Groups (comma-separated), trusted only with the proxy secret
+    group_service_url: str | None = None  # GET {url}?user=EMAIL -> JSON list of group names
+    group_service_ttl_s: float = 300.0
     allowed_origins: list[str] = Field(default_factory=list)
     public_url: str | None = None
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10
+    approval_timeout_s: float = 300.0  # an unanswered approval counts as denied
+    elicitation_timeout_s: float = 600.0
     max_tool_result_chars: int = 20_000  # what the model sees of one tool result
     max_result_event_chars: int = 50_000  # what the browser gets of V2 results
     max_artifact_bytes: int = 25 * 1024 * 1024

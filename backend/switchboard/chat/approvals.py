@@ -1,23 +1,50 @@
-"""When a tool call needs a person's yes (ARCHITECTURE §2 `approval`)."""
+"""When a tool call needs a person's yes (ARCHITECTURE §2 `approval`), and
+whether edited arguments still fit the tool."""
 
 from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
 
 from ..config.models import ServerConfig
 from ..tools import ToolInfo
 
-__all__ = ["approval_reason"]
+__all__ = ["allowance_key", "approval_reason", "schema_problem"]
+
+
+def allowance_key(tool: ToolInfo) -> str:
+    """"Allow for this conversation" holds for this definition of the tool only."""
+    return f"{tool.qualified_name}#{tool.definition_hash}"
 
 
 def approval_reason(tool: ToolInfo, config: ServerConfig, allowed_for_conversation: set[str]) -> str | None:
     """Why this call needs approval, or None when it may run."""
     if tool.name in config.require_approval or tool.qualified_name in config.require_approval:
         return "the server's configuration requires approval for this tool"
-    if tool.qualified_name in allowed_for_conversation:
+    if allowance_key(tool) in allowed_for_conversation:
         return None
+    if tool.definition_changed:
+        return (
+            "the tool's definition (description, input schema or annotations) changed since it was "
+            "first seen; check what it does before approving"
+        )
     if config.approval == "always":
         return "this server's tools always need approval"
     if config.approval == "destructive" and tool.destructive:
         if tool.annotations.get("destructiveHint"):
             return "the tool says it may change or delete data"
         return "the tool does not say it is read-only, so it may change data"
+    return None
+
+
+def schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """Why `arguments` do not fit the tool's input schema, or None."""
+    try:
+        jsonschema.validate(arguments, schema or {"type": "object"})
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
+        return f"{where}: {exc.message}"
+    except jsonschema.SchemaError:
+        return None  # the server's schema is broken; the server will judge the arguments itself
     return None

@@ -19,7 +19,7 @@ from ..errors import SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
 from ..signing import UrlSigner
 from ..tools import ServerPool, ToolInfo, ToolOutcome
-from .approvals import approval_reason
+from .approvals import allowance_key, approval_reason, schema_problem
 from .events import (
     ApprovalRequest,
     ArtifactRef,
@@ -117,7 +117,8 @@ class _Sink:
 
 class CallRunner:
     def __init__(self, pool: ServerPool, artifacts: ArtifactStore, compliance: ComplianceLevels,
-                 settings: CallSettings, signer: UrlSigner | None = None) -> None:  # fmt: skip
+                 settings: CallSettings, signer: UrlSigner | None = None, admin_group: str = "admin") -> None:  # fmt: skip
+        self._admin_group = admin_group
         self._pool = pool
         self._artifacts = artifacts
         self._compliance = compliance
@@ -168,9 +169,15 @@ class CallRunner:
             if not answer.approved:
                 return self._failed(request, tool, "The user denied this tool call; do not retry it unasked.", started)
             if answer.arguments is not None:
+                problem = schema_problem(tool.input_schema, answer.arguments)
+                if problem is not None:
+                    return self._failed(request, tool, f"The edited arguments do not fit the tool ({problem}); "
+                                        "the call was not run.", started)  # fmt: skip
                 arguments = self._fill_host_arguments(tool, answer.arguments, session)
             if answer.remember:
-                session.allowed_tools.add(tool.qualified_name)
+                session.allowed_tools.add(allowance_key(tool))
+            if tool.definition_changed and self._admin_group in user.groups:
+                self._pool.registry.accept_definition(tool)
 
         await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments=arguments))
         sink = _Sink(request.id, emit, session, self._settings, sample)

@@ -21,6 +21,7 @@ from ..errors import SwitchboardError
 from ..llm.types import Completed, LLMEvent, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .calls import CallRunner, ExecutedCall
+from .context import fitting_context
 from .events import ChatMessage, ErrorEvent, MessageDone, RenderEvent, ServerEvent, TokenEvent
 from .render import render_markdown
 from .session import ChatSession
@@ -110,7 +111,8 @@ class ChatEngine:
             round_text = state.round_text = ""
             last_render = time.monotonic()
             try:
-                async for event in self._llm.stream(model, self._messages(session), None if last_round else schemas):
+                tools_now = None if last_round else schemas
+                async for event in fitting_context(self._llm, model, self._messages, session, tools_now):
                     if isinstance(event, TextDelta):
                         round_text += event.text
                         state.round_text = round_text

@@ -1,47 +1,82 @@
 """litellm's typed exceptions, translated once into Switchboard's tree.
 
-Only the exception's type decides the class; the provider's own message is kept
-as detail, with the API key scrubbed out and cut short.
+Only the exception's type (and, for retries, its HTTP status and headers)
+decides; the provider's own message is kept as detail, with the API key
+scrubbed out and cut short.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import email.utils
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
 
 import httpx
 import openai
 from litellm import exceptions as lx
 
 from switchboard.config.models import ModelConfig
-from switchboard.errors import LLMError, LLMRateLimited, LLMTimeout, LLMUnavailable
+from switchboard.errors import (
+    LLMContextOverflow,
+    LLMError,
+    LLMRateLimited,
+    LLMStreamCut,
+    LLMTimeout,
+    LLMUnavailable,
+)
+
+# Every litellm exception derives from the openai ones; transport errors that
+# slip past litellm's own mapping are caught by type too.
+PROVIDER_ERRORS = (openai.OpenAIError, httpx.HTTPError, TimeoutError)
 
 _DETAIL_CHARS = 300
+_TIMEOUTS = (lx.Timeout, openai.APITimeoutError, httpx.TimeoutException, TimeoutError)
 
 
-@contextmanager
-def translated_errors(model: ModelConfig, secret: str | None) -> Iterator[None]:
-    try:
-        yield
-    # Every litellm exception derives from the openai ones; transport errors that
-    # slip past litellm's own mapping are caught by type too.
-    except (openai.OpenAIError, httpx.HTTPError, TimeoutError) as exc:
-        raise translate(exc, model, secret) from None
+def is_retryable(exc: BaseException) -> bool:
+    """Whether the same request may succeed when sent again: HTTP 408, 429 and 5xx,
+    or a failed connection. Not our own timeout (the user already waited the whole
+    limit), not any other 4xx, not an SDK that refuses its settings."""
+    causes = causes_of(exc)
+    if _any(causes, _TIMEOUTS) or any(type(cause) is openai.OpenAIError for cause in causes):
+        return False
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 429) or exc.status_code >= 500
+    return _any(causes, (openai.APIConnectionError, httpx.TransportError))
 
 
-def translate(exc: Exception, model: ModelConfig, secret: str | None) -> LLMError:
+def retry_after_s(exc: BaseException) -> float | None:
+    """The provider's Retry-After (seconds or an HTTP date; or OpenAI's retry-after-ms),
+    as seconds from now. litellm keeps the provider's headers in
+    `litellm_response_headers`; the response object may carry them too."""
+    for cause in causes_of(exc):
+        for headers in (getattr(cause, "litellm_response_headers", None), getattr(getattr(cause, "response", None), "headers", None)):
+            if not isinstance(headers, Mapping) or not headers:
+                continue
+            lowered = {str(key).lower(): str(value) for key, value in headers.items()}
+            if "retry-after-ms" in lowered:
+                millis = _seconds(lowered["retry-after-ms"])
+                if millis is not None:
+                    return millis / 1000
+            if "retry-after" in lowered:
+                return _seconds(lowered["retry-after"])
+    return None
+
+
+def translate(exc: BaseException, model: ModelConfig, secret: str | None) -> LLMError:
     # litellm wraps stream failures in MidStreamFallbackError and sometimes files a
     # refused connection under InternalServerError; the typed causes underneath
     # (httpx, openai) tell what really happened.
     primary = getattr(exc, "original_exception", None) if isinstance(exc, lx.MidStreamFallbackError) else None
-    primary = primary if isinstance(primary, Exception) else exc
-    causes = _causes(exc)
+    primary = primary if isinstance(primary, BaseException) else exc
+    causes = causes_of(exc)
     name = model.name
     detail = _detail(primary, secret)
     key_hint = f" ({model.api_key_env})" if model.api_key_env else ""
     if _any(causes, lx.RateLimitError):
-        after = _retry_after(next(c for c in causes if isinstance(c, lx.RateLimitError)))
-        wait = f"wait {after} seconds" if after else "wait a minute"
+        after = retry_after_s(exc)
+        wait = f"wait {math.ceil(after)} seconds" if after else "wait a minute"
         return LLMRateLimited(
             f"Model '{name}' is rate-limited by its provider{detail}",
             action=f"The provider is limiting requests; {wait} and try again, or pick another model.",
@@ -49,10 +84,7 @@ def translate(exc: Exception, model: ModelConfig, secret: str | None) -> LLMErro
     if _any(causes, (lx.Timeout, openai.APITimeoutError, httpx.TimeoutException, TimeoutError)):
         return LLMTimeout(f"Model '{name}' did not answer in time{detail}")
     if isinstance(primary, lx.ContextWindowExceededError):
-        return LLMError(
-            f"The conversation is too long for model '{name}'{detail}",
-            action="Start a new conversation, or pick a model with a larger context window.",
-        )
+        return LLMContextOverflow(f"The conversation is too long for model '{name}'{detail}")
     if isinstance(primary, lx.ContentPolicyViolationError):
         return LLMError(
             f"The provider of model '{name}' refused the request under its content policy{detail}",
@@ -69,7 +101,7 @@ def translate(exc: Exception, model: ModelConfig, secret: str | None) -> LLMErro
             action="Ask your administrator to check the model string in llmconfig.yml; meanwhile pick another model.",
         )
     if isinstance(exc, lx.MidStreamFallbackError) and not exc.is_pre_first_chunk:
-        return LLMError(f"The answer of model '{name}' was cut off: the connection to the provider dropped{detail}")
+        return stream_cut(model)
     if any(type(cause) is openai.OpenAIError for cause in causes):  # the SDK refused its own settings
         return LLMUnavailable(
             f"Model '{name}' is not set up correctly{detail}",
@@ -95,7 +127,11 @@ def translate(exc: Exception, model: ModelConfig, secret: str | None) -> LLMErro
     return LLMError(f"Model '{name}' failed{detail}")
 
 
-def _causes(exc: BaseException) -> list[BaseException]:
+def stream_cut(model: ModelConfig, reason: str = "the connection to the provider dropped.") -> LLMStreamCut:
+    return LLMStreamCut(f"The answer of model '{model.name}' was cut off mid-stream: {reason}")
+
+
+def causes_of(exc: BaseException) -> list[BaseException]:
     """The exception, what it wraps (`original_exception`) and its cause/context chain."""
     found: list[BaseException] = []
     pending: list[BaseException] = [exc]
@@ -113,7 +149,7 @@ def _any(causes: list[BaseException], types: type | tuple[type, ...]) -> bool:
     return any(isinstance(cause, types) for cause in causes)
 
 
-def _detail(exc: Exception, secret: str | None) -> str:
+def _detail(exc: BaseException, secret: str | None) -> str:
     status = getattr(exc, "status_code", None)
     text = " ".join(str(getattr(exc, "message", "") or exc).split())
     if secret:
@@ -124,12 +160,16 @@ def _detail(exc: Exception, secret: str | None) -> str:
     return f" ({prefix}{text})" if text else (f" (HTTP {status})" if prefix else "")
 
 
-def _retry_after(exc: Exception) -> str | None:
-    headers = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    value = headers.get("retry-after")
-    return value if value and value.strip().replace(".", "", 1).isdigit() else None
+def _seconds(value: str) -> float | None:
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None

@@ -2,11 +2,14 @@
 
 `LLMClient.stream` yields `TextDelta`s while the answer arrives and exactly one
 `Completed` at the end (finish reason, assembled tool calls, usage). litellm's
-exceptions are translated once, here, into the `LLMError` tree.
+exceptions are translated once, here, into the `LLMError` tree. A call that
+fails before any of its text reached the caller is retried (`RetryPolicy`);
+one that breaks after that ends with `LLMStreamCut`, the text so far kept.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -19,9 +22,10 @@ from typing import Any
 import litellm
 
 from switchboard.config.models import ModelConfig
-from switchboard.errors import Cancelled, LLMError, LLMUnavailable, SwitchboardError
-from switchboard.llm._errors import translated_errors
+from switchboard.errors import Cancelled, LLMError, LLMStreamCut, LLMTimeout, LLMUnavailable, SwitchboardError
+from switchboard.llm._errors import PROVIDER_ERRORS, stream_cut, translate
 from switchboard.llm.demo import DEMO_PROVIDER, DemoLLM
+from switchboard.llm.retry import RetryPolicy, log_retry, with_attempts
 from switchboard.llm.types import Completed, TextDelta, ToolCallRequest, Usage
 
 __all__ = ["CallReporter", "LLMClient"]
@@ -39,7 +43,13 @@ class LLMClient:
         on_call: CallReporter | None = None,
         environ: Mapping[str, str] | None = None,
         demo_chunk_delay_s: float = 0.02,
+        max_attempts: int = 3,
+        base_delay_s: float = 1.0,
+        max_delay_s: float = 30.0,
     ) -> None:
+        """`max_attempts` (the first included), `base_delay_s` and `max_delay_s` set the
+        retries of failed calls; see `RetryPolicy`."""
+        self._retry = RetryPolicy(max_attempts=max_attempts, base_delay_s=base_delay_s, max_delay_s=max_delay_s)
         self._on_call = on_call
         self._environ = os.environ if environ is None else environ
         _quiet_litellm()
@@ -62,16 +72,32 @@ class LLMClient:
         completed = False
         try:
             secret = self._api_key(model)
-            with translated_errors(model, secret):
-                response = await self._open(model, messages, tools, secret, timeout_s, max_tokens)
-            try:
-                async with aclosing(_events(response, model, secret)) as events:
-                    async for event in events:
-                        if isinstance(event, Completed):
-                            usage, completed = event.usage, True
-                        yield event
-            finally:
-                await response.aclose()
+            attempt = 1
+            while True:
+                shown = False  # has text of this attempt reached the caller?
+                try:
+                    response = await self._open(model, messages, tools, secret, timeout_s, max_tokens)
+                    try:
+                        async with aclosing(_events(response)) as events:
+                            async for event in events:
+                                if isinstance(event, Completed):
+                                    usage, completed = event.usage, True
+                                shown = True
+                                yield event
+                    finally:
+                        await response.aclose()
+                    break
+                except PROVIDER_ERRORS as exc:
+                    failure = translate(exc, model, secret)
+                    if shown:  # sending it again would repeat what the user has already read
+                        cut = isinstance(failure, (LLMStreamCut, LLMTimeout))
+                        raise (failure if cut else stream_cut(model, failure.message)) from None
+                    delay = self._retry.delay_before(attempt + 1, exc)
+                    if delay is None:
+                        raise with_attempts(failure, attempt) from None
+                    attempt += 1
+                    log_retry(model.name, attempt, delay, failure)
+                    await asyncio.sleep(delay)
         except SwitchboardError as exc:
             error = exc
             raise
@@ -110,8 +136,8 @@ class LLMClient:
         timeout_s: float | None,
         max_tokens: int | None,
     ) -> Any:
-        # The single place a request leaves: a retry policy (with backoff, honouring
-        # Retry-After) wraps this call; litellm's and the OpenAI SDK's own retries stay off.
+        # The single place a request leaves. `stream` retries it under its RetryPolicy;
+        # litellm's and the OpenAI SDK's own retries stay off.
         _check_provider(model)
         kwargs: dict[str, Any] = {**model.extra, "model": model.model, "messages": messages, "stream": True}
         kwargs.update(num_retries=0, max_retries=0)
@@ -151,18 +177,12 @@ class LLMClient:
             logger.exception("on_call reporter failed")
 
 
-async def _events(response: Any, model: ModelConfig, secret: str | None) -> AsyncIterator[TextDelta | Completed]:
+async def _events(response: Any) -> AsyncIterator[TextDelta | Completed]:
     """litellm's stream chunks as events: text as it comes, then one Completed."""
     assembler = _ToolCallAssembler()
     finish_reason: str | None = None
     usage: Usage | None = None
-    chunks = aiter(response)
-    while True:
-        with translated_errors(model, secret):
-            try:
-                chunk = await anext(chunks)
-            except StopAsyncIteration:
-                break
+    async for chunk in response:
         usage = _usage_of(chunk) or usage
         for choice in chunk.choices or ():
             finish_reason = choice.finish_reason or finish_reason

@@ -17,6 +17,8 @@ class ToolInfo:
     input_schema: dict[str, Any]
     annotations: dict[str, Any]
     title: str | None = None
+    definition_hash: str = ""
+    definition_changed: bool = False  # differs from the first definition the host saw
 
     @property
     def read_only(self) -> bool:

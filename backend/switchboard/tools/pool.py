@@ -16,6 +16,7 @@ from ..config.loader import McpConfig
 from ..errors import ToolError
 from .connection import ServerConnection
 from .models import CallSink, ServerStatus, ToolInfo, ToolOutcome
+from .pins import ToolPins
 from .registry import ToolRegistry
 from .results import add_resource_contents, finish_text, parse_result
 
@@ -37,11 +38,12 @@ class ServerPool:
         max_artifact_bytes: int = 25 * 1024 * 1024,
         concurrency_per_server: int = 4,
         on_status: Callable[[ServerStatus], None] | None = None,
+        pins_path: Path | None = None,
     ) -> None:
         self._mcp = mcp
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
-        self.registry = ToolRegistry()
+        self.registry = ToolRegistry(ToolPins(pins_path))
         self.connections: dict[str, ServerConnection] = {
             name: ServerConnection(
                 name,

@@ -4,6 +4,7 @@ servers connect.  Qualified names are never split to find a server."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 import mcp_types
 
@@ -11,6 +12,7 @@ from ..config.models import ComplianceLevels, ServerConfig
 from ..errors import ToolNotAllowed
 from .models import ToolInfo
 from .naming import qualify
+from .pins import ToolPins
 
 __all__ = ["ToolRegistry"]
 
@@ -22,7 +24,8 @@ def _annotations(tool: mcp_types.Tool) -> dict[str, object]:
 
 
 class ToolRegistry:
-    def __init__(self) -> None:
+    def __init__(self, pins: ToolPins | None = None) -> None:
+        self._pins = pins or ToolPins(None)
         self._names: dict[tuple[str, str], str] = {}  # stable for the app's life
         self._tools: dict[str, ToolInfo] = {}
         self._configs: dict[str, ServerConfig] = {}
@@ -39,16 +42,25 @@ class ToolRegistry:
                 if key not in self._names:
                     self._names[key] = qualify(server, tool.name, set(self._names.values()))
                 name = self._names[key]
+                description, schema, annotations = tool.description or "", dict(tool.input_schema or {}), _annotations(tool)
+                digest, changed = self._pins.check(server, tool.name, description, schema, annotations)
                 tools[name] = ToolInfo(
                     qualified_name=name,
                     server=server,
                     name=tool.name,
-                    description=tool.description or "",
-                    input_schema=dict(tool.input_schema or {}),
-                    annotations=_annotations(tool),
+                    description=description,
+                    input_schema=schema,
+                    annotations=annotations,
                     title=tool.title,
+                    definition_hash=digest,
+                    definition_changed=changed,
                 )
         self._tools, self._configs = tools, configs
+
+    def accept_definition(self, tool: ToolInfo) -> None:
+        """Pin a changed definition as the trusted one (an administrator approved it)."""
+        self._pins.accept(tool.server, tool.name, tool.description, tool.input_schema, tool.annotations)
+        self._tools[tool.qualified_name] = replace(tool, definition_changed=False)
 
     def all(self) -> list[ToolInfo]:
         return list(self._tools.values())

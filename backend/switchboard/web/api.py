@@ -49,11 +49,14 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         )
         if not (may_use or admin):
             continue
+        reason = status.reason
+        if reason and not admin:
+            reason = "unavailable right now; your administrator can see why"
         entry: dict[str, Any] = {
             "name": status.name,
             "description": server_cfg.description if server_cfg else "",
             "status": status.status,
-            "reason": status.reason,
+            "reason": reason,
             "transport": status.transport,
             "compliance_level": server_cfg.compliance_level if server_cfg else None,
             "tools": [t.qualified_name for t in tools if t.server == status.name],
@@ -74,6 +77,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
                 "input_schema": tool.input_schema,
                 "annotations": tool.annotations,
                 "requires_approval": approval_reason(tool, server_cfg, set()) is not None,
+                "definition_changed": tool.definition_changed,
             }
         )
     return {

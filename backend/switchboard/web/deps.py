@@ -14,5 +14,5 @@ def services_of(request: Request) -> Services:
     return request.app.state.services
 
 
-def current_user(request: Request) -> User:
-    return services_of(request).auth.identify(request.headers)
+async def current_user(request: Request) -> User:
+    return await services_of(request).auth.identify(request.headers)

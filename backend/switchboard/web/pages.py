@@ -43,7 +43,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
 
     @app.get("/", response_class=HTMLResponse)
     async def chat_page(request: Request) -> HTMLResponse:
-        user = current_user(request)
+        user = await current_user(request)
         services = services_of(request)
         page = {
             "user": user.email,

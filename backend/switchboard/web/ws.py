@@ -123,7 +123,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
         return
     try:
-        user = services.auth.identify(websocket.headers)
+        user = await services.auth.identify(websocket.headers)
     except SwitchboardError:
         await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
         return
