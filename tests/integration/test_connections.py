@@ -136,3 +136,28 @@ async def test_allow_and_deny_filters_hide_tools(tmp_path):
         assert [t.qualified_name for t in pool.registry.all()] == ["local_echo"]
     finally:
         await pool.stop()
+
+
+class AnsweringSink(Sink):
+    async def elicit(self, message, schema):
+        return ("accept", {"name": "Lin", "age": 7})
+
+    async def sample(self, messages, system_prompt, max_tokens):
+        return "sampled text"
+
+
+async def test_elicitation_and_sampling_work_on_modern_and_legacy_connections(tmp_path, remote_urls):
+    _, sse_url = remote_urls  # SSE servers speak the older (2025-11-25) protocol: server-initiated requests
+    servers = {"modern": ServerConfig(command="python", args=[str(TOOLBOX)]), "legacy": ServerConfig(url=sse_url)}
+    pool = ServerPool(McpConfig(servers=servers), project_root=tmp_path, log_dir=tmp_path / "logs", init_timeout_s=30)
+    pool.start()
+    try:
+        await pool.wait_settled(60)
+        tools = {t.qualified_name: t for t in pool.registry.all()}
+        for server in ("modern", "legacy"):
+            asked = await pool.call(tools[f"{server}_ask_name"], {}, AnsweringSink())
+            assert asked.text == "hello Lin, age 7", (server, asked.text)
+            sampled = await pool.call(tools[f"{server}_summarize_with_llm"], {"text": "x"}, AnsweringSink())
+            assert sampled.text == "summary: sampled text", (server, sampled.text)
+    finally:
+        await pool.stop()

@@ -11,6 +11,7 @@ import sys
 
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
+import mcp_types
 from mcp_types import BlobResourceContents, EmbeddedResource, ImageContent, ResourceLink, TextContent
 
 # 1x1 transparent PNG
@@ -110,27 +111,47 @@ async def hang() -> str:
     return "unreachable"
 
 
+NAME_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+
+
 @mcp.tool(annotations={"readOnlyHint": True})
 async def ask_name(ctx: Context) -> str:
     """Ask the user for their name and age (elicitation)."""
-    from dataclasses import dataclass
-
-    @dataclass
-    class Person:
-        name: str
-        age: int
-
-    answer = await ctx.elicit("Who are you?", response_type=Person)
-    if answer.action == "accept":
-        return f"hello {answer.data.name}, age {answer.data.age}"
-    return f"no answer ({answer.action})"
+    # 2026-07-28 connections ask with the guard pattern (return InputRequiredResult
+    # and read the answer when called again); older ones with a server request.
+    answers = ctx.input_responses or {}
+    if "who" in answers:
+        answer = answers["who"]
+        if answer.action == "accept":
+            return f"hello {answer.content['name']}, age {answer.content['age']}"
+        return f"no answer ({answer.action})"
+    if ctx._is_modern_protocol():
+        request = mcp_types.ElicitRequest(
+            params=mcp_types.ElicitRequestFormParams(message="Who are you?", requested_schema=NAME_SCHEMA)
+        )
+        return mcp_types.InputRequiredResult(input_requests={"who": request})
+    result = await ctx.session.elicit(message="Who are you?", requested_schema=NAME_SCHEMA, related_request_id=ctx.request_id)
+    if result.action == "accept":
+        return f"hello {result.content['name']}, age {result.content['age']}"
+    return f"no answer ({result.action})"
 
 
 @mcp.tool(annotations={"readOnlyHint": True})
 async def summarize_with_llm(text: str, ctx: Context) -> str:
     """Ask the host's model to summarise the text (sampling)."""
-    reply = await ctx.sample(f"Summarise: {text}", max_tokens=100)
-    return f"summary: {reply.text}"
+    answers = ctx.input_responses or {}
+    if "summary" in answers:
+        return f"summary: {answers['summary'].content.text}"
+    message = mcp_types.SamplingMessage(role="user", content=mcp_types.TextContent(type="text", text=f"Summarise: {text}"))
+    if ctx._is_modern_protocol():
+        request = mcp_types.CreateMessageRequest(params=mcp_types.CreateMessageRequestParams(messages=[message], max_tokens=100))
+        return mcp_types.InputRequiredResult(input_requests={"summary": request})
+    result = await ctx.session.create_message(messages=[message], max_tokens=100, related_request_id=ctx.request_id)
+    return f"summary: {result.content.text}"
 
 
 @mcp.tool()
