@@ -99,5 +99,8 @@ class Authenticator:
             header_groups = [g.strip() for g in raw.split(",") if g.strip()]
         return await self._user(email, header_groups)
 
+    def with_groups(self, groups: GroupsConfig) -> Authenticator:
+        return Authenticator(self._settings, groups, self._service)
+
     def is_admin(self, user: User) -> bool:
         return self._groups.admin_group in user.groups

@@ -35,6 +35,19 @@ class Services:
     artifacts: ArtifactStore
     signer: UrlSigner
     engine: ChatEngine
+    environ: Mapping[str, str]
+
+    async def reload(self) -> dict[str, object]:
+        """Re-read every config file; servers start, stop or restart as their entries changed."""
+        config = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ)
+        servers = await self.pool.reload(config.mcp)
+        self.config = config
+        self.models = ModelCatalogue(config.llm, self.environ)
+        self.auth = self.auth.with_groups(config.groups)
+        self.engine.use_config(config, self.models)
+        errors = [str(e) for e in config.all_errors()]
+        log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
+        return {"servers": servers, "errors": errors}
 
 
 def _log_status(status: ServerStatus) -> None:
@@ -114,4 +127,5 @@ def build_services(
         artifacts=artifacts,
         signer=signer,
         engine=engine,
+        environ=environ,
     )

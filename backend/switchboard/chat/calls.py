@@ -125,6 +125,9 @@ class CallRunner:
         self._settings = settings
         self._signer = signer
 
+    def use_compliance(self, compliance: ComplianceLevels) -> None:
+        self._compliance = compliance
+
     def _failed(self, request: ToolCallRequest, tool: ToolInfo | None, message: str, started: float) -> ExecutedCall:
         name = tool.qualified_name if tool else request.name
         event = ToolResultEvent(

@@ -36,12 +36,18 @@ class _Client(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ResourceRef(_Client):
+    server: str = Field(max_length=64)
+    uri: str = Field(max_length=2000)
+
+
 class ChatMessage(_Client):
     type: Literal["chat"]
     content: str = Field(max_length=200_000)
     model: str | None = None
     tools: list[str] | None = None
     files: list[str] = Field(default_factory=list, max_length=20)
+    resources: list[ResourceRef] = Field(default_factory=list, max_length=20)
     conversation_id: str | None = None
     compliance_level: str | None = None
 

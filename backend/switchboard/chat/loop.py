@@ -20,6 +20,7 @@ from ..config.models import ModelConfig
 from ..errors import SwitchboardError
 from ..llm.types import Completed, LLMEvent, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
+from .attachments import attach
 from .calls import CallRunner, ExecutedCall
 from .context import fitting_context
 from .events import ChatMessage, ErrorEvent, MessageDone, RenderEvent, ServerEvent, TokenEvent
@@ -63,6 +64,12 @@ class ChatEngine:
         self._config = config
         self._round_limit = round_limit
 
+    def use_config(self, config: AppConfig, models: ModelResolver) -> None:
+        """Switch to a reloaded configuration; turns already running finish on the old one."""
+        self._config = config
+        self._models = models
+        self._calls.use_compliance(config.compliance)
+
     def tools_for(self, session: ChatSession, selection: list[str] | None) -> list[ToolInfo]:
         visible = self._pool.registry.visible(session.user.group_set, session.compliance_level, self._config.compliance)
         if selection is None:
@@ -88,20 +95,13 @@ class ChatEngine:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             return
         try:
-            attached = [self._files.get(file_id, owner=session.user.email)[0] for file_id in request.files]
-        except SwitchboardError:
-            yield ErrorEvent(code="not_found", message="an attached file was not found",
-                             action="Attach the file again; uploads are kept for a limited time.")  # fmt: skip
+            content = await attach(request, session, self._files, self._pool, self._config.compliance)
+        except SwitchboardError as exc:
+            yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             return
-        session.turn_files = attached
-        session.files.update((f.id, f) for f in attached)
         tools = self.tools_for(session, request.tools)
         offered = {tool.qualified_name for tool in tools}
         schemas = [tool.openai_schema() for tool in tools] or None
-        content = request.content
-        if attached:
-            listing = "; ".join(f"{f.name} ({f.mime}, {f.size:,} bytes)" for f in attached)
-            content += f"\n\n[Attached files: {listing}. Tools with a file parameter receive them automatically.]"
         session.history.append({"role": "user", "content": content})
 
         finish = "stop"

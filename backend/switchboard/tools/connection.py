@@ -101,6 +101,9 @@ class ServerConnection:
         self._broken = asyncio.Event()
         self._inflight: set[CallSink] = set()
         self.tools: list[mcp_types.Tool] = []
+        self.resources: list[mcp_types.Resource] = []
+        self.resource_templates: list[mcp_types.ResourceTemplate] = []
+        self.prompts: list[mcp_types.Prompt] = []
         self.ready_event = asyncio.Event()
         self.status = ServerStatus(
             name=name,
@@ -169,6 +172,7 @@ class ServerConnection:
                 client = self._make_client()
                 async with client:
                     self.tools = await client.list_tools()
+                    await self._list_extras(client)
                     self._client = client
                     self._broken.clear()
                     self.generation += 1
@@ -188,6 +192,19 @@ class ServerConnection:
                 log.warning("server %s failed: %s", self.name, reason)
             attempt += 1
             await asyncio.sleep(min(BACKOFF_CAP_S, 0.5 * 2**attempt))
+
+    async def _list_extras(self, client: Client[Any]) -> None:
+        """Resources, templates and prompts, for servers that offer them."""
+        caps = client.server_capabilities
+        self.resources, self.resource_templates, self.prompts = [], [], []
+        try:
+            if caps is None or caps.resources is not None:
+                self.resources = await client.list_resources()
+                self.resource_templates = await client.list_resource_templates()
+            if caps is None or caps.prompts is not None:
+                self.prompts = await client.list_prompts()
+        except MCPError as exc:
+            log.info("server %s: listing resources/prompts failed: %s", self.name, exc.message)
 
     async def _watch(self, client: Client[Any]) -> None:
         while True:
@@ -266,11 +283,30 @@ class ServerConnection:
         self._broken.set()
         self.ready_event.clear()  # callers waiting for readiness wait for the reconnect
 
-    async def read_resource(self, uri: str) -> list[Any]:
+    def _live_client(self) -> Client[Any]:
         client = self._client
         if client is None:
             raise ServerUnavailable(f"server '{self.name}' is {self.status.status}")
-        return await client.read_resource(uri)
+        return client
+
+    async def read_resource(self, uri: str) -> list[Any]:
+        try:
+            return await self._live_client().read_resource(uri)
+        except MCPError as exc:
+            raise ToolError(f"server '{self.name}' could not read {uri}: {exc.message}") from None
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[tuple[str, str]]:
+        """The prompt's messages as (role, text)."""
+        try:
+            result = await self._live_client().get_prompt_mcp(name, arguments)
+        except MCPError as exc:
+            raise ToolError(f"server '{self.name}' could not give the prompt '{name}': {exc.message}") from None
+        out = []
+        for message in result.messages:
+            content = message.content
+            text = content.text if isinstance(content, mcp_types.TextContent) else f"[{content.type} content]"
+            out.append((str(message.role), text))
+        return out
 
     # -- server-to-client traffic ------------------------------------------------
 

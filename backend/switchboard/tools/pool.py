@@ -13,9 +13,10 @@ from typing import Any
 from mcp import MCPError
 
 from ..config.loader import McpConfig
+from ..config.models import ServerConfig
 from ..errors import ToolError
 from .connection import ServerConnection
-from .models import CallSink, ServerStatus, ToolInfo, ToolOutcome
+from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
 from .registry import ToolRegistry
 from .results import add_resource_contents, finish_text, parse_result
@@ -41,21 +42,16 @@ class ServerPool:
         pins_path: Path | None = None,
     ) -> None:
         self._mcp = mcp
+        self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s}
+        self._concurrency = concurrency_per_server
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
         self.registry = ToolRegistry(ToolPins(pins_path))
-        self.connections: dict[str, ServerConnection] = {
-            name: ServerConnection(
-                name,
-                config,
-                project_root=project_root,
-                log_dir=log_dir,
-                init_timeout_s=init_timeout_s,
-                on_status=self._on_status,
-            )
-            for name, config in mcp.servers.items()
-        }
+        self.connections: dict[str, ServerConnection] = {name: self._connection(name, c) for name, c in mcp.servers.items()}
         self._limits = {name: asyncio.Semaphore(concurrency_per_server) for name in self.connections}
+
+    def _connection(self, name: str, config: ServerConfig) -> ServerConnection:
+        return ServerConnection(name, config, on_status=self._on_status, **self._connection_args)  # type: ignore[arg-type]
 
     async def _on_status(self, status: ServerStatus) -> None:
         self._rebuild()
@@ -83,6 +79,60 @@ class ServerPool:
             if all(s.status != "starting" for s in self.statuses()):
                 return
             await asyncio.sleep(0.05)
+
+    async def reload(self, mcp: McpConfig) -> dict[str, str]:
+        """Apply a new mcp.json: new servers start, removed ones stop, changed
+        ones restart, untouched ones keep their sessions.  Returns what
+        happened to each server."""
+        report: dict[str, str] = {}
+        old = self.connections
+        for name in [n for n in old if n not in mcp.servers]:
+            await old.pop(name).stop()
+            report[name] = "stopped (error in its new entry)" if name in mcp.errors else "removed"
+        for name, config in mcp.servers.items():
+            current = old.get(name)
+            if current is not None and current.config == config:
+                report[name] = "unchanged"
+                continue
+            if current is not None:
+                await current.stop()
+            report[name] = "restarted" if current is not None else "added"
+            old[name] = self._connection(name, config)
+            self._limits.setdefault(name, asyncio.Semaphore(self._concurrency))
+            old[name].start()
+        for name, error in mcp.errors.items():
+            report.setdefault(name, f"not started: {error}")
+        self._mcp = mcp
+        self._rebuild()
+        return report
+
+    def resources_of(self, server: str) -> tuple[list[Any], list[Any], list[Any]]:
+        conn = self.connections.get(server)
+        if conn is None or conn.status.status != "ready":
+            return [], [], []
+        return conn.resources, conn.resource_templates, conn.prompts
+
+    def server_config(self, server: str) -> ServerConfig | None:
+        conn = self.connections.get(server)
+        return conn.config if conn is not None else None
+
+    async def read_resource(self, server: str, uri: str) -> list[RawArtifact]:
+        """A resource's contents as raw files (text or bytes)."""
+        conn = self.connections.get(server)
+        if conn is None:
+            raise ToolError(f"there is no server named '{server}'")
+        outcome = ToolOutcome(ok=True, text="")
+        add_resource_contents(outcome, uri.rsplit("/", 1)[-1] or "resource", await conn.read_resource(uri),
+                              self._max_artifact_bytes)  # fmt: skip
+        if outcome.notes:
+            raise ToolError("; ".join(outcome.notes))
+        return outcome.artifacts
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> list[tuple[str, str]]:
+        conn = self.connections.get(server)
+        if conn is None:
+            raise ToolError(f"there is no server named '{server}'")
+        return await conn.get_prompt(name, arguments)
 
     def statuses(self) -> list[ServerStatus]:
         out = [conn.status for conn in self.connections.values()]

@@ -68,15 +68,13 @@ class ToolRegistry:
     def config_of(self, server: str) -> ServerConfig | None:
         return self._configs.get(server)
 
-    def _admits(
-        self, tool: ToolInfo, groups: set[str], level: str | None, compliance: ComplianceLevels
-    ) -> bool:
-        config = self._configs.get(tool.server)
-        return (
-            config is not None
-            and config.admits_group(groups)
-            and compliance.admits(level, config.compliance_level)
-        )
+    def server_admits(self, server: str, groups: set[str], level: str | None, compliance: ComplianceLevels) -> bool:
+        """May this user use this server (tools, resources, prompts) in this conversation?"""
+        config = self._configs.get(server)
+        return config is not None and config.admits_group(groups) and compliance.admits(level, config.compliance_level)
+
+    def _admits(self, tool: ToolInfo, groups: set[str], level: str | None, compliance: ComplianceLevels) -> bool:
+        return self.server_admits(tool.server, groups, level, compliance)
 
     def visible(self, groups: set[str], level: str | None, compliance: ComplianceLevels) -> list[ToolInfo]:
         return [t for t in self._tools.values() if self._admits(t, groups, level, compliance)]

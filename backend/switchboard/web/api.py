@@ -6,11 +6,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
+from pydantic import BaseModel, Field
 
 from ..auth import User
 from ..chat.approvals import approval_reason
 from ..chat.render import render_markdown
-from ..errors import BadRequest
+from ..errors import BadRequest, Forbidden, NotFound
 from .deps import current_user, services_of
 from .security import ARTIFACT_CSP, PDF_CSP
 
@@ -80,8 +81,22 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
                 "definition_changed": tool.definition_changed,
             }
         )
+    resources, templates, prompts = [], [], []
+    for status in services.pool.statuses():
+        if not services.pool.registry.server_admits(status.name, groups, compliance_level, cfg.compliance):
+            continue
+        listed, listed_templates, listed_prompts = services.pool.resources_of(status.name)
+        resources += [{"server": status.name, "uri": str(r.uri), "name": r.name, "description": r.description,
+                       "mime": r.mime_type} for r in listed]  # fmt: skip
+        templates += [{"server": status.name, "uri_template": t.uri_template, "name": t.name,
+                       "description": t.description} for t in listed_templates]  # fmt: skip
+        prompts += [{"server": status.name, "name": p.name, "description": p.description,
+                     "arguments": [a.model_dump(exclude_none=True) for a in p.arguments or []]} for p in listed_prompts]  # fmt: skip
     return {
         "user": {"email": user.email, "groups": sorted(user.groups), "admin": admin},
+        "resources": resources,
+        "resource_templates": templates,
+        "prompts": prompts,
         "models": [
             {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo}
             for m in models
@@ -93,6 +108,33 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         "servers": servers,
         "tools": tool_entries,
     }
+
+
+class PromptRequest(BaseModel):
+    server: str
+    name: str
+    arguments: dict[str, str] = Field(default_factory=dict)
+    compliance_level: str | None = None
+
+
+@router.post("/api/prompts")
+async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> dict[str, Any]:
+    """A server's prompt, filled in, to start a message from."""
+    services = services_of(request)
+    if not services.pool.registry.server_admits(body.server, user.group_set, body.compliance_level,
+                                                services.config.compliance):  # fmt: skip
+        raise NotFound(f"there is no server named '{body.server}' for you")
+    messages = await services.pool.get_prompt(body.server, body.name, body.arguments)
+    return {"messages": [{"role": role, "text": text} for role, text in messages],
+            "text": "\n\n".join(text for _, text in messages)}  # fmt: skip
+
+
+@router.post("/api/admin/reload")
+async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
+    services = services_of(request)
+    if not services.auth.is_admin(user):
+        raise Forbidden("only administrators may reload the configuration")
+    return await services.reload()
 
 
 @router.post("/api/files")

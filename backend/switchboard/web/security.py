@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import BadRequest, Forbidden, NotFound, SwitchboardError, Unauthorized
+from ..errors import BadRequest, Forbidden, NotFound, SwitchboardError, ToolError, Unauthorized
 
 __all__ = ["ARTIFACT_CSP", "PAGE_CSP", "PDF_CSP", "SecurityHeadersMiddleware", "http_status", "origin_allowed"]
 
@@ -74,4 +74,6 @@ def http_status(exc: SwitchboardError) -> int:
         return 404
     if isinstance(exc, BadRequest):
         return 400
+    if isinstance(exc, ToolError):
+        return 502  # the MCP server behind the request failed
     return 500

@@ -65,6 +65,18 @@ def picture() -> list:
     return [TextContent(type="text", text="a picture"), ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")]
 
 
+@mcp.resource("toolbox://readme", mime_type="text/markdown")
+def readme() -> str:
+    """How to use the toolbox."""
+    return "# Toolbox\nThe secret word is *marmalade*."
+
+
+@mcp.prompt
+def review(code: str, language: str = "python") -> str:
+    """Ask for a code review."""
+    return f"Please review this {language} code:\n{code}"
+
+
 @mcp.resource("toolbox://notes/{name}", mime_type="text/plain")
 def note(name: str) -> str:
     """A note, readable as an MCP resource."""
