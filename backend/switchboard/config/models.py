@@ -59,6 +59,20 @@ class ServerConfig(_Strict):
     tools: ToolFilter | None = None
     roots: list[str] = Field(default_factory=list)
     sampling: bool = True
+    file_types: list[str] = Field(default_factory=list)  # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools
+
+    def handles_file(self, name: str, mime: str) -> bool:
+        name, mime = name.lower(), mime.lower()
+        for pattern in (p.lower() for p in self.file_types):
+            if pattern.startswith("."):
+                if name.endswith(pattern):
+                    return True
+            elif pattern.endswith("/*"):
+                if mime.startswith(pattern[:-1]):
+                    return True
+            elif pattern == mime:
+                return True
+        return False
 
     @field_validator("transport", mode="before")
     @classmethod

@@ -60,6 +60,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             "reason": reason,
             "transport": status.transport,
             "compliance_level": server_cfg.compliance_level if server_cfg else None,
+            "file_types": server_cfg.file_types if server_cfg else [],
             "tools": [t.qualified_name for t in tools if t.server == status.name],
         }
         if admin:

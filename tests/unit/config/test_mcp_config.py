@@ -160,3 +160,13 @@ def test_example_snippets_are_valid(tmp_path):
         config = load_mcp_config(tmp_path / "none", overrides, {"HOME": "/tmp", "PWD": "/tmp"})
         assert not config.errors and not config.file_errors, (example.name, config.errors)
         assert config.servers, example.name
+
+
+def test_file_type_patterns_match_names_and_types(dirs):
+    defaults, overrides = dirs
+    write(defaults, {"servers": {"s": {"command": "x", "file_types": ["application/pdf", "text/*", ".csv"]}}})
+    server = load_mcp_config(defaults, overrides, {}).servers["s"]
+    assert server.handles_file("a.PDF", "application/pdf")
+    assert server.handles_file("notes", "text/plain")
+    assert server.handles_file("data.csv", "application/octet-stream")
+    assert not server.handles_file("img.png", "image/png")
