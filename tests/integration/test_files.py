@@ -36,7 +36,8 @@ def site(tmp_path_factory, llm):
         tmp / "defaults",
         servers={
             "toolbox": toolbox_entry(approval="never"),
-            "pdfbasic": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/pdfbasic", "approval": "never"},
+            "pdfbasic": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/pdfbasic", "approval": "never",
+                         "file_types": ["application/pdf"]},
         },
         models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY"}],
         default_model="double",
@@ -74,6 +75,8 @@ def test_upload_is_stored_with_owner_type_and_size_and_names_are_not_paths(site)
     assert response.status_code == 200
     body = response.json()
     assert body["name"] == "passwd.pdf" and body["mime"] == "application/pdf" and body["size"] == len(pdf)
+    assert set(body["suggested_tools"]) == {"pdfbasic_analyze_pdf", "pdfbasic_extract_pdf_text"}
+    assert upload(base, ALICE, "a.txt", b"plain", "text/plain").json()["suggested_tools"] == []
     assert upload(base, {"x-user-email": "alice@example.com"}, "a.txt", b"x").status_code == 401
 
 

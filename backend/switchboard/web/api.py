@@ -157,7 +157,13 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
     stored = services.artifacts.put(
         owner=user.email, name=file.filename or "upload", mime=file.content_type or "", data=data, kind="upload"
     )
-    return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
+    suggested = [
+        tool.qualified_name
+        for tool in services.pool.registry.visible(user.group_set, None, services.config.compliance)
+        if (cfg := services.pool.server_config(tool.server)) is not None and cfg.handles_file(stored.name, stored.mime)
+    ]
+    # `suggested_tools`: the tools that handle this kind of file (config `file_types`); the page pre-selects them.
+    return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size, "suggested_tools": suggested}
 
 
 @router.get("/api/files/{file_id}/content")
