@@ -6,20 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from starlette.testclient import TestClient
-
-from switchboard.services import build_services
-from switchboard.web.app import create_app
-from tests.support.harness import make_settings, toolbox_entry, write_config
-from tests.support.llm_double import LLMDouble, TextReply, ToolCall, ToolCallReply
-
-KEY = "sk-test-double-0123456789"
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with LLMDouble() as double:
-        yield double
+from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 
 @pytest.fixture(scope="module")
@@ -31,30 +19,17 @@ def app(tmp_path_factory, llm):
             "toolbox": toolbox_entry(approval="never"),
             "secret": toolbox_entry(groups=["research"], approval="never", description="research only"),
         },
-        models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY"}],
+        models=[double_model(llm)],
         default_model="double",
         groups={"dev@localhost": ["users"]},
     )
-    settings = make_settings(tmp)
-    services = build_services(settings, environ={"DOUBLE_KEY": KEY, "PATH": "/usr/bin:/bin"})
-    application = create_app(settings, services=services)
-    with TestClient(application) as client:
-        client.portal.call(services.pool.wait_settled, 60)
+    with running_app(make_settings(tmp)) as (client, _):
         yield client
 
 
 def chat(ws, content, **extra):
     ws.send_json({"type": "chat", "content": content, **extra})
-    events = []
-    while True:
-        event = ws.receive_json()
-        events.append(event)
-        if event["type"] in ("message_done",):
-            return events
-        if event["type"] == "error" and not any(e["type"] == "tool_start" for e in events) and "message_done" not in event:
-            # an error that ends the turn before it starts has no message_done
-            if event["code"] in ("bad_request", "llm_error", "forbidden"):
-                return events
+    return until(ws, "message_done")
 
 
 def test_a_turn_with_a_tool_call_streams_events_in_order(app, llm):

@@ -14,19 +14,13 @@ import websockets
 
 from switchboard.services import build_services
 from switchboard.web.app import create_app
-from tests.support.harness import free_port, make_settings, serve_app, toolbox_entry, write_config
-from tests.support.llm_double import LLMDouble, TextReply, ToolCall, ToolCallReply
+from tests.support.harness import double_model, free_port, make_settings, serve_app, toolbox_entry, write_config
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 from tests.support.pdf import build_pdf
 
 SECRET = "files-proxy-secret"
 ALICE = {"x-user-email": "alice@example.com", "x-proxy-secret": SECRET}
 BOB = {"x-user-email": "bob@example.com", "x-proxy-secret": SECRET}
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with LLMDouble() as double:
-        yield double
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +33,7 @@ def site(tmp_path_factory, llm):
             "pdfbasic": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/pdfbasic", "approval": "never",
                          "file_types": ["application/pdf"]},
         },
-        models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY"}],
+        models=[double_model(llm)],
         default_model="double",
     )
     port = free_port()

@@ -6,20 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from starlette.testclient import TestClient
-
-from switchboard.services import build_services
-from switchboard.web.app import create_app
-from tests.support.harness import make_settings, toolbox_entry, write_config
-from tests.support.llm_double import LLMDouble, TextReply
+from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, write_config
+from tests.support.llm_double import TextReply
 
 SECRET = "reload-secret"
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with LLMDouble() as double:
-        yield double
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +18,11 @@ def site(tmp_path_factory, llm):
     write_config(
         tmp / "defaults",
         servers={"toolbox": toolbox_entry(approval="never"), "private": toolbox_entry(groups=["research"])},
-        models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY"}],
+        models=[double_model(llm)],
         default_model="double",
         groups={"*@example.com": ["users"], "root@example.com": ["users", "admin"]},
     )
-    settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET)
-    services = build_services(settings, environ={"DOUBLE_KEY": "k"})
-    with TestClient(create_app(settings, services=services)) as client:
-        client.portal.call(services.pool.wait_settled, 60)
+    with running_app(make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET)) as (client, services):
         yield client, services, tmp
 
 

@@ -8,21 +8,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from starlette.testclient import TestClient
-
-from switchboard.services import build_services
 from switchboard.tools.pins import definition_hash
-from switchboard.web.app import create_app
-from tests.support.harness import make_settings, toolbox_entry, write_config
-from tests.support.llm_double import LLMDouble, TextReply, ToolCall, ToolCallReply
+from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 SECRET = "sec-proxy-secret"
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with LLMDouble() as double:
-        yield double
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +52,7 @@ def app(tmp_path_factory, llm, group_service):
     write_config(
         tmp / "defaults",
         servers={"toolbox": toolbox_entry(), "research": toolbox_entry(groups=["research"], approval="never")},
-        models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY"}],
+        models=[double_model(llm)],
         default_model="double",
         groups={"*@example.com": ["users"], "root@example.com": ["users", "admin"]},
     )
@@ -73,21 +63,12 @@ def app(tmp_path_factory, llm, group_service):
     (data / "tool-pins.json").write_text(json.dumps({"toolbox/echo": {"hash": definition_hash(**old), "definition": old}}))
     settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, groups_header="X-User-Groups",
                              group_service_url=group_service[0], approval_timeout_s=1.0)  # fmt: skip
-    services = build_services(settings, environ={"DOUBLE_KEY": "k"})
-    with TestClient(create_app(settings, services=services)) as client:
-        client.portal.call(services.pool.wait_settled, 60)
+    with running_app(settings) as (client, _):
         yield client
 
 
 def who(email, secret=SECRET, **extra):
     return {"x-user-email": email, "x-proxy-secret": secret, **extra}
-
-
-def until(ws, *types):
-    events = []
-    while not events or events[-1]["type"] not in types:
-        events.append(ws.receive_json())
-    return events
 
 
 def tool_names(app, headers):

@@ -4,18 +4,8 @@ the user), sampling (a completion from the conversation's model), progress."""
 from __future__ import annotations
 
 import pytest
-from starlette.testclient import TestClient
-
-from switchboard.services import build_services
-from switchboard.web.app import create_app
-from tests.support.harness import make_settings, toolbox_entry, write_config
-from tests.support.llm_double import LLMDouble, TextReply, ToolCall, ToolCallReply
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with LLMDouble() as double:
-        yield double
+from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 
 @pytest.fixture(scope="module")
@@ -24,21 +14,11 @@ def app(tmp_path_factory, llm):
     write_config(
         tmp / "defaults",
         servers={"toolbox": toolbox_entry(approval="never"), "nosample": toolbox_entry(approval="never", sampling=False)},
-        models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY"}],
+        models=[double_model(llm)],
         default_model="double",
     )
-    settings = make_settings(tmp, elicitation_timeout_s=2.0)
-    services = build_services(settings, environ={"DOUBLE_KEY": "k"})
-    with TestClient(create_app(settings, services=services)) as client:
-        client.portal.call(services.pool.wait_settled, 60)
+    with running_app(make_settings(tmp, elicitation_timeout_s=2.0)) as (client, _):
         yield client
-
-
-def until(ws, *types):
-    events = []
-    while not events or events[-1]["type"] not in types:
-        events.append(ws.receive_json())
-    return events
 
 
 def test_elicitation_reaches_the_user_and_the_answer_goes_back(app, llm):

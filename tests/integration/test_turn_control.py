@@ -4,59 +4,35 @@ over real websockets with a real stdio server and the HTTP LLM double."""
 from __future__ import annotations
 
 import pytest
-from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from switchboard.services import build_services
-from switchboard.web.app import create_app
-from tests.support.harness import make_settings, toolbox_entry, write_config
-from tests.support.llm_double import LLMDouble, TextReply, ToolCall, ToolCallReply
+from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 SECRET = "proxy-secret-123"
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with LLMDouble() as double:
-        yield double
 
 
 def build(tmp, llm, **settings):
     write_config(
         tmp / "defaults",
         servers={"toolbox": toolbox_entry(), "research": toolbox_entry(groups=["research"], approval="never")},
-        models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY"}],
+        models=[double_model(llm)],
         default_model="double",
         groups={"alice@example.com": ["users", "research"], "*@example.com": ["users"], "dev@localhost": ["users"]},
     )
-    s = make_settings(tmp, **settings)
-    services = build_services(s, environ={"DOUBLE_KEY": "k"})
-    return create_app(s, services=services), services
+    return make_settings(tmp, **settings)
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, llm):
-    application, services = build(tmp_path_factory.mktemp("ctl"), llm)
-    with TestClient(application) as client:
-        client.portal.call(services.pool.wait_settled, 60)
+    with running_app(build(tmp_path_factory.mktemp("ctl"), llm)) as (client, _):
         yield client
 
 
 @pytest.fixture(scope="module")
 def proxy_app(tmp_path_factory, llm):
-    application, services = build(tmp_path_factory.mktemp("proxy"), llm, auth_mode="proxy", proxy_secret=SECRET)
-    with TestClient(application) as client:
-        client.portal.call(services.pool.wait_settled, 60)
+    with running_app(build(tmp_path_factory.mktemp("proxy"), llm, auth_mode="proxy", proxy_secret=SECRET)) as (client, _):
         yield client
-
-
-def until(ws, *types):
-    events = []
-    while True:
-        event = ws.receive_json()
-        events.append(event)
-        if event["type"] in types:
-            return events
 
 
 def test_a_destructive_tool_waits_for_approval_and_runs_when_approved(app, llm):

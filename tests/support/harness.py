@@ -125,3 +125,31 @@ def serve_app(app: Any, port: int) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def double_model(llm: Any) -> dict[str, Any]:
+    """A model entry for llmconfig that routes to the HTTP LLM double (key env DOUBLE_KEY)."""
+    return {"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY"}
+
+
+@contextmanager
+def running_app(settings: Any, environ: dict[str, str] | None = None) -> Iterator[tuple[Any, Any]]:
+    """The real app under Starlette's TestClient (real websockets, lifespan run),
+    yielded once every MCP server has settled: (client, services)."""
+    from starlette.testclient import TestClient
+
+    from switchboard.services import build_services
+    from switchboard.web.app import create_app
+
+    services = build_services(settings, environ={"DOUBLE_KEY": "k", **(environ or {})})
+    with TestClient(create_app(settings, services=services)) as client:
+        client.portal.call(services.pool.wait_settled, 60)
+        yield client, services
+
+
+def until(ws: Any, *types: str) -> list[dict[str, Any]]:
+    """Receive events from a TestClient websocket up to and including one of `types`."""
+    events: list[dict[str, Any]] = []
+    while not events or events[-1]["type"] not in types:
+        events.append(ws.receive_json())
+    return events
