@@ -6,7 +6,7 @@ import socket
 
 import pytest
 from switchboard.config.models import ModelConfig
-from switchboard.errors import Cancelled, LLMError, LLMRateLimited, LLMTimeout, LLMUnavailable
+from switchboard.errors import Cancelled, LLMError, LLMRateLimited, LLMStreamCut, LLMTimeout, LLMUnavailable
 from switchboard.llm import Completed, LLMClient, TextDelta, Usage
 
 from tests.support.llm_double import CutReply, ErrorReply, LLMDouble, TextReply, ToolCall, ToolCallReply
@@ -44,7 +44,13 @@ def calls():
 
 @pytest.fixture
 def client(calls):
-    return LLMClient(on_call=lambda *report: calls.append(report), environ={"DOUBLE_KEY": SECRET}, demo_chunk_delay_s=0)
+    return LLMClient(
+        on_call=lambda *report: calls.append(report),
+        environ={"DOUBLE_KEY": SECRET},
+        demo_chunk_delay_s=0,
+        base_delay_s=0.001,  # retries (tests/unit/llm/test_llm_retry.py) without waiting
+        max_delay_s=2.0,
+    )
 
 
 @pytest.fixture
@@ -141,27 +147,27 @@ async def test_complete_returns_the_whole_text(client, model, llm):
     assert await client.complete(model, HELLO) == "A sampled answer."
 
 
-async def test_rate_limit_becomes_llm_rate_limited_without_retries(client, model, llm, calls):
-    llm.enqueue(ErrorReply(429, "Rate limit reached", retry_after="7"))
+async def test_rate_limit_beyond_the_longest_wait_fails_at_once_saying_how_long(client, model, llm, calls):
+    llm.enqueue(ErrorReply(429, "Rate limit reached", retry_after="7"))  # the client waits at most 2 s
 
     with pytest.raises(LLMRateLimited) as caught:
         await collect(client.stream(model, HELLO, None))
 
     assert caught.value.code == "rate_limited"
     assert "7 seconds" in caught.value.action
-    assert len(llm.requests) == 1  # litellm and the OpenAI SDK did not retry
+    assert len(llm.requests) == 1  # neither we, litellm nor the OpenAI SDK retried
     assert calls[0][3] is caught.value
 
 
-async def test_server_error_becomes_llm_error(client, model, llm):
-    llm.enqueue(ErrorReply(500, "The server had a bad day"))
+async def test_server_error_becomes_llm_error_after_every_attempt(client, model, llm):
+    llm.default = ErrorReply(500, "The server had a bad day")
 
     with pytest.raises(LLMError) as caught:
         await collect(client.stream(model, HELLO, None))
 
     assert type(caught.value) is LLMError
-    assert "server error" in caught.value.message
-    assert len(llm.requests) == 1
+    assert "server error" in caught.value.message and "tried 3 times" in caught.value.message
+    assert len(llm.requests) == 3
 
 
 async def test_rejected_key_becomes_llm_unavailable_without_leaking_it(client, model, llm):
@@ -179,12 +185,13 @@ async def test_stream_cut_mid_answer_is_an_llm_error_after_the_first_deltas(clie
     llm.enqueue(CutReply("abcdefgh", chunks=4, cut_after=2))
     received = []
 
-    with pytest.raises(LLMError) as caught:
+    with pytest.raises(LLMStreamCut) as caught:
         async for event in client.stream(model, HELLO, None):
             received.append(event)
 
     assert [e.text for e in received] == ["ab", "cd"]
-    assert "cut off" in caught.value.message
+    assert "cut off" in caught.value.message and caught.value.code == "llm_error"
+    assert len(llm.requests) == 1  # never sent again once text was shown
 
 
 async def test_slow_provider_becomes_llm_timeout(client, model, llm):
