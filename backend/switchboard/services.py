@@ -100,7 +100,12 @@ def build_services(
         else load_or_create_key(settings.data_dir / "secret.key")
     )
     signer = UrlSigner(key, settings.base_url, settings.file_url_ttl_s)
-    llm = llm or DeferredLLMClient(on_call=_log_llm_call, environ=environ)
+    llm = llm or DeferredLLMClient(
+        on_call=_log_llm_call,
+        environ=environ,
+        max_attempts=settings.llm_max_attempts,
+        max_delay_s=settings.llm_max_retry_wait_s,
+    )
     models = ModelCatalogue(config.llm, environ)
     calls = CallRunner(
         pool,

@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10
+    llm_max_attempts: int = 3  # model calls retried on 429/5xx/connection errors, with backoff
+    llm_max_retry_wait_s: float = 30.0
     approval_timeout_s: float = 300.0  # an unanswered approval counts as denied
     elicitation_timeout_s: float = 600.0
     max_tool_result_chars: int = 20_000  # what the model sees of one tool result

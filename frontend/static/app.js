@@ -1,83 +1,244 @@
-// Minimal chat page: streams answers and shows tool cards.  All untrusted
-// text goes in with textContent; only server-sanitized HTML uses innerHTML.
+// The chat page: wires the socket, the conversation, tool cards, canvas,
+// tools panel and attachments together.  Each concern lives in its own module.
+
+import { approvalPrompt } from "./approval.js";
+import { Canvas } from "./canvas.js";
+import { randomId } from "./dom.js";
+import { elicitationPrompt } from "./elicitation.js";
+import { setupLayout } from "./layout.js";
+import { ChatView } from "./messages.js";
+import { Scroller } from "./scroll.js";
+import { Connection } from "./socket.js";
+import { ToolCards } from "./toolcards.js";
+import { ToolsPanel } from "./toolspanel.js";
+import { Uploads } from "./uploads.js";
+
 const page = JSON.parse(document.getElementById("page-data").textContent);
-const messages = document.getElementById("messages");
-const input = document.getElementById("input");
-const modelSelect = document.getElementById("model");
-const conn = document.getElementById("conn");
-const stop = document.getElementById("stop");
-let socket = null;
-let answer = null;
-const cards = new Map();
+const $ = (id) => document.getElementById(id);
+const input = $("input");
+const sendButton = $("send");
+const stopButton = $("stop");
+const hint = $("composer-hint");
 
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
+const state = { conversationId: null, turn: null, running: false, hadSession: false, staleTurn: false };
+
+const view = new ChatView($("messages"), new Scroller($("messages"), $("jump-newest")), $("empty-state"));
+const layout = setupLayout({ toggle: $("tools-toggle"), close: $("tools-close"), scrim: $("scrim") });
+const canvas = new Canvas({
+  panel: $("canvas"), tabs: $("canvas-tabs"), body: $("canvas-body"), download: $("canvas-download"),
+  close: $("canvas-close"), resizer: $("canvas-resizer"), toggle: $("canvas-toggle"),
+  onVisibility: (open) => layout.canvasVisible(open),
+});
+const cards = new ToolCards((artifact) => canvas.open(artifact));
+const tools = new ToolsPanel({
+  configUrl: page.config_url, servers: $("servers"), summary: $("tools-summary"), compliance: $("compliance"),
+  complianceNote: $("compliance-note"), model: $("model"), modelNote: $("model-note"),
+});
+const uploads = new Uploads({
+  url: page.upload_url, maxBytes: page.max_upload_bytes, button: $("attach"), input: $("file-input"),
+  list: $("attachments"), dropZone: document.body, overlay: $("drop-overlay"), onChange: () => updateControls(),
+});
+const connection = new Connection(page.ws_path, { onEvent, onState: showConnection });
+const send = (message) => connection.send(message);
+
+// -- connection state --------------------------------------------------------
+function showConnection(status, { retryIn }) {
+  const conn = $("conn");
+  conn.dataset.state = status;
+  const text = {
+    connecting: "Connecting…",
+    connected: "Connected",
+    reconnecting: retryIn ? `Reconnecting in ${retryIn} s` : "Reconnecting…",
+  }[status];
+  $("conn-text").textContent = text;
+  $("conn-retry").hidden = !(status === "reconnecting" && retryIn > 0);
+  if (status !== "connected" && state.running) {
+    state.turn?.finish("error", "The connection was lost, so this answer is incomplete.");
+    cards.abandon("Connection lost");
+    endTurn();
+  }
+  updateControls();
+}
+$("conn-retry").addEventListener("click", () => connection.retryNow());
+
+// -- controls ---------------------------------------------------------------
+function updateControls() {
+  const connected = connection.open;
+  sendButton.hidden = state.running;
+  stopButton.hidden = !state.running;
+  sendButton.disabled = !connected || state.running || uploads.uploading;
+  if (!connected) hint.textContent = "Not connected: you can send again once the connection is back.";
+  else if (uploads.uploading) hint.textContent = "Uploading files…";
+  else hint.textContent = "Enter to send · Shift+Enter for a new line";
+  hint.classList.toggle("warn", !connected);
 }
 
-function currentAnswer() {
-  if (!answer) { answer = el("div", "msg assistant"); messages.append(answer); answer.dataset.raw = ""; }
-  return answer;
+function autosize() {
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, 220)}px`;
 }
 
-async function loadConfig() {
-  const res = await fetch(page.config_url);
-  const cfg = await res.json();
-  modelSelect.replaceChildren();
-  for (const m of cfg.models) {
-    const opt = el("option", "", m.name + (m.demo ? " (demo)" : "") + (m.available ? "" : " – unavailable"));
-    opt.value = m.name; opt.disabled = !m.available;
-    if (m.name === cfg.default_model) opt.selected = true;
-    modelSelect.append(opt);
+function sendChat() {
+  const content = input.value.trim();
+  if (!content || sendButton.disabled) return;
+  const files = uploads.ready;
+  const message = { type: "chat", content, conversation_id: state.conversationId ?? undefined };
+  if (tools.model) message.model = tools.model;
+  if (tools.complianceLevel) message.compliance_level = tools.complianceLevel;
+  if (tools.selectedTools) message.tools = tools.selectedTools;
+  if (files.length) message.files = files.map((f) => f.id);
+  if (!send(message)) return;
+  uploads.take();
+  view.addUser(content, files);
+  state.turn = view.startTurn();
+  state.running = true;
+  input.value = "";
+  autosize();
+  updateControls();
+}
+
+function endTurn() {
+  const hadFocus = document.activeElement === stopButton;
+  state.running = false;
+  updateControls();
+  if (hadFocus) input.focus();
+}
+
+function newChat() {
+  if (state.running && send({ type: "cancel" })) state.staleTurn = true;
+  state.conversationId = randomId();
+  state.turn = null;
+  state.running = false;
+  view.clear();
+  cards.clear();
+  canvas.clear();
+  uploads.clear();
+  updateControls();
+  input.focus();
+}
+
+// -- server events -----------------------------------------------------------
+const TURN_EVENTS = new Set(["token", "render", "tool_start", "tool_progress", "tool_log", "approval_request",
+  "elicitation_request", "tool_result", "message_done"]);
+
+function onEvent(event) {
+  if (event.type === "session") {
+    if (state.hadSession && !view.isEmpty) {
+      view.notice("Reconnected. The assistant starts afresh here: it does not remember the messages above.");
+    }
+    state.hadSession = true;
+    state.staleTurn = false; // a new connection: nothing of an old turn can arrive
+    state.conversationId ??= event.conversation_id;
+    return;
+  }
+  if (TURN_EVENTS.has(event.type)) {
+    if (state.staleTurn) {
+      // Events of the turn "New chat" cancelled, up to its message_done.
+      if (event.type === "message_done") state.staleTurn = false;
+      return;
+    }
+    if (!state.turn || !state.running) return;
+    onTurnEvent(state.turn, event);
+    return;
+  }
+  if (event.type === "error") {
+    const turn = state.turn;
+    if (turn && state.running) {
+      turn.error(event);
+      // Errors before any output (unknown model, bad level) end the turn
+      // without a message_done.
+      if (!turn.texts.length && !turn.blocks.querySelector(".tool-card")) {
+        turn.finish("error");
+        endTurn();
+      }
+    } else {
+      view.error(event);
+    }
   }
 }
 
-function onEvent(ev) {
-  switch (ev.type) {
-    case "session": conn.textContent = `connected as ${ev.user}`; break;
-    case "token": { const a = currentAnswer(); a.dataset.raw += ev.text; a.textContent = a.dataset.raw; break; }
-    case "render": currentAnswer().innerHTML = ev.html; break;
-    case "tool_start": {
-      const card = el("div", "tool running", `⚙ ${ev.tool} — running`);
-      cards.set(ev.call_id, card); messages.append(card); answer = null; break;
-    }
-    case "tool_result": {
-      const card = cards.get(ev.call_id) || el("div", "tool");
-      card.className = ev.ok ? "tool done" : "tool failed";
-      card.textContent = `${ev.ok ? "✓" : "✗"} ${ev.tool} (${ev.duration_ms} ms): ${ev.content.slice(0, 300)}`;
-      for (const a of ev.artifacts || []) {
-        const link = el("a", "chip", a.name); link.href = a.url; link.target = "_blank"; link.rel = "noopener";
-        card.append(" ", link);
-      }
-      if (!card.isConnected) messages.append(card);
+function onTurnEvent(turn, event) {
+  const place = (node) => turn.addBlock(node);
+  switch (event.type) {
+    case "token":
+      turn.token(event.text);
+      break;
+    case "render":
+      turn.render(event);
+      break;
+    case "tool_start":
+      cards.get(event.call_id, event, place).start(event);
+      break;
+    case "tool_progress":
+      cards.find(event.call_id)?.reportProgress(event);
+      break;
+    case "tool_log":
+      cards.find(event.call_id)?.log(event);
+      break;
+    case "approval_request": {
+      const card = cards.get(event.call_id, event, place);
+      card.setArguments(event.arguments);
+      card.waiting("Waiting for your approval");
+      card.interaction.replaceChildren(approvalPrompt(event, send));
+      view.changed();
       break;
     }
-    case "message_done": currentAnswer().innerHTML = ev.html; answer = null; stop.hidden = true; break;
-    case "error": messages.append(el("div", "msg error", `${ev.message}${ev.action ? " — " + ev.action : ""}`)); break;
+    case "elicitation_request": {
+      const card = event.call_id ? cards.find(event.call_id) : undefined;
+      const answered = (message) => {
+        const ok = send(message);
+        if (ok) card?.resume();
+        return ok;
+      };
+      const form = elicitationPrompt(event, answered);
+      if (card) {
+        card.waiting("Waiting for your answer");
+        card.interaction.replaceChildren(form);
+        view.changed();
+      } else {
+        place(form);
+      }
+      break;
+    }
+    case "tool_result": {
+      cards.get(event.call_id, event, place).finish(event);
+      canvas.showResult(event.artifacts, event.display);
+      view.changed();
+      break;
+    }
+    case "message_done":
+      turn.done(event);
+      cards.abandon(event.finish_reason === "cancelled" ? "Cancelled" : "Did not finish");
+      endTurn();
+      break;
+    default:
+      break;
   }
 }
 
-function connect() {
-  const proto = location.protocol === "https:" ? "wss" : "ws";
-  socket = new WebSocket(`${proto}://${location.host}${page.ws_path}`);
-  socket.onmessage = (m) => onEvent(JSON.parse(m.data));
-  socket.onclose = () => { conn.textContent = "disconnected — retrying"; setTimeout(connect, 2000); };
-}
-
-document.getElementById("composer").addEventListener("submit", (e) => {
+// -- wiring ------------------------------------------------------------------
+$("composer").addEventListener("submit", (e) => {
   e.preventDefault();
-  const text = input.value.trim();
-  if (!text || !socket || socket.readyState !== WebSocket.OPEN) return;
-  messages.append(el("div", "msg user", text));
-  socket.send(JSON.stringify({ type: "chat", content: text, model: modelSelect.value || undefined }));
-  input.value = ""; answer = null; stop.hidden = false;
+  sendChat();
 });
 input.addEventListener("keydown", (e) => {
-  if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); document.getElementById("composer").requestSubmit(); }
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    sendChat();
+  }
 });
-stop.addEventListener("click", () => socket && socket.send(JSON.stringify({ type: "cancel" })));
+input.addEventListener("input", autosize);
+stopButton.addEventListener("click", () => {
+  send({ type: "cancel" });
+  stopButton.disabled = true;
+  setTimeout(() => { stopButton.disabled = false; }, 1500);
+});
+$("new-chat").addEventListener("click", newChat);
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && state.running && document.activeElement === input) send({ type: "cancel" });
+});
 
-loadConfig();
-connect();
+updateControls();
+tools.load();
+connection.connect();
+input.focus();

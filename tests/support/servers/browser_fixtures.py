@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
-from typing import Literal
-
+import mcp_types
 from fastmcp import Context, FastMCP
 
 XSS = [
@@ -106,22 +104,41 @@ def fail_hostile() -> str:
     raise ToolError("failed: " + " ".join(XSS))
 
 
-@dataclass
-class Order:
-    email: str
-    size: Literal["small", "medium", "large"]
-    quantity: int
-    gift: bool = False
+ORDER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "format": "email", "title": "Email"},
+        "size": {"type": "string", "enum": ["small", "medium", "large"], "title": "Size"},
+        "quantity": {"type": "integer", "minimum": 1, "maximum": 10, "title": "Quantity"},
+        "gift": {"type": "boolean", "title": "Gift wrap", "default": False},
+        "extras": {"type": "array", "title": "Extras", "items": {"type": "string", "enum": ["cheese", "olives", "basil"]}},
+        "when": {"type": "string", "format": "date", "title": "Delivery date"},
+    },
+    "required": ["email", "size", "quantity"],
+}
+
+
+def _describe(action: str, content: dict | None) -> str:
+    if action != "accept":
+        return f"no order ({action})"
+    return "order: " + json.dumps(content, sort_keys=True)
 
 
 @mcp.tool(annotations={"readOnlyHint": True})
 async def order(ctx: Context) -> str:
-    """Ask for an order with an enum, a number and a boolean (elicitation)."""
-    answer = await ctx.elicit("Your order?", response_type=Order)
-    if answer.action == "accept":
-        data = answer.data
-        return f"order: {data.quantity} x {data.size} for {data.email}, gift={data.gift}"
-    return f"no order ({answer.action})"
+    """Ask for an order: email, enum, number, boolean, multi-select, date (elicitation)."""
+    # 2026-07-28 connections ask with the guard pattern (return InputRequiredResult
+    # and read the answer when called again); older ones with a server request.
+    answers = ctx.input_responses or {}
+    if "order" in answers:
+        return _describe(answers["order"].action, answers["order"].content)
+    if ctx._is_modern_protocol():
+        request = mcp_types.ElicitRequest(
+            params=mcp_types.ElicitRequestFormParams(message="Your order?", requested_schema=ORDER_SCHEMA)
+        )
+        return mcp_types.InputRequiredResult(input_requests={"order": request})
+    result = await ctx.session.elicit(message="Your order?", requested_schema=ORDER_SCHEMA, related_request_id=ctx.request_id)
+    return _describe(result.action, result.content)
 
 
 if __name__ == "__main__":
