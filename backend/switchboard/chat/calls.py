@@ -189,6 +189,9 @@ class CallRunner:
         except SwitchboardError as exc:
             self._log_call(user.email, tool, started, ok=False, error=exc.message)
             return self._failed(request, tool, exc.message, started)
+        except Exception:  # noqa: BLE001 - a bug must not leave the model's call unanswered
+            log.exception("tool call failed unexpectedly", extra={"event": "tool_call_crashed", "tool": tool.qualified_name})
+            return self._failed(request, tool, "The call failed inside the host; the error was logged.", started)
         self._log_call(user.email, tool, started, ok=outcome.ok, error=None if outcome.ok else outcome.text[:500])
         return self._succeeded(request, tool, outcome, user.email, started)
 

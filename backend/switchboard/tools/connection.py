@@ -9,10 +9,12 @@ exponential backoff.  Calls borrow the live session; side traffic of a call
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 from mcp import MCPError
+from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
@@ -37,6 +40,15 @@ _current_sink: contextvars.ContextVar[CallSink | None] = contextvars.ContextVar(
 PING_INTERVAL_S = 5.0
 BACKOFF_CAP_S = 60.0
 OVERALL_CAP_FACTOR = 10  # a call may run this many idle limits in all
+
+
+@dataclass
+class _Activity:
+    """When a call last showed signs of life; time spent waiting for the user
+    (elicitation) or the model (sampling) on the server's behalf counts as life."""
+
+    last: float
+    waiting: int = 0
 
 
 def _tail(path: Path, limit: int = 2000) -> str | None:
@@ -100,6 +112,7 @@ class ServerConnection:
         self._task: asyncio.Task[None] | None = None
         self._broken = asyncio.Event()
         self._inflight: set[CallSink] = set()
+        self._activity: dict[CallSink, _Activity] = {}
         self.tools: list[mcp_types.Tool] = []
         self.resources: list[mcp_types.Resource] = []
         self.resource_templates: list[mcp_types.ResourceTemplate] = []
@@ -179,8 +192,9 @@ class ServerConnection:
                     attempt = 0
                     await self._set_status("ready", ready_after_s=round(time.monotonic() - started, 3))
                     await self._watch(client)
+                    # Say so before the old session is closed (that can take seconds).
+                    await self._set_status("starting", "the connection was lost; reconnecting")
                     self._client = None
-                await self._set_status("starting", "the connection was lost; reconnecting")
             except asyncio.CancelledError:
                 self._client = None
                 raise
@@ -235,11 +249,11 @@ class ServerConnection:
             raise ServerUnavailable(f"server '{self.name}' is {self.status.status}{why}")
         idle_limit = timeout_s or self.config.timeout_s
         loop = asyncio.get_running_loop()
-        started = last_activity = loop.time()
+        started = loop.time()
+        activity = self._activity[sink] = _Activity(started)
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            nonlocal last_activity
-            last_activity = loop.time()
+            activity.last = loop.time()
             await sink.progress(progress, total, message)
 
         token = _current_sink.set(sink)
@@ -251,7 +265,9 @@ class ServerConnection:
         try:
             while not task.done():
                 now = loop.time()
-                idle_left = last_activity + idle_limit - now
+                if activity.waiting:
+                    activity.last = now
+                idle_left = activity.last + idle_limit - now
                 cap_left = started + idle_limit * OVERALL_CAP_FACTOR - now
                 if idle_left <= 0 or cap_left <= 0:
                     task.cancel()
@@ -273,15 +289,24 @@ class ServerConnection:
                     f"server '{self.name}' stopped during the call and is being restarted; try again shortly"
                 ) from None
             raise ToolError(f"server '{self.name}' refused the call: {exc.message}") from None
+        except ValidationError as exc:
+            raise ToolError(
+                f"server '{self.name}' answered with an invalid result ({exc.error_count()} problems, "
+                f"first: {exc.errors()[0]['msg']}); the tool may be broken"
+            ) from None
         except (OSError, httpx.HTTPError) as exc:
             self._mark_broken()
             raise ServerUnavailable(f"server '{self.name}' is unreachable: {describe_failure(exc)}") from None
         finally:
             self._inflight.discard(sink)
+            self._activity.pop(sink, None)
 
     def _mark_broken(self) -> None:
         self._broken.set()
         self.ready_event.clear()  # callers waiting for readiness wait for the reconnect
+        # At once, so no call sees "ready" without a session; the supervisor
+        # reports the change (logs, registry) when it notices.
+        self.status = replace(self.status, status="starting", reason="the connection was lost; reconnecting")
 
     def _live_client(self) -> Client[Any]:
         client = self._client
@@ -323,6 +348,20 @@ class ServerConnection:
         if sink is not None:
             await sink.log(str(message.level), data)
 
+    @contextlib.contextmanager
+    def _waiting_for_answer(self, sink: CallSink) -> Iterator[None]:
+        """The call's idle clock stops while the user or the model answers for the server."""
+        activity = self._activity.get(sink)
+        if activity is None:
+            yield
+            return
+        activity.waiting += 1
+        try:
+            yield
+        finally:
+            activity.waiting -= 1
+            activity.last = asyncio.get_running_loop().time()
+
     async def _on_elicit(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
         sink = self._sink()
         if sink is None:
@@ -331,7 +370,8 @@ class ServerConnection:
         url = getattr(params, "url", None)
         if url:
             schema = {"type": "object", "properties": {}, "x-url": str(url)}
-        action, content = await sink.elicit(message, schema)
+        with self._waiting_for_answer(sink):
+            action, content = await sink.elicit(message, schema)
         return ElicitResult(action=action, content=content if action == "accept" else None)
 
     async def _on_sample(self, messages: list[Any], params: Any, context: Any) -> str:
@@ -343,4 +383,5 @@ class ServerConnection:
             content = msg.content
             text = getattr(content, "text", None)
             plain.append({"role": msg.role, "content": text if text is not None else str(content)})
-        return await sink.sample(plain, getattr(params, "system_prompt", None), int(getattr(params, "max_tokens", 512)))
+        with self._waiting_for_answer(sink):
+            return await sink.sample(plain, getattr(params, "system_prompt", None), int(getattr(params, "max_tokens", 512)))

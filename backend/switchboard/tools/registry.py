@@ -38,6 +38,8 @@ class ToolRegistry:
             for tool in listed:
                 if config.tools is not None and not config.tools.admits(tool.name):
                     continue
+                if tool.execution is not None and tool.execution.task_support == "required":
+                    continue  # runs only as an MCP task, which the host does not support yet
                 key = (server, tool.name)
                 if key not in self._names:
                     self._names[key] = qualify(server, tool.name, set(self._names.values()))
