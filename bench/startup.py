@@ -1,0 +1,156 @@
+"""Start-up: time from process start to `/healthz` 200 and to `/readyz` 200
+(every server ready) with 1, 4 and 8 stdio servers (copies of the test
+toolbox under different names).
+
+  * the app as a real subprocess, `uv run switchboard serve --port P`, and (to
+    /healthz only) the venv's `switchboard` script directly (no `uv run`), with
+    SWITCHBOARD_DEFAULTS_DIR / CONFIG_DIR / DATA_DIR / LOG_DIR in temp folders;
+  * the servers connected by the app's own `ServerPool` in this process, all
+    at once (`pool.start()`, the app's way) and one after another (each
+    `ServerConnection` started only when the one before is ready);
+  * where the time before /healthz goes: `python -X importtime` of the app's
+    imports, summed by top-level package.
+
+    uv run python bench/startup.py [--servers 0,1,4,8] [--repeat 1] [--json]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _support as S
+
+TARGET_HEALTHZ_S = 1.0
+
+
+def _servers(n: int) -> dict[str, Any]:
+    return {f"toolbox{i + 1}": S.toolbox_entry(approval="never") for i in range(n)}
+
+
+def _app_start(n: int, command: list[str], *, ready: bool = True) -> dict[str, float | None]:
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        folder = Path(tmp)
+        env = S.write_site(folder, _servers(n), None)
+        port = S.free_port()
+        argv = command + ["serve", "--host", "127.0.0.1", "--port", str(port)]
+        log = (folder / "app.out").open("wb")
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, cwd=S.PROJECT_ROOT, env={**S._base_env(), **env}, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            healthz = S.wait_http(f"http://127.0.0.1:{port}/healthz", timeout_s=120, interval_s=0.01, proc=proc)
+            readyz = S.wait_http(f"http://127.0.0.1:{port}/readyz", timeout_s=120, interval_s=0.01, proc=proc) if ready else None
+        finally:
+            S.stop(proc)
+            log.close()
+        return {"healthz_s": healthz - started, "readyz_s": readyz - started if readyz is not None else None}
+
+
+async def _pool_start(n: int, sequential: bool) -> float:
+    from switchboard.config import load_app_config
+    from switchboard.tools import ServerPool
+
+    with tempfile.TemporaryDirectory(prefix="bench-startup-pool-") as tmp:
+        folder = Path(tmp)
+        S.write_site(folder, _servers(n), None)
+        config = load_app_config(folder / "defaults", folder / "overrides", {})
+        pool = ServerPool(config.mcp, project_root=S.PROJECT_ROOT, log_dir=folder / "logs", init_timeout_s=60)
+        started = time.monotonic()
+        try:
+            if sequential:
+                for conn in pool.connections.values():
+                    conn.start()
+                    await asyncio.wait_for(conn.ready_event.wait(), 60)
+            else:
+                pool.start()
+                await asyncio.wait_for(asyncio.gather(*(c.ready_event.wait() for c in pool.connections.values())), 60)
+            return time.monotonic() - started
+        finally:
+            await pool.stop()
+
+
+def _timed(argv: list[str]) -> float:
+    started = time.monotonic()
+    subprocess.run(argv, cwd=S.PROJECT_ROOT, env=S._base_env(), check=True, capture_output=True, timeout=120)
+    return time.monotonic() - started
+
+
+def _importtime(module: str) -> tuple[float, list[tuple[str, float]]]:
+    """Cumulative import time of `module` and the top-level packages it pulls in."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], check=False,
+                         cwd=S.PROJECT_ROOT,
+                         env=S._base_env(), capture_output=True, text=True, timeout=120).stderr  # fmt: skip
+    by_top: dict[str, float] = {}
+    total = 0.0
+    for line in out.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
+        if not m:
+            continue
+        self_us, cumulative_us, name = int(m[1]), int(m[2]), m[4]
+        total = max(total, cumulative_us / 1e6)
+        by_top[name.split(".")[0]] = by_top.get(name.split(".")[0], 0.0) + self_us / 1e6
+    return total, sorted(by_top.items(), key=lambda kv: -kv[1])[:12]
+
+
+def main() -> None:
+    p = S.parser(__doc__.split("\n\n")[0])
+    p.add_argument("--servers", default="0,1,4,8")
+    p.add_argument("--repeat", type=int, default=1, help="runs of each case; the best is reported")
+    args = p.parse_args()
+    started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
+    counts = [int(x) for x in args.servers.split(",")]
+    uv = ["uv", "run", "--project", str(S.PROJECT_ROOT), "switchboard"]
+    direct = [str(Path(sys.executable).with_name("switchboard"))]
+    rows, data = [], {"servers": {}}
+    for n in counts:
+        figures: dict[str, list[float]] = {}
+        for _ in range(args.repeat):
+            for name, cmd in (("uv", uv), ("direct", direct)):
+                r = _app_start(n, cmd, ready=name == "uv")
+                figures.setdefault(f"{name}_healthz_s", []).append(r["healthz_s"])
+                if r["readyz_s"] is not None:
+                    figures.setdefault(f"{name}_readyz_s", []).append(r["readyz_s"])
+            for mode in ("concurrent", "sequential"):
+                seconds = asyncio.run(_pool_start(n, sequential=mode == "sequential")) if n else 0.0
+                figures.setdefault(f"pool_{mode}_s", []).append(seconds)
+        best = {k: min(v) for k, v in figures.items()}
+        data["servers"][n] = {"best": best, "runs": figures}
+        rows.append([n, best["uv_healthz_s"], best["uv_readyz_s"], best["direct_healthz_s"],
+                     best["pool_concurrent_s"], best["pool_sequential_s"]])  # fmt: skip
+        print(f"  {n} server(s) done", flush=True)
+
+    print(f"\nStart-up (seconds, best of {args.repeat}; from process start)\n")
+    S.print_table(["servers", "uv run: /healthz", "uv run: /readyz", "direct: /healthz",
+                   "pool, concurrent", "pool, one by one"], rows)  # fmt: skip
+    print("direct: the venv's `switchboard` script without `uv run` (to /healthz only); pool: the app's ServerPool "
+          "in this process,\nall servers at once (the app's way) or each started when the one before is ready")
+    worst = max(max(d["best"]["uv_healthz_s"], d["best"]["direct_healthz_s"]) for d in data["servers"].values())
+    print(f"\n/healthz target < {TARGET_HEALTHZ_S} s: worst best-of-run {worst:.2f} s "
+          f"({'ok' if worst < TARGET_HEALTHZ_S else 'MISSED'})")  # fmt: skip
+
+    parts = {
+        "uv run python -c pass": _timed(["uv", "run", "--project", str(S.PROJECT_ROOT), "python", "-c", "pass"]),
+        "python -c pass": _timed([sys.executable, "-c", "pass"]),
+        "python -c 'import switchboard.web.app'": _timed([sys.executable, "-c", "import switchboard.web.app"]),
+        "python -c 'import litellm' (loaded in a thread after start-up)": _timed(
+            [sys.executable, "-c", "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP']='True'; import litellm"]),
+    }  # fmt: skip
+    data["parts_s"] = parts
+    print("\nWhere the time before /healthz goes (one run each, wall seconds):")
+    S.print_table(["step", "s"], [[k, v] for k, v in parts.items()])
+    total, top = _importtime("switchboard.web.app")
+    data["importtime"] = {"total_s": total, "self_s_by_package": dict(top)}
+    print(f"\npython -X importtime: switchboard.web.app takes {total:.2f} s in all; self time by top-level package:")
+    S.print_table(["package", "s"], top)
+    S.report("startup", data, args, started, load)
+
+
+if __name__ == "__main__":
+    main()
