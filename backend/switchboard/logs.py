@@ -6,8 +6,12 @@ call in the first place."""
 
 from __future__ import annotations
 
+import atexit
+import copy
 import json
 import logging
+import logging.handlers
+import queue
 import time
 from pathlib import Path
 
@@ -29,14 +33,32 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exc"] = record.exc_text
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
+class _Handoff(logging.handlers.QueueHandler):
+    """Hands records to the listener thread with their message resolved and
+    their traceback as text (extras kept for the JSON formatter)."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        record = copy.copy(record)
+        record.msg, record.args = record.getMessage(), None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        return record
+
+
 _HANDLER_NAME = "switchboard-jsonl"
+_listener: logging.handlers.QueueListener | None = None
 
 
 def setup_logging(log_dir: Path) -> None:
-    """Send switchboard's logs to `log_dir/app.jsonl` (idempotent)."""
+    """Send switchboard's logs to `log_dir/app.jsonl` (idempotent).  Records are
+    formatted and written by a listener thread, off the event loop."""
+    global _listener
     log_dir.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger("switchboard")
     root.setLevel(logging.INFO)
@@ -44,10 +66,29 @@ def setup_logging(log_dir: Path) -> None:
         if handler.get_name() == _HANDLER_NAME:
             root.removeHandler(handler)
             handler.close()
+    _stop_listener()
     file_handler = logging.FileHandler(log_dir / "app.jsonl", encoding="utf-8")
-    file_handler.set_name(_HANDLER_NAME)
     file_handler.setFormatter(JsonFormatter())
-    root.addHandler(file_handler)
+    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    queue_handler = _Handoff(records)
+    queue_handler.set_name(_HANDLER_NAME)
+    root.addHandler(queue_handler)
+    _listener = logging.handlers.QueueListener(records, file_handler, respect_handler_level=True)
+    _listener.start()
     # MCP servers' chatter belongs in the log file, not on the operator's console.
     for noisy in ("fastmcp", "mcp", "httpx", "LiteLLM", "litellm"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _stop_listener() -> None:
+    """Flush and stop the writer thread (at exit, or before a new setup)."""
+    global _listener
+    if _listener is None:
+        return
+    _listener.stop()
+    for handler in _listener.handlers:
+        handler.close()
+    _listener = None
+
+
+atexit.register(_stop_listener)
