@@ -1,0 +1,196 @@
+// The conversation: user messages and assistant turns.  A turn's answer
+// streams in as raw text (textContent); `render` and `message_done` carry
+// server-sanitized HTML that replaces it.  Tool cards sit between the text
+// blocks of the rounds they came from.
+
+import { copyText, el, formatBytes, setSanitizedHtml } from "./dom.js";
+
+const FINISH_NOTES = {
+  length: "The answer was cut off: the model reached its length limit.",
+  cancelled: "Stopped.",
+  error: "The answer ended because of an error.",
+  round_limit: "Stopped after the maximum number of tool rounds.",
+};
+
+/** Give every code block in sanitized HTML a copy button. */
+export function decorateCode(root) {
+  for (const pre of root.querySelectorAll("pre")) {
+    if (pre.parentElement?.classList.contains("code-block")) continue;
+    const wrap = el("div", { class: "code-block" });
+    pre.replaceWith(wrap);
+    const button = el("button", { type: "button", class: "copy-btn", text: "Copy", "aria-label": "Copy code" });
+    button.addEventListener("click", async () => {
+      const ok = await copyText((pre.querySelector("code") || pre).textContent);
+      button.textContent = ok ? "Copied" : "Copy failed";
+      setTimeout(() => { button.textContent = "Copy"; }, 1500);
+    });
+    wrap.append(button, pre);
+  }
+}
+
+class TextBlock {
+  constructor() {
+    this.raw = "";
+    this.node = el("div", { class: "answer-text" });
+    this.rendered = el("div", { class: "markdown" });
+    this.tail = el("span", { class: "streaming-text" });
+    this.node.append(this.rendered, this.tail);
+  }
+
+  append(text) {
+    this.raw += text;
+    this.tail.textContent += text;
+  }
+
+  setHtml(html) {
+    setSanitizedHtml(this.rendered, html);
+    decorateCode(this.rendered);
+    this.tail.textContent = "";
+  }
+}
+
+export class Turn {
+  constructor(view) {
+    this.view = view;
+    this.messageId = null;
+    this.finished = false;
+    this.texts = [];
+    this.current = null; // the text block tokens go to; null after a tool card
+    this.blocks = el("div", { class: "blocks" });
+    this.footer = el("div", { class: "turn-footer" });
+    this.node = el("article", { class: "msg assistant", "aria-busy": "true", "aria-label": "Assistant" },
+      this.blocks, this.footer);
+    this.activity = el("div", { class: "typing", "aria-hidden": "true" }, el("span"), el("span"), el("span"));
+    this.blocks.append(this.activity);
+  }
+
+  token(text) {
+    if (!this.current) {
+      this.current = new TextBlock();
+      this.texts.push(this.current);
+      this.blocks.insertBefore(this.current.node, this.activity);
+    }
+    this.current.append(text);
+    this.view.changed();
+  }
+
+  /** Tool cards, approvals and questions go here, after the text so far. */
+  addBlock(node) {
+    this.current = null;
+    this.blocks.insertBefore(node, this.activity);
+    this.view.changed();
+  }
+
+  render(event) {
+    this.messageId ??= event.message_id;
+    this._applyHtml(event.html, event.segments, false);
+    this.view.changed();
+  }
+
+  _applyHtml(html, segments, final) {
+    const written = this.texts.filter((t) => t.raw.trim());
+    if (Array.isArray(segments) && segments.length === this.texts.length) {
+      this.texts.forEach((block, i) => block.setHtml(segments[i] ?? ""));
+      return;
+    }
+    if (written.length <= 1) {
+      const target = written[0] || this.texts[this.texts.length - 1];
+      if (target) target.setHtml(html);
+      else if (final && html.trim()) {
+        this.token("");
+        this.current.setHtml(html);
+      }
+      return;
+    }
+    // The HTML covers several rounds' text; until the server sends one piece
+    // per round, the whole answer goes after the last tool card.
+    if (!final) return;
+    const last = written[written.length - 1];
+    for (const block of written.slice(0, -1)) block.node.remove();
+    last.setHtml(html);
+  }
+
+  done(event) {
+    this.messageId ??= event.message_id;
+    this._applyHtml(event.html || "", event.segments, true);
+    this.finish(event.finish_reason);
+    if (event.usage?.total_tokens) {
+      this.footer.append(el("span", { class: "usage muted small", text: `${event.usage.total_tokens.toLocaleString()} tokens` }));
+    }
+  }
+
+  finish(reason, message) {
+    if (this.finished) return;
+    this.finished = true;
+    this.activity.remove();
+    this.node.removeAttribute("aria-busy");
+    this.node.dataset.finish = reason;
+    const text = message || FINISH_NOTES[reason];
+    if (text) this.footer.prepend(el("p", { class: `finish-note finish-${reason}`, role: "note", text }));
+    this.view.changed();
+  }
+
+  error(event) {
+    this.addBlock(errorBox(event));
+  }
+}
+
+export function errorBox(event) {
+  const box = el("div", { class: "alert", role: "alert", dataset: { code: event.code || "error" } },
+    el("strong", { text: "Error" }), " ", el("span", { class: "alert-message", text: event.message || "Something went wrong." }));
+  if (event.action) box.append(el("p", { class: "alert-action", text: event.action }));
+  return box;
+}
+
+export class ChatView {
+  constructor(container, scroller, emptyState) {
+    this.container = container;
+    this.scroller = scroller;
+    this.emptyState = emptyState;
+  }
+
+  changed() {
+    this.scroller.changed();
+  }
+
+  _append(node) {
+    this.emptyState.hidden = true;
+    this.container.append(node);
+    this.changed();
+  }
+
+  addUser(text, files = []) {
+    const node = el("article", { class: "msg user", "aria-label": "You" }, el("div", { class: "bubble", text }));
+    if (files.length) {
+      node.append(el("ul", { class: "chips", "aria-label": "Attached files" },
+        files.map((f) => el("li", { class: "chip", title: f.mime }, el("span", { class: "chip-name", text: f.name }),
+          el("span", { class: "chip-meta", text: formatBytes(f.size) })))));
+    }
+    this._append(node);
+    this.scroller.toBottom();
+  }
+
+  startTurn() {
+    const turn = new Turn(this);
+    this._append(turn.node);
+    return turn;
+  }
+
+  notice(text, kind = "info") {
+    this._append(el("p", { class: `notice notice-${kind}`, role: "status", text }));
+  }
+
+  error(event) {
+    this._append(errorBox(event));
+  }
+
+  get isEmpty() {
+    return !this.container.querySelector(".msg");
+  }
+
+  clear() {
+    for (const node of [...this.container.children]) if (node !== this.emptyState) node.remove();
+    this.emptyState.hidden = false;
+    this.scroller.toBottom();
+  }
+}

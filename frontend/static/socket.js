@@ -1,0 +1,88 @@
+// The websocket to /ws: connect, reconnect with exponential backoff, and
+// report the connection state ("connecting", "connected", "reconnecting").
+
+const BASE_DELAY_MS = 1000;
+const MAX_DELAY_MS = 30_000;
+
+export class Connection {
+  constructor(path, { onEvent, onState }) {
+    this.path = path;
+    this.onEvent = onEvent;
+    this.onState = onState;
+    this.socket = null;
+    this.attempt = 0;
+    this.retryTimer = null;
+    this.countdownTimer = null;
+    this.retryAt = 0;
+    this.state = "connecting";
+  }
+
+  get open() {
+    return this.state === "connected" && this.socket?.readyState === WebSocket.OPEN;
+  }
+
+  connect() {
+    this._clearTimers();
+    this._setState(this.attempt === 0 ? "connecting" : "reconnecting", { retryIn: 0 });
+    const proto = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${proto}://${location.host}${this.path}`);
+    this.socket = socket;
+    socket.addEventListener("message", (message) => {
+      let event;
+      try {
+        event = JSON.parse(message.data);
+      } catch {
+        return;
+      }
+      if (event.type === "session") {
+        this.attempt = 0;
+        this._setState("connected", {});
+      }
+      this.onEvent(event);
+    });
+    socket.addEventListener("close", () => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      this._scheduleRetry();
+    });
+  }
+
+  /** Drop the socket now and reconnect at once (the "Retry now" button). */
+  retryNow() {
+    this.attempt = Math.max(this.attempt, 1);
+    this.connect();
+  }
+
+  send(message) {
+    if (!this.open) return false;
+    this.socket.send(JSON.stringify(message));
+    return true;
+  }
+
+  _scheduleRetry() {
+    this.attempt += 1;
+    const backoff = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (this.attempt - 1));
+    const delay = backoff / 2 + Math.random() * (backoff / 2); // jitter: no reconnect storms
+    this.retryAt = Date.now() + delay;
+    this.retryTimer = setTimeout(() => this.connect(), delay);
+    const tick = () => {
+      const retryIn = Math.max(0, Math.ceil((this.retryAt - Date.now()) / 1000));
+      this._setState("reconnecting", { retryIn });
+    };
+    tick();
+    this.countdownTimer = setInterval(tick, 500);
+  }
+
+  _clearTimers() {
+    clearTimeout(this.retryTimer);
+    clearInterval(this.countdownTimer);
+    this.retryTimer = this.countdownTimer = null;
+  }
+
+  _setState(state, detail) {
+    const changed = state !== this.state;
+    this.state = state;
+    if (state !== "reconnecting" || detail.retryIn === 0) clearInterval(this.countdownTimer);
+    this.onState(state, { ...detail, changed });
+  }
+}

@@ -1,0 +1,198 @@
+// Tool cards: one per tool call, inline in the answer.  States: awaiting
+// (approval or an answer), running (elapsed time, progress), done, failed.
+
+import { el, formatBytes, formatDuration, prettyJson } from "./dom.js";
+
+const ICONS = { awaiting: "?", running: "⚙", done: "✓", failed: "✕" };
+const SUMMARY_CHARS = 160;
+
+/** A short type label for a chip ("PNG", "PDF"), from the name or the type. */
+function typeLabel(artifact) {
+  const name = String(artifact.name || "");
+  const dot = name.lastIndexOf(".");
+  const ext = dot > 0 ? name.slice(dot + 1) : "";
+  if (/^[A-Za-z0-9]{1,5}$/.test(ext)) return ext.toUpperCase();
+  const sub = String(artifact.mime || "").split("/")[1] || "file";
+  return sub.replace(/^x-/, "").slice(0, 5).toUpperCase();
+}
+
+export function artifactChip(artifact, onOpen) {
+  return el("li", {},
+    el("button", { type: "button", class: "chip chip-artifact", title: `Open ${artifact.name} in the canvas`, onclick: () => onOpen(artifact) },
+      el("span", { class: "chip-type", "aria-hidden": "true", text: typeLabel(artifact) }),
+      el("span", { class: "chip-name", text: artifact.name }),
+      el("span", { class: "chip-meta", text: formatBytes(artifact.size) })));
+}
+
+function firstLine(text) {
+  const line = String(text ?? "").trim().split("\n", 1)[0];
+  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS)}…` : line;
+}
+
+export class ToolCard {
+  constructor({ callId, tool, server, onOpenArtifact }) {
+    this.callId = callId;
+    this.onOpenArtifact = onOpenArtifact;
+    this.started = null;
+    this.state = "awaiting";
+    this.statusText = el("span", { class: "tool-status" });
+    this.nameText = el("span", { class: "tool-name", text: tool || "tool" });
+    this.serverText = el("span", { class: "tool-server", text: server ? `on ${server}` : "" });
+    this.progressBar = el("progress", { class: "tool-progress-bar", "aria-label": "Progress" });
+    this.progressText = el("span", { class: "tool-progress-text" });
+    this.progress = el("div", { class: "tool-progress", hidden: true }, this.progressBar, this.progressText);
+    this.argsPre = el("pre", { class: "json" });
+    this.args = el("details", { class: "tool-args" }, el("summary", { text: "Arguments" }), this.argsPre);
+    this.logs = el("ol", { class: "tool-logs", hidden: true, "aria-label": "Tool log" });
+    this.interaction = el("div", { class: "tool-interaction" });
+    this.result = el("div", { class: "tool-result", hidden: true });
+    this.artifacts = el("ul", { class: "chips artifacts", hidden: true, "aria-label": "Files" });
+    this.node = el("section", { class: "tool-card", dataset: { state: "awaiting", callId }, "aria-label": `Tool ${tool}` },
+      el("header", { class: "tool-head" },
+        el("span", { class: "tool-icon", "aria-hidden": "true" }),
+        this.nameText, this.serverText, this.statusText),
+      this.progress, this.args, this.logs, this.interaction, this.result, this.artifacts);
+    this._setState("awaiting", "Waiting");
+  }
+
+  _setState(state, text) {
+    this.state = state;
+    this.node.dataset.state = state;
+    this.node.querySelector(".tool-icon").textContent = ICONS[state] || "";
+    this.statusText.textContent = text;
+  }
+
+  get open() {
+    return this.state === "running" || this.state === "awaiting";
+  }
+
+  /** Prompts still open can no longer be answered; answers given stay. */
+  _closePrompts() {
+    for (const form of this.interaction.querySelectorAll("form")) form.remove();
+  }
+
+  abandon(reason) {
+    this._closePrompts();
+    this._setState("failed", reason);
+  }
+
+  setArguments(args) {
+    this.argsPre.textContent = prettyJson(args ?? {});
+    const count = Object.keys(args ?? {}).length;
+    this.args.querySelector("summary").textContent = count ? `Arguments (${count})` : "Arguments (none)";
+  }
+
+  waiting(text) {
+    this._setState("awaiting", text);
+  }
+
+  /** Back to running after the user answered a tool's question. */
+  resume() {
+    if (this.state === "awaiting" && this.started !== null) {
+      this._setState("running", "Running");
+      this.tick(performance.now());
+    }
+  }
+
+  start(event) {
+    this.nameText.textContent = event.tool;
+    this.serverText.textContent = `on ${event.server}`;
+    this.node.setAttribute("aria-label", `Tool ${event.tool}`);
+    this.setArguments(event.arguments);
+    this.started = performance.now();
+    this._setState("running", "Running");
+    this.tick(performance.now());
+  }
+
+  tick(now) {
+    if (this.state !== "running" || this.started === null) return;
+    this.statusText.textContent = `Running · ${formatDuration(now - this.started)}`;
+  }
+
+  reportProgress(event) {
+    this.progress.hidden = false;
+    if (typeof event.total === "number" && event.total > 0) {
+      this.progressBar.max = event.total;
+      this.progressBar.value = Math.min(event.progress, event.total);
+      const pct = Math.round((100 * event.progress) / event.total);
+      this.progressText.textContent = `${event.message ? `${event.message} · ` : ""}${pct}%`;
+    } else {
+      this.progressBar.removeAttribute("value"); // indeterminate
+      this.progressText.textContent = event.message || `${event.progress}`;
+    }
+  }
+
+  log(event) {
+    this.logs.hidden = false;
+    this.logs.append(el("li", { class: `log log-${event.level}` },
+      el("span", { class: "log-level", text: event.level }), " ", el("span", { text: event.message })));
+  }
+
+  finish(event) {
+    const took = formatDuration(event.duration_ms);
+    this.nameText.textContent = event.tool || this.nameText.textContent;
+    if (event.server) this.serverText.textContent = `on ${event.server}`;
+    if (!this.argsPre.textContent) this.setArguments({});
+    this.progress.hidden = event.ok || this.progress.hidden;
+    this._closePrompts();
+    this._setState(event.ok ? "done" : "failed", `${event.ok ? "Done" : "Failed"}${took ? ` · ${took}` : ""}`);
+    this.result.hidden = false;
+    this.result.replaceChildren();
+    const content = String(event.content ?? "");
+    if (!event.ok) {
+      this.result.append(el("p", { class: "tool-error", role: "alert", text: content || "The tool failed." }));
+    } else {
+      const summary = typeof event.results?.summary === "string" ? event.results.summary : firstLine(content);
+      const details = el("details", { class: "tool-output" },
+        el("summary", {}, el("span", { class: "label-text", text: "Result: " }), el("span", { class: "result-summary", text: summary || "(empty)" })),
+        el("pre", { class: "result-text", text: content }));
+      this.result.append(details);
+    }
+    const artifacts = event.artifacts || [];
+    if (artifacts.length) {
+      this.artifacts.hidden = false;
+      this.artifacts.replaceChildren(...artifacts.map((a) => artifactChip(a, (x) => this.onOpenArtifact(x, artifacts))));
+    }
+  }
+}
+
+/** All cards of the page, by call id, with one timer for elapsed times. */
+export class ToolCards {
+  constructor(onOpenArtifact) {
+    this.onOpenArtifact = onOpenArtifact;
+    this.cards = new Map();
+    setInterval(() => {
+      const now = performance.now();
+      for (const card of this.cards.values()) card.tick(now);
+    }, 200);
+  }
+
+  /** The open card for a call, created (and placed with `place`) when there
+   * is none.  Providers reuse call ids across rounds and turns ("call_0"), so
+   * a finished card never takes new events. */
+  get(callId, info, place) {
+    let card = this.find(callId);
+    if (!card) {
+      card = new ToolCard({ callId, tool: info.tool, server: info.server, onOpenArtifact: this.onOpenArtifact });
+      this.cards.set(callId, card);
+      place(card.node);
+    }
+    return card;
+  }
+
+  find(callId) {
+    const card = this.cards.get(callId);
+    return card && card.open ? card : undefined;
+  }
+
+  /** A turn ended: cards still running or waiting will not hear back. */
+  abandon(reason) {
+    for (const card of this.cards.values()) {
+      if (card.open) card.abandon(reason);
+    }
+  }
+
+  clear() {
+    this.cards.clear();
+  }
+}

@@ -1,0 +1,177 @@
+// The tools panel (servers, their tools, the compliance level) and the
+// model picker, both fed by GET /api/config.  Re-polls while a server is
+// still starting.
+
+import { el } from "./dom.js";
+
+const POLL_MS = 2500;
+const RETRY_MS = 5000;
+const STATUS_TEXT = { starting: "starting…", ready: "ready", failed: "failed", disabled: "disabled" };
+
+export class ToolsPanel {
+  constructor({ configUrl, servers, summary, compliance, complianceNote, model, modelNote }) {
+    Object.assign(this, { configUrl, serversBox: servers, summary, complianceSelect: compliance, complianceNote,
+      modelSelect: model, modelNote });
+    this.config = null;
+    this.excluded = new Set(); // qualified names the user unticked
+    this.timer = null;
+    this.levelsShown = false;
+    compliance.addEventListener("change", () => {
+      this._describeLevel();
+      this.load();
+    });
+    model.addEventListener("change", () => this._describeModel());
+  }
+
+  get complianceLevel() {
+    return this.complianceSelect.value || undefined;
+  }
+
+  get model() {
+    return this.modelSelect.value || undefined;
+  }
+
+  /** Qualified names to send as `tools`, or undefined when every tool is ticked. */
+  get selectedTools() {
+    if (!this.config) return undefined;
+    const names = this.config.tools.map((t) => t.name);
+    if (!names.some((n) => this.excluded.has(n))) return undefined;
+    return names.filter((n) => !this.excluded.has(n));
+  }
+
+  async load() {
+    clearTimeout(this.timer);
+    const url = new URL(this.configUrl, location.href);
+    if (this.complianceLevel) url.searchParams.set("compliance_level", this.complianceLevel);
+    try {
+      const res = await fetch(url, { credentials: "same-origin" });
+      if (!res.ok) throw new Error(`the server answered ${res.status}`);
+      this.config = await res.json();
+    } catch (exc) {
+      this.serversBox.replaceChildren(el("p", { class: "alert", role: "alert", text: `Could not load the tools (${exc.message}); retrying…` }));
+      this.timer = setTimeout(() => this.load(), RETRY_MS);
+      return;
+    }
+    this._renderLevels();
+    this._renderModels();
+    this._renderServers();
+    if (this.config.servers.some((s) => s.status === "starting")) this.timer = setTimeout(() => this.load(), POLL_MS);
+  }
+
+  _renderLevels() {
+    if (this.levelsShown) return;
+    this.levelsShown = true;
+    for (const level of this.config.compliance_levels || []) {
+      this.complianceSelect.append(el("option", { value: level.name, text: level.name, title: level.description || undefined }));
+    }
+    this.complianceSelect.closest(".field").hidden = !(this.config.compliance_levels || []).length;
+    this._describeLevel();
+  }
+
+  _describeLevel() {
+    const level = (this.config?.compliance_levels || []).find((l) => l.name === this.complianceSelect.value);
+    this.complianceNote.textContent = level
+      ? level.description || `Only servers and models allowed at ${level.name} are offered.`
+      : "No level chosen: every tool you may use is offered.";
+  }
+
+  _renderModels() {
+    const previous = this.modelSelect.value;
+    const models = this.config.models || [];
+    this.modelSelect.replaceChildren(...models.map((m) => {
+      let text = m.name;
+      if (m.demo) text += " (demo)";
+      if (!m.available) text += ` — unavailable${m.reason ? `: ${m.reason}` : ""}`;
+      return el("option", { value: m.name, text, disabled: !m.available,
+        title: m.available ? m.description || m.name : m.reason || "unavailable", dataset: { demo: m.demo ? "true" : "false" } });
+    }));
+    const usable = (name) => models.some((m) => m.name === name && m.available);
+    const pick = [previous, this.config.default_model].find(usable) ?? models.find((m) => m.available)?.name;
+    if (pick) this.modelSelect.value = pick;
+    this.modelSelect.disabled = !models.some((m) => m.available);
+    this._describeModel();
+  }
+
+  _describeModel() {
+    const model = (this.config?.models || []).find((m) => m.name === this.modelSelect.value);
+    const children = [];
+    if (!model) {
+      children.push(el("span", { class: "badge badge-warn", text: "No model available" }));
+    } else {
+      if (model.demo) children.push(el("span", { class: "badge badge-demo", text: "demo" }), " ");
+      children.push(el("span", { text: model.description || "" }));
+    }
+    const unavailable = (this.config?.models || []).filter((m) => !m.available);
+    if (unavailable.length) {
+      children.push(el("span", { class: "muted", text: ` · ${unavailable.length} unavailable` }));
+    }
+    this.modelNote.replaceChildren(...children);
+    this.modelNote.title = unavailable.map((m) => `${m.name}: ${m.reason || "unavailable"}`).join("\n");
+  }
+
+  _renderServers() {
+    const tools = new Map((this.config.tools || []).map((t) => [t.name, t]));
+    const servers = this.config.servers || [];
+    if (!servers.length) {
+      this.serversBox.replaceChildren(el("p", { class: "muted", text: "No tool servers are configured for you." }));
+      this.summary.textContent = "";
+      return;
+    }
+    const openState = new Map([...this.serversBox.querySelectorAll("details.server")].map((d) => [d.dataset.server, d.open]));
+    this.serversBox.replaceChildren(...servers.map((server) => this._serverNode(server, tools, openState.get(server.name))));
+    this._summarize();
+  }
+
+  _serverNode(server, tools, wasOpen) {
+    const names = (server.tools || []).filter((n) => tools.has(n));
+    const all = el("input", { type: "checkbox", class: "server-all", "aria-label": `Use every tool of ${server.name}`,
+      disabled: !names.length });
+    const boxes = names.map((name) => {
+      const tool = tools.get(name);
+      const box = el("input", { type: "checkbox", checked: !this.excluded.has(name), dataset: { tool: name } });
+      box.addEventListener("change", () => {
+        if (box.checked) this.excluded.delete(name);
+        else this.excluded.add(name);
+        syncAll();
+        this._summarize();
+      });
+      return el("li", { class: "tool-item", title: tool.description || "" },
+        el("label", {}, box, " ", el("span", { class: "tool-label", text: tool.title || tool.tool || name }),
+          tool.requires_approval ? el("span", { class: "badge", title: "You are asked before this tool runs", text: "asks first" }) : null),
+        tool.description ? el("small", { class: "tool-desc muted", text: tool.description }) : null);
+    });
+    const syncAll = () => {
+      const on = names.filter((n) => !this.excluded.has(n)).length;
+      all.checked = names.length > 0 && on === names.length;
+      all.indeterminate = on > 0 && on < names.length;
+    };
+    all.addEventListener("change", () => {
+      for (const name of names) (all.checked ? this.excluded.delete(name) : this.excluded.add(name));
+      for (const li of boxes) li.querySelector("input").checked = all.checked;
+      syncAll();
+      this._summarize();
+    });
+    syncAll();
+    const status = server.status || "starting";
+    const node = el("details", { class: "server", dataset: { server: server.name, status }, open: wasOpen ?? status !== "disabled" },
+      el("summary", {},
+        el("span", { class: "status-dot", "aria-hidden": "true" }),
+        el("span", { class: "server-name", text: server.name }),
+        el("span", { class: "server-status", text: STATUS_TEXT[status] || status }),
+        server.compliance_level ? el("span", { class: "badge", text: server.compliance_level }) : null),
+      el("div", { class: "server-body" },
+        server.description ? el("p", { class: "server-desc muted small", text: server.description }) : null,
+        status === "failed" || server.reason ? el("p", { class: "server-reason", role: status === "failed" ? "alert" : undefined,
+          text: server.reason || "The server did not start." }) : null,
+        names.length ? el("label", { class: "check all-toggle" }, all, " All tools") : null,
+        names.length ? el("ul", { class: "tool-list" }, boxes)
+          : el("p", { class: "muted small", text: status === "starting" ? "Waiting for the server…" : "No tools." })));
+    return node;
+  }
+
+  _summarize() {
+    const total = (this.config?.tools || []).length;
+    const chosen = total - (this.config?.tools || []).filter((t) => this.excluded.has(t.name)).length;
+    this.summary.textContent = total ? `${chosen} of ${total} tools on for this conversation` : "";
+  }
+}

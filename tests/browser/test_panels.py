@@ -1,0 +1,149 @@
+"""The tools panel, the compliance level, attachments, and small screens."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.browser.helpers import card, send, sent_messages, wait_finished
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
+
+
+def test_servers_show_their_status_and_tools_can_be_switched_off(page, llm, watch):
+    panel = page.get_by_role("complementary", name="Tools")
+    toolbox = panel.locator("details.server[data-server=toolbox]")
+    expect(toolbox).to_have_attribute("data-status", "ready")
+    expect(toolbox.locator(".server-status")).to_have_text("ready")
+    broken = panel.locator("details.server[data-server=broken]")
+    expect(broken.locator(".server-status")).to_have_text("failed")
+    expect(broken.get_by_role("alert")).not_to_be_empty()
+    expect(toolbox.locator(".tool-item", has_text="Delete Everything").locator(".badge")).to_have_text("asks first")
+
+    # Every tool on: `tools` is left out of the chat message.
+    llm.enqueue(TextReply("all"))
+    send(page, "with everything")
+    wait_finished(page)
+    assert "tools" not in sent_messages(watch.sent, "chat")[-1]
+    offered_before = {t["function"]["name"] for t in llm.requests[-1]["tools"]}
+    assert "toolbox_echo" in offered_before
+
+    toolbox.get_by_role("checkbox", name="Echo").uncheck()
+    panel.locator("details.server[data-server=dataviz]").get_by_role("checkbox", name="Use every tool of dataviz").uncheck()
+    expect(page.locator("#tools-summary")).to_contain_text("of")
+    llm.enqueue(TextReply("fewer"))
+    send(page, "with fewer tools")
+    wait_finished(page)
+    sent = sent_messages(watch.sent, "chat")[-1]["tools"]
+    assert "toolbox_echo" not in sent and "toolbox_add" in sent
+    assert not any(name.startswith("dataviz_") for name in sent)
+    offered = {t["function"]["name"] for t in llm.requests[-1]["tools"]}
+    assert offered == set(sent)
+    # The choice survives the panel's refresh.
+    page.get_by_role("combobox", name="Compliance level").select_option("Public")
+    expect(toolbox.get_by_role("checkbox", name="Echo")).not_to_be_checked()
+
+
+def test_the_compliance_level_is_sent_and_refreshes_what_is_offered(page, llm, watch):
+    dataviz = page.locator("details.server[data-server=dataviz]")  # labelled External
+    expect(dataviz).to_be_visible()
+    with page.expect_request(lambda r: "/api/config?compliance_level=Internal" in r.url):
+        page.get_by_role("combobox", name="Compliance level").select_option("Internal")
+    expect(dataviz).to_have_count(0)
+    llm.enqueue(TextReply("internal"))
+    send(page, "hello")
+    wait_finished(page)
+    assert sent_messages(watch.sent, "chat")[-1]["compliance_level"] == "Internal"
+
+
+def test_attached_files_are_uploaded_shown_and_sent(page, llm, watch, tmp_path):
+    page.locator("#file-input").set_input_files([
+        {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"hello notes"},
+        {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n"},
+    ])
+    chips = page.locator("#attachments .chip")
+    expect(chips).to_have_count(2)
+    expect(chips.first).to_have_attribute("data-state", "ready")
+    expect(chips.nth(1)).to_have_attribute("data-state", "ready")
+    page.get_by_role("button", name="Remove data.csv").click()
+    expect(chips).to_have_count(1)
+    # Drag and drop works too.
+    transfer = page.evaluate_handle("""() => {
+        const dt = new DataTransfer();
+        dt.items.add(new File(['x'], 'dropped.md', { type: 'text/markdown' }));
+        return dt;
+    }""")
+    page.dispatch_event("body", "dragenter", {"dataTransfer": transfer})
+    expect(page.locator("#drop-overlay")).to_be_visible()
+    page.dispatch_event("body", "drop", {"dataTransfer": transfer})
+    expect(page.locator("#drop-overlay")).to_be_hidden()
+    expect(chips).to_have_count(2)
+    expect(chips.nth(1)).to_have_attribute("data-state", "ready")
+    llm.enqueue(TextReply("I see two files."))
+    send(page, "read these")
+    wait_finished(page)
+    message = sent_messages(watch.sent, "chat")[-1]
+    assert len(message["files"]) == 2
+    expect(page.locator("#attachments .chip")).to_have_count(0)
+    expect(page.locator(".msg.user").last.locator(".chip-name")).to_have_text(["notes.txt", "dropped.md"])
+
+
+def test_a_too_large_file_is_refused_before_upload(page):
+    limit = page.evaluate("JSON.parse(document.getElementById('page-data').textContent).max_upload_bytes")
+    page.evaluate("""(size) => {
+        const dt = new DataTransfer();
+        dt.items.add(new File([new Uint8Array(size + 1)], 'huge.bin'));
+        const input = document.getElementById('file-input');
+        input.files = dt.files;
+        input.dispatchEvent(new Event('change'));
+    }""", limit)
+    chip = page.locator("#attachments .chip")
+    expect(chip).to_have_attribute("data-state", "failed")
+    expect(chip).to_contain_text("limit")
+
+
+def test_phone_width_uses_drawers(open_page, llm, shots):
+    page = open_page(width=390, height=844)
+    panel = page.locator("#tools-panel")
+    expect(panel).to_be_hidden()
+    page.get_by_role("button", name="Tools").click()
+    expect(panel).to_be_visible()
+    shots(page, "09-phone-tools")
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    expect(page.get_by_role("button", name="Tools")).to_be_focused()
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_make_report", "{}")]), TextReply("Report ready."))
+    send(page, "report")
+    canvas = page.locator("#canvas")
+    expect(canvas).to_be_visible()
+    box = canvas.bounding_box()
+    assert box["width"] == 390 and box["x"] == 0
+    shots(page, "10-phone-canvas")
+    page.get_by_role("button", name="Close canvas").click()
+    expect(canvas).to_be_hidden()
+    expect(wait_finished(page)).to_contain_text("Report ready.")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shots(page, "11-phone-chat")
+
+
+def test_dark_theme(open_page, llm, shots):
+    page = open_page(color_scheme="dark")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(20, 21, 24)"
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 2, "delay_s": 0.1}')]), TextReply("Done, **dark**."))
+    send(page, "slow in the dark")
+    expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "done")
+    wait_finished(page)
+    shots(page, "12-dark")
+
+
+def test_keyboard_only_use(page, llm):
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("textbox", name="Message")).not_to_be_focused()
+    page.get_by_role("textbox", name="Message").focus()
+    page.keyboard.type("typed")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Send")).to_be_focused()
+    focus_ring = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert focus_ring != "none"
+    llm.enqueue(TextReply("keyboard ok"))
+    page.keyboard.press("Enter")
+    expect(wait_finished(page)).to_contain_text("keyboard ok")
