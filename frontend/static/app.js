@@ -37,6 +37,7 @@ const tools = new ToolsPanel({
 const uploads = new Uploads({
   url: page.upload_url, maxBytes: page.max_upload_bytes, button: $("attach"), input: $("file-input"),
   list: $("attachments"), dropZone: document.body, overlay: $("drop-overlay"), onChange: () => updateControls(),
+  onUploaded: (file) => tools.include(file.suggested_tools),
 });
 const connection = new Connection(page.ws_path, { onEvent, onState: showConnection });
 const send = (message) => connection.send(message);

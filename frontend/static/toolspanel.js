@@ -39,6 +39,13 @@ export class ToolsPanel {
     return names.filter((n) => !this.excluded.has(n));
   }
 
+  /** Tick the tools that handle an attached file (the upload's `suggested_tools`). */
+  include(names) {
+    if (!names?.length) return;
+    for (const name of names) this.excluded.delete(name);
+    if (this.config) this._renderServers();
+  }
+
   async load() {
     clearTimeout(this.timer);
     const url = new URL(this.configUrl, location.href);

@@ -4,8 +4,8 @@
 import { el, formatBytes } from "./dom.js";
 
 export class Uploads {
-  constructor({ url, maxBytes, button, input, list, dropZone, overlay, onChange }) {
-    Object.assign(this, { url, maxBytes, input, list, overlay, onChange });
+  constructor({ url, maxBytes, button, input, list, dropZone, overlay, onChange, onUploaded }) {
+    Object.assign(this, { url, maxBytes, input, list, overlay, onChange, onUploaded });
     this.items = [];
     button.addEventListener("click", () => input.click());
     input.addEventListener("change", () => {
@@ -91,6 +91,7 @@ export class Uploads {
       if (!res.ok) throw new Error(data.error?.message || `the server answered ${res.status}`);
       item.file = { id: data.id, name: data.name, mime: data.mime, size: data.size };
       this._set(item, "ready", formatBytes(data.size));
+      this.onUploaded?.(data);
     } catch (exc) {
       if (exc.name === "AbortError") return;
       this._failed(item, exc.message);

@@ -86,6 +86,15 @@ def test_attached_files_are_uploaded_shown_and_sent(page, llm, watch, tmp_path):
     expect(page.locator(".msg.user").last.locator(".chip-name")).to_have_text(["notes.txt", "dropped.md"])
 
 
+def test_attaching_a_file_ticks_the_tools_that_handle_it(page):
+    panel = page.get_by_role("complementary", name="Tools")
+    dataviz = panel.locator("details.server[data-server=dataviz]")
+    dataviz.get_by_role("checkbox", name="Use every tool of dataviz").uncheck()
+    page.locator("#file-input").set_input_files([{"name": "sales.csv", "mimeType": "text/csv", "buffer": b"m,s\n1,2\n"}])
+    expect(page.locator("#attachments .chip").first).to_have_attribute("data-state", "ready")
+    expect(dataviz.get_by_role("checkbox", name="Use every tool of dataviz")).to_be_checked()
+
+
 def test_a_too_large_file_is_refused_before_upload(page):
     limit = page.evaluate("JSON.parse(document.getElementById('page-data').textContent).max_upload_bytes")
     page.evaluate("""(size) => {
