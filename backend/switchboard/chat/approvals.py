@@ -29,6 +29,8 @@ def approval_reason(tool: ToolInfo, config: ServerConfig, allowed_for_conversati
             "the tool's definition (description, input schema or annotations) changed since it was "
             "first seen; check what it does before approving"
         )
+    if tool.name in config.skip_approval or tool.qualified_name in config.skip_approval:
+        return None  # the site overrides the server's annotations for this tool
     if config.approval == "always":
         return "this server's tools always need approval"
     if config.approval == "destructive" and tool.destructive:

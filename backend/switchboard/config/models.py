@@ -56,6 +56,7 @@ class ServerConfig(_Strict):
     timeout_s: float = Field(default=60.0, gt=0)
     approval: Literal["never", "destructive", "always"] = "destructive"
     require_approval: list[str] = Field(default_factory=list)
+    skip_approval: list[str] = Field(default_factory=list)  # tools trusted not to need approval, whatever their annotations say
     tools: ToolFilter | None = None
     roots: list[str] = Field(default_factory=list)
     sampling: bool = True

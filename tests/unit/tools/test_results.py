@@ -133,3 +133,11 @@ def test_retention_removes_old_files_only(tmp_path):
     assert store.purge_older_than(86400) == 1
     assert not (tmp_path / f"{old.id}.bin").exists() and store.get(new.id, owner="a")
     assert os.listdir(tmp_path)
+
+
+def test_stored_files_survive_a_restart(tmp_path):
+    from switchboard.artifacts import ArtifactStore
+
+    stored = ArtifactStore(tmp_path).put(owner="a", name="x.png", mime="image/png", data=PNG)
+    again, path = ArtifactStore(tmp_path).get(stored.id, owner="a")  # a new process, the same data dir
+    assert again == stored and path.read_bytes() == PNG

@@ -1,0 +1,44 @@
+import pytest
+
+from switchboard.chat.approvals import allowance_key, approval_reason, schema_problem
+from switchboard.config.models import ServerConfig
+from switchboard.tools import ToolInfo
+
+
+def tool(name="t", annotations=None, changed=False):
+    return ToolInfo(qualified_name=f"s_{name}", server="s", name=name, description="", input_schema={"type": "object"},
+                    annotations=annotations or {}, definition_hash="h1", definition_changed=changed)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("annotations", "policy", "asks"),
+    [
+        ({}, "destructive", True),  # no annotations: may change data
+        ({"readOnlyHint": True}, "destructive", False),
+        ({"destructiveHint": False}, "destructive", False),
+        ({"readOnlyHint": True}, "always", True),
+        ({}, "never", False),
+    ],
+)
+def test_policy_and_annotations(annotations, policy, asks):
+    config = ServerConfig(command="x", approval=policy)
+    assert (approval_reason(tool(annotations=annotations), config, set()) is not None) is asks
+
+
+def test_config_overrides_annotations_per_tool_both_ways():
+    read_only = tool(annotations={"readOnlyHint": True})
+    assert approval_reason(read_only, ServerConfig(command="x", require_approval=["t"]), set())
+    assert approval_reason(tool(), ServerConfig(command="x", skip_approval=["t"]), set()) is None
+
+
+def test_a_changed_definition_asks_even_when_skipped_or_allowed_before_the_change():
+    config = ServerConfig(command="x", skip_approval=["t"], approval="never")
+    assert "changed" in approval_reason(tool(changed=True), config, {"s_t#old-hash"})
+    assert approval_reason(tool(changed=True), config, {allowance_key(tool(changed=True))}) is None
+
+
+def test_schema_problems_name_the_field():
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert schema_problem(schema, {"n": 1}) is None
+    assert "n" in schema_problem(schema, {"n": "one"})
+    assert "required" in schema_problem(schema, {})
