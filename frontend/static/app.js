@@ -6,6 +6,7 @@ import { Canvas } from "./canvas.js";
 import { randomId } from "./dom.js";
 import { elicitationPrompt } from "./elicitation.js";
 import { setupLayout } from "./layout.js";
+import { Library } from "./library.js";
 import { ChatView } from "./messages.js";
 import { Scroller } from "./scroll.js";
 import { Connection } from "./socket.js";
@@ -30,9 +31,14 @@ const canvas = new Canvas({
   onVisibility: (open) => layout.canvasVisible(open),
 });
 const cards = new ToolCards((artifact) => canvas.open(artifact));
+const library = new Library({
+  box: $("library"), attachments: $("attachments"), promptUrl: page.prompt_url || "/api/prompts", input,
+  onChange: () => updateControls(), getLevel: () => tools.complianceLevel ?? null,
+});
 const tools = new ToolsPanel({
   configUrl: page.config_url, servers: $("servers"), summary: $("tools-summary"), compliance: $("compliance"),
   complianceNote: $("compliance-note"), model: $("model"), modelNote: $("model-note"),
+  onConfig: (config) => library.render(config),
 });
 const uploads = new Uploads({
   url: page.upload_url, maxBytes: page.max_upload_bytes, button: $("attach"), input: $("file-input"),
@@ -88,9 +94,12 @@ function sendChat() {
   if (tools.complianceLevel) message.compliance_level = tools.complianceLevel;
   if (tools.selectedTools) message.tools = tools.selectedTools;
   if (files.length) message.files = files.map((f) => f.id);
+  const resources = library.attached.map(({ server, uri }) => ({ server, uri }));
+  if (resources.length) message.resources = resources;
   if (!send(message)) return;
   uploads.take();
-  view.addUser(content, files);
+  library.take();
+  view.addUser(content, [...files, ...resources.map((r) => ({ name: r.uri, mime: `resource from ${r.server}` }))]);
   state.turn = view.startTurn();
   state.running = true;
   input.value = "";
@@ -114,6 +123,7 @@ function newChat() {
   cards.clear();
   canvas.clear();
   uploads.clear();
+  library.clear();
   updateControls();
   input.focus();
 }

@@ -9,9 +9,9 @@ const RETRY_MS = 5000;
 const STATUS_TEXT = { starting: "starting…", ready: "ready", failed: "failed", disabled: "disabled" };
 
 export class ToolsPanel {
-  constructor({ configUrl, servers, summary, compliance, complianceNote, model, modelNote }) {
+  constructor({ configUrl, servers, summary, compliance, complianceNote, model, modelNote, onConfig }) {
     Object.assign(this, { configUrl, serversBox: servers, summary, complianceSelect: compliance, complianceNote,
-      modelSelect: model, modelNote });
+      modelSelect: model, modelNote, onConfig });
     this.config = null;
     this.excluded = new Set(); // qualified names the user unticked
     this.timer = null;
@@ -62,6 +62,7 @@ export class ToolsPanel {
     this._renderLevels();
     this._renderModels();
     this._renderServers();
+    this.onConfig?.(this.config);
     if (this.config.servers.some((s) => s.status === "starting")) this.timer = setTimeout(() => this.load(), POLL_MS);
   }
 
@@ -144,7 +145,9 @@ export class ToolsPanel {
       });
       return el("li", { class: "tool-item", title: tool.description || "" },
         el("label", {}, box, " ", el("span", { class: "tool-label", text: tool.title || tool.tool || name }),
-          tool.requires_approval ? el("span", { class: "badge", title: "You are asked before this tool runs", text: "asks first" }) : null),
+          tool.requires_approval ? el("span", { class: "badge", title: "You are asked before this tool runs", text: "asks first" }) : null,
+          tool.definition_changed ? el("span", { class: "badge badge-warn", text: "changed",
+            title: "This tool's definition changed since it was first seen; you are asked before it runs" }) : null),
         tool.description ? el("small", { class: "tool-desc muted", text: tool.description }) : null);
     });
     const syncAll = () => {

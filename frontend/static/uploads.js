@@ -55,9 +55,11 @@ export class Uploads {
   }
 
   clear() {
-    for (const item of this.items) item.abort?.abort();
+    for (const item of this.items) {
+      item.abort?.abort();
+      item.node.remove();
+    }
     this.items = [];
-    this.list.replaceChildren();
     this.onChange();
   }
 

@@ -45,7 +45,12 @@ async function fetchRendered(artifact) {
 }
 
 const BUILDERS = {
-  image: (a) => el("div", { class: "viewer-image" }, el("img", { src: a.url, alt: a.name })),
+  image: (a) => {
+    const img = el("img", { src: a.url, alt: a.name });
+    // A few pixels shown at their size are invisible: enlarge, without smoothing.
+    img.addEventListener("load", () => img.classList.toggle("tiny", img.naturalWidth < 64 && img.naturalHeight < 64));
+    return el("div", { class: "viewer-image" }, img);
+  },
   pdf: (a) => el("iframe", { class: "viewer-frame viewer-pdf", src: a.url, title: `PDF: ${a.name}` }),
   html: (a) => el("iframe", { class: "viewer-frame viewer-html", src: a.url, sandbox: "allow-scripts",
     referrerpolicy: "no-referrer", title: `Page: ${a.name}` }),

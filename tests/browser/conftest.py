@@ -188,7 +188,7 @@ def _new_page(context, live, watch, url=None):
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
-    page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
+    page.on("pageerror", lambda exc: watch.errors.append(f"{exc}\n{exc.stack}"))
     page.on("websocket", lambda ws: ws.on("framesent", lambda payload: watch.sent.append(payload)))
     page.goto((url or live.url) + "/")
     page.get_by_role("status").filter(has_text="Connected").wait_for()

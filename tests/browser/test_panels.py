@@ -95,6 +95,35 @@ def test_attaching_a_file_ticks_the_tools_that_handle_it(page):
     expect(dataviz.get_by_role("checkbox", name="Use every tool of dataviz")).to_be_checked()
 
 
+def test_resources_and_prompts(page, llm, watch, shots):
+    panel = page.get_by_role("complementary", name="Tools")
+    panel.get_by_role("button", name="Attach readme").click()
+    panel.locator(".library-item", has_text="note").locator("summary").click()
+    panel.get_by_role("textbox", name="name", exact=True).fill("alpha")
+    panel.locator(".library-item", has_text="note").get_by_role("button", name="Attach").click()
+    chips = page.locator("#attachments .chip")
+    expect(chips.locator(".chip-name")).to_have_text(["readme", "toolbox://notes/alpha"])
+    page.get_by_role("button", name="Remove toolbox://notes/alpha").click()
+    expect(chips).to_have_count(1)
+    # A prompt, filled in by its server, lands in the message box.
+    review = panel.locator(".library-item", has_text="review")
+    review.locator("summary").click()
+    review.get_by_label("code").fill("x = 1")
+    review.get_by_role("button", name="Use prompt").click()
+    box = page.get_by_role("textbox", name="Message")
+    expect(box).to_have_value("Please review this python code:\nx = 1")
+    expect(box).to_be_focused()
+    review.scroll_into_view_if_needed()
+    shots(page, "14-resources-prompts")
+    llm.enqueue(TextReply("The secret word is marmalade."))
+    box.press("Enter")
+    wait_finished(page)
+    assert sent_messages(watch.sent, "chat")[-1]["resources"] == [{"server": "toolbox", "uri": "toolbox://readme"}]
+    question = [m for m in llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
+    assert "marmalade" in question and "Please review" in question
+    expect(chips).to_have_count(0)
+
+
 def test_a_too_large_file_is_refused_before_upload(page):
     limit = page.evaluate("JSON.parse(document.getElementById('page-data').textContent).max_upload_bytes")
     page.evaluate("""(size) => {

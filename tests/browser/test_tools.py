@@ -46,7 +46,8 @@ def test_a_tool_card_runs_with_progress_and_finishes(page, llm, shots):
 
 
 def test_a_failing_tool_asks_first_then_shows_its_error(page, llm, shots):
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_boom", '{"message": "disk on fire"}')]), TextReply("It failed."))
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_boom", '{"message": "disk on fire"}')], text="Let me *try* that."),
+                TextReply("It failed."))
     send(page, "break it")
     boom = card(page, "toolbox_boom")
     expect(boom).to_have_attribute("data-state", "awaiting")
@@ -58,7 +59,10 @@ def test_a_failing_tool_asks_first_then_shows_its_error(page, llm, shots):
     expect(boom).to_have_attribute("data-state", "failed")
     expect(boom.locator(".tool-error")).to_have_text("disk on fire")
     expect(boom.locator(".tool-status")).to_contain_text("Failed")
-    wait_finished(page)
+    answer = wait_finished(page)
+    # Text from both rounds, rendered once each.
+    expect(answer.locator(".answer-text em")).to_have_text("try")
+    assert answer.inner_text().count("that.") == 1 and answer.inner_text().count("It failed.") == 1
 
 
 def test_approving_with_edited_arguments_and_denying(page, llm, watch):
