@@ -24,7 +24,7 @@ def _loopback(host: str) -> bool:
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .web.app import create_app
+    from .web.boot import BootingApp
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = Settings(**overrides)
@@ -34,7 +34,13 @@ def serve(args: argparse.Namespace) -> int:
             "Use SWITCHBOARD_AUTH_MODE=proxy behind an authenticating proxy for anything but local use.",
             file=sys.stderr,
         )
-    app = create_app(settings)
+
+    def build() -> object:  # runs in a thread while the port already answers /healthz
+        from .web.app import create_app
+
+        return create_app(settings)
+
+    app = BootingApp(build)
     print(f"Switchboard on http://{settings.host}:{settings.port}  (logs: {settings.log_dir / 'app.jsonl'})")
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio")
     return 0

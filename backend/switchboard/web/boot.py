@@ -1,0 +1,156 @@
+"""The process's front door while the app loads.
+
+Importing the app (FastAPI, the MCP SDK, fastmcp) takes 1.5 s or more, far longer on a
+busy machine. `switchboard serve` therefore hands uvicorn this small ASGI app, which needs
+only the standard library: it opens the port at once, answers `GET /healthz` while the
+real app is imported and built in a worker thread, then passes every request through.
+Requests that arrive before the app is ready wait for it (they are not refused), up to
+`wait_s`. If the app cannot be built, `/healthz` says so with a 503 and the error, and
+every other request gets a 503 naming the cause, so an orchestrator restarts the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+__all__ = ["BootingApp"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+log = logging.getLogger("switchboard")
+
+
+class BootingApp:
+    """ASGI app that builds `factory()` in a thread after start-up and then delegates to it."""
+
+    def __init__(self, factory: Callable[[], ASGIApp], *, wait_s: float = 120.0) -> None:
+        self._factory = factory
+        self._wait_s = wait_s
+        self._app: ASGIApp | None = None
+        self._error: str | None = None
+        self._settled: asyncio.Event | None = None
+        self._inner_lifespan: _Lifespan | None = None
+        self._loader: asyncio.Task[None] | None = None
+
+    @property
+    def app(self) -> ASGIApp | None:
+        """The real app once it is built and started, else None."""
+        return self._app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if self._app is None and scope["type"] == "http" and scope.get("path") == "/healthz":
+            await self._health(send)
+            return
+        app = await self._wait_for_app()
+        if app is not None:
+            await app(scope, receive, send)
+        elif scope["type"] == "http":
+            reason = self._error or f"the app did not finish loading within {self._wait_s:.0f} s"
+            await _json(send, 503, {"error": {"code": "internal", "message": f"Switchboard is not available: {reason}",
+                                              "action": "Check the server's log; it restarts once the cause is fixed."}})
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1011, "reason": "Switchboard is not available"})
+
+    # -- lifespan ---------------------------------------------------------------------------
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._settled = asyncio.Event()
+                self._loader = asyncio.create_task(self._load(), name="switchboard-load")
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._loader is not None and not self._loader.done():
+                    # Let a load in progress finish so that its servers get stopped too.
+                    await asyncio.shield(self._loader)
+                if self._inner_lifespan is not None:
+                    await self._inner_lifespan.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _load(self) -> None:
+        assert self._settled is not None
+        try:
+            app = await asyncio.to_thread(self._factory)
+            lifespan = _Lifespan(app)
+            await lifespan.startup()
+            self._inner_lifespan = lifespan
+            self._app = app
+        except BaseException as exc:  # noqa: BLE001 - reported on /healthz and stderr
+            self._error = f"{type(exc).__name__}: {exc}"
+            print("Switchboard failed to start:\n" + "".join(traceback.format_exception(exc)), file=sys.stderr)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._settled.set()
+
+    async def _wait_for_app(self) -> ASGIApp | None:
+        if self._app is not None or self._settled is None:
+            return self._app
+        try:
+            await asyncio.wait_for(self._settled.wait(), self._wait_s)
+        except TimeoutError:
+            return None
+        return self._app
+
+    async def _health(self, send: Send) -> None:
+        if self._error is not None:
+            await _json(send, 503, {"status": "failed", "error": self._error})
+        else:
+            await _json(send, 200, {"status": "ok", "app": "loading"})
+
+
+class _Lifespan:
+    """Runs an ASGI app's lifespan protocol: startup now, shutdown later."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._to_app: asyncio.Queue[Message] = asyncio.Queue()
+        self._from_app: asyncio.Queue[Message] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    async def startup(self) -> None:
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
+        self._task = asyncio.create_task(self._app(scope, self._to_app.get, self._from_app.put), name="app-lifespan")
+        await self._to_app.put({"type": "lifespan.startup"})
+        reply = await self._reply()
+        if reply["type"] != "lifespan.startup.complete":
+            raise RuntimeError(reply.get("message") or "the app's start-up failed")
+
+    async def shutdown(self) -> None:
+        await self._to_app.put({"type": "lifespan.shutdown"})
+        reply = await self._reply()
+        if reply["type"] != "lifespan.shutdown.complete":
+            log.error("the app's shutdown failed: %s", reply.get("message"), extra={"event": "shutdown_failed"})
+
+    async def _reply(self) -> Message:
+        assert self._task is not None
+        getter = asyncio.create_task(self._from_app.get())
+        await asyncio.wait({getter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if getter.done():
+            return getter.result()
+        getter.cancel()
+        self._task.result()  # raises what the lifespan raised
+        return {"type": "lifespan.failed", "message": "the app's lifespan ended without answering"}
+
+
+async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+                            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]})
+    await send({"type": "http.response.body", "body": payload})

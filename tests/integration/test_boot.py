@@ -1,0 +1,115 @@
+"""The front door `switchboard serve` runs: /healthz at once, everything else once the app is built."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from contextlib import asynccontextmanager
+
+import httpx
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route, WebSocketRoute
+from websockets.sync.client import connect
+
+from switchboard.web.boot import BootingApp
+from tests.support.harness import free_port, serve_app, write_config
+
+
+def _inner_app(events: list[str]) -> Starlette:
+    @asynccontextmanager
+    async def lifespan(app):
+        events.append("started")
+        yield
+        events.append("stopped")
+
+    async def hello(request):
+        return JSONResponse({"hello": "world"})
+
+    async def echo(websocket):
+        await websocket.accept()
+        await websocket.send_text(await websocket.receive_text())
+        await websocket.close()
+
+    return Starlette(routes=[Route("/hello", hello), WebSocketRoute("/ws", echo)], lifespan=lifespan)
+
+
+def test_healthz_answers_while_the_app_loads_and_other_requests_wait_for_it():
+    release = threading.Event()
+    events: list[str] = []
+
+    def factory():
+        assert release.wait(30)
+        return _inner_app(events)
+
+    with serve_app(BootingApp(factory), free_port()) as url:
+        health = httpx.get(f"{url}/healthz", timeout=5)
+        assert health.status_code == 200 and health.json() == {"status": "ok", "app": "loading"}
+        assert health.headers["content-type"] == "application/json" and health.headers["cache-control"] == "no-store"
+
+        answers: list[httpx.Response] = []
+        waiting = threading.Thread(target=lambda: answers.append(httpx.get(f"{url}/hello", timeout=30)))
+        waiting.start()
+        time.sleep(0.3)
+        assert not answers, "a request before the app is built waits for it"
+        release.set()
+        waiting.join(30)
+        assert answers[0].status_code == 200 and answers[0].json() == {"hello": "world"}
+        assert events == ["started"]
+
+        with connect(url.replace("http", "ws") + "/ws", open_timeout=10) as ws:
+            ws.send("ping")
+            assert ws.recv(timeout=10) == "ping"
+    assert events == ["started", "stopped"], "the app's own lifespan ran at shutdown too"
+
+
+def test_an_app_that_cannot_be_built_is_reported_not_hidden(capfd):
+    def factory():
+        raise RuntimeError("llmconfig.yml is unreadable")
+
+    booting = BootingApp(factory)
+    with serve_app(booting, free_port()) as url:
+        deadline = time.monotonic() + 10
+        while (health := httpx.get(f"{url}/healthz", timeout=5)).status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert health.status_code == 503
+        assert health.json() == {"status": "failed", "error": "RuntimeError: llmconfig.yml is unreadable"}
+        other = httpx.get(f"{url}/api/config", timeout=5)
+        assert other.status_code == 503
+        assert "llmconfig.yml is unreadable" in other.json()["error"]["message"]
+    assert "Switchboard failed to start" in capfd.readouterr().err
+
+
+def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path):
+    """The real command: /healthz is up before FastAPI and the MCP SDK are loaded, then the app serves."""
+    write_config(tmp_path / "defaults", servers={})
+    port = free_port()
+    env = {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
+           "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+           "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs")}
+    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        bodies = []
+        while time.monotonic() < deadline:
+            try:
+                bodies.append(httpx.get(f"{base}/healthz", timeout=5).json())
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                time.sleep(0.01)
+        assert bodies and bodies[0]["status"] == "ok"
+        config = httpx.get(f"{base}/api/config", timeout=60)
+        assert config.status_code == 200 and "servers" in config.json()
+        assert httpx.get(f"{base}/healthz", timeout=5).json() == {"status": "ok"}
+    finally:
+        proc.terminate()
+        proc.wait(30)  # uvicorn re-raises SIGTERM after a graceful shutdown
+    events = [json.loads(line).get("event") for line in (tmp_path / "logs" / "app.jsonl").read_text().splitlines()]
+    assert events[-1] == "shutdown", "the app's own shutdown ran"
