@@ -138,12 +138,15 @@ def main() -> None:
     parts = {
         "uv run python -c pass": _timed(["uv", "run", "--project", str(S.PROJECT_ROOT), "python", "-c", "pass"]),
         "python -c pass": _timed([sys.executable, "-c", "pass"]),
-        "python -c 'import switchboard.web.app'": _timed([sys.executable, "-c", "import switchboard.web.app"]),
-        "python -c 'import litellm' (loaded in a thread after start-up)": _timed(
+        "python -c 'import switchboard.web.boot' (what runs before /healthz)": _timed(
+            [sys.executable, "-c", "import uvicorn, switchboard.settings, switchboard.web.boot"]),
+        "python -c 'import switchboard.web.app' (loaded in a thread after /healthz)": _timed(
+            [sys.executable, "-c", "import switchboard.web.app"]),
+        "python -c 'import litellm' (loaded in a thread after the app)": _timed(
             [sys.executable, "-c", "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP']='True'; import litellm"]),
     }  # fmt: skip
     data["parts_s"] = parts
-    print("\nWhere the time before /healthz goes (one run each, wall seconds):")
+    print("\nWhere start-up time goes (one run each, wall seconds):")
     S.print_table(["step", "s"], [[k, v] for k, v in parts.items()])
     total, top = _importtime("switchboard.web.app")
     data["importtime"] = {"total_s": total, "self_s_by_package": dict(top)}

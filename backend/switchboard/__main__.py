@@ -24,9 +24,7 @@ def _loopback(host: str) -> bool:
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .web.boot import BootingApp
-
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None}
     settings = Settings(**overrides)
     if settings.auth_mode == "dev" and not _loopback(settings.host):
         print(
@@ -34,15 +32,20 @@ def serve(args: argparse.Namespace) -> int:
             "Use SWITCHBOARD_AUTH_MODE=proxy behind an authenticating proxy for anything but local use.",
             file=sys.stderr,
         )
+    print(
+        f"Switchboard on http://{settings.host}:{settings.port}  (logs: {settings.log_dir / 'app.jsonl'}"
+        + (f", {settings.workers} worker processes)" if settings.workers > 1 else ")"),
+        flush=True,
+    )
+    options = {"host": settings.host, "port": settings.port, "log_level": "warning", "ws": "websockets-sansio"}
+    if settings.workers > 1:
+        # Each worker is a fresh process that reads its settings from the environment.
+        os.environ.update({f"SWITCHBOARD_{k.upper()}": str(v) for k, v in overrides.items()})
+        uvicorn.run("switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options)
+    else:
+        from .web.boot import booting_app
 
-    def build() -> object:  # runs in a thread while the port already answers /healthz
-        from .web.app import create_app
-
-        return create_app(settings)
-
-    app = BootingApp(build)
-    print(f"Switchboard on http://{settings.host}:{settings.port}  (logs: {settings.log_dir / 'app.jsonl'})")
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio")
+        uvicorn.run(booting_app(settings), **options)
     return 0
 
 
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     p_serve = sub.add_parser("serve", help="serve the app")
     p_serve.add_argument("--host")
     p_serve.add_argument("--port", type=int)
+    p_serve.add_argument("--workers", type=int, help="app processes (default 1; SWITCHBOARD_WORKERS)")
     p_serve.set_defaults(func=serve)
     p_check = sub.add_parser("check-config", help="validate every config file")
     p_check.set_defaults(func=check_config)

@@ -26,6 +26,7 @@ class JsonFormatter(logging.Formatter):
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,  # tells apart the worker processes sharing this file
             "msg": record.getMessage(),
         }
         for key, value in record.__dict__.items():

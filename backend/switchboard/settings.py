@@ -19,6 +19,9 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # App processes (uvicorn workers). Each serves whole websocket connections and starts its
+    # own MCP server connections; files and keys are shared through data_dir.
+    workers: int = Field(default=1, ge=1, le=64)
     project_root: Path = PROJECT_ROOT
     defaults_dir: Path = PROJECT_ROOT / "config" / "defaults"
     config_dir: Path = PROJECT_ROOT / "config" / "overrides"

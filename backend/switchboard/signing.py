@@ -18,16 +18,27 @@ __all__ = ["UrlSigner", "load_or_create_key"]
 
 
 def load_or_create_key(path: Path) -> bytes:
+    """The key in `path`, created on first use. Race-free when several app processes
+    start together: the key is written to a private file, then linked into place, so
+    a reader never sees a half-written key and exactly one process's key wins."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         return bytes.fromhex(path.read_text().strip())
-    except (OSError, ValueError):
+    except FileNotFoundError:
         pass
-    key = secrets.token_bytes(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except ValueError:
+        raise ValueError(f"{path} does not hold a hex key: delete it (signed file URLs then change) or fix it") from None
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
-        handle.write(key.hex())
-    return key
+        handle.write(secrets.token_bytes(32).hex())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass  # another process was first: use its key
+    finally:
+        tmp.unlink()
+    return bytes.fromhex(path.read_text().strip())
 
 
 class UrlSigner:

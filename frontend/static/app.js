@@ -129,7 +129,7 @@ function newChat() {
 }
 
 // -- server events -----------------------------------------------------------
-const TURN_EVENTS = new Set(["token", "render", "tool_start", "tool_progress", "tool_log", "approval_request",
+const TURN_EVENTS = new Set(["notice", "token", "render", "tool_start", "tool_progress", "tool_log", "approval_request",
   "elicitation_request", "tool_result", "message_done"]);
 
 function onEvent(event) {
@@ -173,6 +173,9 @@ function onTurnEvent(turn, event) {
   switch (event.type) {
     case "token":
       turn.token(event.text);
+      break;
+    case "notice":
+      turn.notice(event);
       break;
     case "render":
       turn.render(event);

@@ -133,6 +133,17 @@ export class Turn {
   error(event) {
     this.addBlock(errorBox(event));
   }
+
+  /** A note from the server while the turn goes on (a retried model call, a trimmed
+   * conversation); a later note with the same code replaces the earlier one. */
+  notice(event) {
+    const code = event.code || "notice";
+    const old = [...this.blocks.querySelectorAll(".turn-notice")].find((node) => node.dataset.code === code);
+    const node = el("p", { class: "turn-notice muted small", role: "status", dataset: { code }, text: event.message || "" });
+    if (old) old.replaceWith(node);
+    else this.addBlock(node);
+    this.view.changed();
+  }
 }
 
 export function errorBox(event) {

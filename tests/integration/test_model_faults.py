@@ -86,6 +86,12 @@ def test_a_rate_limited_call_waits_for_retry_after_and_then_answers(app, llm):
     assert events[-1]["finish_reason"] == "stop"
     assert waited >= 1.0, (waited, unhindered)
     assert len(llm.requests) == 3
+    # The user is told why nothing arrives during the wait, before the answer does.
+    (notice,) = [e for e in events if e["type"] == "notice"]
+    assert events.index(notice) < min(i for i, e in enumerate(events) if e["type"] == "token")
+    assert notice["code"] == "llm_retry"
+    assert notice["message"] == ("The provider of model 'double' is rate-limiting requests; trying again in 1.0 s "
+                                 "(attempt 2 of 3).")
 
 
 def test_a_server_error_that_persists_is_a_clear_error_after_max_attempts(app, llm):
@@ -97,6 +103,9 @@ def test_a_server_error_that_persists_is_a_clear_error_after_max_attempts(app, l
     (error,) = errors(events)
     assert error["code"] == "llm_error"
     assert "server error" in error["message"] and "tried 3 times" in error["message"]
+    notices = [e["message"] for e in events if e["type"] == "notice"]
+    assert len(notices) == 2 and notices[0].endswith("(attempt 2 of 3).") and notices[1].endswith("(attempt 3 of 3).")
+    assert notices[0].startswith("The provider of model 'double' answered with an error; trying again in")
     assert error["action"]
     assert events[-1]["type"] == "message_done" and events[-1]["finish_reason"] == "error"
     assert len(llm.requests) == 3
@@ -134,6 +143,9 @@ def test_a_context_overflow_trims_older_tool_results_and_retries_once(app, llm):
         events = chat(ws, "echo twice, then summarise")
 
     assert errors(events) == []
+    assert [(e["code"], e["message"]) for e in events if e["type"] == "notice"] == [
+        ("context_trimmed", "The conversation no longer fit model 'double': the 1 oldest tool results were shortened "
+                            "and the question sent again.")]
     assert tokens(events) == "Summary that fits."
     assert events[-1]["finish_reason"] == "stop"
     assert len(llm.requests) == 4

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.models import ModelConfig
 from ..errors import LLMContextOverflow
-from ..llm.types import LLMEvent
+from ..llm.types import LLMEvent, Notice
 from .session import ChatSession
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ async def fitting_context(llm: LLMStream, model: ModelConfig, messages: Callable
     try:
         async with aclosing(llm.stream(model, messages(session), tools)) as events:
             async for event in events:
-                produced = True
+                produced = produced or not isinstance(event, Notice)
                 yield event
         return
     except LLMContextOverflow:
@@ -57,6 +57,8 @@ async def fitting_context(llm: LLMStream, model: ModelConfig, messages: Callable
             raise
     log.warning("context window exceeded; trimmed %d tool results and retrying", trimmed,
                 extra={"event": "context_trimmed", "model": model.name, "trimmed": trimmed})  # fmt: skip
+    yield Notice("context_trimmed", f"The conversation no longer fit model '{model.name}': the {trimmed} oldest tool "
+                                    "results were shortened and the question sent again.")
     async with aclosing(llm.stream(model, messages(session), tools)) as events:
         async for event in events:
             yield event

@@ -20,6 +20,7 @@ __all__ = [
     "ElicitationResponse",
     "ErrorEvent",
     "MessageDone",
+    "NoticeEvent",
     "RenderEvent",
     "ServerEvent",
     "SessionEvent",
@@ -185,6 +186,15 @@ class MessageDone(_Event):
     html: str
 
 
+class NoticeEvent(_Event):
+    """A turn goes on, but the user should know why it is slow or what changed
+    (a model call being retried, a conversation trimmed to fit)."""
+
+    type: Literal["notice"] = "notice"
+    code: str
+    message: str
+
+
 class ErrorEvent(_Event):
     type: Literal["error"] = "error"
     code: str
@@ -203,5 +213,6 @@ ServerEvent = (
     | ToolResultEvent
     | RenderEvent
     | MessageDone
+    | NoticeEvent
     | ErrorEvent
 )

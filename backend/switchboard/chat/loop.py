@@ -18,12 +18,12 @@ from ..artifacts import ArtifactStore
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import SwitchboardError
-from ..llm.types import Completed, LLMEvent, TextDelta, ToolCallRequest, Usage
+from ..llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .attachments import attach
 from .calls import CallRunner, ExecutedCall
 from .context import fitting_context
-from .events import ChatMessage, ErrorEvent, MessageDone, RenderEvent, ServerEvent, TokenEvent
+from .events import ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent, TokenEvent
 from .render import render_markdown
 from .session import ChatSession
 
@@ -121,6 +121,8 @@ class ChatEngine:
                         if time.monotonic() - last_render >= RENDER_INTERVAL_S:
                             last_render = time.monotonic()
                             yield RenderEvent(message_id=state.message_id, html=render_markdown(state.text))
+                    elif isinstance(event, Notice):
+                        yield NoticeEvent(code=event.code, message=event.message)
                     else:
                         completed = event
             except SwitchboardError as exc:

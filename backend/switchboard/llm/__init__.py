@@ -11,7 +11,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from switchboard.llm.catalogue import DEMO_MODEL, ModelCatalogue, ModelInfo
 from switchboard.llm.deferred import DeferredLLMClient
-from switchboard.llm.types import Completed, LLMEvent, TextDelta, ToolCallRequest, Usage
+from switchboard.llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
 
 def __getattr__(name: str) -> object:
     # The real client imports litellm (seconds); only load it when asked for.
@@ -28,6 +28,7 @@ __all__ = [
     "Completed",
     "LLMClient",
     "LLMEvent",
+    "Notice",
     "ModelCatalogue",
     "ModelInfo",
     "TextDelta",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from switchboard.errors import LLMError
 from switchboard.llm._errors import is_retryable, retry_after_s
 
-__all__ = ["RetryPolicy", "log_retry", "with_attempts"]
+__all__ = ["RetryPolicy", "log_retry", "retry_notice", "with_attempts"]
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -58,6 +58,19 @@ def log_retry(model_name: str, attempt: int, delay_s: float, error: LLMError) ->
         extra={"event": "llm_retry", "model": model_name, "attempt": attempt, "delay_s": round(delay_s, 3),
                "error": f"{error.code}: {error.message}"},  # fmt: skip
     )
+
+
+_WHY = {
+    "rate_limited": "is rate-limiting requests",
+    "timeout": "did not answer in time",
+}
+
+
+def retry_notice(model_name: str, error: LLMError, attempt: int, max_attempts: int, delay_s: float) -> str:
+    """What the user reads while a failed call waits to be sent again."""
+    why = _WHY.get(error.code, "answered with an error")
+    return (f"The provider of model '{model_name}' {why}; trying again in {max(delay_s, 0.1):.1f} s "
+            f"(attempt {attempt} of {max_attempts}).")
 
 
 def with_attempts(error: LLMError, attempts: int) -> LLMError:

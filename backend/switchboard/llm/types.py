@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Completed", "LLMEvent", "TextDelta", "ToolCallRequest", "Usage"]
+__all__ = ["Completed", "LLMEvent", "Notice", "TextDelta", "ToolCallRequest", "Usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,4 +37,13 @@ class Completed:
     raw: dict[str, Any] | None = None
 
 
-LLMEvent = TextDelta | Completed
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should know while they wait, e.g. that a failed call is
+    being sent again. Carries no part of the answer."""
+
+    code: str  # "llm_retry", "context_trimmed"
+    message: str
+
+
+LLMEvent = TextDelta | Completed | Notice

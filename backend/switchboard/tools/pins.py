@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import logging
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ class ToolPins:
         if self._path is None:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_suffix(".tmp")
+        tmp = self._path.with_suffix(f".{os.getpid()}.tmp")  # several app processes may share the file
         tmp.write_text(json.dumps(self._pins, indent=1, sort_keys=True), encoding="utf-8")
         tmp.replace(self._path)
 

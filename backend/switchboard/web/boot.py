@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["BootingApp"]
+__all__ = ["BootingApp", "booting_app", "from_environment"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -112,6 +112,24 @@ class BootingApp:
             await _json(send, 503, {"status": "failed", "error": self._error})
         else:
             await _json(send, 200, {"status": "ok", "app": "loading"})
+
+
+def booting_app(settings: Any) -> BootingApp:
+    """The app `switchboard serve` runs: Switchboard with `settings`, built after start-up."""
+
+    def build() -> ASGIApp:  # runs in a worker thread while /healthz already answers
+        from .app import create_app
+
+        return create_app(settings)
+
+    return BootingApp(build)
+
+
+def from_environment() -> BootingApp:
+    """uvicorn factory for worker processes: settings from the environment."""
+    from ..settings import Settings
+
+    return booting_app(Settings())
 
 
 class _Lifespan:

@@ -6,7 +6,7 @@ from switchboard.chat.context import TRIMMED_TOOL_RESULT, fitting_context, trim_
 from switchboard.chat.session import ChatSession
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMContextOverflow
-from switchboard.llm import Completed, TextDelta
+from switchboard.llm import Completed, Notice, TextDelta
 
 MODEL = ModelConfig(name="m", model="openai/m")
 
@@ -75,7 +75,9 @@ async def test_an_overflow_trims_and_calls_once_more():
 
     events = await run(llm, session)
 
-    assert events[0] == TextDelta("fits")
+    assert events[0] == Notice("context_trimmed", "The conversation no longer fit model 'm': the 1 oldest tool results "
+                                                  "were shortened and the question sent again.")
+    assert events[1] == TextDelta("fits")
     assert tool_contents(llm.sent[0]) == ["result 0", "result 1"]
     assert tool_contents(llm.sent[1]) == [TRIMMED_TOOL_RESULT, "result 1"]
     assert tool_contents(session.history) == [TRIMMED_TOOL_RESULT, "result 1"]  # kept for later turns
