@@ -334,7 +334,8 @@ def test_a_20_mb_text_result_is_cut_for_the_model_and_the_browser(site, llm):
     assert f"the result was {chars:,} characters; only the first 20,000 are shown" in model_text
     assert events[-1]["finish_reason"] == "stop"
     print(f"20 MB result: turn took {took:.1f} s; the event loop stalled at most {stalls[0] * 1000:.0f} ms")
-    assert took < 60 and stalls[0] < 5
+    # The SDK's own reader needed ~25 s of CPU for this line (quadratic); tools/stdio.py reads it in linear time.
+    assert took < 15 and stalls[0] < 2
 
 
 def test_an_artifact_over_the_size_limit_is_dropped_with_a_note(site, llm):
@@ -421,8 +422,6 @@ def test_a_result_that_is_not_a_call_tool_result_is_a_clear_failed_call(site, ll
     assert unanswered_calls(llm.requests[-1]) == []
 
 
-@pytest.mark.xfail(strict=True, reason="mcp SDK stdio_client decodes stdout strictly; a non-UTF-8 byte kills "
-                   "its reader without failing pending calls (python-sdk #2454)")  # fmt: skip
 def test_a_line_that_is_not_utf8_fails_the_call_quickly_and_the_server_restarts(site):
     site.wait_ready("raw")
 
@@ -435,8 +434,8 @@ def test_a_line_that_is_not_utf8_fails_the_call_quickly_and_the_server_restarts(
         return "ok", outcome.text, time.monotonic() - started
 
     kind, text, elapsed = site.run(scenario)
-    # Today: the call waits out its 4 s idle limit ("sent nothing for 4 s"), the
-    # status stays "ready", and the watchdog's ping restarts the server ~10 s later.
+    # The bytes that are not UTF-8 are replaced; the line fails to parse and is
+    # skipped, and the answer on the next line arrives.
     assert (kind == "ok" and text == "answered after binary noise") or (kind == "ServerUnavailable" and elapsed < 2), (
         kind,
         text,

@@ -3,14 +3,20 @@ stdio, SSE and streamable HTTP)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
-from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransport, StreamableHttpTransport
+from fastmcp.client.transports import ClientTransport, SSETransport, StreamableHttpTransport
+from fastmcp.client.transports.base import TransportOptions
+from mcp import ClientSession, StdioServerParameters
 
 from ..config.models import ServerConfig
 from ..errors import ConfigError
+from .stdio import stdio_streams
 
 __all__ = ["build_transport", "stderr_path"]
 
@@ -19,6 +25,29 @@ _PYTHON = {"python", "python3", "python3.11", "python3.12", "python3.13"}
 
 def stderr_path(log_dir: Path, server: str) -> Path:
     return log_dir / "servers" / f"{server}.stderr.log"
+
+
+class _StdioTransport(ClientTransport):
+    """A child process over stdio, one session per `connect_session`, through the
+    reader of `stdio.py` (bytes that are not UTF-8 and huge lines are handled there).
+    The supervisor in connection.py owns restarts, so this transport keeps no
+    process between sessions."""
+
+    def __init__(self, params: StdioServerParameters, log_file: Path) -> None:
+        self._params = params
+        self._log_file = log_file
+
+    @contextlib.asynccontextmanager
+    async def connect_session(self, *, transport_options: TransportOptions | None = None,
+                              **session_kwargs: Any) -> AsyncIterator[ClientSession]:  # fmt: skip
+        options = transport_options or TransportOptions()
+        with self._log_file.open("a", encoding="utf-8", errors="replace") as errlog:
+            async with stdio_streams(self._params, errlog) as (read, write):
+                async with options.session_class(read, write, **session_kwargs) as session:
+                    yield session
+
+    def __repr__(self) -> str:
+        return f"<stdio: {self._params.command} {' '.join(self._params.args)}>"
 
 
 def build_transport(name: str, config: ServerConfig, *, project_root: Path, log_dir: Path) -> ClientTransport:
@@ -36,14 +65,8 @@ def build_transport(name: str, config: ServerConfig, *, project_root: Path, log_
         log_file.parent.mkdir(parents=True, exist_ok=True)
         # The SDK gives the child a minimal environment (PATH, HOME, ...) plus
         # `env`; the app's own secrets never reach it.
-        return StdioTransport(
-            command=command,
-            args=list(config.args),
-            env=dict(config.env),
-            cwd=str(cwd),
-            keep_alive=False,
-            log_file=log_file,
-        )
+        params = StdioServerParameters(command=command, args=list(config.args), env=dict(config.env), cwd=str(cwd))
+        return _StdioTransport(params, log_file)
     assert config.url is not None
     if config.transport == "sse":
         return SSETransport(config.url, headers=dict(config.headers))
