@@ -130,3 +130,14 @@ def test_the_view_follows_new_text_unless_the_reader_scrolled_up(page, llm):
     jump.click()
     assert messages.evaluate(at_bottom)
     expect(jump).to_be_hidden()
+
+
+def test_a_retried_model_call_is_explained_while_the_user_waits(page, llm):
+    llm.enqueue(ErrorReply(429, "Rate limit reached", retry_after="1"), TextReply("Thanks for waiting."))
+    send(page, "are you there?")
+    answer = last_answer(page)
+    notice = answer.get_by_role("status").filter(has_text="rate-limiting")
+    expect(notice).to_have_text(
+        "The provider of model 'double' is rate-limiting requests; trying again in 1.0 s (attempt 2 of 3).")
+    expect(wait_finished(page).locator(".answer-text")).to_have_text("Thanks for waiting.")
+    expect(notice).to_be_visible()  # kept: it explains why this answer was slow

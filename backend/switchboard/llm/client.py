@@ -143,10 +143,7 @@ class LLMClient:
         # litellm's and the OpenAI SDK's own retries stay off.
         reports_usage = self._provider_facts(model)
         kwargs: dict[str, Any] = {**model.extra, "model": model.model, "messages": messages, "stream": True}
-        # "no-log": litellm's own success logging and cost calculation run for every
-        # stream even with no callbacks configured (~1.5 ms of CPU per call); usage
-        # comes from the chunks, and Switchboard logs the call itself.
-        kwargs.update({"num_retries": 0, "max_retries": 0, "no-log": True})
+        kwargs.update(num_retries=0, max_retries=0)
         if reports_usage:
             kwargs["stream_options"] = {"include_usage": True}
         if tools:
