@@ -1,6 +1,6 @@
 """The websocket protocol's messages (ARCHITECTURE §3), as typed models.
 
-The same models serve every transport; `to_wire` gives the JSON object."""
+The same models serve every transport; `to_wire` gives the JSON object, `to_json` its text."""
 
 from __future__ import annotations
 
@@ -94,6 +94,10 @@ class _Event(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
 
+    def to_json(self) -> str:
+        """The wire form as JSON text, serialized by pydantic-core in one step."""
+        return self.model_dump_json(exclude_none=True)
+
 
 class SessionEvent(_Event):
     type: Literal["session"] = "session"
@@ -149,6 +153,9 @@ class ElicitationRequest(_Event):
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(exclude_none=True, by_alias=True)
 
 
 class ArtifactRef(BaseModel):

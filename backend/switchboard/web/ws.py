@@ -47,9 +47,9 @@ class _Connection:
         self._send_lock = asyncio.Lock()
 
     async def send(self, event: BaseModel) -> None:
-        wire: dict[str, Any] = event.to_wire()  # type: ignore[attr-defined]
+        text: str = event.to_json()  # type: ignore[attr-defined]
         async with self._send_lock:
-            await self.websocket.send_json(wire)
+            await self.websocket.send_text(text)
 
     async def error(self, exc: SwitchboardError) -> None:
         await self.send(ErrorEvent(code=exc.code, message=exc.message, action=exc.action))
