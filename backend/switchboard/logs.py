@@ -15,7 +15,7 @@ import queue
 import time
 from pathlib import Path
 
-__all__ = ["JsonFormatter", "setup_logging"]
+__all__ = ["JsonFormatter", "flush_logs", "setup_logging"]
 
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
 
@@ -79,6 +79,15 @@ def setup_logging(log_dir: Path) -> None:
     # MCP servers' chatter belongs in the log file, not on the operator's console.
     for noisy in ("fastmcp", "mcp", "httpx", "LiteLLM", "litellm"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def flush_logs() -> None:
+    """Write out every record logged so far. For the end of the app's shutdown: uvicorn
+    re-raises SIGTERM once it has shut down, and a process killed by a signal runs no
+    atexit handlers, so the last records would be lost in the queue."""
+    if _listener is not None:
+        _listener.stop()  # drains the queue, then joins the thread
+        _listener.start()
 
 
 def _stop_listener() -> None:

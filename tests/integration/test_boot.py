@@ -11,6 +11,7 @@ import time
 from contextlib import asynccontextmanager
 
 import httpx
+import pytest
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
@@ -84,14 +85,17 @@ def test_an_app_that_cannot_be_built_is_reported_not_hidden(capfd):
     assert "Switchboard failed to start" in capfd.readouterr().err
 
 
-def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path):
-    """The real command: /healthz is up before FastAPI and the MCP SDK are loaded, then the app serves."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path, workers):
+    """The real command: /healthz is up before FastAPI and the MCP SDK are loaded, then the
+    app serves, in one process or in several (SWITCHBOARD_WORKERS)."""
     write_config(tmp_path / "defaults", servers={})
     port = free_port()
     env = {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
            "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
            "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs")}
-    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", str(workers)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         base = f"http://127.0.0.1:{port}"
@@ -107,7 +111,15 @@ def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path):
         assert bodies and bodies[0]["status"] == "ok"
         config = httpx.get(f"{base}/api/config", timeout=60)
         assert config.status_code == 200 and "servers" in config.json()
-        assert httpx.get(f"{base}/healthz", timeout=5).json() == {"status": "ok"}
+        if workers == 1:  # with several, the request may reach a worker still loading
+            assert httpx.get(f"{base}/healthz", timeout=5).json() == {"status": "ok"}
+        for _ in range(2 * workers):  # connections spread over the workers: each one answers a turn
+            with connect(f"ws://127.0.0.1:{port}/ws", open_timeout=30) as ws:
+                assert json.loads(ws.recv(timeout=30))["type"] == "session"
+                ws.send(json.dumps({"type": "chat", "content": "hello"}))
+                while (event := json.loads(ws.recv(timeout=60)))["type"] != "message_done":
+                    assert event["type"] != "error", event
+                assert event["finish_reason"] == "stop"
     finally:
         proc.terminate()
         proc.wait(30)  # uvicorn re-raises SIGTERM after a graceful shutdown

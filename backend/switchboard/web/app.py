@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 
 from .. import __version__
 from ..errors import SwitchboardError
-from ..logs import setup_logging
+from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from . import api, pages, ws
@@ -55,6 +55,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             retention.cancel()
             await services.pool.stop()
             log.info("switchboard stopped", extra={"event": "shutdown"})
+            flush_logs()
 
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
