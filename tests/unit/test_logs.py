@@ -1,4 +1,5 @@
 import json
+import os
 import logging
 import time
 
@@ -26,4 +27,5 @@ def test_log_lines_are_json_with_extras_and_tracebacks(tmp_path):
     first, second = read_entries(tmp_path / "app.jsonl", 2)
     assert first["msg"] == "tool echo ran" and first["event"] == "tool_call" and first["duration_ms"] == 12
     assert first["level"] == "info" and first["ts"].endswith("Z")
+    assert first["pid"] == os.getpid()  # tells worker processes apart in one file
     assert second["level"] == "error" and "ValueError: boom" in second["exc"] and second["msg"] == "it failed"

@@ -1,6 +1,6 @@
 """The websocket protocol's messages (ARCHITECTURE §3), as typed models.
 
-The same models serve every transport; `to_wire` gives the JSON object, `to_json` its text."""
+The same models serve every transport; `to_json` gives the wire form."""
 
 from __future__ import annotations
 
@@ -91,11 +91,8 @@ def parse_client_message(raw: str | bytes) -> ChatMessage | CancelMessage | Appr
 
 
 class _Event(BaseModel):
-    def to_wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
-
     def to_json(self) -> str:
-        """The wire form as JSON text, serialized by pydantic-core in one step."""
+        """The wire form: JSON text, serialized by pydantic-core in one step."""
         return self.model_dump_json(exclude_none=True)
 
 
@@ -150,9 +147,6 @@ class ElicitationRequest(_Event):
     call_id: str | None = None
     message: str
     schema_: dict[str, Any] = Field(serialization_alias="schema")
-
-    def to_wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
 
     def to_json(self) -> str:
         return self.model_dump_json(exclude_none=True, by_alias=True)

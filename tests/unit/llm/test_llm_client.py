@@ -245,6 +245,20 @@ async def test_model_string_without_provider_is_unavailable(client):
     assert "provider/model" in caught.value.action
 
 
+async def test_litellm_provider_look_ups_run_once_per_model_entry(client, model, llm, monkeypatch):
+    from switchboard.llm import client as client_module
+
+    looked_up = []
+    real = client_module._check_provider
+    monkeypatch.setattr(client_module, "_check_provider", lambda m: looked_up.append(m.model) or real(m))
+    for _ in range(3):
+        await collect(client.stream(model, HELLO, None))
+    with pytest.raises(LLMUnavailable):  # a model litellm cannot place is not remembered as fine
+        await collect(client.stream(ModelConfig(name="odd", model="no-such-model"), HELLO, None))
+    assert looked_up == [model.model, "no-such-model"]
+    assert len(llm.requests) == 3 and all(r["stream_options"] == {"include_usage": True} for r in llm.requests)
+
+
 async def test_stopping_the_stream_reports_a_cancelled_call(client, model, llm, calls):
     llm.enqueue(TextReply("one two three four", chunks=4))
     stream = client.stream(model, HELLO, None)
