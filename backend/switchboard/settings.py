@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     config_dir: Path = PROJECT_ROOT / "config" / "overrides"
     data_dir: Path = PROJECT_ROOT / "data"
     log_dir: Path = PROJECT_ROOT / "logs"
+    # The conversation store: SQLite in data_dir when unset; postgresql+asyncpg://... for teams.
+    database_url: str | None = None
 
     auth_mode: Literal["dev", "proxy"] = "dev"
     dev_user: str = "dev@localhost"
@@ -53,6 +55,10 @@ class Settings(BaseSettings):
     retention_days: float | None = 30  # uploads and artifacts older than this are deleted
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
+
+    @property
+    def database_url_resolved(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{self.data_dir}/switchboard.db"
 
     @property
     def base_url(self) -> str:
