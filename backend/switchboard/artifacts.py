@@ -110,6 +110,17 @@ class ArtifactStore:
             raise NotFound("no such file")  # same answer as missing: no probing other users' ids
         return stored, blob
 
+    def delete(self, file_id: str, *, owner: str) -> bool:
+        """Remove one of the owner's files; False when there is none."""
+        try:
+            self.get(file_id, owner=owner)
+        except NotFound:
+            return False
+        blob, meta = self._paths(file_id)
+        blob.unlink(missing_ok=True)
+        meta.unlink(missing_ok=True)
+        return True
+
     def usage(self, owner: str, kind: str) -> int:
         total = 0
         for meta in self.root.glob("*.json"):

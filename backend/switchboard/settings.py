@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10
+    max_tool_calls_per_round: int = Field(default=32, ge=1)  # calls past these limits are not run
+    max_tool_calls_per_turn: int = Field(default=128, ge=1)
+    max_answer_chars: int = Field(default=200_000, ge=1000)  # a longer answer is cut (finish_reason length)
+    turn_grace_s: float = 30.0  # a turn nobody listens to any more is cancelled after this
     llm_max_attempts: int = 3  # model calls retried on 429/5xx/connection errors, with backoff
     llm_max_retry_wait_s: float = 30.0
     approval_timeout_s: float = 300.0  # an unanswered approval counts as denied
