@@ -116,6 +116,22 @@ def test_a_browser_sees_close_code_1008_for_a_cross_origin_websocket(tmp_path):
         assert refused.value.response.status_code == 400
 
 
+def test_a_client_without_identity_sees_close_code_1008(tmp_path):
+    write_config(tmp_path / "defaults")
+    port = free_port()
+    settings = make_settings(tmp_path, port=port, auth_mode="proxy", proxy_secret=SECRET)
+    services = build_services(settings, environ={})
+    with serve_app(create_app(settings, services=services), port) as base:
+        url = base.replace("http", "ws") + "/ws"
+        with pytest.raises(ConnectionClosed) as closed:
+            with ws_connect(url, additional_headers={"X-User-Email": "bob@example.com"}, open_timeout=10) as ws:
+                ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        with ws_connect(url, additional_headers={"X-User-Email": "bob@example.com", "X-Proxy-Secret": SECRET},
+                        open_timeout=10) as ws:  # fmt: skip
+            assert '"bob@example.com"' in ws.recv(timeout=10)
+
+
 # -- cross-site state changes ----------------------------------------------------------------
 
 
