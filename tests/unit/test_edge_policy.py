@@ -61,6 +61,12 @@ def test_origins_are_the_public_origin_and_the_known_names_on_the_apps_port():
     assert policy(allowed_origins=["*"]).origin_allowed("null")
 
 
-def test_a_public_url_that_is_not_http_is_a_clear_error():
-    with pytest.raises(ValueError, match="SWITCHBOARD_PUBLIC_URL"):
-        policy(public_url="chat.example.com")
+@pytest.mark.parametrize(("values", "setting"), [
+    ({"public_url": "chat.example.com"}, "SWITCHBOARD_PUBLIC_URL"),
+    ({"allowed_hosts": ["http://chat.example.com/"]}, "SWITCHBOARD_ALLOWED_HOSTS"),
+    ({"allowed_hosts": [""]}, "SWITCHBOARD_ALLOWED_HOSTS"),
+    ({"allowed_origins": ["front.example.org"]}, "SWITCHBOARD_ALLOWED_ORIGINS"),
+])  # fmt: skip
+def test_a_malformed_setting_is_a_clear_error(values, setting):
+    with pytest.raises(ValueError, match=setting):
+        policy(**values)

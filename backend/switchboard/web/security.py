@@ -140,10 +140,14 @@ class EdgePolicy:
         hosts, suffixes, origins = set(LOCAL_HOSTS), [], set()
         any_host = "*" in settings.allowed_hosts
         for entry in settings.allowed_hosts:
-            if entry.startswith("*.") and len(entry) > 2:
-                suffixes.append("." + split_host(entry[2:])[0])
-            elif entry != "*":
-                hosts.add(split_host(entry)[0])
+            try:
+                if entry.startswith("*.") and len(entry) > 2:
+                    suffixes.append("." + split_host(entry[2:])[0])
+                elif entry != "*":
+                    hosts.add(split_host(entry)[0])
+            except ValueError:
+                raise ValueError(f"SWITCHBOARD_ALLOWED_HOSTS: {entry!r} is not a host name "
+                                 '(e.g. "chat.example.com", "*.example.com" or "*")') from None  # fmt: skip
         if settings.public_url:
             public = _parse_origin(settings.public_url)
             if public is None:
@@ -152,6 +156,9 @@ class EdgePolicy:
             origins.add(_origin_key(*public))
         for entry in settings.allowed_origins:
             parsed = _parse_origin(entry)
+            if parsed is None and entry != "*":
+                raise ValueError(f"SWITCHBOARD_ALLOWED_ORIGINS: {entry!r} is not an origin "
+                                 '(e.g. "https://chat.example.com" or "*")')  # fmt: skip
             if parsed is not None:
                 origins.add(_origin_key(*parsed))
         return cls(frozenset(hosts), tuple(suffixes), any_host, frozenset(origins),
