@@ -58,6 +58,12 @@ def test_origins_are_the_public_origin_and_the_known_names_on_the_apps_port():
         assert not configured.origin_allowed(origin), origin
     # The port the request really arrived on counts as the app's own (serve --port, tests).
     assert configured.origin_allowed("http://localhost:5123", server_port=5123)
+    # Same origin as the request, through a proxy on another port that passes Host on.
+    assert configured.origin_allowed("http://127.0.0.1:9090", "127.0.0.1:9090", server_port=8000)
+    assert configured.origin_allowed("https://box.lan", "box.lan")
+    assert not configured.origin_allowed("http://localhost:3000", "localhost:8000")  # another local app's page
+    assert not configured.origin_allowed("http://a.corp.example:9090", "a.corp.example:9090")  # wildcard names: never
+    assert not policy(allowed_hosts=["*"]).origin_allowed("http://rebind.example:8000", "rebind.example:8000")
     assert policy(allowed_origins=["*"]).origin_allowed("null")
 
 

@@ -124,9 +124,10 @@ class EdgePolicy:
 
     Hosts: the loopback names, the host of `public_url`, and `allowed_hosts`
     (`*` turns the check off; `*.example.com` admits any subdomain).  Origins:
-    the origin of `public_url`, the exact allowed host names on the app's own
-    port, and `allowed_origins` (`*` admits any).  The Host header never
-    decides which origin is "own": a rebinding site controls it."""
+    the origin of `public_url`, `allowed_origins` (`*` admits any), and the
+    exactly named hosts (loopback, public, plain `allowed_hosts` entries) on the
+    app's own port or on the port the request's Host names.  A Host counts only
+    when it is such a name: a rebinding site sends its own name as Host."""
 
     hosts: frozenset[str]
     host_suffixes: tuple[str, ...]
@@ -173,7 +174,7 @@ class EdgePolicy:
             return False
         return name in self.hosts or name.endswith(self.host_suffixes)
 
-    def origin_allowed(self, origin: str, server_port: int | None = None) -> bool:
+    def origin_allowed(self, origin: str, host_header: str | None = None, server_port: int | None = None) -> bool:
         if self.any_origin:
             return True
         parsed = _parse_origin(origin)
@@ -182,7 +183,18 @@ class EdgePolicy:
         if _origin_key(*parsed) in self.origins:
             return True
         scheme, name, port = parsed
-        return name in self.hosts and (port or _DEFAULT_PORTS[scheme]) in {self.port, server_port}
+        if name not in self.hosts:
+            return False  # wildcard entries admit a Host, never an origin
+        port = port or _DEFAULT_PORTS[scheme]
+        if port in {self.port, server_port}:
+            return True
+        # Same origin as the request (e.g. a proxy on another port that passes Host through):
+        # safe because the Host is an exactly named host, never a rebinding site's own name.
+        try:
+            host_name, host_port = split_host(host_header or "")
+        except ValueError:
+            return False
+        return (host_name, host_port or _DEFAULT_PORTS[scheme]) == (name, port)
 
 
 def _printable(value: str) -> str:
@@ -227,7 +239,8 @@ class RequestGuardMiddleware:
         origins = headers.getlist("origin")
         server = scope.get("server")
         server_port = server[1] if server else None
-        foreign = len(origins) > 1 or (origins and not self.policy.origin_allowed(origins[0], server_port))
+        foreign = len(origins) > 1 or (origins and not self.policy.origin_allowed(origins[0], hosts[0] if hosts else None,
+                                                                                 server_port))  # fmt: skip
         shown_origin = _printable(origins[0]) if origins else ""
         if kind == "websocket":
             if foreign:
