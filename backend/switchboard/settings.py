@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     group_service_url: str | None = None  # GET {url}?user=EMAIL -> JSON list of group names
     group_service_ttl_s: float = 300.0
     allowed_origins: list[str] = Field(default_factory=list)
+    # Host names the app answers besides localhost, 127.0.0.1, [::1] and PUBLIC_URL's host
+    # ("*.example.com" for subdomains, "*" for any): anything else is refused (DNS rebinding).
+    allowed_hosts: list[str] = Field(default_factory=list)
     public_url: str | None = None
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
@@ -55,6 +58,7 @@ class Settings(BaseSettings):
     max_artifact_bytes: int = 25 * 1024 * 1024
     max_upload_bytes: int = 50 * 1024 * 1024
     max_upload_bytes_per_user: int = 500 * 1024 * 1024
+    max_uploads_per_user: int = Field(default=1000, ge=0)  # stored uploads per user, empty files included
     file_url_ttl_s: int = 3600  # how long a signed file URL handed to a tool stays valid
     retention_days: float | None = 30  # uploads and artifacts older than this are deleted
     tool_concurrency_per_server: int = 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, UploadFile
@@ -151,15 +152,12 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
             f"the file is larger than the {limit // (1024 * 1024)} MB upload limit",
             action="Attach a smaller file, or ask your administrator to raise SWITCHBOARD_MAX_UPLOAD_BYTES.",
         )
-    quota = services.settings.max_upload_bytes_per_user
-    if services.artifacts.usage(user.email, "upload") + len(data) > quota:
-        raise BadRequest(
-            f"your uploads would exceed your {quota // (1024 * 1024)} MB storage limit",
-            action="Older uploads are removed automatically after a while; try again later or attach a smaller file.",
-        )
-    stored = services.artifacts.put(
-        owner=user.email, name=file.filename or "upload", mime=file.content_type or "", data=data, kind="upload"
-    )
+    # Quota check and writing touch the disk: in a worker thread, not on the event loop.
+    stored = await asyncio.to_thread(
+        services.artifacts.put_upload, owner=user.email, name=file.filename or "upload", mime=file.content_type or "",
+        data=data, max_bytes=services.settings.max_upload_bytes_per_user,
+        max_files=services.settings.max_uploads_per_user,
+    )  # fmt: skip
     suggested = [
         tool.qualified_name
         for tool in services.pool.registry.visible(Access(user, None, False, services.config.compliance))

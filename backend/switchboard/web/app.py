@@ -16,7 +16,7 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from . import api, conversations, pages, ws
-from .security import SecurityHeadersMiddleware, http_status
+from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
 
@@ -60,6 +60,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
+    # Added first, so it runs inside the headers middleware: its refusals get the headers too.
+    app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
     app.add_middleware(SecurityHeadersMiddleware)
 
     @app.exception_handler(SwitchboardError)

@@ -29,7 +29,6 @@ from ..chat.events import (
 from ..chat.session import new_id
 from ..errors import BadRequest, SwitchboardError
 from ..services import Services
-from .security import origin_allowed
 
 __all__ = ["router"]
 
@@ -102,14 +101,11 @@ class _Connection:
 @router.websocket("/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
-    origin = websocket.headers.get("origin")
-    if not origin_allowed(origin, websocket.headers.get("host"), services.settings.allowed_origins):
-        log.warning("refused cross-origin websocket", extra={"event": "ws_refused", "origin": origin})
-        await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
-        return
+    # Host and Origin were checked by RequestGuardMiddleware (web/security.py).
     try:
         user = await services.auth.identify(websocket.headers)
     except SwitchboardError:
+        await websocket.accept()  # closing before accepting would reach the browser as HTTP 403, not 1008
         await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
         return
     await websocket.accept()
