@@ -6,6 +6,7 @@ by uvicorn), a real stdio MCP server, the HTTP LLM double."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from tests.support.doors import events_of, served
 from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
 from tests.support.llm_double import ErrorReply, Reply, TextReply, ToolCall, ToolCallReply
 
+GRACE_S = 1.5
 IDS = {"call_id", "message_id", "conversation_id", "user_message_id", "request_id", "duration_ms"}
 
 
@@ -25,7 +27,7 @@ IDS = {"call_id", "message_id", "conversation_id", "user_message_id", "request_i
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("doors")
     write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
-    with served(make_settings(tmp, llm_max_attempts=1, turn_grace_s=5.0)) as (base, services):
+    with served(make_settings(tmp, llm_max_attempts=1, turn_grace_s=GRACE_S)) as (base, services):
         yield base, services
 
 
@@ -175,3 +177,22 @@ def test_each_script_shows_what_it_is_about(site, llm):
     assert "error" in types("model error") and seen["model error"][-1]["finish_reason"] == "error"
     assert seen["refused"] == [{"type": "error", "code": "bad_request", "message": "unknown compliance level 'Bogus'",
                                 "action": "Use one of: Public, Internal, External."}]  # fmt: skip
+
+
+def test_a_dropped_stream_leaves_its_turn_running_only_for_the_grace_period(site, llm):
+    """Dropped while the turn waits for an approval: nothing is being written, so only
+    watching for the disconnect notices it."""
+    base, services = site
+    llm.reset()
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("never"))
+    with httpx.Client(base_url=base, timeout=30) as client:
+        with client.stream("POST", "/api/chat", json={"content": "delete", "conversation_id": "dropped-stream-1"}) as response:
+            next(e for e in events_of(response.iter_lines()) if e["type"] == "approval_request")
+        dropped = time.monotonic()
+        time.sleep(GRACE_S / 3)
+        assert services.turns.running("dropped-stream-1") is not None  # a reconnect could still attach
+        while services.turns.running("dropped-stream-1") is not None and time.monotonic() - dropped < 10:
+            time.sleep(0.05)
+        waited = time.monotonic() - dropped
+    assert services.turns.running("dropped-stream-1") is None
+    assert GRACE_S - 0.2 < waited < GRACE_S + 2
