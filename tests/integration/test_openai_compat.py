@@ -125,3 +125,21 @@ def test_errors_come_in_openais_shape(site, llm):
         with pytest.raises(openai.AuthenticationError) as refused:
             stranger.models.list()
     assert "/api/tokens" in refused.value.message
+
+
+def test_the_openapi_schema_documents_the_doors_with_their_models(site):
+    _, base, _ = site
+    schema = httpx.get(f"{base}/openapi.json").json()
+    paths, models = schema["paths"], schema["components"]["schemas"]
+    for path in ("/api/chat", "/api/calls/{call_id}/approval", "/api/elicitations/{request_id}",
+                 "/api/conversations/{conversation_id}/cancel", "/api/tokens", "/api/tokens/{token_id}",
+                 "/v1/models", "/v1/chat/completions"):  # fmt: skip
+        assert path in paths, path
+    chat = paths["/api/chat"]["post"]
+    assert chat["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/ChatRequest")
+    assert "text/event-stream" in chat["responses"]["200"]["content"]
+    assert {"content", "model", "tools", "conversation_id"} <= set(models["ChatRequest"]["properties"])
+    completions = paths["/v1/chat/completions"]["post"]["responses"]["200"]["content"]
+    assert completions["application/json"]["schema"]["$ref"].endswith("/ChatCompletion")
+    assert "token" in models["NewTokenInfo"]["properties"] and "token" not in models["TokenInfo"]["properties"]
+    assert httpx.get(f"{base}/docs").status_code == 404  # no Swagger page: it would load its script from a CDN

@@ -62,7 +62,7 @@ _STREAM_DOC = {200: {"description": "one server-sent event per turn event, the l
                      "content": {"text/event-stream": {"example": 'event: token\ndata: {"type":"token","text":"Hi"}\n\n'}}}}  # fmt: skip
 
 
-@router.post("/chat", response_class=EventStreamResponse, responses=_STREAM_DOC)  # type: ignore[arg-type]
+@router.post("/chat", status_code=200, response_class=EventStreamResponse, responses=_STREAM_DOC)  # type: ignore[arg-type]
 async def chat(request: Request, user: UserDep, body: ChatRequest) -> EventStreamResponse:
     """Run a turn (as the websocket's `chat` message does) and stream its events.
     A chat that is refused before it starts answers a JSON error instead."""
