@@ -128,7 +128,12 @@ def test_a_refused_chat_answers_json_with_its_status(site):
     client, _ = site
     token = make_token(client, ALICE)["token"]
     bad = client.post("/api/chat", json={"content": "x", "model": "no-such-model"}, headers=bearer(token))
-    assert bad.status_code >= 400 and bad.headers["content-type"].startswith("application/json")
+    assert bad.status_code == 400 and bad.headers["content-type"].startswith("application/json")
     assert "no-such-model" in bad.json()["error"]["message"]
     malformed = client.post("/api/chat", json={"content": "x", "surprise": 1}, headers=bearer(token))
     assert malformed.status_code == 422
+    llm_free = client.post("/api/chat", json={"content": "x", "conversation_id": "someone-elses-1"}, headers=BOB)
+    assert llm_free.status_code == 200  # bob's conversation now
+    list(llm_free.iter_lines())
+    foreign = client.post("/api/chat", json={"content": "x", "conversation_id": "someone-elses-1"}, headers=bearer(token))
+    assert foreign.status_code == 404 and foreign.json()["error"]["code"] == "not_found"

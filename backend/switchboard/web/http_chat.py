@@ -14,7 +14,7 @@ from ..auth import User
 from ..chat import ApprovalAnswer, Subscription
 from ..chat.events import ChatMessage
 from ..chat.session import new_id
-from ..errors import NotFound
+from ..errors import BadRequest, LLMUnavailable, NotFound
 from .deps import current_user, services_of
 from .sse import EventStreamResponse
 
@@ -67,7 +67,10 @@ async def chat(request: Request, user: UserDep, body: ChatRequest) -> EventStrea
     """Run a turn (as the websocket's `chat` message does) and stream its events.
     A chat that is refused before it starts answers a JSON error instead."""
     services = services_of(request)
-    subscription = await services.turns.start(user, services.auth.is_admin(user), body, new_id())
+    try:
+        subscription = await services.turns.start(user, services.auth.is_admin(user), body, new_id())
+    except LLMUnavailable as exc:  # the model asked for is not one this user can use now: the request's fault
+        raise BadRequest(exc.message, action=exc.action) from None
     return EventStreamResponse(sse_events(subscription), on_close=lambda: subscription.turn.leave(subscription))
 
 
