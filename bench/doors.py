@@ -8,6 +8,7 @@ by turn so load from other processes falls on every door alike:
   sse     `POST /api/chat` (server-sent events, read to `message_done`), a kept-alive HTTP connection
   token   the same with `Authorization: Bearer sb_...` (a token checked per request)
   v1      `POST /v1/chat/completions` (not streamed; an incognito turn: nothing stored)
+  ws_inc, sse_inc   the websocket and `/api/chat` with `incognito: true`, to compare with v1
 Wall time from send to the end, and the app process's CPU per turn.
 
     uv run python bench/doors.py [--turns 200] [--json]
@@ -26,7 +27,7 @@ from typing import Any
 import _support as S
 
 USER_TEXT = "Please echo hello with the toolbox."
-DOORS = ("ws", "sse", "token", "v1")
+DOORS = ("ws", "sse", "token", "ws_inc", "sse_inc", "v1")
 
 
 async def run(args: Any) -> dict[str, Any]:
@@ -42,8 +43,8 @@ async def run(args: Any) -> dict[str, Any]:
                 await ws.recv()  # the session event
                 token = (await http.post("/api/tokens", json={"name": "bench"})).json()["token"]
 
-                async def sse_turn(headers: dict[str, str]) -> tuple[float, bool]:
-                    body = {"content": USER_TEXT, "conversation_id": secrets.token_hex(6)}
+                async def sse_turn(headers: dict[str, str], incognito: bool = False) -> tuple[float, bool]:
+                    body = {"content": USER_TEXT, "conversation_id": secrets.token_hex(6), "incognito": incognito}
                     start, events = time.perf_counter(), []
                     async with http.stream("POST", "/api/chat", json=body, headers=headers) as response:
                         async for line in response.aiter_lines():
@@ -60,12 +61,20 @@ async def run(args: Any) -> dict[str, Any]:
                     ok = response.status_code == 200 and response.json()["choices"][0]["finish_reason"] == "stop"
                     return time.perf_counter() - start, ok
 
-                async def ws_turn() -> tuple[float, bool]:
-                    seconds, events = await S.ws_turn(ws, USER_TEXT, conversation_id=secrets.token_hex(6))
-                    return seconds, S.turn_ok(events)
+                async def ws_turn(incognito: bool = False) -> tuple[float, bool]:
+                    if not incognito:
+                        seconds, events = await S.ws_turn(ws, USER_TEXT, conversation_id=secrets.token_hex(6))
+                        return seconds, S.turn_ok(events)
+                    start, events = time.perf_counter(), []
+                    await ws.send(json.dumps({"type": "chat", "content": USER_TEXT, "incognito": True,
+                                              "conversation_id": secrets.token_hex(6)}))  # fmt: skip
+                    while not events or events[-1]["type"] != "message_done":
+                        events.append(json.loads(await asyncio.wait_for(ws.recv(), 60)))
+                    return time.perf_counter() - start, S.turn_ok(events)
 
                 turns = {"ws": ws_turn, "sse": lambda: sse_turn({}),
-                         "token": lambda: sse_turn({"Authorization": f"Bearer {token}"}), "v1": v1_turn}  # fmt: skip
+                         "token": lambda: sse_turn({"Authorization": f"Bearer {token}"}), "v1": v1_turn,
+                         "ws_inc": lambda: ws_turn(True), "sse_inc": lambda: sse_turn({}, True)}  # fmt: skip
                 for _ in range(args.warmup):
                     for door in DOORS:
                         await turns[door]()
@@ -101,7 +110,8 @@ def main() -> None:
     started, load = time.monotonic(), [round(x, 2) for x in __import__("os").getloadavg()]
     data = asyncio.run(run(args))
     names = {"ws": "websocket", "sse": "POST /api/chat (SSE)", "token": "POST /api/chat with a token",
-             "v1": "POST /v1/chat/completions"}  # fmt: skip
+             "v1": "POST /v1/chat/completions", "ws_inc": "websocket, incognito",
+             "sse_inc": "POST /api/chat, incognito"}  # fmt: skip
     print(f"A turn through each door: {data['turns']} turns each, after warm-up; failed {data['failed']}\n")
     rows = []
     for door in DOORS:
