@@ -40,7 +40,6 @@ class ServerPool:
         max_artifact_bytes: int = 25 * 1024 * 1024,
         concurrency_per_server: int = 4,
         on_status: Callable[[ServerStatus], None] | None = None,
-        pins_path: Path | None = None,
         in_memory: Mapping[str, Any] | None = None,
     ) -> None:
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
@@ -50,7 +49,8 @@ class ServerPool:
         self._concurrency = concurrency_per_server
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
-        self.registry = ToolRegistry(ToolPins(pins_path))
+        self.pins = ToolPins(on_change=self._rebuild)
+        self.registry = ToolRegistry(self.pins)
         self.connections: dict[str, ServerConnection] = {name: self._connection(name, c) for name, c in mcp.servers.items()}
         self._limits = {name: asyncio.Semaphore(concurrency_per_server) for name in self.connections}
 
