@@ -92,6 +92,7 @@ def build_services(
         concurrency_per_server=settings.tool_concurrency_per_server,
         on_status=_log_status,
         pins_path=settings.data_dir / "tool-pins.json",
+        files_origin=settings.base_url,  # where stdio servers may fetch signed file links
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (

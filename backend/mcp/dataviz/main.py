@@ -1,7 +1,8 @@
 """dataviz: charts and column statistics for CSV data (MCP over stdio).
 
-Run from this folder: ``python main.py``. ``file_url`` is normally the signed
-http(s) URL the host hands over; set ``DATAVIZ_ALLOW_LOCAL=1`` to also accept
+Run from this folder: ``python main.py``. ``file_url`` must be a signed file link
+of the host (on ``$SWITCHBOARD_FILES_ORIGIN``, else on localhost), and is never
+followed through a redirect; set ``DATAVIZ_ALLOW_LOCAL=1`` to also accept
 local absolute paths. ``slow_count`` and ``fail`` exist for demos and tests.
 """
 

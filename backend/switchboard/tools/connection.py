@@ -101,8 +101,10 @@ class ServerConnection:
         log_dir: Path,
         init_timeout_s: float = 60.0,
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
+        files_origin: str | None = None,
     ) -> None:
         self.name = name
+        self._files_origin = files_origin
         self.config = config
         self._project_root = project_root
         self._log_dir = log_dir
@@ -162,7 +164,9 @@ class ServerConnection:
                 await outcome
 
     def _make_client(self) -> Client[Any]:
-        transport = build_transport(self.name, self.config, project_root=self._project_root, log_dir=self._log_dir)
+        transport = build_transport(
+            self.name, self.config, project_root=self._project_root, log_dir=self._log_dir, files_origin=self._files_origin
+        )
         roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
         return Client(
             transport,

@@ -40,9 +40,11 @@ class ServerPool:
         concurrency_per_server: int = 4,
         on_status: Callable[[ServerStatus], None] | None = None,
         pins_path: Path | None = None,
+        files_origin: str | None = None,
     ) -> None:
         self._mcp = mcp
-        self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s}
+        self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s,
+                                 "files_origin": files_origin}  # fmt: skip
         self._concurrency = concurrency_per_server
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status

@@ -79,7 +79,7 @@ async def test_chart_from_csv_text(client):
 
 async def test_chart_from_file_url_with_chosen_columns(client, file_server):
     csv = "x;y;label\n3;9;c\n1;1;a\n2;4;b\n"  # semicolons, unsorted x
-    url = file_server.add("/files/7/raw", csv.encode(), "text/csv", "squares.csv")
+    url = file_server.add("f7", csv.encode(), "text/csv", "squares.csv")
 
     out = _v2(
         await client.call_tool("chart_csv", {"file_url": url, "x": "x", "y": "y", "kind": "line"})
@@ -144,13 +144,13 @@ async def test_needs_exactly_one_source(client):
 
 
 async def test_expired_file_url(client, file_server):
-    message = await _error(client, "describe_csv", {"file_url": f"{file_server.base}/expired/a"})
+    message = await _error(client, "describe_csv", {"file_url": file_server.url("expired")})
 
     assert message == "the file link expired or is invalid (HTTP 403); attach the file again"
 
 
 async def test_binary_file_refused(client, file_server):
-    url = file_server.add("/data.csv", b"PK\x03\x04\x00\x00binary", "application/zip")
+    url = file_server.add("data", b"PK\x03\x04\x00\x00binary", "application/zip")
 
     assert "not a CSV text file" in await _error(client, "describe_csv", {"file_url": url})
 
