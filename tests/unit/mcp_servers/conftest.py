@@ -21,10 +21,21 @@ from tests.support.pdf import build_pdf
 SERVERS_DIR = Path(__file__).resolve().parents[3] / "backend" / "mcp"
 
 
-def load_server(name: str) -> ModuleType:
-    module_name = f"bundled_{name}_main"
+def load_server(name: str, *, test_tools: bool = False) -> ModuleType:
+    """The server's main module; ``test_tools`` loads a second copy as the host's tests
+    start it, with DATAVIZ_TEST_TOOLS=1 (the variable is read when the module loads)."""
+    module_name = f"bundled_{name}_main" + ("_test_tools" if test_tools else "")
     if module_name in sys.modules:
         return sys.modules[module_name]
+    with pytest.MonkeyPatch.context() as patch:
+        if test_tools:
+            patch.setenv(f"{name.upper()}_TEST_TOOLS", "1")
+        else:
+            patch.delenv(f"{name.upper()}_TEST_TOOLS", raising=False)
+        return _load(name, module_name)
+
+
+def _load(name: str, module_name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(module_name, SERVERS_DIR / name / "main.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -130,6 +141,11 @@ def pdfbasic_mcp() -> Any:
 @pytest.fixture(scope="session")
 def dataviz_mcp() -> Any:
     return load_server("dataviz").mcp
+
+
+@pytest.fixture(scope="session")
+def dataviz_test_tools_mcp() -> Any:
+    return load_server("dataviz", test_tools=True).mcp
 
 
 @pytest.fixture(scope="session")
