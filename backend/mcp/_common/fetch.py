@@ -110,13 +110,13 @@ def host_file_link_problem(url: str, files_origin: str) -> str | None:
             origin = urlsplit(files_origin.strip())
             origin_port = _port(origin)
         except ValueError:
-            return f"{FILES_ORIGIN_ENV} ({files_origin!r}) is not a valid URL; fix the server's environment"
-        same = (link.scheme, host, link_port) == (origin.scheme.lower(), (origin.hostname or "").lower(), origin_port)
-        if not same:
+            return f"{FILES_ORIGIN_ENV}={files_origin!r} is not a valid URL; fix the environment"
+        expected = (origin.scheme, (origin.hostname or "").lower(), origin_port)
+        if (link.scheme, host, link_port) != expected:
             return "it is not on the host's own origin"
         prefix = origin.path.rstrip("/")
     elif host not in _LOCAL_HOSTS:
-        return f"it is not on this machine (set {FILES_ORIGIN_ENV} to the host's URL to allow another)"
+        return f"it is not on this machine (the host sets {FILES_ORIGIN_ENV} to allow another)"
     path = link.path
     if not path.startswith(prefix) or not _FILE_PATH.fullmatch(path[len(prefix) :]):
         return "its path is not /api/files/{id}/content"

@@ -118,6 +118,7 @@ def test_the_origin_may_carry_a_path_prefix_and_default_ports(common):
     assert problem(f"http://localhost:8000{SIGNED}", "") is None
     assert problem(f"http://[::1]:8000{SIGNED}", "") is None
     assert problem(f"http://localhost:99999{SIGNED}", "") == "it is not a valid URL"
+    assert "is not a valid URL; fix the environment" in problem(f"http://localhost:8000{SIGNED}", "http://h:port")
 
 
 async def test_pdfbasic_refuses_an_internal_url_the_model_chose(pdfbasic_mcp, file_server):
