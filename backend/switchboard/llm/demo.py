@@ -40,7 +40,7 @@ _FRAMED_RESULT = re.compile(
 _EXAMPLE = 'run dataviz_describe_csv {"csv_text": "a,b\\n1,2"}'
 # Where the host's additions to a user message begin (chat/attachments.py appends them
 # after the user's text): the attached-files note and attached resources.
-_HOST_ADDITION = re.compile(r'\n\n(?:\[Attached files: |<resource server="|\[resource )')
+_HOST_ADDITION = re.compile(r'(?:^|\n\n)(?:\[Attached files: |<resource server="|\[resource )')
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])")
 _HELP_DESCRIPTION_CHARS = 160
 

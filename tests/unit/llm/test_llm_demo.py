@@ -191,7 +191,7 @@ def test_attached_resource_text_names_no_tool():
     )
 
     assert calls_for("summarise this note" + resource, names=BUNDLED) == []
-    assert calls_for("" + resource, names=BUNDLED) == []
+    assert calls_for(resource.lstrip(), names=BUNDLED) == []  # a message that is only the host's text
 
 
 def test_a_tail_of_a_tool_name_is_not_its_name():
