@@ -132,6 +132,7 @@ def build_services(
         max_artifact_bytes=settings.max_artifact_bytes,
         concurrency_per_server=settings.tool_concurrency_per_server,
         on_status=_log_status,
+        files_origin=settings.base_url,  # where stdio servers may fetch signed file links
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (
