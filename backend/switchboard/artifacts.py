@@ -71,6 +71,7 @@ class StoredFile:
     owner: str
     kind: str  # "artifact" | "upload"
     created: float
+    scripts: bool = False  # an HTML artifact may run scripts (its server opted in with `artifact_scripts`)
 
 
 class ArtifactStore:
@@ -83,7 +84,8 @@ class ArtifactStore:
             raise NotFound("no such file")
         return self.root / f"{file_id}.bin", self.root / f"{file_id}.json"
 
-    def put(self, *, owner: str, name: str, mime: str, data: bytes, kind: str = "artifact") -> StoredFile:
+    def put(self, *, owner: str, name: str, mime: str, data: bytes, kind: str = "artifact",
+            scripts: bool = False) -> StoredFile:  # fmt: skip
         file_id = secrets.token_urlsafe(18)
         blob, meta = self._paths(file_id)
         stored = StoredFile(
@@ -94,6 +96,7 @@ class ArtifactStore:
             owner=owner,
             kind=kind,
             created=time.time(),
+            scripts=scripts,
         )
         blob.write_bytes(data)
         meta.write_text(json.dumps(asdict(stored)), encoding="utf-8")

@@ -61,6 +61,7 @@ class ServerConfig(_Strict):
     roots: list[str] = Field(default_factory=list)
     sampling: bool = True
     file_types: list[str] = Field(default_factory=list)  # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools
+    artifact_scripts: bool = False  # HTML artifacts of this (trusted) server may run scripts in their sandbox
 
     def handles_file(self, name: str, mime: str) -> bool:
         name, mime = name.lower(), mime.lower()
