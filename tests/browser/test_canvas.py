@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import httpx
 from playwright.sync_api import expect
@@ -177,3 +178,20 @@ def _mean_brightness(png: bytes) -> float:
     image = Image.open(io.BytesIO(png)).convert("L")
     pixels = list(image.getdata())
     return sum(pixels) / len(pixels)
+
+
+def test_the_dataviz_report_fits_the_canvas_and_follows_the_dark_theme(open_page, llm):
+    page = open_page(color_scheme="dark")
+    csv_text = "month,signups,churned\nJan,120,14\nFeb,135,11\nMar,160,17\n"
+    llm.enqueue(ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": csv_text, "title": "Signups"}))]),
+                TextReply("ok"))
+    send(page, "chart it")
+    tab(page, "report.html").click()
+    body = _frame(page).locator("body")
+    expect(body.locator("h1")).to_have_text("Signups")
+    wait_finished(page)
+    # Its wide statistics table scrolls inside itself; the page fits the frame.
+    overflow = body.evaluate("b => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the report is {overflow} px wider than the canvas"
+    assert body.evaluate("b => getComputedStyle(b).backgroundColor") == "rgb(20, 21, 24)"
+    assert body.evaluate("b => getComputedStyle(b).color") == "rgb(230, 231, 234)"

@@ -150,7 +150,7 @@ def test_phone_width_uses_drawers(open_page, llm, shots):
     page.keyboard.press("Escape")
     expect(panel).to_be_hidden()
     expect(page.get_by_role("button", name="Tools")).to_be_focused()
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_make_report", "{}")]), TextReply("Report ready."))
+    llm.enqueue(ToolCallReply([ToolCall("fixtures_files", "{}")]), TextReply("Report ready."))
     send(page, "report")
     answer = wait_finished(page)
     expect(answer).to_contain_text("Report ready.")
@@ -158,16 +158,16 @@ def test_phone_width_uses_drawers(open_page, llm, shots):
     canvas = page.locator("#canvas")
     expect(canvas).to_be_hidden()
     expect(answer.locator(".answer-text")).to_be_in_viewport()
-    toggle = page.get_by_role("button", name="Canvas (2)")
+    toggle = page.get_by_role("button", name="Canvas (5)")
     expect(toggle).to_be_visible()
     toggle.click()
     expect(canvas).to_be_visible()
     box = canvas.bounding_box()
     assert box["width"] == 390 and box["x"] == 0
-    expect(canvas.get_by_role("tab", name="report.html")).to_have_attribute("aria-selected", "true")
+    expect(canvas.get_by_role("tab", name="report.pdf")).to_have_attribute("aria-selected", "true")
     # Every tab's close button is whole on screen, and it is what a tap there hits.
     closes = canvas.locator(".tab-close")
-    expect(closes).to_have_count(2)
+    expect(closes).to_have_count(5)
     for close in closes.all():
         b = close.bounding_box()
         assert b["x"] >= 0 and b["x"] + b["width"] <= 390, b
@@ -176,13 +176,13 @@ def test_phone_width_uses_drawers(open_page, llm, shots):
             return document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2) === btn;
         }""")
     shots(page, "10-phone-canvas")
-    closes.nth(1).click()
-    expect(canvas.get_by_role("tab")).to_have_count(1)
+    closes.nth(4).click()
+    expect(canvas.get_by_role("tab")).to_have_count(4)
     page.get_by_role("button", name="Close canvas").click()
     expect(canvas).to_be_hidden()
     # A file chip opens the canvas on that file.
-    card(page, "toolbox_make_report").locator(".chip-artifact", has_text="dot.png").click()
-    expect(canvas.get_by_role("tab", name="dot.png")).to_have_attribute("aria-selected", "true")
+    card(page, "fixtures_files").locator(".chip-artifact", has_text="cities.csv").click()
+    expect(canvas.get_by_role("tab", name="cities.csv")).to_have_attribute("aria-selected", "true")
     page.get_by_role("button", name="Close canvas").click()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     shots(page, "11-phone-chat")

@@ -110,10 +110,14 @@ def _default_title(x: Column, ys: list[Column]) -> str:
     return f"{', '.join(c.name for c in ys)} by {x.name}"
 
 
+# Light or dark as the viewer's system is; wide tables scroll inside themselves
+# rather than widening the page past the frame it is shown in.
 _CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #222; }
-img { max-width: 100%; height: auto; border: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; }
-th { background: #f3f3f3; }
+:root { color-scheme: light dark; --fg: #222; --bg: #fff; --line: #ccc; --head: #f3f3f3; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6e7ea; --bg: #141518; --line: #3a3e46; --head: #24272e; } }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: var(--fg); background: var(--bg); }
+img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; display: block; max-width: 100%; overflow-x: auto; }
+th, td { border: 1px solid var(--line); padding: 0.25rem 0.5rem; text-align: left; }
+th { background: var(--head); }
 """
