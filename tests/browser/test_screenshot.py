@@ -1,5 +1,5 @@
 """The README screenshot's conversation (scripts/screenshot.py) works: the demo
-model charts an attached CSV with the bundled dataviz server.  The picture goes
+model charts a small table with the bundled dataviz server.  The picture goes
 to tests/browser/screenshots/; the tracked docs/screenshot.png is left alone
 (`uv run python scripts/screenshot.py` regenerates it on demand)."""
 
@@ -31,7 +31,8 @@ def test_readme_screenshot_conversation(page, shots):
     chart = card(page, "dataviz_chart_csv")
     expect(chart).to_have_attribute("data-state", "done")
     expect(page.locator(".msg.assistant").last).to_contain_text("Demo model")
-    expect(page.locator(".msg.user").last.locator(".chip-name")).to_have_text(script.CSV_NAME)
+    expect(page.locator(".tool-card")).to_have_count(1)
+    expect(page.locator(".msg.user .bubble").last).to_have_text(script.MESSAGE)
     path = shots(page, "00-readme")
     assert path.parent.name == "screenshots" and path.exists()
     after = DOCS_SCREENSHOT.stat().st_mtime_ns if DOCS_SCREENSHOT.exists() else None
