@@ -193,7 +193,7 @@ export class ToolsPanel {
     const order = ["ready", "starting", "failed", "disabled"];
     const states = [...counts.keys()].sort((a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99));
     const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
-    const children = [el("p", { class: "status-line" }, el("strong", { text: `${plural(servers.length, "server")}` }),
+    const children = [el("p", { class: "status-line" }, el("strong", { text: plural(servers.length, "server") }),
       servers.length ? `: ${states.map((st) => `${counts.get(st)} ${STATUS_TEXT[st] || st}`).join(", ")}` : "")];
     const failed = servers.filter((sv) => sv.status === "failed");
     if (failed.length) {
