@@ -128,7 +128,7 @@ th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; over
 td { max-width: 24rem; overflow-wrap: anywhere; }
 th { background: #f3f3f3; }
 @media (prefers-color-scheme: dark) {
-  body { color: #e8e8e8; background: #1b1d21; }
+  body { color: #e6e7ea; background: #141518; }  /* the chat page's own dark colours */
   img { border-color: #444; }
   th, td { border-color: #4a4d55; }
   th { background: #2a2d33; }
