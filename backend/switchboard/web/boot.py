@@ -121,7 +121,7 @@ class BootingApp:
         if isinstance(exc, PermissionError) and hasattr(os, "getuid"):
             line += f" (the app runs as uid {os.getuid()}: make that path writable for it)"
         print(f"{line}; stopping. Fix the cause and start it again.", file=sys.stderr, flush=True)
-        if log.handlers:  # the log is set up (it may be the very thing that failed); else stderr is all
+        if any(h.get_name() == "switchboard-jsonl" for h in log.handlers):  # the log may be what failed
             log.error(line, exc_info=exc, extra={"event": "startup_failed", "error": self._error})
             from ..logs import flush_logs
 
@@ -147,6 +147,10 @@ class BootingApp:
 
 def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) -> BootingApp:
     """The app `switchboard serve` runs: Switchboard with `settings`, built after start-up."""
+
+    from ..logs import enable_console
+
+    enable_console()  # the operator sees servers come up or fail, and config errors
 
     def build() -> ASGIApp:  # runs in a worker thread while /healthz already answers
         from .app import create_app
