@@ -98,7 +98,9 @@ def test_an_admin_restarts_one_server_after_fixing_its_cause(tmp_path):
         assert client.post("/api/servers/licensed/restart", headers=USER).status_code == 403
         assert client.post("/api/servers/nosuch/restart", headers=ADMIN).status_code == 404
         licence.write_text("ok")
+        old = services.pool.connections["licensed"]
         answer = client.post("/api/servers/licensed/restart", headers=ADMIN)
+        assert services.pool.connections["licensed"] is not old, "a fresh connection (and process)"
         assert answer.status_code == 200 and answer.json() == {"server": "licensed", "status": "starting"}
         body = _wait(client, lambda b: b["servers"]["licensed"]["status"] == "ready", timeout=20)
         assert body["servers"]["licensed"]["status"] == "ready"

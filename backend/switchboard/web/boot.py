@@ -107,6 +107,8 @@ class BootingApp:
             await lifespan.startup()
             self._inner_lifespan = lifespan
             self._app = app
+        except asyncio.CancelledError:
+            raise  # the process is stopping anyway: not a failed start
         except BaseException as exc:  # noqa: BLE001 - reported on /healthz, stderr and the log
             self._error = f"{type(exc).__name__}: {exc}"
             self._settled.set()
