@@ -70,6 +70,11 @@ def test_a_broken_override_file_is_loud_on_readyz_and_the_page(tmp_path):
         assert any("overrides/mcp.json" in e and "line 2, column 33" in e for e in admin["config_errors"])
         user = client.get("/api/config", headers=USER).json()
         assert "config_errors" not in user and "administrator" in user["config_note"]
+        # Reloading a file that is still broken is refused, and what runs keeps running.
+        (tmp_path / "overrides" / "mcp.json").write_text('{"servers": {"toolbox": {"enabled": false},}}')
+        refused = client.post("/api/admin/reload", headers=ADMIN)
+        assert refused.status_code == 400 and "line 1, column" in refused.json()["error"]["message"]
+        assert services.pool.connections["toolbox"].status.status == "ready"
         # Fixed and reloaded: ready again.
         (tmp_path / "overrides" / "mcp.json").write_text(json.dumps({"servers": {"extra": toolbox_entry()}}))
         assert client.post("/api/admin/reload", headers=ADMIN).status_code == 200

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from ..auth import User
+from ..config import load_app_config
 from ..errors import BadRequest, Forbidden, NotFound
 from ..services import Services
 from .deps import current_user, services_of
@@ -26,7 +27,15 @@ def _admin_services(request: Request, user: User, doing: str) -> Services:
 
 @router.post("/api/admin/reload")
 async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
-    return await _admin_services(request, user, "reload the configuration").reload()
+    """Re-read every config file. A file that cannot be read at all is refused, and the running
+    configuration stays: a typo must not stop every server the file lists."""
+    services = _admin_services(request, user, "reload the configuration")
+    settings = services.settings
+    broken = load_app_config(settings.defaults_dir, settings.config_dir, services.environ).broken_files()
+    if broken:
+        raise BadRequest("not reloaded: " + "; ".join(str(e) for e in broken),
+                         action="Fix the file and reload again; the running configuration is unchanged.")  # fmt: skip
+    return await services.reload()
 
 
 @router.post("/api/servers/{name}/restart")
