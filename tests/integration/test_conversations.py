@@ -328,3 +328,21 @@ def test_a_failed_write_during_a_turn_is_told_to_the_user(tmp_path, llm):
     assert errors and errors[0]["code"] == "internal" and "sav" in errors[0]["message"].lower()
     assert events[-1]["finish_reason"] == "error"
     assert not any(e["type"] == "tool_result" for e in events)  # never announced, since it was not stored
+
+
+def test_a_database_that_comes_up_after_the_app_is_used_once_it_does(tmp_path, llm, postgres_cluster):
+    import time
+
+    import uuid
+
+    configure(tmp_path, llm)
+    name = "late_" + uuid.uuid4().hex[:12]
+    settings = make_settings(tmp_path, database_url=postgres_cluster.url(name))
+    with running_app(settings) as (client, _):
+        assert client.get("/readyz").status_code == 503
+        postgres_cluster.create_database(name)  # the database appears after the app started
+        deadline = time.monotonic() + 30
+        while client.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, client.get("/readyz").json()
+            time.sleep(0.5)
+        assert client.get("/api/conversations").json() == {"conversations": []}

@@ -70,9 +70,9 @@ class PostgresCluster:
     def url(self, database: str = "postgres", *, driver: str = "postgresql+asyncpg") -> str:
         return f"{driver}://postgres@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self) -> str:
+    def create_database(self, name: str | None = None) -> str:
         """A fresh, empty database; returns its SQLAlchemy URL."""
-        name = "t_" + uuid.uuid4().hex[:16]
+        name = name or "t_" + uuid.uuid4().hex[:16]
         self._run(str(self.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
         return self.url(name)
 
