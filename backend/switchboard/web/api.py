@@ -1,4 +1,4 @@
-"""The HTTP API (ARCHITECTURE §4)."""
+"""The HTTP API (docs/protocol.md, "HTTP")."""
 
 from __future__ import annotations
 
