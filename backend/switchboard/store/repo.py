@@ -261,24 +261,23 @@ class ConversationStore:
                 )
                 if parent.first() is None:
                     raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
+            if (await conn.execute(select(messages.c.id).where(messages.c.id == id))).first() is not None:
+                raise Conflict(f"a message with id '{id}' exists already")
             last = select(func.coalesce(func.max(messages.c.seq), 0)).where(messages.c.conversation_id == conversation_id)
             seq = int((await conn.execute(last)).scalar_one()) + 1
             record = Message(id, conversation_id, parent_id, seq, role, content, dict(data or {}), now)  # type: ignore[arg-type]
-            try:
-                await conn.execute(
-                    insert(messages).values(
-                        id=id,
-                        conversation_id=conversation_id,
-                        parent_id=parent_id,
-                        seq=seq,
-                        role=role,
-                        content=content,
-                        data=record.data,
-                        created_at=now,
-                    )
+            await conn.execute(
+                insert(messages).values(
+                    id=id,
+                    conversation_id=conversation_id,
+                    parent_id=parent_id,
+                    seq=seq,
+                    role=role,
+                    content=content,
+                    data=record.data,
+                    created_at=now,
                 )
-            except IntegrityError as exc:
-                raise Conflict(f"a message with id '{id}' exists already") from exc
+            )
         return record
 
     async def messages(self, conversation_id: str) -> list[Message]:
