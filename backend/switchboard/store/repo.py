@@ -172,7 +172,8 @@ class ConversationStore:
         self, owner: str, *, q: str | None = None, limit: int = 50, before: datetime | None = None
     ) -> list[Conversation]:
         """Newest ``updated_at`` first. ``q``: case-insensitive substring of the title or of any
-        message's text. ``before``: only conversations updated strictly earlier (the next page)."""
+        message's text (of the title only when shorter than 3 characters). ``before``: only
+        conversations updated strictly earlier (the next page)."""
         stmt = select(conversations).where(conversations.c.owner == owner)
         if before is not None and before.tzinfo is None:
             raise ValueError("`before` must be timezone-aware (the store keeps UTC)")
