@@ -23,7 +23,7 @@ from .engine import WRITE, cause_name, describe, make_engine, unavailable
 from .migrate import migrate as run_migrations
 from .models import allowances, conversations, files, messages, tool_pins
 from .records import ROLES, Conversation, Message
-from .search import matches
+from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
 __all__ = ["UNSET", "ConversationStore", "open_store"]
 
@@ -179,10 +179,14 @@ class ConversationStore:
             raise ValueError("`before` must be timezone-aware (the store keeps UTC)")
         if before is not None:
             stmt = stmt.where(conversations.c.updated_at < before)
-        if q is not None and q.strip():
-            stmt = stmt.where(matches(q.strip(), self._dialect))
-        stmt = stmt.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
+        q = (q or "").strip()
         async with self._read("list conversations") as conn:
+            if q:
+                common = False
+                if self._dialect == "sqlite" and len(q) >= SHORTEST_TEXT_QUERY:
+                    common = (await conn.execute(common_in_messages(q))).scalar_one() >= COMMON_MATCHES
+                stmt = stmt.where(matches(q, self._dialect, common=common))
+            stmt = stmt.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
             rows = (await conn.execute(stmt)).mappings().all()
         return [_conversation(row) for row in rows]
 

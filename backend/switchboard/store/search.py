@@ -8,11 +8,16 @@ scanning every message for it costs seconds at 100,000 messages (docs/benchmarks
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, column, literal_column, or_, select, table, text
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, column, exists, func, literal_column, or_, select, table, text
 
 from .models import conversations, messages
 
-__all__ = ["matches"]
+__all__ = ["COMMON_MATCHES", "SHORTEST_TEXT_QUERY", "common_in_messages", "matches"]
+
+SHORTEST_TEXT_QUERY = 3  # characters: what a trigram index can serve
+COMMON_MATCHES = 500  # SQLite: from this many matching messages on, walk conversations newest first
 
 _messages_fts = table("messages_fts", column("rowid"))
 _titles_fts = table("conversations_fts", column("rowid"))
@@ -23,7 +28,6 @@ def _like_pattern(q: str) -> str:
     return f"%{escaped}%"
 
 
-SHORTEST_TEXT_QUERY = 3  # characters: what a trigram index can serve
 
 
 def _titles_by_scan(q: str) -> ColumnElement[bool]:
@@ -36,19 +40,36 @@ def _by_trigram_index(q: str) -> ColumnElement[bool]:
     return or_(conversations.c.title.ilike(pattern, escape="\\"), conversations.c.id.in_(in_messages))
 
 
-def _by_fts5(q: str) -> ColumnElement[bool]:
-    phrase = '"' + q.replace('"', '""') + '"'  # one quoted FTS5 string: no query syntax gets through
-    message_rows = (
-        select(_messages_fts.c.rowid).where(text("messages_fts MATCH :fts_q").bindparams(fts_q=phrase))
-    )
-    in_messages = select(messages.c.conversation_id).where(literal_column("messages.rowid").in_(message_rows))
-    title_rows = (
-        select(_titles_fts.c.rowid).where(text("conversations_fts MATCH :fts_t").bindparams(fts_t=phrase))
-    )
-    return or_(literal_column("conversations.rowid").in_(title_rows), conversations.c.id.in_(in_messages))
+def _phrase(q: str) -> str:
+    return '"' + q.replace('"', '""') + '"'  # one quoted FTS5 string: no query syntax gets through
 
 
-def matches(q: str, dialect: str) -> ColumnElement[bool]:
+def _message_rows(q: str) -> Select[Any]:
+    return select(_messages_fts.c.rowid).where(text("messages_fts MATCH :fts_q").bindparams(fts_q=_phrase(q)))
+
+
+def common_in_messages(q: str) -> Select[Any]:
+    """SQLite: counts matching messages up to COMMON_MATCHES; at that count the query is "common"."""
+    return select(func.count()).select_from(_message_rows(q).limit(COMMON_MATCHES).subquery())
+
+
+def _by_fts5(q: str, common: bool) -> ColumnElement[bool]:
+    message_rows = _message_rows(q)
+    if common:
+        # Many messages match: walk the conversations newest first and stop at the end of the page.
+        in_messages: ColumnElement[bool] = exists().where(
+            messages.c.conversation_id == conversations.c.id, literal_column("messages.rowid").in_(message_rows)
+        )
+    else:
+        # Few match: collect their conversations once.
+        owners = select(messages.c.conversation_id).where(literal_column("messages.rowid").in_(message_rows))
+        in_messages = conversations.c.id.in_(owners)
+    title_rows = select(_titles_fts.c.rowid).where(text("conversations_fts MATCH :fts_t").bindparams(fts_t=_phrase(q)))
+    return or_(literal_column("conversations.rowid").in_(title_rows), in_messages)
+
+
+def matches(q: str, dialect: str, *, common: bool = False) -> ColumnElement[bool]:
+    """``common`` (SQLite, from ``common_in_messages``) picks the plan that suits many matches."""
     if len(q) < SHORTEST_TEXT_QUERY:
         return _titles_by_scan(q)
-    return _by_fts5(q) if dialect == "sqlite" else _by_trigram_index(q)
+    return _by_fts5(q, common) if dialect == "sqlite" else _by_trigram_index(q)

@@ -43,3 +43,33 @@ async def test_pin_if_absent_first_writer_wins_across_instances(store_url):
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_writes_that_read_first_do_not_fail_under_concurrent_writers(store_url):
+    """delete_conversation reads the file links before deleting: on SQLite a transaction that
+    reads and then writes would fail at once if another process wrote in between, unless the
+    transaction takes the write lock from its start."""
+    first, second = await open_store(store_url), await open_store(store_url)
+    try:
+        for n in range(40):
+            await first.create_conversation(id=f"c{n}", owner="a", title="t", model=None, compliance_level=None)
+            await first.link_file(f"c{n}", f"file{n}")
+        await first.create_conversation(id="busy", owner="a", title="t", model=None, compliance_level=None)
+
+        async def delete(store, ids):
+            return [await store.delete_conversation(i) for i in ids]
+
+        async def add(store, name):
+            for i in range(20):
+                await store.add_message("busy", id=f"{name}{i}", parent_id=None, role="user", content="x")
+
+        results = await asyncio.gather(
+            delete(first, [f"c{n}" for n in range(0, 40, 2)]), delete(second, [f"c{n}" for n in range(1, 40, 2)]),
+            add(first, "a"), add(second, "b"),
+        )  # fmt: skip
+        assert results[0] == [[f"file{n}"] for n in range(0, 40, 2)]
+        assert results[1] == [[f"file{n}"] for n in range(1, 40, 2)]
+        assert (await second.get_conversation("busy")).message_count == 40
+    finally:
+        await first.close()
+        await second.close()
