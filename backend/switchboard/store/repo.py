@@ -183,8 +183,9 @@ class ConversationStore:
         async with self._read("list conversations") as conn:
             if q:
                 common = False
-                if self._dialect == "sqlite" and len(q) >= SHORTEST_TEXT_QUERY:
-                    common = (await conn.execute(common_in_messages(q))).scalar_one() >= COMMON_MATCHES
+                if len(q) >= SHORTEST_TEXT_QUERY:
+                    probe = common_in_messages(q, self._dialect)
+                    common = (await conn.execute(probe)).scalar_one() >= COMMON_MATCHES
                 stmt = stmt.where(matches(q, self._dialect, common=common))
             stmt = stmt.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
             rows = (await conn.execute(stmt)).mappings().all()

@@ -129,3 +129,12 @@ async def test_sqlite_folder_that_cannot_be_created(tmp_path):
     blocker.write_text("x")
     with pytest.raises(StoreUnavailable, match="cannot create the folder"):
         await open_store(f"sqlite+aiosqlite:///{blocker}/sub/switchboard.db")
+
+
+def test_settings_database_url(tmp_path, monkeypatch):
+    from switchboard.settings import Settings
+
+    monkeypatch.delenv("SWITCHBOARD_DATABASE_URL", raising=False)
+    assert Settings(data_dir=tmp_path).database_url_resolved == f"sqlite+aiosqlite:///{tmp_path}/switchboard.db"
+    monkeypatch.setenv("SWITCHBOARD_DATABASE_URL", "postgresql+asyncpg://u:p@db:5432/switchboard")
+    assert Settings(data_dir=tmp_path).database_url_resolved == "postgresql+asyncpg://u:p@db:5432/switchboard"

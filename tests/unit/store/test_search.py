@@ -68,8 +68,8 @@ async def test_blank_query_lists_everything(filled):
     assert await ids(filled, "  ") == ["budget", "code", "volcano"]
 
 
-async def test_sqlite_plans_for_few_and_many_matches_agree(tmp_path):
-    """SQLite picks one of two plans by how many messages match; both must find the same."""
+async def test_plans_for_few_and_many_matches_agree(store_url):
+    """Each backend picks one of two plans by how many messages match; both must find the same."""
     from sqlalchemy import select
 
     from switchboard.store import open_store
@@ -77,24 +77,24 @@ async def test_sqlite_plans_for_few_and_many_matches_agree(tmp_path):
     from switchboard.store.models import conversations
     from switchboard.store.search import COMMON_MATCHES, common_in_messages, matches
 
-    url = f"sqlite+aiosqlite:///{tmp_path}/s.db"
-    store = await open_store(url)
+    store = await open_store(store_url)
     for n in range(30):
         await store.create_conversation(id=f"c{n:02d}", owner=ANN if n % 3 else BOB, title=f"title {n}", model=None,
                                         compliance_level=None)  # fmt: skip
         await store.add_message(f"c{n:02d}", id=f"m{n}", parent_id=None, role="user",
                                 content="weekly meeting" if n % 2 else "lunch")  # fmt: skip
     await store.close()
-    engine = make_engine(url)
+    engine = make_engine(store_url)
+    dialect = engine.dialect.name
     try:
         async with engine.connect() as conn:
-            assert (await conn.execute(common_in_messages("meeting"))).scalar_one() == 15 < COMMON_MATCHES
+            assert (await conn.execute(common_in_messages("meeting", dialect))).scalar_one() == 15 < COMMON_MATCHES
             for q in ("meeting", "lunch", "title 1", "nothing"):
                 found = []
                 for common in (False, True):
                     stmt = (
                         select(conversations.c.id)
-                        .where(conversations.c.owner == ANN, matches(q, "sqlite", common=common))
+                        .where(conversations.c.owner == ANN, matches(q, dialect, common=common))
                         .order_by(conversations.c.updated_at.desc())
                         .limit(5)
                     )
