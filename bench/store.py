@@ -27,15 +27,14 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import _support as S
 from sqlalchemy import insert, text
-
 from switchboard.store import open_store
 from switchboard.store.engine import WRITE, make_engine
 from switchboard.store.models import conversations, messages
+
 from tests.support.postgres import PostgresCluster, find_bin_dir
 
 GOAL_LIST_MS, GOAL_SEARCH_MS = 50.0, 200.0
@@ -148,7 +147,10 @@ async def _measure(url: str, reps: int) -> list[dict[str, Any]]:
 
 async def run(args: Any) -> dict[str, Any]:
     convs, msgs = _rows(args.conversations, args.per_conversation)
-    results: dict[str, Any] = {"conversations": args.conversations, "messages": args.conversations * args.per_conversation}
+    results: dict[str, Any] = {
+        "conversations": args.conversations,
+        "messages": args.conversations * args.per_conversation,
+    }
     for backend in args.backends.split(","):
         cluster = None
         with tempfile.TemporaryDirectory() as tmp:

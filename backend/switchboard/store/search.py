@@ -32,8 +32,6 @@ def _like_pattern(q: str) -> str:
     return f"%{escaped}%"
 
 
-
-
 def _titles_by_scan(q: str) -> ColumnElement[bool]:
     return conversations.c.title.ilike(_like_pattern(q), escape="\\")
 

@@ -10,7 +10,9 @@ WRITERS, PER_WRITER = 2, 25
 async def test_concurrent_add_message_keeps_seq_unique_and_count_right(store_url):
     first, second = await open_store(store_url), await open_store(store_url)
     try:
-        await first.create_conversation(id="shared", owner="ann@example.com", title="t", model=None, compliance_level=None)
+        await first.create_conversation(
+            id="shared", owner="ann@example.com", title="t", model=None, compliance_level=None
+        )
 
         async def write(store, name):
             for i in range(PER_WRITER):
@@ -33,7 +35,11 @@ async def test_pin_if_absent_first_writer_wins_across_instances(store_url):
     stores = [await open_store(store_url) for _ in range(2)]
     try:
         results = await asyncio.gather(
-            *(s.pin_if_absent("git", f"tool{t}", f"digest-{n}", {"n": n}) for t in range(10) for n, s in enumerate(stores))
+            *(
+                s.pin_if_absent("git", f"tool{t}", f"digest-{n}", {"n": n})
+                for t in range(10)
+                for n, s in enumerate(stores)
+            )
         )
         pins = await stores[0].pins()
         for t in range(10):

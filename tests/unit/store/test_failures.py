@@ -2,10 +2,10 @@
 
 import pytest
 from sqlalchemy import text
-
 from switchboard.errors import StoreError, StoreUnavailable
 from switchboard.store import open_store
 from switchboard.store.engine import WRITE, make_engine
+
 from tests.support.postgres import PostgresCluster
 
 SQLITE_REFUSE = "CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'secret driver text'); END"

@@ -6,7 +6,6 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
-
 from switchboard.__main__ import main
 from switchboard.errors import StoreUnavailable
 from switchboard.store import open_store, upgrade
@@ -98,7 +97,7 @@ async def test_unreachable_postgres_is_store_unavailable_naming_it_without_the_p
         await open_store(url)
     message = caught.value.message
     assert "hunter2" not in message and "hunter2" not in str(caught.value.action)
-    assert f"postgresql+asyncpg://switchboard:***@127.0.0.1:" in message and "/chats" in message
+    assert "postgresql+asyncpg://switchboard:***@127.0.0.1:" in message and "/chats" in message
     assert "cannot reach" in message and "ConnectionRefusedError" in message
     assert "SWITCHBOARD_DATABASE_URL" in message
     assert caught.value.code == "internal"

@@ -71,7 +71,6 @@ async def test_blank_query_lists_everything(filled):
 async def test_plans_for_few_and_many_matches_agree(store_url):
     """Each backend picks one of two plans by how many messages match; both must find the same."""
     from sqlalchemy import select
-
     from switchboard.store import open_store
     from switchboard.store.engine import make_engine
     from switchboard.store.models import conversations
