@@ -1,5 +1,6 @@
 """Migrations, connection settings and what an unreachable store says."""
 
+import asyncio
 import socket
 
 import pytest
@@ -137,3 +138,15 @@ def test_settings_database_url(tmp_path, monkeypatch):
     assert Settings(data_dir=tmp_path).database_url_resolved == f"sqlite+aiosqlite:///{tmp_path}/switchboard.db"
     monkeypatch.setenv("SWITCHBOARD_DATABASE_URL", "postgresql+asyncpg://u:p@db:5432/switchboard")
     assert Settings(data_dir=tmp_path).database_url_resolved == "postgresql+asyncpg://u:p@db:5432/switchboard"
+
+
+async def test_processes_starting_together_migrate_once(store_url):
+    stores = await asyncio.gather(*(open_store(store_url) for _ in range(3)))
+    try:
+        await stores[0].create_conversation(id="c1", owner="a", title="t", model=None, compliance_level=None)
+        assert (await stores[2].get_conversation("c1")).title == "t"
+    finally:
+        for store in stores:
+            await store.close()
+    version, diff = await _schema(store_url)
+    assert version == ["0001"] and diff == []
