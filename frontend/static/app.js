@@ -36,7 +36,7 @@ const library = new Library({
   onChange: () => updateControls(), getLevel: () => tools.complianceLevel ?? null,
 });
 const tools = new ToolsPanel({
-  configUrl: page.config_url, servers: $("servers"), summary: $("tools-summary"), compliance: $("compliance"),
+  configUrl: page.config_url, servers: $("servers"), status: $("servers-status"), summary: $("tools-summary"), compliance: $("compliance"),
   complianceNote: $("compliance-note"), model: $("model"), modelNote: $("model-note"),
   onConfig: (config) => library.render(config),
 });
@@ -69,11 +69,15 @@ function showConnection(status, { retryIn }) {
 $("conn-retry").addEventListener("click", () => connection.retryNow());
 
 // -- controls ---------------------------------------------------------------
+/** Something to send: text, or an attached file or resource. */
+const hasMessage = () => Boolean(input.value.trim() || uploads.ready.length || library.attached.length);
+const canSend = () => connection.open && !state.running && !uploads.uploading && hasMessage();
+
 function updateControls() {
   const connected = connection.open;
   sendButton.hidden = state.running;
   stopButton.hidden = !state.running;
-  sendButton.disabled = !connected || state.running || uploads.uploading;
+  sendButton.disabled = !canSend();
   if (!connected) hint.textContent = "Not connected: you can send again once the connection is back.";
   else if (uploads.uploading) hint.textContent = "Uploading files…";
   else hint.textContent = "Enter to send · Shift+Enter for a new line";
@@ -87,7 +91,7 @@ function autosize() {
 
 function sendChat() {
   const content = input.value.trim();
-  if (!content || sendButton.disabled) return;
+  if (!canSend()) return;
   const files = uploads.ready;
   const message = { type: "chat", content, conversation_id: state.conversationId ?? undefined };
   if (tools.model) message.model = tools.model;
@@ -137,6 +141,7 @@ function onEvent(event) {
     if (state.hadSession && !view.isEmpty) {
       view.notice("Reconnected. The assistant starts afresh here: it does not remember the messages above.");
     }
+    if (state.hadSession) tools.load(); // models and servers may have changed while the line was down
     state.hadSession = true;
     state.staleTurn = false; // a new connection: nothing of an old turn can arrive
     state.conversationId ??= event.conversation_id;
@@ -241,7 +246,10 @@ input.addEventListener("keydown", (e) => {
     sendChat();
   }
 });
-input.addEventListener("input", autosize);
+input.addEventListener("input", () => {
+  autosize();
+  updateControls();
+});
 stopButton.addEventListener("click", () => {
   send({ type: "cancel" });
   stopButton.disabled = true;

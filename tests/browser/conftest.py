@@ -96,6 +96,8 @@ def live(tmp_path_factory, llm):
         servers={
             "toolbox": toolbox_entry(description="Test tools: echo, slow, ask_name, delete_everything…"),
             "fixtures": {"command": "python", "args": [str(FIXTURES)], "description": HOSTILE_DESCRIPTION},
+            "trusted": {"command": "python", "args": [str(FIXTURES)], "description": "Trusted with scripts in its pages",
+                        "artifact_scripts": True, "tools": {"allow": ["scripted_page"]}},
             "dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz",
                         "description": "Charts and statistics for CSV data", "compliance_level": "External",
                         "file_types": ["text/csv", ".csv"]},
@@ -111,9 +113,10 @@ def live(tmp_path_factory, llm):
         default_model="double",
         groups={"dev@localhost": ["users"]},
     )
-    settings = make_settings(tmp)
+    port = free_port()
+    settings = make_settings(tmp, port=port)  # the signed file URLs tools fetch point at this server
     services = build_services(settings, environ={"DOUBLE_KEY": "x", "PATH": "/usr/bin:/bin"})
-    server = LiveServer(create_app(settings, services=services), free_port())
+    server = LiveServer(create_app(settings, services=services), port)
     server.start()
     try:
         _wait_settled(server)
@@ -136,13 +139,13 @@ def _warm_up(server: LiveServer, llm: LLMDouble) -> None:
 def _wait_settled(server: LiveServer, timeout: float = 60) -> None:
     """Every server but `broken` is ready, and `broken` has failed."""
     deadline = time.monotonic() + timeout
-    statuses: dict = {}
-    while time.monotonic() < deadline:
-        statuses = {k: v["status"] for k, v in httpx.get(f"{server.url}/readyz", timeout=5).json()["servers"].items()}
-        if statuses.get("broken") == "failed" and all(v == "ready" for k, v in statuses.items() if k != "broken"):
+    counts: dict = {}
+    while time.monotonic() < deadline:  # /readyz gives counts only to a non-admin (the dev user here)
+        counts = httpx.get(f"{server.url}/readyz", timeout=5).json()["counts"]
+        if counts["starting"] == 0 and counts["failed"] == 1 and counts["ready"] == counts["total"] - 1:
             return
         time.sleep(0.2)
-    raise RuntimeError(f"servers did not settle: {statuses}")
+    raise RuntimeError(f"servers did not settle: {counts}")
 
 
 @pytest.fixture(autouse=True)

@@ -53,6 +53,7 @@ class ServerConfig(_Strict):
     groups: list[str] = Field(default_factory=lambda: ["*"])
     compliance_level: str | None = None
     enabled: bool = True
+    required: bool = False  # /readyz answers 503 while a required server is not ready
     timeout_s: float = Field(default=60.0, gt=0)
     approval: Literal["never", "destructive", "always"] = "destructive"
     require_approval: list[str] = Field(default_factory=list)
@@ -63,6 +64,7 @@ class ServerConfig(_Strict):
     # (default), allow, or deny. true/false are read as allow/deny.
     sampling: Literal["ask", "allow", "deny"] = "ask"
     file_types: list[str] = Field(default_factory=list)  # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools
+    artifact_scripts: bool = False  # HTML artifacts of this (trusted) server may run scripts in their sandbox
 
     def handles_file(self, name: str, mime: str) -> bool:
         name, mime = name.lower(), mime.lower()

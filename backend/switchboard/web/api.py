@@ -1,4 +1,4 @@
-"""The HTTP API (ARCHITECTURE §4)."""
+"""The HTTP API (docs/protocol.md, "HTTP")."""
 
 from __future__ import annotations
 
@@ -6,16 +6,18 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, UploadFile
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from ..access import Access
 from ..auth import User
 from ..chat.approvals import approval_reason
 from ..chat.render import render_markdown
-from ..errors import BadRequest, Forbidden, NotFound
+from ..errors import BadRequest, NotFound
 from .deps import current_user, services_of
-from .security import ARTIFACT_CSP, PDF_CSP
+from .artifact_theme import follow_page_theme
+from .readiness import config_problems, readiness_report
+from .security import ARTIFACT_CSP, ARTIFACT_CSP_SCRIPTS, PDF_CSP
 
 __all__ = ["router"]
 
@@ -30,10 +32,9 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
-    statuses = [s for s in services_of(request).pool.statuses() if s.status != "disabled"]
-    body = {"servers": {s.name: {"status": s.status} for s in statuses}}
-    ready = all(s.status == "ready" for s in statuses)
-    return JSONResponse(body, status_code=200 if ready else 503)
+    """200 once every enabled server has left `starting`, unless a required server is not
+    ready or a config file is broken.  Counts for anyone; server names and reasons for admins."""
+    return JSONResponse(*await readiness_report(request))
 
 
 @router.get("/api/config")
@@ -112,6 +113,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         ],
         "servers": servers,
         "tools": tool_entries,
+        **config_problems(services, admin),  # broken config files are never quiet
     }
 
 
@@ -132,14 +134,6 @@ async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> di
     messages = await services.pool.get_prompt(body.server, body.name, body.arguments)
     return {"messages": [{"role": role, "text": text} for role, text in messages],
             "text": "\n\n".join(text for _, text in messages)}  # fmt: skip
-
-
-@router.post("/api/admin/reload")
-async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
-    services = services_of(request)
-    if not services.auth.is_admin(user):
-        raise Forbidden("only administrators may reload the configuration")
-    return await services.reload()
 
 
 @router.post("/api/files")
@@ -196,7 +190,7 @@ _INLINE_SAFE = ("image/png", "image/jpeg", "image/gif", "image/webp", "applicati
 
 
 @router.get("/api/artifacts/{file_id}")
-async def artifact(request: Request, user: UserDep, file_id: str, download: bool = False) -> FileResponse:
+async def artifact(request: Request, user: UserDep, file_id: str, download: bool = False) -> Response:
     stored, path = services_of(request).artifacts.get(file_id, owner=user.email)
     # HTML and SVG are only ever rendered inside the CSP sandbox (an opaque
     # origin that cannot reach the app); anything else unknown is a download.
@@ -204,11 +198,20 @@ async def artifact(request: Request, user: UserDep, file_id: str, download: bool
     media_type = stored.mime if inline else "application/octet-stream"
     if stored.mime.startswith("text/") or stored.mime == "application/json":
         media_type = f"{stored.mime}; charset=utf-8" if inline else media_type
+    # Scripts run only for artifacts of servers trusted with `artifact_scripts`;
+    # the rule is this header, whatever sandbox the page puts on its frame.
+    csp = ARTIFACT_CSP_SCRIPTS if stored.scripts else ARTIFACT_CSP
+    headers = {"Content-Security-Policy": PDF_CSP if media_type == "application/pdf" else csp,
+               "Cache-Control": "private, max-age=3600",
+               "X-Artifact-Scripts": "allowed" if stored.scripts else "blocked"}  # fmt: skip
+    if inline and stored.mime == "text/html":
+        headers["Content-Disposition"] = "inline"
+        body = await asyncio.to_thread(lambda: follow_page_theme(path.read_bytes()))
+        return Response(body, media_type=media_type, headers=headers)
     return FileResponse(
         path,
         media_type=media_type,
         filename=stored.name,
         content_disposition_type="inline" if inline else "attachment",
-        headers={"Content-Security-Policy": PDF_CSP if media_type == "application/pdf" else ARTIFACT_CSP,
-                 "Cache-Control": "private, max-age=3600"},  # fmt: skip
+        headers=headers,
     )

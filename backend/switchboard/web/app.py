@@ -17,7 +17,7 @@ from ..errors import SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
-from . import api, conversations, http_chat, openai_compat, pages, tokens, ws
+from . import admin, api, conversations, http_chat, openai_compat, pages, tokens, ws
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
@@ -85,6 +85,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     app.include_router(api.router)
     app.include_router(conversations.router)
+    app.include_router(admin.router)
     app.include_router(http_chat.router)
     app.include_router(tokens.router)
     app.include_router(openai_compat.router)
