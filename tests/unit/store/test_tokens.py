@@ -43,3 +43,28 @@ async def test_wrong_malformed_and_unknown_tokens_are_refused(store):
                  f"sb_{'0' * 16}_{split_token(made.secret)[1]}", made.secret + "x", ""):  # fmt: skip
         assert await tokens.verify(text) is None, text
     assert await tokens.verify(made.secret) is not None
+
+
+async def test_a_store_made_before_tokens_is_migrated_and_keeps_its_conversations(store_url):
+    from alembic import command
+
+    from switchboard.store import open_store
+    from switchboard.store.engine import make_engine
+    from switchboard.store.migrate import _config
+
+    engine = make_engine(store_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.upgrade(_config(c), "0001"))
+            await conn.exec_driver_sql("INSERT INTO conversations (id, owner, title, levels_used, message_count, "
+                                       "created_at, updated_at) VALUES ('old', 'ann', 'before tokens', '[]', 0, "
+                                       "'2026-01-01 00:00:00', '2026-01-01 00:00:00')")  # fmt: skip
+    finally:
+        await engine.dispose()
+    store = await open_store(store_url)
+    try:
+        assert (await store.get_conversation("old")).title == "before tokens"
+        made = await TokenStore(store).create("ann", "after the upgrade")
+        assert (await TokenStore(store).verify(made.secret)).owner == "ann"
+    finally:
+        await store.close()
