@@ -196,3 +196,25 @@ def test_a_dropped_stream_leaves_its_turn_running_only_for_the_grace_period(site
         waited = time.monotonic() - dropped
     assert services.turns.running("dropped-stream-1") is None
     assert GRACE_S - 0.2 < waited < GRACE_S + 2
+
+
+def test_a_websocket_turn_is_answered_and_stopped_over_http(site, llm):
+    base, services = site
+    llm.reset()
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
+                ToolCallReply([ToolCall("toolbox_slow", '{"steps": 50, "delay_s": 0.2}')]), TextReply("never"))  # fmt: skip
+    door, http = WebsocketDoor(base), HttpDoor(base)
+    try:
+        events = []
+        for event in door.chat({"content": "delete, then count", "conversation_id": "cross-door-1"}, False):
+            events.append(event)
+            if event["type"] == "approval_request":
+                http.approve(event["call_id"])  # asked on the websocket, answered over HTTP
+            elif event["type"] == "tool_start" and event["tool"] == "toolbox_slow":
+                http.cancel("cross-door-1")  # started on the websocket, stopped over HTTP
+    finally:
+        door.close()
+        http.close()
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert results[0]["tool"] == "toolbox_delete_everything" and results[0]["ok"]
+    assert events[-1]["finish_reason"] == "cancelled" and services.turns.running("cross-door-1") is None
