@@ -95,6 +95,14 @@ def test_a_call_that_needs_approval_does_not_run_and_the_model_is_told_why(site,
     assert "needs the user's approval" in result and "deleted" not in result
 
 
+def test_a_tools_question_is_declined(site, llm):
+    client, _, _ = site
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_ask_name", "{}")]), TextReply("I could not ask."))
+    completion = client.chat.completions.create(model="double", messages=[{"role": "user", "content": "who am I?"}])
+    assert completion.choices[0].message.content == "I could not ask."
+    assert "no answer (decline)" in next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")["content"]
+
+
 def test_tools_empty_offers_no_tools(site, llm):
     client, _, _ = site
     llm.enqueue(TextReply("no tools here"))
