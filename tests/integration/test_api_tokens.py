@@ -137,3 +137,16 @@ def test_a_refused_chat_answers_json_with_its_status(site):
     list(llm_free.iter_lines())
     foreign = client.post("/api/chat", json={"content": "x", "conversation_id": "someone-elses-1"}, headers=bearer(token))
     assert foreign.status_code == 404 and foreign.json()["error"]["code"] == "not_found"
+
+
+def test_without_a_store_tokens_say_why_they_cannot_be_used(tmp_path, llm):
+    from tests.support.harness import running_app
+
+    write_config(tmp_path / "defaults", models=[double_model(llm)], default_model="double")
+    settings = make_settings(tmp_path, database_url="postgresql+asyncpg://nobody:secret@127.0.0.1:1/none")
+    with running_app(settings) as (client, _):
+        made = client.post("/api/tokens", json={"name": "x"})
+        used = client.get("/api/conversations", headers=bearer("sb_0123456789abcdef_whatever"))
+    for response in (made, used):
+        assert response.status_code == 500 and "API tokens cannot be used now" in response.json()["error"]["message"]
+        assert "secret" not in response.text

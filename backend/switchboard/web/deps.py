@@ -14,7 +14,7 @@ from ..errors import Forbidden, StoreUnavailable, Unauthorized
 from ..services import Services
 from ..store.tokens import TOKEN_PREFIX, TokenStore
 
-__all__ = ["TOKEN_HELP", "bearer_token", "current_user", "page_user", "services_of"]
+__all__ = ["TOKEN_HELP", "bearer_token", "current_user", "page_user", "services_of", "token_store"]
 
 TOKEN_HELP = ("Make a personal API token in Switchboard (POST /api/tokens while signed in to the page) "
               "and send it as 'Authorization: Bearer sb_...'.")  # fmt: skip
@@ -46,12 +46,17 @@ async def current_user(request: Request) -> User:
             return await services.auth.identify(request.headers)
         except Unauthorized as exc:
             raise Unauthorized(exc.message, action=exc.action or TOKEN_HELP) from None
-    if services.store_error is not None:
-        raise StoreUnavailable(f"API tokens cannot be checked: {services.store_error}")
-    found = await TokenStore(services.store).verify(token)
+    found = await token_store(request).verify(token)
     if found is None:
         raise Unauthorized("this API token is not valid (wrong, or revoked)", action=TOKEN_HELP)
     return await services.auth.user_for_token(found.owner)
+
+
+def token_store(request: Request) -> TokenStore:
+    services = services_of(request)
+    if services.store_error is not None:
+        raise StoreUnavailable(f"API tokens cannot be used now: {services.store_error}")
+    return TokenStore(services.store)
 
 
 async def page_user(request: Request) -> User:

@@ -13,8 +13,8 @@ from pydantic import BaseModel, Field
 
 from ..auth import User
 from ..errors import NotFound
-from ..store.tokens import ApiToken, TokenStore
-from .deps import page_user, services_of
+from ..store.tokens import ApiToken
+from .deps import page_user, token_store
 
 __all__ = ["router"]
 
@@ -51,18 +51,18 @@ class TokenList(BaseModel):
 @router.post("", status_code=201)
 async def create_token(request: Request, user: PageUserDep, body: TokenRequest) -> NewTokenInfo:
     """A new token for the signed-in user. Send it as `Authorization: Bearer sb_...`."""
-    made = await TokenStore(services_of(request).store).create(user.email, " ".join(body.name.split()))
+    made = await token_store(request).create(user.email, " ".join(body.name.split()))
     return NewTokenInfo(id=made.token.id, name=made.token.name, token=made.secret, created_at=made.token.created_at)
 
 
 @router.get("")
 async def list_tokens(request: Request, user: PageUserDep) -> TokenList:
     """The caller's tokens, newest first, without their secrets."""
-    return TokenList(tokens=[TokenInfo.of(t) for t in await TokenStore(services_of(request).store).list(user.email)])
+    return TokenList(tokens=[TokenInfo.of(t) for t in await token_store(request).list(user.email)])
 
 
 @router.delete("/{token_id}", status_code=204)
 async def revoke_token(request: Request, user: PageUserDep, token_id: str) -> Response:
-    if not await TokenStore(services_of(request).store).revoke(user.email, token_id):
+    if not await token_store(request).revoke(user.email, token_id):
         raise NotFound("you have no API token with this id", action="List your tokens with GET /api/tokens.")
     return Response(status_code=204)
