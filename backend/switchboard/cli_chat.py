@@ -100,6 +100,8 @@ class _Terminal:
             self.failed = True
             self.note(f"error: {event['message']}" + (f" ({event['action']})" if event.get("action") else ""))
         elif kind == "message_done":
+            if event["finish_reason"] in ("length", "round_limit"):
+                self.note("note: the answer was cut short (too long, or too many tool rounds)")
             if event.get("conversation_id"):
                 self.note(f"conversation: {event['conversation_id']}")
             return str(event["finish_reason"])
