@@ -55,3 +55,9 @@ def mount(app: FastAPI, settings: Settings) -> None:
             "max_upload_bytes": services.settings.max_upload_bytes,
         }
         return templates.TemplateResponse(request, "chat.html", {"page": page})
+
+    @app.get("/settings/tokens", response_class=HTMLResponse)
+    async def tokens_page(request: Request) -> HTMLResponse:
+        """Personal API tokens: make, list, revoke (the routes under /api/tokens)."""
+        user = await current_user(request)
+        return templates.TemplateResponse(request, "tokens.html", {"page": {"user": user.email}})
