@@ -42,7 +42,7 @@ def test_ranks_by_name_description_and_parameters():
     everyone = {t.qualified_name for t in reg.all()}
 
     assert names(reg.index.search("the current time in Tokyo", everyone))[0] == "time_get_current_time"
-    assert names(reg.index.search("make a new branch", everyone))[0] == "git_create_branch"
+    assert names(reg.index.search("make a new branch", everyone))[0] == "git_git_create_branch"
     assert names(reg.index.search("recent commits", everyone))[0] == "git_git_log"
     # parameter descriptions count too: only convert_time's parameter says "source"
     assert names(reg.index.search("source zone", everyone))[0] == "time_convert_time"
