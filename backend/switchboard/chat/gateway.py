@@ -26,7 +26,7 @@ from .calls import ExecutedCall, frame_for_model
 from .events import ServerEvent, ToolResultEvent, ToolStart
 from .host_args import parse_arguments
 
-__all__ = ["GATEWAY_SERVER", "GATEWAY_TOOLS", "Gateway", "estimate_tokens", "gateway_wanted"]
+__all__ = ["GATEWAY_SERVER", "GATEWAY_TOOLS", "Gateway", "estimate_tokens", "exposure_report", "gateway_wanted"]
 
 log = logging.getLogger("switchboard.chat")
 
@@ -201,3 +201,11 @@ class Gateway:
         event = ToolResultEvent(call_id=call.id, tool=call.name, server=GATEWAY_SERVER, ok=ok, content=text,
                                 duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
         return ExecutedCall(call, event, frame_for_model(call.name, ok, text, _RESULT_CHARS), arguments)
+
+
+def exposure_report(model: ModelConfig, llm: LLMConfig, tools: list[ToolInfo]) -> dict[str, Any]:
+    """What the page shows: would this model get the gateway for these tools (no chat selection)?"""
+    tokens = estimate_tokens([tool.openai_schema() for tool in tools])
+    threshold = model.gateway_threshold_tokens if model.gateway_threshold_tokens is not None else llm.gateway_threshold_tokens
+    return {"exposure": model.tool_exposure, "threshold_tokens": threshold, "tool_tokens": tokens,
+            "tools": len(tools), "active": gateway_wanted(model, llm, None, tokens)}  # fmt: skip
