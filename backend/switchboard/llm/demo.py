@@ -144,7 +144,8 @@ def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
         content = _text_of(message).strip()
         framed = _FRAMED_RESULT.match(content)
         if framed:  # the chat loop's framing: <tool_result tool=".." status="..">text</tool_result>
-            name, status, content = name or framed["tool"], framed["status"], framed["text"].strip()
+            # the frame names the tool that ran (through the gateway: the underlying one)
+            name, status, content = framed["tool"] or name, framed["status"], framed["text"].strip()
         else:
             status = "error" if _looks_failed(content) else "ok"
         name = name or "tool"
