@@ -47,7 +47,12 @@ def _param(name: str, type_: str, description: str, default: str | None = None, 
     return f"    {name}: Annotated[{type_}, {field}]" + (f" = {default}" if default is not None else "")
 
 
-def _tool(noun: str, label: str, verb: str) -> str:
+REGIONS = ["", "eu", "us", "apac"]  # past 300 tools: the same catalogue again per sales region
+
+
+def _tool(noun: str, label: str, verb: str, region: str = "") -> str:
+    if region:  # "eu_ticket" / "EU support ticket"
+        noun, label = f"{region}_{noun}", f"{region.upper()} {label}"
     plural = label + "s"
     ident = _param(f"{noun}_id", "str", f"The {label}'s id, as returned by search_{noun}s or list_{noun}s.")
     params: list[str]
@@ -108,12 +113,12 @@ def _tool(noun: str, label: str, verb: str) -> str:
 
 
 def server_source(n: int) -> str:
-    """A FastMCP server script with the first `n` of 300 tools (nouns x verbs, mixed)."""
+    """A FastMCP server script with the first `n` of 1,200 tools (nouns x verbs, mixed; then per region)."""
     tools = []
-    for k in range(min(n, len(NOUNS) * len(VERBS))):
+    for k in range(min(n, len(NOUNS) * len(VERBS) * len(REGIONS))):
         noun, label = NOUNS[k % len(NOUNS)]
-        verb = VERBS[(k // len(NOUNS) + k) % len(VERBS)]  # every (noun, verb) pair once
-        tools.append(_tool(noun, label, verb))
+        verb = VERBS[(k // len(NOUNS) + k) % len(VERBS)]  # every (noun, verb) pair once per region
+        tools.append(_tool(noun, label, verb, REGIONS[k // (len(NOUNS) * len(VERBS))]))
     head = ("from typing import Annotated, Literal\n\nfrom fastmcp import FastMCP\nfrom pydantic import Field\n\n"
             'mcp = FastMCP("catalogue")\n\n\n')  # fmt: skip
     return head + "\n\n".join(tools) + '\n\nif __name__ == "__main__":\n    mcp.run(show_banner=False)\n'

@@ -22,17 +22,36 @@ from .models import ToolInfo
 __all__ = ["SearchHit", "ToolIndex", "summary_of"]
 
 SUMMARY_CHARS = 160
-# Column weights for bm25(): name, description, parameters.
-_WEIGHTS = (3.0, 1.0, 0.6)
+_RERANK = 40  # how many BM25 candidates the name check reorders
+# Column weights for bm25(): name, description, parameters.  Parameter text is weighed
+# low: it often names other tools ("the id, as returned by search_tickets").
+_WEIGHTS = (5.0, 1.0, 0.2)
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])")
 # Words that say nothing about which tool is meant; dropped from queries only.
 _STOP = frozenset(
-    "a an and are as at be by can could do does for from give has have how i if in into is it its me my of on "
+    "a an and are as at be by can could do does for from has have how i if in into is it its me my of on "
     "or our please show tell that the their them there these this to up us want was we what when where which "
     "who will with would you your".split()
 )
+
+
+# How people ask for the usual actions, and the words tool names use for them: a query
+# word also searches for these (generic verbs only, nothing about particular servers).
+_ALSO = {
+    "remove": "delete", "erase": "delete", "forget": "delete", "drop": "delete", "rid": "delete", "destroy": "delete",
+    "show": "get read list", "view": "get read", "display": "get read", "fetch": "get read", "open": "get read",
+    "look": "search find get", "find": "search", "lookup": "search", "which": "list search", "all": "list",
+    "make": "create new", "new": "create", "start": "create", "add": "create add", "save": "write create",
+    "remember": "create add", "put": "create add", "note": "observation",
+    "change": "update edit", "modify": "update edit", "edit": "update", "set": "update", "mark": "update",
+    "rename": "move update", "give": "assign", "reassign": "assign", "hand": "assign", "charge": "assign",
+    "responsible": "assign", "recap": "summarize", "summary": "summarize", "summarise": "summarize",
+    "brief": "summarize", "download": "export", "hide": "archive", "restorable": "archive", "restored": "archive",
+    "plot": "chart", "graph": "chart", "draw": "chart", "now": "current", "clock": "current time",
+    "history": "log", "changed": "diff status", "plus": "sum", "total": "sum",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +74,14 @@ def summary_of(description: str) -> str:
 def _words(text: str) -> str:
     """`git_diff-staged` / `getCurrentTime` -> "git diff staged" / "get Current Time"."""
     return " ".join(_WORD.findall(_CAMEL.sub(" ", text)))
+
+
+def _stem(word: str) -> str:
+    """A crude plural/tense fold, enough to compare query words with name words."""
+    for suffix, repl in (("ies", "y"), ("ys", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + repl
+    return word
 
 
 def _parameters(schema: dict[str, Any]) -> str:
@@ -80,6 +107,7 @@ class ToolIndex:
               _parameters(t.input_schema)) for t in self._tools.values()],  # fmt: skip
         )
         self._names = list(self._tools)
+        self._name_stems = {name: {_stem(w) for w in _words(name).lower().split()} for name in self._tools}
         self._summaries = {name: summary_of(tool.description) for name, tool in self._tools.items()}
 
     def __len__(self) -> int:
@@ -98,21 +126,27 @@ class ToolIndex:
     def search(self, query: str, allowed: set[str], *, server: str | None = None, limit: int = 8) -> list[SearchHit]:
         """The best `limit` tools for `query` among `allowed` (qualified names), best first."""
         terms = [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", query))]
-        wanted = [w for w in terms if w not in _STOP] or terms
+        wanted = list(dict.fromkeys(w for w in terms if w not in _STOP)) or terms
         if not wanted or limit <= 0:
             return []
-        match = " OR ".join(f'"{w}"' for w in dict.fromkeys(wanted))
+        # One group per query word: the word and what people mean by it.
+        groups = [{_stem(w), *(_stem(x) for x in _ALSO.get(w, "").split())} for w in wanted]
+        match = " OR ".join(f'"{t}"' for t in dict.fromkeys(t for w in wanted for t in (w, *_ALSO.get(w, "").split())))
         rows = self._db.execute(
             "SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY bm25(tools, ?, ?, ?)", (match, *_WEIGHTS)
         )
-        hits: list[SearchHit] = []
+        ranked: list[tuple[int, int, str]] = []  # (-query words its name covers, BM25 place, name)
         try:
-            for (rowid,) in rows:
+            for place, (rowid,) in enumerate(rows):
                 name = self._names[rowid]
                 if name in allowed and (server is None or self._tools[name].server == server):
-                    hits.append(self.hit(name))
-                    if len(hits) == limit:
+                    covered = sum(bool(group & self._name_stems[name]) for group in groups)
+                    ranked.append((-covered, place, name))
+                    if len(ranked) == max(limit, _RERANK):
                         break
         finally:
             rows.close()
-        return hits
+        # BM25 finds the candidates; among them, a tool whose own name says more of what was
+        # asked comes first ("give ticket 881 to Maria": assign_ticket, not the ticket tool
+        # with the shortest description).
+        return [self.hit(name) for _, _, name in sorted(ranked)[:limit]]
