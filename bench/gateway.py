@@ -180,7 +180,9 @@ def quality(registry: ToolRegistry) -> tuple[dict[str, float], list[dict[str, ob
         if not any(name in expected for name in found[:1]):
             misses.append({"request": request, "expected": expected, "top5": found})
     n = len(TASKS)
-    return {"tasks": n, "tools": len(everyone), "recall@1": at1 / n, "recall@5": at5 / n}, misses
+    sizes = [len(json.dumps([{"name": h.name, "server": h.server, "summary": h.summary}
+                             for h in registry.index.search(request, everyone, limit=8)])) for request, _ in TASKS]  # fmt: skip
+    return {"answer_tokens_est_mean": statistics.mean(sizes) / 4, "tasks": n, "tools": len(everyone), "recall@1": at1 / n, "recall@5": at5 / n}, misses
 
 
 def latency(registry: ToolRegistry, rounds: int) -> dict[str, object]:
@@ -209,8 +211,9 @@ def main() -> None:
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     scores, misses = quality(_registry(300))
     print("\nSearch quality: requests as a user writes them, over the real catalogues + 300 generated tools\n")
-    S.print_table(["tasks", "tools", "recall@1", "recall@5"],
-                  [[scores["tasks"], scores["tools"], f"{scores['recall@1']:.1%}", f"{scores['recall@5']:.1%}"]])  # fmt: skip
+    S.print_table(["tasks", "tools", "recall@1", "recall@5", "search answer (8 results), est. tokens"],
+                  [[scores["tasks"], scores["tools"], f"{scores['recall@1']:.1%}", f"{scores['recall@5']:.1%}",
+                    f"{scores['answer_tokens_est_mean']:.0f}"]])  # fmt: skip
     for miss in misses:
         print(f"  top-1 miss: {miss['request']!r}: expected {miss['expected']}, got {miss['top5']}")
     timing = latency(_registry(1000), args.rounds)
