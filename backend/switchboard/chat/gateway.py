@@ -203,9 +203,8 @@ class Gateway:
         return ExecutedCall(call, event, frame_for_model(call.name, ok, text, _RESULT_CHARS), arguments)
 
 
-def exposure_report(model: ModelConfig, llm: LLMConfig, tools: list[ToolInfo]) -> dict[str, Any]:
+def exposure_report(model: ModelConfig, llm: LLMConfig, tool_tokens: int, tool_count: int) -> dict[str, Any]:
     """What the page shows: would this model get the gateway for these tools (no chat selection)?"""
-    tokens = estimate_tokens([tool.openai_schema() for tool in tools])
     threshold = model.gateway_threshold_tokens if model.gateway_threshold_tokens is not None else llm.gateway_threshold_tokens
-    return {"exposure": model.tool_exposure, "threshold_tokens": threshold, "tool_tokens": tokens,
-            "tools": len(tools), "active": gateway_wanted(model, llm, None, tokens)}  # fmt: skip
+    return {"exposure": model.tool_exposure, "threshold_tokens": threshold, "tool_tokens": tool_tokens,
+            "tools": tool_count, "active": gateway_wanted(model, llm, None, tool_tokens)}  # fmt: skip
