@@ -32,7 +32,6 @@ class ToolRegistry:
         self._tools: dict[str, ToolInfo] = {}
         self._configs: dict[str, ServerConfig] = {}
         self._index: ToolIndex | None = None
-        self.version = 0  # bumps on every rebuild (a server connected, left, or changed its tools)
 
     def rebuild(self, servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]]) -> None:
         tools: dict[str, ToolInfo] = {}
@@ -63,7 +62,6 @@ class ToolRegistry:
                 )
         self._tools, self._configs = tools, configs
         self._index = None  # built again on the next search, not per query
-        self.version += 1
 
     @property
     def index(self) -> ToolIndex:
