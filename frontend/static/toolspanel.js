@@ -20,7 +20,7 @@ export class ToolsPanel {
       this._describeLevel();
       this.load();
     });
-    model.addEventListener("change", () => this._describeModel());
+    model.addEventListener("change", () => { this._describeModel(); if (this.config) this._renderStatus(); });
   }
 
   get complianceLevel() {
@@ -210,6 +210,8 @@ export class ToolsPanel {
     const offers = [plural((this.config.tools || []).length, "tool"), plural(resources, "resource"),
       plural((this.config.prompts || []).length, "prompt")];
     children.push(el("p", { class: "status-offers muted small", text: offers.join(" · ") }));
+    const gw = (this.config.models || []).find((m) => m.name === this.modelSelect?.value)?.gateway;
+    if (gw?.active) children.push(el("p", { class: "status-gateway muted small", text: `Tool gateway on: ${plural(gw.tools, "tool")} (about ${gw.tool_tokens.toLocaleString()} tokens of definitions) sit behind search, describe and call` }));
     this.statusBox.replaceChildren(...children);
     this.statusBox.dataset.failed = String(failed.length);
   }

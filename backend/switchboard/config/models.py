@@ -129,6 +129,10 @@ class ModelConfig(_Strict):
     temperature: float | None = None
     context_window: int | None = None
     extra: dict[str, object] = Field(default_factory=dict)  # passed to litellm as is
+    # How the offered tools reach the model: every definition (`all`), the three gateway tools
+    # (`gateway`), or the gateway once the definitions pass the threshold (`auto`).
+    tool_exposure: Literal["all", "gateway", "auto"] = "auto"
+    gateway_threshold_tokens: int | None = Field(default=None, ge=0)  # None: the llmconfig.yml-wide value
 
     @property
     def is_demo(self) -> bool:
@@ -141,6 +145,7 @@ class ModelConfig(_Strict):
 class LLMConfig(_Strict):
     default_model: str | None = None
     models: list[ModelConfig] = Field(default_factory=list)
+    gateway_threshold_tokens: int = Field(default=4000, ge=0)  # `auto` exposure: estimated tokens of tool definitions
 
 
 class GroupsConfig(_Strict):

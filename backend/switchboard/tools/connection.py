@@ -130,6 +130,8 @@ class ServerConnection:
             transport=config.transport or "stdio",
         )
         self.generation = 0  # bumps on every (re)connect, so the registry can refresh
+        self._refresh: asyncio.Task[None] | None = None
+        self._refresh_again = False
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -138,6 +140,8 @@ class ServerConnection:
             self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
 
     async def stop(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -181,6 +185,7 @@ class ServerConnection:
             log_handler=self._on_log,
             elicitation_handler=self._on_elicit,
             sampling_handler=self._on_sample if self.config.sampling != "deny" else None,
+            message_handler=self._on_message,
         )
 
     async def _supervise(self) -> None:
@@ -227,6 +232,40 @@ class ServerConnection:
                 self.prompts = await client.list_prompts()
         except MCPError as exc:
             log.info("server %s: listing resources/prompts failed: %s", self.name, exc.message)
+
+    # -- list_changed ------------------------------------------------------------
+
+    async def _on_message(self, message: Any) -> None:
+        """A server's tools, resources or prompts changed: list them again without a reconnect.
+        (Listing inside the handler would wait on the very session that delivers the message.)"""
+        changed = (mcp_types.ToolListChangedNotification, mcp_types.ResourceListChangedNotification,
+                   mcp_types.PromptListChangedNotification)  # fmt: skip
+        if not isinstance(message, changed):
+            return
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh_again = True
+            return
+        self._refresh = asyncio.create_task(self._relist(), name=f"mcp:{self.name}:list_changed")
+
+    async def _relist(self) -> None:
+        self._refresh_again = True
+        while self._refresh_again:
+            self._refresh_again = False
+            client = self._client
+            if client is None or self.status.status != "ready":
+                return
+            try:
+                tools = await client.list_tools()
+                await self._list_extras(client)
+            except (MCPError, TimeoutError, OSError, httpx.HTTPError, RuntimeError) as exc:
+                log.info("server %s: listing again after list_changed failed: %s", self.name, exc)
+                return
+            self.tools = tools
+            log.info("server %s changed its lists", self.name,
+                     extra={"event": "server_list_changed", "server": self.name, "tools": len(tools)})  # fmt: skip
+            # The registry rebuilds from the new lists (a changed definition meets the pins again)
+            # and the page hears about it, as after a reconnect.
+            await self._set_status("ready", ready_after_s=self.status.ready_after_s)
 
     async def _watch(self, client: Client[Any]) -> None:
         while True:

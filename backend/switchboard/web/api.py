@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from ..access import Access
 from ..auth import User
 from ..chat.approvals import approval_reason
+from ..chat.gateway import estimate_tokens, exposure_report
 from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
 from .deps import current_user, services_of
@@ -49,6 +50,8 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     access = Access(user, compliance_level, admin, cfg.compliance)
     models = services.models.entries(access)
     tools = services.pool.registry.visible(access)
+    configured = {model.name: model for model in cfg.llm.models}
+    tool_tokens = estimate_tokens([tool.openai_schema() for tool in tools])
     servers = []
     for status in services.pool.statuses():
         server_cfg = cfg.mcp.servers.get(status.name)
@@ -104,7 +107,8 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         "resource_templates": templates,
         "prompts": prompts,
         "models": [
-            {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo}
+            {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo,
+             "gateway": exposure_report(configured[m.name], cfg.llm, tool_tokens, len(tools)) if m.name in configured else None}
             for m in models
         ],
         "default_model": services.models.default_model_name(access),
