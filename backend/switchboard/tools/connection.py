@@ -79,8 +79,16 @@ class ServerConnection:
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
         transport: ClientTransport | None = None,
         files_origin: str | None = None,
+        user: str | None = None,
+        headers: dict[str, str] | None = None,
+        http_auth: httpx2.Auth | None = None,
     ) -> None:
         self.name = name
+        # A per-user session: the user's own headers/auth, and a refused credential ends it
+        # (status needs_auth) instead of being retried.
+        self.user = user
+        self._headers = headers or {}
+        self._http_auth = http_auth
         self._files_origin = files_origin
         self.config = config
         self._transport = transport  # given: e.g. an in-memory server (tests); else built from config
@@ -145,7 +153,7 @@ class ServerConnection:
     def _make_client(self) -> Client[Any]:
         transport = self._transport or build_transport(
             self.name, self.config, project_root=self._project_root, log_dir=self._log_dir, files_origin=self._files_origin,
-            trace=self._trace,
+            trace=self._trace, headers=self._headers, auth=self._http_auth,
         )
         roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
         return Client(
@@ -187,6 +195,9 @@ class ServerConnection:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure becomes a visible status
                 self._client = None
+                if self.user is not None and self._trace.status == 401:
+                    await self._set_status("needs_auth", "the server refused the credential (HTTP 401): connect again")
+                    return
                 tail = _tail(stderr_path(self._log_dir, self.name)) if self.config.transport == "stdio" else None
                 reason = describe_failure(exc, url=self.config.url or "", trace=self._trace, timeout_s=self._init_timeout_s)
                 await self._set_status("failed", reason, stderr_tail=tail)
@@ -224,6 +235,10 @@ class ServerConnection:
                     return
             except (TimeoutError, OSError, httpx.HTTPError, httpx2.HTTPError, RuntimeError):
                 return
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._inflight)
 
     # -- calls -----------------------------------------------------------------
 

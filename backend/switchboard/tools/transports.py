@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
 from fastmcp.client.transports import ClientTransport, SSETransport, StreamableHttpTransport
 from fastmcp.client.transports.base import TransportOptions
 from mcp import ClientSession, StdioServerParameters
@@ -57,7 +59,7 @@ class _StdioTransport(ClientTransport):
 
 def build_transport(
     name: str, config: ServerConfig, *, project_root: Path, log_dir: Path, files_origin: str | None = None,
-    trace: HttpTrace | None = None,
+    trace: HttpTrace | None = None, headers: dict[str, str] | None = None, auth: httpx2.Auth | None = None,
 ) -> ClientTransport:
     """`files_origin` (the app's public base URL) is given to every stdio child as
     SWITCHBOARD_FILES_ORIGIN; it is not a secret. The server's own `env` may override it."""
@@ -80,6 +82,8 @@ def build_transport(
         return _StdioTransport(params, log_file)
     assert config.url is not None
     factory = http_client_factory(trace or HttpTrace())
+    # `headers`/`auth`: one user's own credential, for that user's session only.
+    all_headers = dict(config.headers) | (headers or {})
     if config.transport == "sse":
-        return SSETransport(config.url, headers=dict(config.headers), httpx_client_factory=factory)
-    return StreamableHttpTransport(config.url, headers=dict(config.headers), httpx_client_factory=factory)
+        return SSETransport(config.url, headers=all_headers, auth=auth, httpx_client_factory=factory)
+    return StreamableHttpTransport(config.url, headers=all_headers, auth=auth, httpx_client_factory=factory)

@@ -14,6 +14,7 @@ from ..auth import User
 from ..chat.approvals import approval_reason
 from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
+from .connect import auth_entry
 from .deps import current_user, services_of
 from .artifact_theme import follow_page_theme
 from .readiness import config_problems, readiness_report
@@ -70,6 +71,11 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         }
         if admin:
             entry["stderr_tail"] = status.stderr_tail
+        if server_cfg is not None and server_cfg.sessions_per_user and may_use:
+            await services.pool.open_for_server(status.name, user.email)
+            mine = await services.pool.user_status(status.name, user.email)  # this user's own session
+            entry["status"], entry["reason"] = mine.status, mine.reason if admin or mine.status != "failed" else reason
+            entry["auth"] = await auth_entry(services, user, status.name)
         servers.append(entry)
     tool_entries = []
     for tool in tools:

@@ -53,7 +53,7 @@ async def test_migrations_build_the_models_schema_and_run_twice_as_a_no_op(store
         await again.close()
         await store.close()
     version, diff = await _schema(store_url)
-    assert version == ["0001"]
+    assert version == ["0003"]
     assert diff == []
 
 
@@ -149,4 +149,4 @@ async def test_processes_starting_together_migrate_once(store_url):
         for store in stores:
             await store.close()
     version, diff = await _schema(store_url)
-    assert version == ["0001"] and diff == []
+    assert version == ["0003"] and diff == []
