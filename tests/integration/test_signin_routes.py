@@ -144,3 +144,32 @@ def test_user_entered_tokens_through_the_routes(tmp_path, token_server):
         assert client.delete("/api/servers/signin/connection", headers=ALICE).json()["connected"] is False
         with pytest.raises(NeedsAuth):
             client.portal.call(functools.partial(services.pool.call, WHOAMI, {}, Sink(), user="alice@example.com"))
+
+
+def test_a_chat_call_before_connecting_tells_the_user_to_connect(tmp_path, token_server, llm):
+    """Through the whole loop: Bob's call fails with what to do; Alice's runs on her own session."""
+    from tests.support.harness import double_model, until
+    from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
+
+    write_config(tmp_path / "defaults", models=[double_model(llm)], default_model="double")
+    write_config(tmp_path / "overrides", servers={"signin": {"url": token_server, "auth": {"type": "user_token"}}},
+                 models=[double_model(llm)], default_model="double")  # fmt: skip
+    with running_app(make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)) as (client, _services):
+        client.put("/api/servers/signin/token", json={"token": "tok-alice-own"}, headers=ALICE)
+        deadline = time.monotonic() + 30
+        while "signin_whoami" not in {t["name"] for t in client.get("/api/config", headers=ALICE).json()["tools"]}:
+            assert time.monotonic() < deadline, "the server's tools were never listed"
+            time.sleep(0.2)
+
+        def run_as(headers) -> dict:
+            llm.enqueue(ToolCallReply([ToolCall("signin_whoami", "{}")]), TextReply("done"))
+            with client.websocket_connect("/ws", headers=headers) as ws:
+                ws.receive_json()
+                ws.send_json({"type": "chat", "content": "who am I?"})
+                events = until(ws, "message_done")
+            return next(e for e in events if e["type"] == "tool_result")
+
+        bob = run_as(BOB)
+        assert bob["ok"] is False and "press Connect" in bob["content"] and "tok-alice" not in bob["content"]
+        alice = run_as(ALICE)
+        assert alice["ok"] is True and "tok-alice-own" in alice["content"]

@@ -60,8 +60,10 @@ class OAuthConfig(_Strict):
 
     @model_validator(mode="after")
     def _check_grant(self) -> OAuthConfig:
-        if self.grant == "client_credentials" and not (self.client_id and self.client_secret):
-            raise ValueError("grant 'client_credentials' needs 'client_id' and 'client_secret'")
+        if self.grant == "client_credentials":
+            # Not built yet: refuse it loudly rather than connect without the credential.
+            raise ValueError("grant 'client_credentials' is not supported yet; use 'headers' with a "
+                             "service token for a machine-to-machine server")
         return self
 
 
