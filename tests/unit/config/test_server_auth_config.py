@@ -31,3 +31,17 @@ def test_auth_makes_sessions_per_user_by_default():
 def test_impossible_auth_entries_are_refused(entry, words):
     with pytest.raises(ValidationError, match=words.replace("{", r"\{").replace("}", r"\}")):
         ServerConfig(**entry)
+
+
+def test_a_client_secret_comes_from_the_environment(tmp_path):
+    import json
+
+    from switchboard.config.loader import load_mcp_config
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "o").mkdir()
+    entry = {"url": "https://x/mcp", "auth": {"type": "oauth", "client_id": "sb", "client_secret": "${SB_SECRET}"}}
+    (tmp_path / "o" / "mcp.json").write_text(json.dumps({"servers": {"x": entry}}))
+    loaded = load_mcp_config(tmp_path / "d", tmp_path / "o", {"SB_SECRET": "from-env"})
+    assert loaded.servers["x"].auth.client_secret == "from-env"
+    assert loaded.servers["x"].auth.client_id == "sb"
