@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from ..config.models import OAuthConfig, ServerConfig
@@ -216,6 +216,5 @@ class SignIns:
 
 
 def _why(exc: BaseException | None) -> str:
-    if isinstance(exc, OAuthFlowError | httpx2.HTTPError):
-        return f"{type(exc).__name__}: {exc}"
-    return f"{type(exc).__name__}: {exc}" if exc else "unknown"
+    """The SDK's flow errors (OAuthFlowError, OAuthTokenError, httpx2 errors) name what failed."""
+    return f"{type(exc).__name__}: {exc}" if exc is not None else "no reason given"
