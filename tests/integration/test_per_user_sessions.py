@@ -148,3 +148,14 @@ async def test_idle_sessions_close_and_the_least_recently_used_makes_room(tmp_pa
         assert group.session_of("a@x") is not first_a  # reopened on use
     finally:
         await pool.stop()
+
+
+async def test_a_required_server_waiting_for_users_to_connect_does_not_hold_up_readiness(tmp_path, token_server):
+    pool = make_pool(tmp_path, token_server, required=True)
+    pool.start()
+    try:
+        readiness = pool.readiness()
+        assert [s.status for s in readiness.servers] == ["needs_auth"]
+        assert readiness.ready and readiness.required_not_ready == []
+    finally:
+        await pool.stop()
