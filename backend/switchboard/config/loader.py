@@ -25,7 +25,7 @@ from .models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, Serv
 __all__ = ["AppConfig", "McpConfig", "load_app_config", "load_mcp_config"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_EXPANDED_FIELDS = ("command", "args", "cwd", "env", "url", "headers")
+_EXPANDED_FIELDS = ("command", "args", "cwd", "env", "url", "headers", "auth")
 
 
 @dataclass

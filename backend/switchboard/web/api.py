@@ -15,6 +15,7 @@ from ..chat.approvals import approval_reason
 from ..chat.gateway import estimate_tokens, exposure_report
 from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
+from .connect import auth_entry
 from .deps import current_user, services_of
 from .artifact_theme import follow_page_theme
 from .readiness import config_problems, readiness_report
@@ -73,6 +74,11 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         }
         if admin:
             entry["stderr_tail"] = status.stderr_tail
+        if server_cfg is not None and server_cfg.sessions_per_user and may_use:
+            await services.pool.open_for_server(status.name, user.email)
+            mine = await services.pool.user_status(status.name, user.email)  # this user's own session
+            entry["status"], entry["reason"] = mine.status, mine.reason if admin or mine.status != "failed" else reason
+            entry["auth"] = await auth_entry(services, user, status.name)
         servers.append(entry)
     tool_entries = []
     for tool in tools:
@@ -135,7 +141,7 @@ async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> di
     access = Access(user, body.compliance_level, services.auth.is_admin(user), services.config.compliance)
     if not services.pool.registry.server_admits(body.server, access):
         raise NotFound(f"there is no server named '{body.server}' for you")
-    messages = await services.pool.get_prompt(body.server, body.name, body.arguments)
+    messages = await services.pool.get_prompt(body.server, body.name, body.arguments, user=user.email)
     return {"messages": [{"role": role, "text": text} for role, text in messages],
             "text": "\n\n".join(text for _, text in messages)}  # fmt: skip
 
