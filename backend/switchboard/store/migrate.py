@@ -6,11 +6,13 @@ the write lock (``BEGIN IMMEDIATE``), so one migrates and the others then find n
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .engine import WRITE, make_engine, unavailable
@@ -18,6 +20,7 @@ from .engine import WRITE, make_engine, unavailable
 __all__ = ["migrate", "upgrade"]
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+_BUSY_ATTEMPTS = 8  # about 25 s of waiting in all
 _LOCK_KEY = 0x5B_57_0E  # pg_advisory_xact_lock key for "switchboard store migrations"
 
 
@@ -34,10 +37,24 @@ def _upgrade(connection: Connection) -> None:
 
 async def migrate(engine: AsyncEngine) -> None:
     """Bring the schema to the newest revision; a no-op when it is there already."""
-    async with engine.execution_options(**WRITE).begin() as connection:
-        if connection.dialect.name == "postgresql":
-            await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
-        await connection.run_sync(_upgrade)
+    for attempt in range(_BUSY_ATTEMPTS):
+        try:
+            async with engine.execution_options(**WRITE).begin() as connection:
+                if connection.dialect.name == "postgresql":
+                    await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+                await connection.run_sync(_upgrade)
+            return
+        except OperationalError as exc:
+            # A brand-new SQLite file: switching it to WAL needs the file to itself, and SQLite
+            # answers "busy" at once (no busy wait) while another process creates the schema.
+            if not _sqlite_busy(exc) or attempt == _BUSY_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.1 * 2**attempt)
+
+
+def _sqlite_busy(exc: OperationalError) -> bool:
+    code = getattr(exc.orig, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def upgrade(url: str) -> None:
