@@ -223,8 +223,9 @@ def open_page(browser, live, watch):
     """Pages in contexts of their own (other sizes, colour schemes, URLs)."""
     contexts = []
 
-    def opener(*, width=1280, height=800, color_scheme="light", url=None):
-        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme)
+    def opener(*, width=1280, height=800, color_scheme="light", url=None, permissions=None):
+        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme,
+                                      permissions=permissions or [])
         contexts.append(context)
         return _new_page(context, live, watch, url)
 

@@ -1,0 +1,313 @@
+"""Stored conversations in the page: the sidebar (search, rename, delete, export,
+incognito), reload and reconnect, branches (edit, regenerate), copy."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from urllib.parse import parse_qs, urlsplit
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.helpers import card, last_answer, send, sent_messages, wait_finished
+from tests.browser.netproxy import TcpProxy
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
+
+
+def word() -> str:
+    """A word no other test writes, to find this test's conversation."""
+    return f"w{uuid.uuid4().hex[:10]}"
+
+
+def open_id(page: Page) -> str:
+    """The open conversation's id, once the URL carries it."""
+    page.wait_for_url(re.compile(r"[?&]c="))
+    return parse_qs(urlsplit(page.url).query)["c"][0]
+
+
+def item(page: Page, conversation_id: str):
+    return page.locator(f'.conv[data-id="{conversation_id}"]')
+
+
+def start(page: Page, llm, text: str, answer: str) -> str:
+    """One question and its answer; returns the stored conversation's id."""
+    llm.enqueue(TextReply(answer))
+    send(page, text)
+    expect(wait_finished(page)).to_contain_text(answer)
+    return open_id(page)
+
+
+def menu(page: Page, conversation_id: str, choice: str):
+    entry = item(page, conversation_id)
+    entry.locator(".conv-menu-btn").click()
+    return entry.locator(".conv-menu").get_by_role("button", name=choice)
+
+
+def test_a_conversation_appears_in_the_sidebar_after_the_first_answer(page, llm, shots):
+    marker = word()
+    conversation_id = start(page, llm, f"Tell me about {marker}", "Here it is.")
+    entry = item(page, conversation_id)
+    expect(entry).to_be_visible()
+    expect(entry).to_have_attribute("aria-current", "page")
+    group = page.locator(".conv-group").filter(has=entry)
+    expect(group.locator(".conv-group-title")).to_have_text("Today")
+    # Newest first: it heads the list.
+    expect(page.locator(".conv").first).to_have_attribute("data-id", conversation_id)
+    shots(page, "15-sidebar")
+
+
+def test_reload_brings_the_conversation_back_and_it_continues(page, llm, watch):
+    marker = word()
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", json.dumps({"text": marker}))]), TextReply("The echo said **it**."))
+    send(page, f"echo {marker}")
+    wait_finished(page)
+    conversation_id = open_id(page)
+    page.reload()
+    page.get_by_role("status").filter(has_text="Connected").wait_for()
+    expect(page.locator(".msg.user .bubble")).to_have_text([f"echo {marker}"])
+    answer = last_answer(page)
+    expect(answer.locator("strong")).to_have_text("it")
+    echo = card(page, "toolbox_echo")
+    expect(echo).to_have_attribute("data-state", "done")
+    expect(echo.locator(".result-summary")).to_contain_text(marker)
+    expect(item(page, conversation_id)).to_have_attribute("aria-current", "page")
+    assert sent_messages(watch.sent, "attach")[-1]["conversation_id"] == conversation_id
+    # The next question continues it, with its history.
+    llm.enqueue(TextReply("Still the same conversation."))
+    send(page, "and now?")
+    expect(wait_finished(page)).to_contain_text("Still the same conversation.")
+    assert sent_messages(watch.sent, "chat")[-1]["conversation_id"] == conversation_id
+    assert any(marker in json.dumps(m) for m in llm.requests[-1]["messages"][:-1])
+    assert open_id(page) == conversation_id
+
+
+def test_search_finds_a_conversation_by_a_word_of_a_message(page, llm):
+    marker = word()
+    conversation_id = start(page, llm, "A question about animals", f"The answer mentions {marker} once.")
+    page.get_by_role("button", name="New chat").click()
+    other_id = start(page, llm, "Something else entirely", "Nothing to see.")
+    assert other_id != conversation_id
+    search = page.get_by_role("searchbox", name="Search conversations")
+    search.fill(marker)
+    expect(item(page, conversation_id)).to_be_visible()
+    expect(item(page, other_id)).to_have_count(0)
+    search.fill(word())
+    expect(page.locator(".conv")).to_have_count(0)
+    expect(page.locator("#conv-status")).to_contain_text("No conversation matches")
+    search.fill("")
+    expect(item(page, other_id)).to_be_visible()
+
+
+def test_rename_inline(page, llm):
+    conversation_id = start(page, llm, f"Name me {word()}", "Named.")
+    menu(page, conversation_id, "Rename").click()
+    box = item(page, conversation_id).get_by_role("textbox", name="Conversation title")
+    expect(box).to_be_focused()
+    box.fill("Trip planning <b>notes</b>")
+    box.press("Enter")
+    link = item(page, conversation_id).locator(".conv-link")
+    expect(link).to_have_text("Trip planning <b>notes</b>")
+    expect(page).to_have_title(re.compile("^Trip planning <b>notes</b>"))
+    page.reload()
+    expect(item(page, conversation_id).locator(".conv-link")).to_have_text("Trip planning <b>notes</b>")
+    assert item(page, conversation_id).locator("b").count() == 0
+    # Escape leaves the title as it was.
+    menu(page, conversation_id, "Rename").click()
+    box = item(page, conversation_id).get_by_role("textbox", name="Conversation title")
+    box.fill("not this")
+    box.press("Escape")
+    expect(item(page, conversation_id).locator(".conv-link")).to_have_text("Trip planning <b>notes</b>")
+
+
+def test_delete_asks_first(page, llm, live):
+    conversation_id = start(page, llm, f"Delete me {word()}", "Soon gone.")
+    menu(page, conversation_id, "Delete").click()
+    confirm = item(page, conversation_id).get_by_role("group", name=re.compile("^Delete"))
+    expect(confirm).to_contain_text("cannot be undone")
+    confirm.get_by_role("button", name="Cancel").click()
+    expect(confirm).to_have_count(0)
+    expect(item(page, conversation_id)).to_be_visible()
+    assert page.request.get(f"{live.url}/api/conversations/{conversation_id}").status == 200
+
+    menu(page, conversation_id, "Delete").click()
+    item(page, conversation_id).get_by_role("group", name=re.compile("^Delete")).get_by_role("button", name="Delete").click()
+    expect(item(page, conversation_id)).to_have_count(0)
+    # It was open: the page is a new chat now.
+    expect(page.locator(".msg")).to_have_count(0)
+    assert "c=" not in page.url
+    assert page.request.get(f"{live.url}/api/conversations/{conversation_id}").status == 404
+    page.reload()
+    expect(page.locator("#conv-groups")).to_be_visible()
+    expect(item(page, conversation_id)).to_have_count(0)
+
+
+def test_export_links_download_markdown_and_json(page, llm):
+    marker = word()
+    conversation_id = start(page, llm, f"Export {marker}", "Exported answer.")
+    entry = item(page, conversation_id)
+    entry.locator(".conv-menu-btn").click()
+    with page.expect_download() as info:
+        entry.get_by_role("link", name="Export as Markdown").click()
+    markdown = open(info.value.path(), encoding="utf-8").read()
+    assert f"Export {marker}" in markdown and "Exported answer." in markdown
+    entry.locator(".conv-menu-btn").click()
+    with page.expect_download() as info:
+        entry.get_by_role("link", name="Export as JSON").click()
+    exported = json.loads(open(info.value.path(), encoding="utf-8").read())
+    assert f"Export {marker}" in json.dumps(exported) and "Exported answer." in json.dumps(exported)
+
+
+def test_editing_a_message_makes_a_branch_and_the_old_one_comes_back(page, llm, watch):
+    conversation_id = start(page, llm, "first version", "Answer to the first.")
+    llm.enqueue(TextReply("A follow-up answer."))
+    send(page, "a follow-up")
+    wait_finished(page)
+    first = page.locator(".msg.user").first
+    first.get_by_role("button", name="Edit message").click()
+    box = first.get_by_role("textbox", name="Edit your message")
+    expect(box).to_have_value("first version")
+    llm.enqueue(TextReply("Answer to the second."))
+    box.fill("second version")
+    first.get_by_role("button", name="Send").click()
+    expect(wait_finished(page)).to_contain_text("Answer to the second.")
+    # The edit replaced the message and everything after it.
+    expect(page.locator(".msg.user .bubble")).to_have_text(["second version"])
+    edit = sent_messages(watch.sent, "chat")[-1]
+    assert edit["edit_of"] and edit["conversation_id"] == conversation_id
+    versions = page.locator(".msg.user").first.get_by_role("group", name="Versions")
+    expect(versions.locator(".branch-pos")).to_have_text("2/2")
+    versions.get_by_role("button", name="Previous version").click()
+    expect(page.locator(".msg.user .bubble")).to_have_text(["first version", "a follow-up"])
+    expect(last_answer(page)).to_contain_text("A follow-up answer.")
+    versions = page.locator(".msg.user").first.get_by_role("group", name="Versions")
+    expect(versions.locator(".branch-pos")).to_have_text("1/2")
+    # The branch shown is the one a reload brings back.
+    page.reload()
+    expect(page.locator(".msg.user .bubble")).to_have_text(["first version", "a follow-up"])
+    page.locator(".msg.user").first.get_by_role("button", name="Next version").click()
+    expect(page.locator(".msg.user .bubble")).to_have_text(["second version"])
+    expect(last_answer(page)).to_contain_text("Answer to the second.")
+
+
+def test_regenerate_the_last_answer(page, llm, watch):
+    start(page, llm, f"Tell me a joke {word()}", "First joke.")
+    llm.enqueue(TextReply("Second joke."))
+    last_answer(page).get_by_role("button", name="Regenerate answer").click()
+    expect(wait_finished(page)).to_contain_text("Second joke.")
+    expect(page.locator(".msg.assistant")).to_have_count(1)
+    assert sent_messages(watch.sent, "chat")[-1]["regenerate"] is True
+    versions = last_answer(page).get_by_role("group", name="Versions")
+    expect(versions.locator(".branch-pos")).to_have_text("2/2")
+    versions.get_by_role("button", name="Previous version").click()
+    expect(last_answer(page)).to_contain_text("First joke.")
+    expect(last_answer(page).get_by_role("group", name="Versions").locator(".branch-pos")).to_have_text("1/2")
+
+
+def test_copy_a_whole_message(open_page, llm):
+    page = open_page(permissions=["clipboard-read", "clipboard-write"])
+    start(page, llm, "copy this question", "An answer with **bold** and `code`.")
+    copy = last_answer(page).get_by_role("button", name="Copy answer")
+    copy.click()
+    expect(copy).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "An answer with **bold** and `code`."
+    page.locator(".msg.user").first.get_by_role("button", name="Copy message").click()
+    expect(page.locator(".msg.user").first.get_by_role("button", name="Copy message")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "copy this question"
+
+
+def test_incognito_leaves_nothing_in_the_sidebar(page, llm, watch, live):
+    marker = word()
+    switch = page.get_by_role("switch", name="Incognito")
+    switch.check()
+    banner = page.locator("#incognito-banner")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("Nothing of it is saved")
+    llm.enqueue(TextReply(f"Secret answer {marker}."))
+    send(page, f"secret {marker}")
+    expect(wait_finished(page)).to_contain_text(marker)
+    assert sent_messages(watch.sent, "chat")[-1]["incognito"] is True
+    assert "c=" not in page.url
+    page.get_by_role("searchbox", name="Search conversations").fill(marker)
+    expect(page.locator("#conv-status")).to_contain_text("No conversation matches")
+    assert page.request.get(f"{live.url}/api/conversations?q={marker}").json()["conversations"] == []
+    # Switching it off starts a chat that is saved again.
+    switch.uncheck()
+    expect(banner).to_be_hidden()
+    expect(page.locator(".msg")).to_have_count(0)
+
+
+def test_a_turn_waiting_for_approval_survives_a_reload(page, llm, watch):
+    marker = word()
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply(f"Deleted {marker}."))
+    send(page, "delete everything please")
+    tool = card(page, "toolbox_delete_everything")
+    expect(tool.locator("form.approval")).to_be_visible()
+    conversation_id = open_id(page)
+    page.reload()
+    page.get_by_role("status").filter(has_text="Connected").wait_for()
+    expect(page.locator(".msg.user .bubble")).to_have_text(["delete everything please"])
+    tool = card(page, "toolbox_delete_everything")
+    expect(tool).to_have_attribute("data-state", "awaiting")
+    tool.get_by_role("button", name="Approve").click()
+    expect(tool).to_have_attribute("data-state", "done")
+    expect(wait_finished(page)).to_contain_text(f"Deleted {marker}.")
+    assert sent_messages(watch.sent, "attach")[-1]["conversation_id"] == conversation_id
+    # Finished and stored: another reload shows it done.
+    page.reload()
+    expect(last_answer(page)).to_contain_text(f"Deleted {marker}.")
+    expect(card(page, "toolbox_delete_everything")).to_have_attribute("data-state", "done")
+
+
+def test_a_reconnect_reattaches_to_the_running_turn(open_page, live, llm, watch):
+    proxy = TcpProxy(live.port)
+    proxy.start()
+    try:
+        page = open_page(url=proxy.url)
+        llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 12, "delay_s": 0.5}')]), TextReply("Counted it all."))
+        send(page, "count for a while")
+        expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "running")
+        conversation_id = open_id(page)
+        proxy.cut()
+        expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting")
+        proxy.restore()
+        expect(page.locator("#conn")).to_have_attribute("data-state", "connected", timeout=20_000)
+        expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "running")
+        expect(wait_finished(page)).to_contain_text("Counted it all.")
+        expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "done")
+        assert sent_messages(watch.sent, "attach")[-1]["conversation_id"] == conversation_id
+    finally:
+        proxy.cut()
+
+
+def test_the_compliance_level_is_restored_with_the_conversation(page, llm):
+    level = page.get_by_role("combobox", name="Compliance level")
+    level.select_option("Internal")
+    conversation_id = start(page, llm, f"internal matters {word()}", "Kept internal.")
+    expect(item(page, conversation_id).locator(".conv-level")).to_have_text("Internal")
+    page.get_by_role("button", name="New chat").click()
+    level.select_option("")
+    item(page, conversation_id).locator(".conv-link").click()
+    expect(last_answer(page)).to_contain_text("Kept internal.")
+    expect(level).to_have_value("Internal")
+
+
+def test_phone_width_the_sidebar_is_a_drawer(open_page, llm, shots):
+    page = open_page(width=390, height=844)
+    sidebar = page.get_by_role("complementary", name="Conversations")
+    expect(sidebar).to_be_hidden()
+    first_id = start(page, llm, f"phone one {word()}", "First on the phone.")
+    page.get_by_role("button", name="New chat").click()
+    expect(page.locator(".msg")).to_have_count(0)
+    page.get_by_role("button", name="Conversations").click()
+    expect(sidebar).to_be_visible()
+    shots(page, "16-phone-sidebar")
+    item(page, first_id).locator(".conv-link").click()
+    expect(sidebar).to_be_hidden()
+    expect(last_answer(page)).to_contain_text("First on the phone.")
+    assert open_id(page) == first_id
+    page.get_by_role("button", name="Conversations").click()
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    expect(page.get_by_role("button", name="Conversations")).to_be_focused()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
