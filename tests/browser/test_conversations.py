@@ -311,3 +311,20 @@ def test_phone_width_the_sidebar_is_a_drawer(open_page, llm, shots):
     expect(sidebar).to_be_hidden()
     expect(page.get_by_role("button", name="Conversations")).to_be_focused()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_a_level_that_does_not_fit_starts_a_new_conversation_and_says_so(page, llm):
+    level = page.get_by_role("combobox", name="Compliance level")
+    level.select_option("Internal")
+    first_id = start(page, llm, f"at internal {word()}", "Internal answer.")
+    level.select_option("External")  # Internal is not allowed with External
+    llm.enqueue(TextReply("External answer."))
+    send(page, "now external")
+    expect(wait_finished(page)).to_contain_text("External answer.")
+    expect(page.locator(".notice-restart")).to_contain_text("Started a new conversation because")
+    expect(page.locator(".msg.user .bubble")).to_have_text(["now external"])
+    second_id = open_id(page)
+    assert second_id != first_id
+    expect(item(page, second_id)).to_have_attribute("aria-current", "page")
+    expect(item(page, first_id)).to_be_visible()
+    assert all("Internal answer." not in json.dumps(m) for m in llm.requests[-1]["messages"])
