@@ -208,6 +208,8 @@ export class Opener {
     const entry = this.unfinished;
     this.unfinished = null;
     if (event.running) {
+      // The server now sends this turn's events only: nothing of a cancelled one follows.
+      state.staleTurn = false;
       const target = entry || this.thread.last;
       this.thread.dropAnswer(target);
       this.beginTurn(target);
@@ -241,9 +243,9 @@ export class Opener {
     const from = state.turnFrom;
     const id = event.conversation_id;
     if (from && id !== from && state.entry && this.thread.entries.length > 1) {
-      const why = event.reason || LEVEL_RESTART;
-      const note = el("p", { class: "notice notice-restart", role: "status" },
-        `Started a new conversation because ${why}. The earlier one is still in the list.`);
+      // The server's reason is a whole sentence ("…, so a new conversation was started.").
+      const why = event.reason || `Started a new conversation because ${LEVEL_RESTART}.`;
+      const note = el("p", { class: "notice notice-restart", role: "status" }, `${why} The earlier one is still in the list.`);
       this.thread.restartWith(state.entry, note);
     }
     state.conversationId = id;

@@ -321,7 +321,7 @@ def test_a_level_that_does_not_fit_starts_a_new_conversation_and_says_so(page, l
     llm.enqueue(TextReply("External answer."))
     send(page, "now external")
     expect(wait_finished(page)).to_contain_text("External answer.")
-    expect(page.locator(".notice-restart")).to_contain_text("Started a new conversation because")
+    expect(page.locator(".notice-restart")).to_contain_text("new conversation")
     expect(page.locator(".msg.user .bubble")).to_have_text(["now external"])
     second_id = open_id(page)
     assert second_id != first_id
