@@ -301,6 +301,7 @@ def test_phone_width_the_sidebar_is_a_drawer(open_page, llm, shots):
     expect(page.locator(".msg")).to_have_count(0)
     page.get_by_role("button", name="Conversations").click()
     expect(sidebar).to_be_visible()
+    page.wait_for_timeout(300)  # the drawer slides in
     shots(page, "16-phone-sidebar")
     item(page, first_id).locator(".conv-link").click()
     expect(sidebar).to_be_hidden()
