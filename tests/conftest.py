@@ -8,3 +8,35 @@ for _key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
     os.environ.pop(_key, None)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `tests.support...`
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A real PostgreSQL server for the session (tests/support/postgres.py), started on first use.
+    Missing binaries skip the test locally and fail it under CI=true."""
+    from tests.support.postgres import PostgresCluster, find_bin_dir
+
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        message = (
+            "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): "
+            "run scripts/test as root, or `sudo apt-get install -y postgresql`"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    cluster = PostgresCluster(bin_dir)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster):
+    """The SQLAlchemy URL of a fresh, empty database on the session's PostgreSQL server."""
+    return postgres_cluster.create_database()

@@ -1,4 +1,4 @@
-"""Command line: `switchboard serve`, `switchboard check-config`."""
+"""Command line: `switchboard serve`, `switchboard check-config`, `switchboard db upgrade`."""
 
 from __future__ import annotations
 
@@ -65,6 +65,21 @@ def check_config(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def db_upgrade(args: argparse.Namespace) -> int:
+    from .errors import StoreUnavailable
+    from .store import upgrade
+    from .store.engine import describe
+
+    url = Settings().database_url_resolved
+    try:
+        upgrade(url)
+    except StoreUnavailable as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"the conversation store at {describe(url)} is up to date")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="switchboard", description="Self-hosted chat with MCP tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -75,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.set_defaults(func=serve)
     p_check = sub.add_parser("check-config", help="validate every config file")
     p_check.set_defaults(func=check_config)
+    p_db = sub.add_parser("db", help="the conversation store").add_subparsers(dest="db_command", required=True)
+    p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(func=db_upgrade)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

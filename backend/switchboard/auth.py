@@ -13,8 +13,8 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import httpx
 
@@ -22,11 +22,17 @@ from .config.models import GroupsConfig
 from .errors import Unauthorized
 from .settings import Settings
 
-__all__ = ["Authenticator", "GroupService", "User"]
+__all__ = ["Authenticator", "GroupService", "RequestHeaders", "User"]
 
 log = logging.getLogger("switchboard.auth")
 
 PROXY_SECRET_HEADER = "x-proxy-secret"
+
+
+class RequestHeaders(Protocol):
+    """A request's headers with every value of a repeated header (Starlette's `Headers`)."""
+
+    def getlist(self, key: str) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,21 +87,21 @@ class Authenticator:
             groups |= set(await self._service.groups_for(email))
         return User(email=email, groups=frozenset(groups))
 
-    async def identify(self, headers: Mapping[str, str]) -> User:
+    async def identify(self, headers: RequestHeaders) -> User:
         """The user behind a request's headers (lower-case names)."""
         if self._settings.auth_mode == "dev":
             return await self._user(self._settings.dev_user, [])
         secret = self._settings.proxy_secret
         assert secret is not None
-        sent = headers.get(PROXY_SECRET_HEADER, "")
+        sent = _single(headers, PROXY_SECRET_HEADER)
         if not hmac.compare_digest(sent.encode(), secret.get_secret_value().encode()):
             raise Unauthorized("the request did not come through the trusted proxy")
-        email = headers.get(self._settings.auth_header.lower(), "").strip()
-        if not email or len(email) > 320:
+        email = _single(headers, self._settings.auth_header).strip()
+        if not email or len(email) > 320 or "," in email:
             raise Unauthorized("no signed-in user")
         header_groups: list[str] = []
         if self._settings.groups_header:
-            raw = headers.get(self._settings.groups_header.lower(), "")
+            raw = _single(headers, self._settings.groups_header)
             header_groups = [g.strip() for g in raw.split(",") if g.strip()]
         return await self._user(email, header_groups)
 
@@ -104,3 +110,13 @@ class Authenticator:
 
     def is_admin(self, user: User) -> bool:
         return self._groups.admin_group in user.groups
+
+
+def _single(headers: RequestHeaders, name: str) -> str:
+    """The header's one value ("" when absent). Two copies mean someone between the
+    proxy and the app added one: which is the proxy's is unknowable, so refuse."""
+    values = headers.getlist(name.lower())
+    if len(values) > 1:
+        raise Unauthorized(f"the request carries the {name} header more than once",
+                           action="Check the reverse proxy: it must replace this header, not add to it.")  # fmt: skip
+    return values[0] if values else ""

@@ -10,11 +10,14 @@ turns any of these into an ``error`` event or HTTP status in one place.
     ├── Unauthorized                 unauthorized no (trusted) identity
     ├── Forbidden                    forbidden   identity known, not allowed
     ├── NotFound                     not_found
+    ├── Conflict                     conflict    the id is taken (e.g. a conversation id)
     ├── Cancelled                    cancelled   the user pressed Stop
     ├── ToolError                    tool_error  a tool call could not run
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
     │   ├── ToolTimeout              timeout
     │   └── ServerUnavailable        tool_error  the server is not ready
+    ├── StoreError                   internal    the conversation store failed a read or write
+    │   └── StoreUnavailable         internal    the database cannot be reached (names it and what to check)
     └── LLMError                     llm_error   the model call failed
         ├── LLMRateLimited           rate_limited
         ├── LLMTimeout               timeout
@@ -29,6 +32,7 @@ __all__ = [
     "BadRequest",
     "Cancelled",
     "ConfigError",
+    "Conflict",
     "Forbidden",
     "LLMContextOverflow",
     "LLMError",
@@ -38,6 +42,8 @@ __all__ = [
     "LLMUnavailable",
     "NotFound",
     "ServerUnavailable",
+    "StoreError",
+    "StoreUnavailable",
     "SwitchboardError",
     "ToolError",
     "ToolNotAllowed",
@@ -85,6 +91,10 @@ class NotFound(SwitchboardError):
     code = "not_found"
 
 
+class Conflict(SwitchboardError):
+    code = "conflict"
+
+
 class Cancelled(SwitchboardError):
     code = "cancelled"
 
@@ -103,6 +113,18 @@ class ToolTimeout(ToolError):
 
 class ServerUnavailable(ToolError):
     pass
+
+
+class StoreError(SwitchboardError):
+    """A conversation-store read or write failed; the message says what was lost, not the driver's text."""
+
+    action = "Try again in a moment; if it keeps failing, ask your administrator to check the database."
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached; the message names it (never its password) and what to check."""
+
+    action = "Ask your administrator to check that the database is running and SWITCHBOARD_DATABASE_URL is right."
 
 
 class LLMError(SwitchboardError):

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
-from .chat import CallRunner, CallSettings, ChatEngine
+from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, TurnLimits
 from .config import AppConfig, load_app_config
 from .errors import SwitchboardError
 from .chat.loop import LLMStream
 from .llm import DeferredLLMClient, ModelCatalogue
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
+from .store import ConversationStore, open_store
 from .tools import ServerPool, ServerStatus
 
 __all__ = ["Services", "build_services"]
@@ -35,7 +36,32 @@ class Services:
     artifacts: ArtifactStore
     signer: UrlSigner
     engine: ChatEngine
+    conversations: Conversations
+    turns: TurnHub
     environ: Mapping[str, str]
+    store_error: str | None = None  # why the conversation store could not be opened
+
+    @property
+    def store(self) -> ConversationStore:
+        return self.conversations.store
+
+    async def open_store(self) -> None:
+        """Open (and migrate) the conversation store; on failure the app still serves,
+        `/readyz` says why, and turns fail with that reason."""
+        try:
+            self.conversations.store = await open_store(self.settings.database_url_resolved)
+            self.store_error = None
+        except SwitchboardError as exc:
+            self.store_error = exc.message
+            log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
+            self.conversations.store = _UnavailableStore(exc)  # type: ignore[assignment]
+
+    async def close(self) -> None:
+        await self.turns.stop()
+        await self.pool.stop()
+        close = getattr(self.conversations.store, "close", None)
+        if close is not None:
+            await close()
 
     async def reload(self) -> dict[str, object]:
         """Re-read every config file; servers start, stop or restart as their entries changed."""
@@ -48,6 +74,19 @@ class Services:
         errors = [str(e) for e in config.all_errors()]
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
+
+
+class _UnavailableStore:
+    """Stands for a store that could not be opened: every use raises why."""
+
+    def __init__(self, error: SwitchboardError) -> None:
+        self._error = error
+
+    def __getattr__(self, name: str) -> object:
+        async def unavailable(*args: object, **kwargs: object) -> None:
+            raise self._error
+
+        return unavailable
 
 
 def _log_status(status: ServerStatus) -> None:
@@ -120,8 +159,10 @@ def build_services(
         signer=signer,
         admin_group=config.groups.admin_group,
     )
-    engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config,
-                        round_limit=settings.round_limit)  # fmt: skip
+    limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
+                        calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
+    engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
+    conversations = Conversations(None, artifacts)  # type: ignore[arg-type]  # the store opens at start-up
     return Services(
         settings=settings,
         config=config,
@@ -132,5 +173,7 @@ def build_services(
         artifacts=artifacts,
         signer=signer,
         engine=engine,
+        conversations=conversations,
+        turns=TurnHub(engine, conversations, grace_s=settings.turn_grace_s),
         environ=environ,
     )

@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     config_dir: Path = PROJECT_ROOT / "config" / "overrides"
     data_dir: Path = PROJECT_ROOT / "data"
     log_dir: Path = PROJECT_ROOT / "logs"
+    # The conversation store: SQLite in data_dir when unset; postgresql+asyncpg://... for teams.
+    database_url: str | None = None
 
     auth_mode: Literal["dev", "proxy"] = "dev"
     dev_user: str = "dev@localhost"
@@ -36,10 +38,17 @@ class Settings(BaseSettings):
     group_service_url: str | None = None  # GET {url}?user=EMAIL -> JSON list of group names
     group_service_ttl_s: float = 300.0
     allowed_origins: list[str] = Field(default_factory=list)
+    # Host names the app answers besides localhost, 127.0.0.1, [::1] and PUBLIC_URL's host
+    # ("*.example.com" for subdomains, "*" for any): anything else is refused (DNS rebinding).
+    allowed_hosts: list[str] = Field(default_factory=list)
     public_url: str | None = None
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10
+    max_tool_calls_per_round: int = Field(default=32, ge=1)  # calls past these limits are not run
+    max_tool_calls_per_turn: int = Field(default=128, ge=1)
+    max_answer_chars: int = Field(default=200_000, ge=1000)  # a longer answer is cut (finish_reason length)
+    turn_grace_s: float = 30.0  # a turn nobody listens to any more is cancelled after this
     llm_max_attempts: int = 3  # model calls retried on 429/5xx/connection errors, with backoff
     llm_max_retry_wait_s: float = 30.0
     approval_timeout_s: float = 300.0  # an unanswered approval counts as denied
@@ -49,10 +58,15 @@ class Settings(BaseSettings):
     max_artifact_bytes: int = 25 * 1024 * 1024
     max_upload_bytes: int = 50 * 1024 * 1024
     max_upload_bytes_per_user: int = 500 * 1024 * 1024
+    max_uploads_per_user: int = Field(default=1000, ge=0)  # stored uploads per user, empty files included
     file_url_ttl_s: int = 3600  # how long a signed file URL handed to a tool stays valid
     retention_days: float | None = 30  # uploads and artifacts older than this are deleted
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
+
+    @property
+    def database_url_resolved(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{self.data_dir}/switchboard.db"
 
     @property
     def base_url(self) -> str:

@@ -21,9 +21,12 @@ def load_or_create_key(path: Path) -> bytes:
     """The key in `path`, created on first use. Race-free when several app processes
     start together: the key is written to a private file, then linked into place, so
     a reader never sees a half-written key and exactly one process's key wins."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        return bytes.fromhex(path.read_text().strip())
+        key = bytes.fromhex(path.read_text().strip())
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)  # readable by others (copied in, or made by hand): the app's user only
+        return key
     except FileNotFoundError:
         pass
     except ValueError:

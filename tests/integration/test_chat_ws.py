@@ -41,6 +41,8 @@ def test_a_turn_with_a_tool_call_streams_events_in_order(app, llm):
         session = ws.receive_json()
         assert session["type"] == "session" and session["user"] == "dev@localhost"
         events = chat(ws, "please echo")
+    assert events[0]["type"] == "conversation" and events[0]["title"] == "please echo"
+    events = events[1:]
     types = [e["type"] for e in events]
     assert types[0] == "tool_start"
     assert types.index("tool_result") < types.index("token")

@@ -50,6 +50,7 @@ def site(tmp_path_factory, double):
         # stdio children get a minimal environment: npx needs PATH and HOME
         env={"PATH": "${PATH}", "HOME": "${HOME}", "npm_config_prefer_offline": "true"},
         approval="never",
+        sampling="allow",
         timeout_s=30,
     )
     write_config(tmp / "defaults", servers={"everything": entry}, models=[double_model(double)], default_model="double")

@@ -63,7 +63,7 @@ def site(tmp_path_factory, double):
         models=[double_model(double)],
         default_model="double",
     )
-    settings = make_settings(tmp, max_artifact_bytes=MAX_ARTIFACT_BYTES)
+    settings = make_settings(tmp, max_artifact_bytes=MAX_ARTIFACT_BYTES, turn_grace_s=0.5)
     with running_app(settings) as (client, services):
         yield Site(client, services, tmp)
 

@@ -119,15 +119,19 @@ def test_attach_a_pdf_and_ask_for_its_summary(site, llm):
     assert "q3.pdf (application/pdf" in user and "JVBER" not in user
 
 
-def test_a_tool_fails_cleanly_on_a_tampered_url(site, llm):
+@pytest.mark.parametrize("chosen", ["tampered", "http://169.254.169.254/latest/meta-data", "file:///etc/passwd"])
+def test_a_url_the_model_chose_never_reaches_the_tool(site, llm, chosen):
     base, services = site
     file_id = upload(base, ALICE, "x.txt", b"abc", "text/plain").json()["id"]
-    bad = services.signer.url(file_id, "alice@example.com").replace("&s=", "&s=f")
-    # No file attached: the model's own URL goes through untouched, and the server refuses it.
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_fetch", json.dumps({"file_url": bad}))]), TextReply("failed"))
+    if chosen == "tampered":
+        chosen = services.signer.url(file_id, "alice@example.com").replace("&s=", "&s=f")
+    # No file attached: the host owns file parameters, so the model's value is dropped and the
+    # call (whose file parameter is required) is refused before the tool runs.
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_fetch", json.dumps({"file_url": chosen}))]), TextReply("failed"))
     events = asyncio.run(turn(base, ALICE, {"content": "fetch it"}))
     result = next(e for e in events if e["type"] == "tool_result")
-    assert result["ok"] is False and "403" in result["content"]
+    assert result["ok"] is False and "none is attached" in result["content"]
+    assert not any(e["type"] == "tool_start" for e in events)
 
 
 def test_attaching_someone_elses_file_is_refused(site):

@@ -11,7 +11,7 @@ import time
 import pytest
 from starlette.testclient import TestClient
 
-from switchboard.chat.context import TRIMMED_TOOL_RESULT
+from switchboard.history import TRIMMED_TOOL_RESULT
 from switchboard.llm import DeferredLLMClient
 from switchboard.services import build_services
 from switchboard.web.app import create_app
@@ -144,7 +144,7 @@ def test_a_context_overflow_trims_older_tool_results_and_retries_once(app, llm):
 
     assert errors(events) == []
     assert [(e["code"], e["message"]) for e in events if e["type"] == "notice"] == [
-        ("context_trimmed", "The conversation no longer fit model 'double': the 1 oldest tool results were shortened "
+        ("context_trimmed", "The conversation no longer fit model 'double': the 1 oldest tool results were left out "
                             "and the question sent again.")]
     assert tokens(events) == "Summary that fits."
     assert events[-1]["finish_reason"] == "stop"

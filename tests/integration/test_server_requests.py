@@ -3,6 +3,8 @@ the user), sampling (a completion from the conversation's model), progress."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
@@ -66,6 +68,10 @@ def test_sampling_runs_on_the_conversations_model_and_is_shown(app, llm):
     with app.websocket_connect("/ws") as ws:
         ws.receive_json()
         ws.send_json({"type": "chat", "content": "summarise"})
+        asked = until(ws, "approval_request")[-1]  # sampling: "ask" (the default) asks the user first
+        assert asked["kind"] == "sampling" and asked["server"] == "toolbox" and not asked["editable"]
+        assert "a long story" in json.dumps(asked["arguments"]) and "sampling" in asked["reason"]
+        ws.send_json({"type": "approval_response", "call_id": asked["call_id"], "approved": True})
         events = until(ws, "message_done")
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["ok"] and result["content"] == "summary: a short story"

@@ -78,9 +78,11 @@ def test_allow_for_this_conversation_stops_asking(app, llm):
     assert next(e for e in events if e["type"] == "tool_result")["ok"]
 
 
-def test_an_approval_cannot_be_answered_from_another_connection(app, llm):
+def test_an_approval_cannot_be_answered_by_another_user(proxy_app, llm):
+    app = proxy_app
     llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("x"))
-    with app.websocket_connect("/ws") as ws, app.websocket_connect("/ws") as other:
+    with app.websocket_connect("/ws", headers=headers("alice@example.com")) as ws, \
+            app.websocket_connect("/ws", headers=headers("bob@example.com")) as other:  # fmt: skip
         ws.receive_json()
         other.receive_json()
         ws.send_json({"type": "chat", "content": "delete"})

@@ -62,6 +62,8 @@ def make_settings(tmp: Path, **overrides: Any) -> Settings:
         "data_dir": tmp / "data",
         "log_dir": tmp / "logs",
         "server_start_timeout_s": 30.0,
+        # Starlette's TestClient sends `Host: testserver`; the default admits only loopback names.
+        "allowed_hosts": ["testserver"],
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

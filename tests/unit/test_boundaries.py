@@ -9,9 +9,12 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "switchboard"
 
-OWNERS = {"fastapi": "web", "starlette": "web", "litellm": "llm", "fastmcp": "tools", "mcp": "tools", "mcp_types": "tools"}
+OWNERS = {"fastapi": "web", "starlette": "web", "litellm": "llm", "fastmcp": "tools", "mcp": "tools", "mcp_types": "tools",
+          "sqlalchemy": "store", "alembic": "store"}
 # What each layer may not import (data flows web -> chat -> (llm, tools)).
-FORBIDDEN = {"tools": {"chat", "web", "llm"}, "llm": {"chat", "web", "tools"}, "chat": {"web"}, "config": {"chat", "web", "tools", "llm"}}
+FORBIDDEN = {"tools": {"chat", "web", "llm"}, "llm": {"chat", "web", "tools"}, "chat": {"web"}, "config": {"chat", "web", "tools", "llm"},
+             "store": {"chat", "web", "tools", "llm"}, "history": {"chat", "web", "tools", "llm", "store"},
+             "access": {"chat", "web", "tools", "llm", "store"}}
 
 
 def modules():

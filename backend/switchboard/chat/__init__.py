@@ -1,7 +1,22 @@
-"""The tool-call loop, the per-connection session, approvals and the events."""
+"""The conversation core: the tool-call loop, conversations and their turns,
+approvals and the events."""
 
 from .calls import CallRunner, CallSettings
-from .loop import ChatEngine, TurnState
+from .conversations import Conversations
+from .loop import ChatEngine, TurnLimits, TurnState
 from .session import ApprovalAnswer, ChatSession
+from .turns import Subscription, Turn, TurnHub
 
-__all__ = ["ApprovalAnswer", "CallRunner", "CallSettings", "ChatEngine", "ChatSession", "TurnState"]
+__all__ = [
+    "ApprovalAnswer",
+    "CallRunner",
+    "CallSettings",
+    "ChatEngine",
+    "ChatSession",
+    "Conversations",
+    "Subscription",
+    "Turn",
+    "TurnHub",
+    "TurnLimits",
+    "TurnState",
+]

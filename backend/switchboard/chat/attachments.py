@@ -5,7 +5,7 @@ context for the model).  Both are checked against the user's rights."""
 from __future__ import annotations
 
 from ..artifacts import ArtifactStore, StoredFile
-from ..config.models import ComplianceLevels
+from ..access import Access
 from ..errors import Forbidden, NotFound, SwitchboardError
 from ..tools import ServerPool
 from .events import ChatMessage
@@ -17,7 +17,7 @@ MAX_RESOURCE_CHARS = 50_000
 
 
 async def attach(request: ChatMessage, session: ChatSession, files: ArtifactStore, pool: ServerPool,
-                 compliance: ComplianceLevels) -> str:  # fmt: skip
+                 access: Access) -> str:  # fmt: skip
     """The user message's content with its attachments; raises NotFound/Forbidden."""
     owner = session.user.email
     try:
@@ -32,7 +32,7 @@ async def attach(request: ChatMessage, session: ChatSession, files: ArtifactStor
         listing = "; ".join(f"{f.name} ({f.mime}, {f.size:,} bytes)" for f in attached)
         content += f"\n\n[Attached files: {listing}. Tools with a file parameter receive them automatically.]"
     for ref in request.resources:
-        if not pool.registry.server_admits(ref.server, session.user.group_set, session.compliance_level, compliance):
+        if not pool.registry.server_admits(ref.server, access):
             raise Forbidden(f"you may not use resources of '{ref.server}' in this conversation")
         try:
             parts = await pool.read_resource(ref.server, ref.uri)

@@ -13,6 +13,9 @@ from ..errors import BadRequest
 __all__ = [
     "ApprovalRequest",
     "ApprovalResponse",
+    "AttachMessage",
+    "AttachedEvent",
+    "ConversationEvent",
     "CancelMessage",
     "ChatMessage",
     "ClientMessage",
@@ -42,15 +45,31 @@ class ResourceRef(_Client):
     uri: str = Field(max_length=2000)
 
 
+CONVERSATION_ID = r"^[A-Za-z0-9_-]{8,64}$"
+
+
 class ChatMessage(_Client):
     type: Literal["chat"]
     content: str = Field(max_length=200_000)
-    model: str | None = None
-    tools: list[str] | None = None
+    model: str | None = Field(default=None, max_length=200)
+    tools: list[str] | None = Field(default=None, max_length=2000)
     files: list[str] = Field(default_factory=list, max_length=20)
     resources: list[ResourceRef] = Field(default_factory=list, max_length=20)
-    conversation_id: str | None = None
-    compliance_level: str | None = None
+    conversation_id: str | None = Field(default=None, pattern=CONVERSATION_ID)
+    # Present (a name, or null for none) changes the level; absent keeps the conversation's.
+    compliance_level: str | None = Field(default=None, max_length=100)
+    incognito: bool = False  # nothing of this conversation is stored
+    edit_of: str | None = Field(default=None, max_length=64)  # an earlier user message this one replaces
+    regenerate: bool = False  # answer the last user message again
+
+    @property
+    def changes_level(self) -> bool:
+        return "compliance_level" in self.model_fields_set
+
+
+class AttachMessage(_Client):
+    type: Literal["attach"]
+    conversation_id: str = Field(pattern=CONVERSATION_ID)
 
 
 class CancelMessage(_Client):
@@ -73,12 +92,14 @@ class ElicitationResponse(_Client):
 
 
 ClientMessage = Annotated[
-    ChatMessage | CancelMessage | ApprovalResponse | ElicitationResponse, Field(discriminator="type")
+    ChatMessage | CancelMessage | ApprovalResponse | ElicitationResponse | AttachMessage, Field(discriminator="type")
 ]
 _client_adapter: TypeAdapter[ClientMessage] = TypeAdapter(ClientMessage)
 
 
-def parse_client_message(raw: str | bytes) -> ChatMessage | CancelMessage | ApprovalResponse | ElicitationResponse:
+def parse_client_message(
+    raw: str | bytes,
+) -> ChatMessage | CancelMessage | ApprovalResponse | ElicitationResponse | AttachMessage:
     try:
         return _client_adapter.validate_json(raw)
     except ValidationError as exc:
@@ -86,7 +107,8 @@ def parse_client_message(raw: str | bytes) -> ChatMessage | CancelMessage | Appr
         where = ".".join(str(p) for p in first["loc"]) or "message"
         raise BadRequest(
             f"malformed message ({where}: {first['msg']})",
-            action="Send one JSON object with a 'type' of chat, cancel, approval_response or elicitation_response.",
+            action="Send one JSON object with a 'type' of chat, cancel, attach, approval_response or "
+                   "elicitation_response.",
         ) from None
 
 
@@ -139,6 +161,7 @@ class ApprovalRequest(_Event):
     arguments: dict[str, Any]
     reason: str
     editable: bool = True
+    kind: Literal["tool", "sampling"] = "tool"  # sampling: a server asks to use the conversation's model
 
 
 class ElicitationRequest(_Event):
@@ -185,6 +208,25 @@ class MessageDone(_Event):
     finish_reason: Literal["stop", "length", "cancelled", "error", "round_limit"]
     usage: dict[str, int] | None = None
     html: str
+    conversation_id: str | None = None
+    user_message_id: str | None = None  # the user message this answers
+
+
+class ConversationEvent(_Event):
+    """A turn started (stored) a new conversation."""
+
+    type: Literal["conversation"] = "conversation"
+    conversation_id: str
+    title: str
+    reason: str | None = None  # why a new one, when the client asked to continue another
+
+
+class AttachedEvent(_Event):
+    """The answer to `attach`; a running turn's events follow."""
+
+    type: Literal["attached"] = "attached"
+    conversation_id: str
+    running: bool
 
 
 class NoticeEvent(_Event):
@@ -216,4 +258,6 @@ ServerEvent = (
     | MessageDone
     | NoticeEvent
     | ErrorEvent
+    | ConversationEvent
+    | AttachedEvent
 )

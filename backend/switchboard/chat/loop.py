@@ -3,21 +3,26 @@
 Each round streams the model's answer; tool calls it asks for run
 concurrently (bounded per server by the pool) and their results go back to
 the model; after `round_limit` rounds one last call runs without tools.
+Every record of the turn goes through the recorder (which stores it) before
+the event announcing it is yielded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..artifacts import ArtifactStore
+from ..access import Access
+from ..artifacts import ArtifactStore, StoredFile
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import SwitchboardError
+from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
 from ..llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .attachments import attach
@@ -25,21 +30,45 @@ from .calls import CallRunner, ExecutedCall
 from .context import fitting_context
 from .events import ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent, TokenEvent
 from .render import render_markdown
-from .session import ChatSession
+from .session import ChatSession, new_id
 
-__all__ = ["ChatEngine", "LLMStream", "TurnState"]
+__all__ = ["ChatEngine", "LLMStream", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+
+log = logging.getLogger("switchboard.chat")
 
 RENDER_INTERVAL_S = 0.25
 _DONE = object()
 
 
 class LLMStream(Protocol):
-    def stream(self, model: ModelConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-               ) -> AsyncIterator[LLMEvent]: ...  # fmt: skip
+    def stream(self, model: ModelConfig, messages: Sequence[HistoryRecord | dict[str, Any]],
+               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncIterator[LLMEvent]: ...  # fmt: skip
 
 
 class ModelResolver(Protocol):
-    def resolve(self, name: str | None, groups: set[str], compliance_level: str | None, compliance: Any) -> ModelConfig: ...
+    def resolve(self, name: str | None, access: Access) -> ModelConfig: ...
+
+
+class Recorder(Protocol):
+    """Keeps a turn's records: appends them to the session's history and stores
+    them (unless the conversation is incognito). Raises StoreError when it cannot."""
+
+    async def record(self, session: ChatSession, record: HistoryRecord, data: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimits:
+    round_limit: int = 10
+    calls_per_round: int = 32
+    calls_per_turn: int = 128
+    answer_chars: int = 200_000  # an answer is cut (finish_reason "length") past this
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    model: ModelConfig
+    user: UserText | None  # None: regenerate the answer to the last user message
+    user_data: dict[str, Any]
 
 
 @dataclass
@@ -47,22 +76,28 @@ class TurnState:
     """What a turn has produced so far; read when it is cancelled."""
 
     message_id: str = field(default_factory=lambda: secrets.token_urlsafe(9))
+    user_message_id: str | None = None
     text: str = ""  # the whole answer shown so far
     round_text: str = ""  # the part of it from the model call now streaming
     open_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage | None = None
+    calls_run: int = 0
 
 
 class ChatEngine:
     def __init__(self, *, llm: LLMStream, models: ModelResolver, pool: ServerPool, calls: CallRunner,
-                 files: ArtifactStore, config: AppConfig, round_limit: int = 10) -> None:  # fmt: skip
+                 files: ArtifactStore, config: AppConfig, limits: TurnLimits | None = None) -> None:  # fmt: skip
         self._llm = llm
         self._files = files
         self._models = models
         self._pool = pool
         self._calls = calls
         self._config = config
-        self._round_limit = round_limit
+        self._limits = limits or TurnLimits()
+
+    @property
+    def config(self) -> AppConfig:
+        return self._config
 
     def use_config(self, config: AppConfig, models: ModelResolver) -> None:
         """Switch to a reloaded configuration; turns already running finish on the old one."""
@@ -70,112 +105,164 @@ class ChatEngine:
         self._models = models
         self._calls.use_compliance(config.compliance)
 
+    def access(self, session: ChatSession) -> Access:
+        return session.access_with(self._config.compliance)
+
     def tools_for(self, session: ChatSession, selection: list[str] | None) -> list[ToolInfo]:
-        visible = self._pool.registry.visible(session.user.group_set, session.compliance_level, self._config.compliance)
+        visible = self._pool.registry.visible(self.access(session))
         if selection is None:
             return visible
         wanted = set(selection)
         return [tool for tool in visible if tool.qualified_name in wanted]
 
-    def _messages(self, session: ChatSession) -> list[dict[str, Any]]:
-        system = self._config.system_prompt.strip()
-        return ([{"role": "system", "content": system}] if system else []) + session.history
+    async def prepare(self, session: ChatSession, request: ChatMessage) -> PreparedTurn:
+        """Everything a turn needs before it may start (model, attachments); raises
+        SwitchboardError when the request is refused, before anything is stored."""
+        model = self._models.resolve(request.model, self.access(session))
+        if request.regenerate:
+            return PreparedTurn(model, None, {})
+        content = await attach(request, session, self._files, self._pool, self.access(session))
+        user = UserText(id=new_id(), text=request.content, context=content.removeprefix(request.content))
+        data = {"files": [_file_ref(f) for f in session.turn_files], "resources": [r.model_dump() for r in request.resources]}
+        return PreparedTurn(model, user, data)
 
-    async def run_turn(self, session: ChatSession, request: ChatMessage, state: TurnState) -> AsyncIterator[ServerEvent]:
-        groups = session.user.group_set
-        if request.compliance_level is not None:
-            if request.compliance_level not in self._config.compliance.names:
-                yield ErrorEvent(code="bad_request", message=f"unknown compliance level '{request.compliance_level}'",
-                                 action=f"Use one of: {', '.join(self._config.compliance.names)}.")  # fmt: skip
-                return
-            session.compliance_level = request.compliance_level
+    async def run_turn(self, session: ChatSession, request: ChatMessage, state: TurnState, recorder: Recorder,
+                       prepared: PreparedTurn | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
         try:
-            model = self._models.resolve(request.model, groups, session.compliance_level, self._config.compliance)
+            prepared = prepared or await self.prepare(session, request)
+            model = prepared.model
+            if prepared.user is None:
+                state.user_message_id = session.leaf_id
+            else:
+                state.user_message_id = prepared.user.id
+                await recorder.record(session, prepared.user, prepared.user_data)
         except SwitchboardError as exc:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             return
-        try:
-            content = await attach(request, session, self._files, self._pool, self._config.compliance)
-        except SwitchboardError as exc:
-            yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
-            return
+        session.model = model.name
         tools = self.tools_for(session, request.tools)
         offered = {tool.qualified_name for tool in tools}
         schemas = [tool.openai_schema() for tool in tools] or None
-        session.history.append({"role": "user", "content": content})
 
         finish = "stop"
-        for round_no in range(self._round_limit + 1):
-            last_round = round_no == self._round_limit
+        for round_no in range(self._limits.round_limit + 1):
+            last_round = round_no == self._limits.round_limit
             completed: Completed | None = None
             round_text = state.round_text = ""
-            last_render = time.monotonic()
+            rendered_at, rendered_len = time.monotonic(), 0
             try:
                 tools_now = None if last_round else schemas
-                async for event in fitting_context(self._llm, model, self._messages, session, tools_now):
+                async for event in fitting_context(self._llm, model, self._config.system_prompt.strip(), session, tools_now):
                     if isinstance(event, TextDelta):
-                        round_text += event.text
+                        text = event.text
+                        room = self._limits.answer_chars - len(state.text)
+                        if len(text) >= room:
+                            text = text[:max(room, 0)]
+                        round_text += text
                         state.round_text = round_text
-                        state.text += event.text
-                        yield TokenEvent(text=event.text)
-                        if time.monotonic() - last_render >= RENDER_INTERVAL_S:
-                            last_render = time.monotonic()
-                            yield RenderEvent(message_id=state.message_id, html=render_markdown(state.text))
+                        state.text += text
+                        if text:
+                            yield TokenEvent(text=text)
+                        if len(state.text) >= self._limits.answer_chars:
+                            yield NoticeEvent(code="answer_cut", message=f"The answer reached the limit of "
+                                              f"{self._limits.answer_chars:,} characters and was cut there.")  # fmt: skip
+                            completed = Completed(finish_reason="length")
+                            break
+                        # Re-rendering the whole answer costs time in its length: render when it has
+                        # grown by a quarter (linear in all), off the event loop.
+                        now = time.monotonic()
+                        if now - rendered_at >= RENDER_INTERVAL_S and len(state.text) >= rendered_len * 1.25 + 64:
+                            rendered_at, rendered_len = now, len(state.text)
+                            html = await asyncio.to_thread(render_markdown, state.text)
+                            yield RenderEvent(message_id=state.message_id, html=html)
                     elif isinstance(event, Notice):
                         yield NoticeEvent(code=event.code, message=event.message)
                     else:
                         completed = event
             except SwitchboardError as exc:
-                if round_text:
-                    session.history.append({"role": "assistant", "content": round_text})
                 yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
                 finish = "error"
                 break
             if completed is not None and completed.usage is not None:
                 state.usage = _add_usage(state.usage, completed.usage)
-            calls = completed.tool_calls if completed is not None and not last_round else []
-            assistant: dict[str, Any] = {"role": "assistant", "content": round_text or None}
-            if calls:
-                assistant["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
-                    for c in calls
-                ]
-            if round_text or calls:
-                session.history.append(assistant)
-            state.round_text = ""
-            if not calls:
+            asked = completed.tool_calls if completed is not None and not last_round else []
+            if not asked:
                 reason = completed.finish_reason if completed is not None else "stop"
                 finish = "length" if reason == "length" else ("round_limit" if last_round else "stop")
+                break
+            # The host names every call itself: a model cannot give two calls one id.
+            calls = [ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=c.name, arguments=c.arguments)
+                     for c in asked]  # fmt: skip
+            room = min(self._limits.calls_per_round, self._limits.calls_per_turn - state.calls_run)
+            dropped = max(len(calls) - max(room, 0), 0)
+            calls = calls[: max(room, 0)]
+            state.calls_run += len(calls)
+            try:
+                await recorder.record(session, AssistantText(
+                    id=new_id(), text=round_text, calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)),
+                    {"turn": state.message_id})  # fmt: skip
+            except SwitchboardError as exc:
+                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                finish = "error"
+                break
+            state.round_text = ""
+            if dropped:
+                why = (f"The model asked for {len(asked):,} tool calls in one reply; the host runs at most "
+                       f"{self._limits.calls_per_round} per reply and {self._limits.calls_per_turn} per answer, "
+                       f"so {dropped:,} were not run.")  # fmt: skip
+                yield NoticeEvent(code="tool_calls_limited", message=why)
+            if not calls:
+                finish = "round_limit"
                 break
             if state.text and not state.text.endswith("\n"):
                 state.text += "\n\n"
             state.open_calls = list(calls)
-            async for event in self._run_calls(calls, session, offered, model):
-                if isinstance(event, ExecutedCall):
-                    session.history.append({"role": "tool", "tool_call_id": event.request.id, "content": event.model_text})
-                    state.open_calls = [c for c in state.open_calls if c.id != event.request.id]
-                    yield event.event
-                else:
+            try:
+                async for event in self._run_calls(calls, session, offered, model, recorder, state,
+                                                   dropped_note=why if dropped else ""):  # fmt: skip
                     yield event
-        yield MessageDone(
-            message_id=state.message_id,
-            finish_reason=finish,  # type: ignore[arg-type]
-            usage=_usage_dict(state.usage),
-            html=render_markdown(state.text),
-        )
+            except SwitchboardError as exc:
+                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                finish = "error"
+                break
+        async for event in self.finish(session, state, finish, recorder):
+            yield event
+
+    async def finish(self, session: ChatSession, state: TurnState, finish: str,
+                     recorder: Recorder) -> AsyncIterator[ServerEvent]:  # fmt: skip
+        """Close the turn: answer every open call, store the answer, then announce it."""
+        for call in state.open_calls:
+            reply = ToolReply(id=new_id(), call_id=call.id, tool=call.name, server="", ok=False,
+                              text="Cancelled by the user." if finish == "cancelled" else "The call did not finish.")  # fmt: skip
+            try:
+                await recorder.record(session, reply, {"turn": state.message_id, "content": reply.text})
+            except SwitchboardError:
+                break
+        state.open_calls = []
+        answer = AssistantText(id=state.message_id, text=state.round_text, finish_reason=finish)
+        usage = _usage_dict(state.usage)
+        try:
+            await recorder.record(session, answer, {"turn": state.message_id, "usage": usage})
+        except SwitchboardError as exc:
+            yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+            finish = "error"
+        html = await asyncio.to_thread(render_markdown, state.text)
+        yield MessageDone(message_id=state.message_id, finish_reason=finish, usage=usage, html=html,  # type: ignore[arg-type]
+                          conversation_id=session.conversation_id, user_message_id=state.user_message_id)  # fmt: skip
 
     async def _run_calls(self, calls: list[ToolCallRequest], session: ChatSession, offered: set[str],
-                         model: ModelConfig) -> AsyncIterator[ServerEvent | ExecutedCall]:  # fmt: skip
-        """Run the calls concurrently, yielding their events as they happen."""
+                         model: ModelConfig, recorder: Recorder, state: TurnState,
+                         dropped_note: str) -> AsyncIterator[ServerEvent]:  # fmt: skip
+        """Run the calls concurrently, yielding their events as they happen; each
+        result is recorded before its tool_result goes out."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
 
         async def emit(event: ServerEvent) -> None:
             await queue.put(event)
 
         async def sample(messages: list[dict[str, Any]], system: str | None, max_tokens: int) -> str:
-            prefix = [{"role": "system", "content": system}] if system else []
             text = ""
-            async for ev in self._llm.stream(model, prefix + messages, None):
+            async for ev in self._llm.stream(model, messages, None, system=system or ""):
                 if isinstance(ev, TextDelta):
                     text += ev.text
             return text
@@ -194,6 +281,11 @@ class ChatEngine:
                 item = await queue.get()
                 if item is _DONE:
                     remaining -= 1
+                elif isinstance(item, ExecutedCall):
+                    last = remaining == 1 and dropped_note
+                    await recorder.record(session, _reply_of(item, dropped_note if last else ""), _tool_data(item, state))
+                    state.open_calls = [c for c in state.open_calls if c.id != item.request.id]
+                    yield item.event
                 else:
                     yield item
         finally:
@@ -201,21 +293,25 @@ class ChatEngine:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    def close_cancelled(self, session: ChatSession, state: TurnState) -> MessageDone:
-        """Keep what a cancelled turn produced, and leave the history valid."""
-        for call in state.open_calls:
-            session.history.append({"role": "tool", "tool_call_id": call.id, "content": "Cancelled by the user."})
-        state.open_calls = []
-        last = session.history[-1] if session.history else None
-        partial = state.round_text.strip()
-        if last is not None and last.get("role") in ("user", "tool"):
-            session.history.append({"role": "assistant", "content": (partial + "\n\n" if partial else "") + "[cancelled by the user]"})
-        return MessageDone(
-            message_id=state.message_id,
-            finish_reason="cancelled",
-            usage=_usage_dict(state.usage),
-            html=render_markdown(state.text),
-        )
+
+def _file_ref(stored: StoredFile) -> dict[str, Any]:
+    return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
+
+
+def _reply_of(executed: ExecutedCall, note: str) -> ToolReply:
+    event = executed.event
+    text = executed.model_text + (f"\n[{note}]" if note else "")
+    return ToolReply(id=new_id(), call_id=event.call_id, tool=event.tool, server=event.server, ok=event.ok, text=text)
+
+
+def _tool_data(executed: ExecutedCall, state: TurnState) -> dict[str, Any]:
+    event = executed.event
+    data = event.model_dump(include={"results", "display", "duration_ms"}, exclude_none=True)
+    data["artifacts"] = [a.model_dump() for a in event.artifacts]
+    data["content"] = event.content
+    data["arguments"] = executed.arguments
+    data["turn"] = state.message_id
+    return data
 
 
 def _add_usage(total: Usage | None, more: Usage) -> Usage:
@@ -232,5 +328,3 @@ def _usage_dict(usage: Usage | None) -> dict[str, int] | None:
     if usage is None:
         return None
     return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens, "total_tokens": usage.total_tokens}
-
-

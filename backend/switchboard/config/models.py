@@ -59,7 +59,9 @@ class ServerConfig(_Strict):
     skip_approval: list[str] = Field(default_factory=list)  # tools trusted not to need approval, whatever their annotations say
     tools: ToolFilter | None = None
     roots: list[str] = Field(default_factory=list)
-    sampling: bool = True
+    # May the server ask the conversation's model for completions: ask the user each time
+    # (default), allow, or deny. true/false are read as allow/deny.
+    sampling: Literal["ask", "allow", "deny"] = "ask"
     file_types: list[str] = Field(default_factory=list)  # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools
 
     def handles_file(self, name: str, mime: str) -> bool:
@@ -74,6 +76,13 @@ class ServerConfig(_Strict):
             elif pattern == mime:
                 return True
         return False
+
+    @field_validator("sampling", mode="before")
+    @classmethod
+    def _sampling_bool(cls, value: object) -> object:
+        if isinstance(value, bool):
+            return "allow" if value else "deny"
+        return value
 
     @field_validator("transport", mode="before")
     @classmethod

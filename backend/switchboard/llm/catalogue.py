@@ -10,7 +10,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from switchboard.config.models import ComplianceLevels, LLMConfig, ModelConfig
+from switchboard.access import Access
+from switchboard.config.models import LLMConfig, ModelConfig
 from switchboard.errors import LLMUnavailable
 
 __all__ = ["DEMO_MODEL", "ModelCatalogue", "ModelInfo"]
@@ -35,20 +36,14 @@ class ModelCatalogue:
         self._environ = os.environ if environ is None else environ
         self._by_name = {model.name: model for model in config.models}
 
-    def entries(
-        self, groups: set[str], compliance_level: str | None = None, compliance: ComplianceLevels | None = None
-    ) -> list[ModelInfo]:
-        """The models these groups may use in a conversation at `compliance_level`,
-        in config order, usable or not (with the reason)."""
-        return [self._info(model) for model in self._admitted(groups, compliance_level, compliance)]
+    def entries(self, access: Access) -> list[ModelInfo]:
+        """The models this user may use in this conversation, in config order,
+        usable or not (with the reason)."""
+        return [self._info(model) for model in self._admitted(access)]
 
-    def default_model_name(
-        self, groups: set[str], compliance_level: str | None = None, compliance: ComplianceLevels | None = None
-    ) -> str | None:
+    def default_model_name(self, access: Access) -> str | None:
         """The configured default when usable; the demo model only while nothing else is."""
-        usable = [
-            m for m in self._admitted(groups, compliance_level, compliance) if self._unavailable_reason(m) is None
-        ]
+        usable = [m for m in self._admitted(access) if self._unavailable_reason(m) is None]
         real = [m for m in usable if not m.is_demo]
         configured = self._by_name.get(self._config.default_model or "")
         if configured is not None and configured in real:
@@ -57,17 +52,11 @@ class ModelCatalogue:
             return real[0].name
         return usable[0].name if usable else None
 
-    def resolve(
-        self,
-        name: str | None,
-        groups: set[str],
-        compliance_level: str | None = None,
-        compliance: ComplianceLevels | None = None,
-    ) -> ModelConfig:
+    def resolve(self, name: str | None, access: Access) -> ModelConfig:
         """The model to call for this request; raises LLMUnavailable saying why not."""
-        choices = self._choice_hint(groups, compliance_level, compliance)
+        choices = self._choice_hint(access)
         if name is None:
-            default = self.default_model_name(groups, compliance_level, compliance)
+            default = self.default_model_name(access)
             if default is None:
                 raise LLMUnavailable(
                     "No model is available to you in this conversation.",
@@ -75,12 +64,12 @@ class ModelCatalogue:
                 )
             return self._by_name[default]
         model = self._by_name.get(name)
-        if model is None or not model.admits_group(groups):
+        if model is None or not model.admits_group(access.groups):
             raise LLMUnavailable(f"There is no model named '{name}' for you.", action=f"Pick another model{choices}.")
-        if not _compliance(compliance).admits(compliance_level, model.compliance_level):
+        if not access.may_use_model(model):
             raise LLMUnavailable(
                 f"Model '{name}' (compliance level {model.compliance_level}) may not be used in a "
-                f"conversation at compliance level {compliance_level}.",
+                f"conversation at compliance level {access.compliance_level}.",
                 action=f"Pick another model{choices}, or start a conversation at another compliance level.",
             )
         reason = self._unavailable_reason(model)
@@ -92,15 +81,8 @@ class ModelCatalogue:
         return model
 
     # -- helpers -----------------------------------------------------------------
-    def _admitted(
-        self, groups: set[str], compliance_level: str | None, compliance: ComplianceLevels | None
-    ) -> list[ModelConfig]:
-        levels = _compliance(compliance)
-        return [
-            model
-            for model in self._config.models
-            if model.admits_group(groups) and levels.admits(compliance_level, model.compliance_level)
-        ]
+    def _admitted(self, access: Access) -> list[ModelConfig]:
+        return [model for model in self._config.models if access.may_use_model(model)]
 
     def _unavailable_reason(self, model: ModelConfig) -> str | None:
         if model.is_demo and model.model != DEMO_MODEL:
@@ -120,10 +102,8 @@ class ModelCatalogue:
             compliance_level=model.compliance_level,
         )
 
-    def _choice_hint(self, groups: set[str], compliance_level: str | None, compliance: ComplianceLevels | None) -> str:
-        names = [
-            m.name for m in self._admitted(groups, compliance_level, compliance) if self._unavailable_reason(m) is None
-        ]
+    def _choice_hint(self, access: Access) -> str:
+        names = [m.name for m in self._admitted(access) if self._unavailable_reason(m) is None]
         return f" ({', '.join(names)})" if names else ""
 
 
@@ -132,6 +112,3 @@ def _demo_description(description: str) -> str:
         return description
     return f"{_DEMO_DESCRIPTION}. {description}" if description else _DEMO_DESCRIPTION
 
-
-def _compliance(compliance: ComplianceLevels | None) -> ComplianceLevels:
-    return compliance if compliance is not None else ComplianceLevels()

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -23,9 +23,11 @@ from typing import Any
 import litellm
 
 from switchboard.config.models import ModelConfig
+from switchboard.history import HistoryRecord
 from switchboard.errors import Cancelled, LLMError, LLMStreamCut, LLMTimeout, LLMUnavailable, SwitchboardError
 from switchboard.llm._errors import PROVIDER_ERRORS, stream_cut, translate
 from switchboard.llm.demo import DEMO_PROVIDER, DemoLLM
+from switchboard.llm.messages import to_openai
 from switchboard.llm.retry import RetryPolicy, log_retry, retry_notice, with_attempts
 from switchboard.llm.types import Completed, Notice, TextDelta, ToolCallRequest, Usage
 
@@ -60,14 +62,17 @@ class LLMClient:
     async def stream(
         self,
         model: ModelConfig,
-        messages: list[dict[str, Any]],
+        messages: Sequence[HistoryRecord | dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         *,
+        system: str = "",
         timeout_s: float | None = None,
         max_tokens: int | None = None,
     ) -> AsyncIterator[TextDelta | Completed | Notice]:
-        """One model call. `timeout_s` limits each wait for the provider (connect, and
-        every read while streaming), not the whole answer."""
+        """One model call over history records (or ready OpenAI messages). `timeout_s`
+        limits each wait for the provider (connect, and every read while streaming),
+        not the whole answer."""
+        messages = to_openai(system, messages)
         started = time.monotonic()
         usage: Usage | None = None
         error: SwitchboardError | None = None

@@ -7,7 +7,7 @@ the real client is built in a worker thread, started at app start-up
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from switchboard.config.models import ModelConfig
@@ -39,7 +39,7 @@ class DeferredLLMClient:
         assert self._loading is not None
         return await asyncio.shield(self._loading)
 
-    async def stream(self, model: ModelConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+    async def stream(self, model: ModelConfig, messages: Sequence[Any], tools: list[dict[str, Any]] | None,
                      **kwargs: Any) -> AsyncIterator[LLMEvent]:  # fmt: skip
         client = await self.client()
         async for event in client.stream(model, messages, tools, **kwargs):

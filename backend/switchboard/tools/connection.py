@@ -29,6 +29,8 @@ from .. import __version__
 from ..config.models import ServerConfig
 from ..errors import ConfigError, ServerUnavailable, ToolError, ToolTimeout
 from .models import CallSink, ServerStatus
+from fastmcp.client.transports import ClientTransport
+
 from .transports import build_transport, stderr_path
 
 __all__ = ["ServerConnection"]
@@ -101,9 +103,11 @@ class ServerConnection:
         log_dir: Path,
         init_timeout_s: float = 60.0,
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
+        transport: ClientTransport | None = None,
     ) -> None:
         self.name = name
         self.config = config
+        self._transport = transport  # given: e.g. an in-memory server (tests); else built from config
         self._project_root = project_root
         self._log_dir = log_dir
         self._init_timeout_s = init_timeout_s
@@ -162,7 +166,8 @@ class ServerConnection:
                 await outcome
 
     def _make_client(self) -> Client[Any]:
-        transport = build_transport(self.name, self.config, project_root=self._project_root, log_dir=self._log_dir)
+        transport = self._transport or build_transport(self.name, self.config, project_root=self._project_root,
+                                                       log_dir=self._log_dir)  # fmt: skip
         roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
         return Client(
             transport,
@@ -172,7 +177,7 @@ class ServerConnection:
             roots=roots,
             log_handler=self._on_log,
             elicitation_handler=self._on_elicit,
-            sampling_handler=self._on_sample if self.config.sampling else None,
+            sampling_handler=self._on_sample if self.config.sampling != "deny" else None,
         )
 
     async def _supervise(self) -> None:

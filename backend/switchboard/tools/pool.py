@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fastmcp.client.transports import FastMCPTransport
 from mcp import MCPError
 
 from ..config.loader import McpConfig
@@ -40,7 +41,10 @@ class ServerPool:
         concurrency_per_server: int = 4,
         on_status: Callable[[ServerStatus], None] | None = None,
         pins_path: Path | None = None,
+        in_memory: Mapping[str, Any] | None = None,
     ) -> None:
+        # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
+        self._in_memory = dict(in_memory or {})
         self._mcp = mcp
         self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s}
         self._concurrency = concurrency_per_server
@@ -51,7 +55,9 @@ class ServerPool:
         self._limits = {name: asyncio.Semaphore(concurrency_per_server) for name in self.connections}
 
     def _connection(self, name: str, config: ServerConfig) -> ServerConnection:
-        return ServerConnection(name, config, on_status=self._on_status, **self._connection_args)  # type: ignore[arg-type]
+        server = self._in_memory.get(name)
+        transport = FastMCPTransport(server) if server is not None else None
+        return ServerConnection(name, config, on_status=self._on_status, transport=transport, **self._connection_args)  # type: ignore[arg-type]
 
     async def _on_status(self, status: ServerStatus) -> None:
         self._rebuild()

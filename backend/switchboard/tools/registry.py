@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import mcp_types
 
-from ..config.models import ComplianceLevels, ServerConfig
+from ..access import Access
+from ..config.models import ServerConfig
 from ..errors import ToolNotAllowed
 from .models import ToolInfo
 from .naming import qualify
@@ -70,22 +71,18 @@ class ToolRegistry:
     def config_of(self, server: str) -> ServerConfig | None:
         return self._configs.get(server)
 
-    def server_admits(self, server: str, groups: set[str], level: str | None, compliance: ComplianceLevels) -> bool:
+    def server_admits(self, server: str, access: Access) -> bool:
         """May this user use this server (tools, resources, prompts) in this conversation?"""
-        config = self._configs.get(server)
-        return config is not None and config.admits_group(groups) and compliance.admits(level, config.compliance_level)
+        return access.may_use_server(self._configs.get(server))
 
-    def _admits(self, tool: ToolInfo, groups: set[str], level: str | None, compliance: ComplianceLevels) -> bool:
-        return self.server_admits(tool.server, groups, level, compliance)
+    def visible(self, access: Access) -> list[ToolInfo]:
+        return [t for t in self._tools.values() if access.may_use_server(self._configs.get(t.server))]
 
-    def visible(self, groups: set[str], level: str | None, compliance: ComplianceLevels) -> list[ToolInfo]:
-        return [t for t in self._tools.values() if self._admits(t, groups, level, compliance)]
-
-    def authorize(self, name: str, groups: set[str], level: str | None, compliance: ComplianceLevels) -> ToolInfo:
+    def authorize(self, name: str, access: Access) -> ToolInfo:
         """The tool behind `name`, if this user may run it in this conversation."""
         tool = self._tools.get(name)
         if tool is None:
             raise ToolNotAllowed(f"there is no tool named '{name}'")
-        if not self._admits(tool, groups, level, compliance):
+        if not access.may_use_server(self._configs.get(tool.server)):
             raise ToolNotAllowed(f"you are not allowed to use the tool '{name}'")
         return tool

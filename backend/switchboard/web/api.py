@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, Field
 
+from ..access import Access
 from ..auth import User
 from ..chat.approvals import approval_reason
 from ..chat.render import render_markdown
@@ -39,15 +41,17 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     services = services_of(request)
     cfg = services.config
     groups = user.group_set
-    models = services.models.entries(groups, compliance_level, cfg.compliance)
-    tools = services.pool.registry.visible(groups, compliance_level, cfg.compliance)
+    if compliance_level is not None and compliance_level not in cfg.compliance.names:
+        raise BadRequest(f"unknown compliance level '{compliance_level}'",
+                         action=f"Use one of: {', '.join(cfg.compliance.names)}, or leave it out.")  # fmt: skip
     admin = services.auth.is_admin(user)
+    access = Access(user, compliance_level, admin, cfg.compliance)
+    models = services.models.entries(access)
+    tools = services.pool.registry.visible(access)
     servers = []
     for status in services.pool.statuses():
         server_cfg = cfg.mcp.servers.get(status.name)
-        may_use = server_cfg is not None and server_cfg.admits_group(groups) and cfg.compliance.admits(
-            compliance_level, server_cfg.compliance_level
-        )
+        may_use = access.may_use_server(server_cfg)
         if not (may_use or admin):
             continue
         reason = status.reason
@@ -84,7 +88,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         )
     resources, templates, prompts = [], [], []
     for status in services.pool.statuses():
-        if not services.pool.registry.server_admits(status.name, groups, compliance_level, cfg.compliance):
+        if not services.pool.registry.server_admits(status.name, access):
             continue
         listed, listed_templates, listed_prompts = services.pool.resources_of(status.name)
         resources += [{"server": status.name, "uri": str(r.uri), "name": r.name, "description": r.description,
@@ -102,7 +106,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo}
             for m in models
         ],
-        "default_model": services.models.default_model_name(groups),
+        "default_model": services.models.default_model_name(access),
         "compliance_levels": [
             {"name": level.name, "description": level.description} for level in cfg.compliance.levels
         ],
@@ -122,8 +126,8 @@ class PromptRequest(BaseModel):
 async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> dict[str, Any]:
     """A server's prompt, filled in, to start a message from."""
     services = services_of(request)
-    if not services.pool.registry.server_admits(body.server, user.group_set, body.compliance_level,
-                                                services.config.compliance):  # fmt: skip
+    access = Access(user, body.compliance_level, services.auth.is_admin(user), services.config.compliance)
+    if not services.pool.registry.server_admits(body.server, access):
         raise NotFound(f"there is no server named '{body.server}' for you")
     messages = await services.pool.get_prompt(body.server, body.name, body.arguments)
     return {"messages": [{"role": role, "text": text} for role, text in messages],
@@ -148,18 +152,15 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
             f"the file is larger than the {limit // (1024 * 1024)} MB upload limit",
             action="Attach a smaller file, or ask your administrator to raise SWITCHBOARD_MAX_UPLOAD_BYTES.",
         )
-    quota = services.settings.max_upload_bytes_per_user
-    if services.artifacts.usage(user.email, "upload") + len(data) > quota:
-        raise BadRequest(
-            f"your uploads would exceed your {quota // (1024 * 1024)} MB storage limit",
-            action="Older uploads are removed automatically after a while; try again later or attach a smaller file.",
-        )
-    stored = services.artifacts.put(
-        owner=user.email, name=file.filename or "upload", mime=file.content_type or "", data=data, kind="upload"
-    )
+    # Quota check and writing touch the disk: in a worker thread, not on the event loop.
+    stored = await asyncio.to_thread(
+        services.artifacts.put_upload, owner=user.email, name=file.filename or "upload", mime=file.content_type or "",
+        data=data, max_bytes=services.settings.max_upload_bytes_per_user,
+        max_files=services.settings.max_uploads_per_user,
+    )  # fmt: skip
     suggested = [
         tool.qualified_name
-        for tool in services.pool.registry.visible(user.group_set, None, services.config.compliance)
+        for tool in services.pool.registry.visible(Access(user, None, False, services.config.compliance))
         if (cfg := services.pool.server_config(tool.server)) is not None and cfg.handles_file(stored.name, stored.mime)
     ]
     # `suggested_tools`: the tools that handle this kind of file (config `file_types`); the page pre-selects them.

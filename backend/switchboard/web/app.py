@@ -15,8 +15,8 @@ from ..errors import SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
-from . import api, pages, ws
-from .security import SecurityHeadersMiddleware, http_status
+from . import api, conversations, pages, ws
+from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
 
@@ -44,6 +44,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         for error in services.config.all_errors():
             log.warning("config error: %s", error, extra={"event": "config_error"})
         log.info("switchboard %s starting", __version__, extra={"event": "startup", "servers": len(services.pool.connections)})
+        await services.open_store()
         services.pool.start()  # in the background: the app serves at once
         retention = asyncio.create_task(_retention(services), name="retention")
         warm_up = getattr(services.llm, "warm_up", None)
@@ -53,12 +54,14 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             yield
         finally:
             retention.cancel()
-            await services.pool.stop()
+            await services.close()
             log.info("switchboard stopped", extra={"event": "shutdown"})
             flush_logs()
 
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services
+    # Added first, so it runs inside the headers middleware: its refusals get the headers too.
+    app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
     app.add_middleware(SecurityHeadersMiddleware)
 
     @app.exception_handler(SwitchboardError)
@@ -67,6 +70,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         return JSONResponse(body, status_code=http_status(exc))
 
     app.include_router(api.router)
+    app.include_router(conversations.router)
     app.include_router(ws.router)
     pages.mount(app, settings)
     return app

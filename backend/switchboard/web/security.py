@@ -1,14 +1,22 @@
-"""Security headers, the origin check, and the error-to-status map."""
+"""Security headers, the Host and Origin checks, and the error-to-status map."""
 
 from __future__ import annotations
 
+import json
+import logging
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import BadRequest, Forbidden, NotFound, SwitchboardError, ToolError, Unauthorized
+from ..settings import Settings
 
-__all__ = ["ARTIFACT_CSP", "PAGE_CSP", "PDF_CSP", "SecurityHeadersMiddleware", "http_status", "origin_allowed"]
+__all__ = ["ARTIFACT_CSP", "PAGE_CSP", "PDF_CSP", "EdgePolicy", "RequestGuardMiddleware", "SecurityHeadersMiddleware",
+           "http_status", "refuse_websocket"]  # fmt: skip
+
+log = logging.getLogger("switchboard.web")
 
 PAGE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
@@ -54,17 +62,6 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
-def origin_allowed(origin: str | None, host: str | None, allowed: list[str]) -> bool:
-    """A browser websocket must come from the app's own origin or an allowed one.
-    Clients that send no Origin (not browsers) are not subject to this check."""
-    if origin is None:
-        return True
-    if origin in allowed or "*" in allowed:
-        return True
-    parts = urlsplit(origin)
-    return bool(host) and parts.netloc == host and parts.scheme in ("http", "https")
-
-
 def http_status(exc: SwitchboardError) -> int:
     if isinstance(exc, Unauthorized):
         return 401
@@ -77,3 +74,216 @@ def http_status(exc: SwitchboardError) -> int:
     if isinstance(exc, ToolError):
         return 502  # the MCP server behind the request failed
     return 500
+
+
+# -- Host and Origin -------------------------------------------------------------------------
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+_STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def split_host(value: str) -> tuple[str, int | None]:
+    """`Example.COM:8000` -> ("example.com", 8000); `[::1]` -> ("::1", None). ValueError if malformed."""
+    value = value.strip().lower()
+    port: str | None = None
+    if value.startswith("["):
+        name, sep, rest = value[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise ValueError(value)
+        port = rest[1:] if rest else None
+    elif value.count(":") == 1:
+        name, port = value.split(":")
+    else:
+        name = value
+    name = name.rstrip(".")
+    if not name or any(c in name for c in "/@?#\\ ") or (port is not None and not port.isdigit()):
+        raise ValueError(value)
+    return name, int(port) if port else None
+
+
+def _origin_key(scheme: str, host: str, port: int | None) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port if port is not None else _DEFAULT_PORTS.get(scheme, 0)}"
+
+
+def _parse_origin(origin: str) -> tuple[str, str, int | None] | None:
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname.rstrip("."), port
+
+
+@dataclass(frozen=True, slots=True)
+class EdgePolicy:
+    """Which Host headers the app answers and which browser origins may use it.
+
+    Hosts: the loopback names, the host of `public_url`, and `allowed_hosts`
+    (`*` turns the check off; `*.example.com` admits any subdomain).  Origins:
+    the origin of `public_url`, `allowed_origins` (`*` admits any), and the
+    exactly named hosts (loopback, public, plain `allowed_hosts` entries) on the
+    app's own port or on the port the request's Host names.  A Host counts only
+    when it is such a name: a rebinding site sends its own name as Host."""
+
+    hosts: frozenset[str]
+    host_suffixes: tuple[str, ...]
+    any_host: bool
+    origins: frozenset[str]
+    any_origin: bool
+    port: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EdgePolicy:
+        hosts, suffixes, origins = set(LOCAL_HOSTS), [], set()
+        any_host = "*" in settings.allowed_hosts
+        for entry in settings.allowed_hosts:
+            try:
+                if entry.startswith("*.") and len(entry) > 2:
+                    suffixes.append("." + split_host(entry[2:])[0])
+                elif entry != "*":
+                    hosts.add(split_host(entry)[0])
+            except ValueError:
+                raise ValueError(f"SWITCHBOARD_ALLOWED_HOSTS: {entry!r} is not a host name "
+                                 '(e.g. "chat.example.com", "*.example.com" or "*")') from None  # fmt: skip
+        if settings.public_url:
+            public = _parse_origin(settings.public_url)
+            if public is None:
+                raise ValueError(f"SWITCHBOARD_PUBLIC_URL must be an http(s) URL, not {settings.public_url!r}")
+            hosts.add(public[1])
+            origins.add(_origin_key(*public))
+        for entry in settings.allowed_origins:
+            parsed = _parse_origin(entry)
+            if parsed is None and entry != "*":
+                raise ValueError(f"SWITCHBOARD_ALLOWED_ORIGINS: {entry!r} is not an origin "
+                                 '(e.g. "https://chat.example.com" or "*")')  # fmt: skip
+            if parsed is not None:
+                origins.add(_origin_key(*parsed))
+        return cls(frozenset(hosts), tuple(suffixes), any_host, frozenset(origins),
+                   "*" in settings.allowed_origins, settings.port)  # fmt: skip
+
+    def host_allowed(self, host_header: str) -> bool:
+        if self.any_host:
+            return True
+        try:
+            name = split_host(host_header)[0]
+        except ValueError:
+            return False
+        return name in self.hosts or name.endswith(self.host_suffixes)
+
+    def origin_allowed(self, origin: str, host_header: str | None = None, server_port: int | None = None) -> bool:
+        if self.any_origin:
+            return True
+        parsed = _parse_origin(origin)
+        if parsed is None:
+            return False  # "null" (sandboxed frames, file:) and anything odd
+        if _origin_key(*parsed) in self.origins:
+            return True
+        scheme, name, port = parsed
+        if name not in self.hosts:
+            return False  # wildcard entries admit a Host, never an origin
+        port = port or _DEFAULT_PORTS[scheme]
+        if port in {self.port, server_port}:
+            return True
+        # Same origin as the request (e.g. a proxy on another port that passes Host through):
+        # safe because the Host is an exactly named host, never a rebinding site's own name.
+        try:
+            host_name, host_port = split_host(host_header or "")
+        except ValueError:
+            return False
+        return (host_name, host_port or _DEFAULT_PORTS[scheme]) == (name, port)
+
+
+def _printable(value: str) -> str:
+    return "".join(c for c in value if " " <= c <= "~")[:100]
+
+
+def _error_body(code: str, message: str, action: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message, "action": action}}).encode()
+
+
+class RequestGuardMiddleware:
+    """Refuses, before any route runs: an unknown Host (400, DNS rebinding), a
+    websocket from a foreign Origin (accepted, then closed with 1008), and a
+    state-changing request from a foreign Origin or `Sec-Fetch-Site: cross-site`
+    (403, cross-site request forgery).  Requests without Origin (API clients) pass."""
+
+    def __init__(self, app: ASGIApp, policy: EdgePolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        hosts = headers.getlist("host")
+        exempt = kind == "http" and scope.get("path") == "/healthz"  # probes use whatever address reaches the pod
+        if not exempt and (len(hosts) != 1 or not self.policy.host_allowed(hosts[0])):
+            shown = _printable(hosts[0]) if hosts else ""
+            name = shown.rsplit(":", 1)[0] if shown.count(":") == 1 else shown
+            log.warning("refused a request for an unknown host", extra={"event": "host_refused", "host": shown})
+            body = _error_body(
+                "bad_request",
+                f"Switchboard does not answer to the host name '{shown}'",
+                "Open Switchboard at its configured address. To serve it under this name, add the name to "
+                f'SWITCHBOARD_ALLOWED_HOSTS (a JSON list, e.g. ["{name}"]) or set SWITCHBOARD_PUBLIC_URL '
+                "to the address your users open.",
+            )
+            await (_deny_websocket(scope, receive, send, body) if kind == "websocket" else _respond(send, 400, body))
+            return
+        origins = headers.getlist("origin")
+        server = scope.get("server")
+        server_port = server[1] if server else None
+        foreign = len(origins) > 1 or (origins and not self.policy.origin_allowed(origins[0], hosts[0] if hosts else None,
+                                                                                 server_port))  # fmt: skip
+        shown_origin = _printable(origins[0]) if origins else ""
+        if kind == "websocket":
+            if foreign:
+                log.warning("refused cross-origin websocket", extra={"event": "ws_refused", "origin": shown_origin})
+                await refuse_websocket(receive, send, "cross-origin websocket refused")
+                return
+        elif scope["method"] in _STATE_CHANGING and (foreign or headers.get("sec-fetch-site") == "cross-site"):
+            log.warning("refused a cross-site request", extra={"event": "csrf_refused", "origin": shown_origin,
+                                                                 "path": scope.get("path")})  # fmt: skip
+            body = _error_body(
+                "forbidden",
+                f"refused a cross-site {scope['method']} request" + (f" from {shown_origin}" if shown_origin else ""),
+                "Use Switchboard from its own address. If this origin is a trusted front end, add it to "
+                "SWITCHBOARD_ALLOWED_ORIGINS (a JSON list).",
+            )
+            await _respond(send, 403, body)
+            return
+        await self.app(scope, receive, send)
+
+
+async def refuse_websocket(receive: Receive, send: Send, reason: str) -> None:
+    """Accept, then close with 1008: closing before accepting would reach the
+    browser as an HTTP 403 handshake failure (close code 1006), not as 1008."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    await send({"type": "websocket.close", "code": 1008, "reason": reason[:120]})
+
+
+async def _respond(send: Send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _deny_websocket(scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    if "websocket.http.response" in scope.get("extensions", {}):
+        await send({"type": "websocket.http.response.start", "status": 400,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+        await send({"type": "websocket.http.response.body", "body": body})
+    else:
+        await send({"type": "websocket.close", "code": 1008})

@@ -1,9 +1,9 @@
-"""The websocket endpoint (`/ws`, ARCHITECTURE §3).
+"""The websocket door (`/ws`): a pump between the socket and the turn hub.
 
-A reader loop handles client messages while the running turn (one task)
-streams its events; cancel, approvals and elicitation answers therefore
-arrive while a turn waits.  A malformed message gets an `error` event and
-the connection stays open."""
+A reader loop handles client messages while the running turn's events are
+pumped to the socket by a second task; cancel, approvals and elicitation
+answers therefore arrive while a turn waits.  A malformed message gets an
+`error` event and the connection stays open."""
 
 from __future__ import annotations
 
@@ -12,22 +12,23 @@ import logging
 from contextlib import suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
-from pydantic import BaseModel
 
-from ..chat import ApprovalAnswer, ChatSession, TurnState
+from ..auth import User
+from ..chat import ApprovalAnswer, Subscription
 from ..chat.events import (
     ApprovalResponse,
+    AttachedEvent,
+    AttachMessage,
     CancelMessage,
     ChatMessage,
     ElicitationResponse,
     ErrorEvent,
-    MessageDone,
     SessionEvent,
     parse_client_message,
 )
-from ..errors import SwitchboardError
+from ..chat.session import new_id
+from ..errors import BadRequest, SwitchboardError
 from ..services import Services
-from .security import origin_allowed
 
 __all__ = ["router"]
 
@@ -38,98 +39,79 @@ MAX_MESSAGE_BYTES = 1_000_000
 
 
 class _Connection:
-    def __init__(self, websocket: WebSocket, services: Services, session: ChatSession) -> None:
+    def __init__(self, websocket: WebSocket, services: Services, user: User) -> None:
         self.websocket = websocket
         self.services = services
-        self.session = session
-        self.turn: asyncio.Task[None] | None = None
+        self.user = user
+        self.conversation_id = new_id()  # the connection's current conversation
+        self.pump: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
 
-    async def send(self, event: BaseModel) -> None:
-        text: str = event.to_json()  # type: ignore[attr-defined]
+    async def send_text(self, text: str) -> None:
         async with self._send_lock:
             await self.websocket.send_text(text)
 
     async def error(self, exc: SwitchboardError) -> None:
-        await self.send(ErrorEvent(code=exc.code, message=exc.message, action=exc.action))
+        await self.send_text(ErrorEvent(code=exc.code, message=exc.message, action=exc.action).to_json())
 
     async def handle(self, raw: str) -> None:
         if len(raw) > MAX_MESSAGE_BYTES:
-            await self.send(ErrorEvent(code="bad_request", message="message too large",
-                                       action=f"Keep messages under {MAX_MESSAGE_BYTES:,} bytes."))  # fmt: skip
+            await self.error(BadRequest("message too large", action=f"Keep messages under {MAX_MESSAGE_BYTES:,} bytes."))
             return
+        hub = self.services.turns
         try:
             message = parse_client_message(raw)
+            if isinstance(message, ChatMessage):
+                await self.follow(await hub.start(self.user, self.services.auth.is_admin(self.user), message,
+                                                  self.conversation_id))  # fmt: skip
+            elif isinstance(message, AttachMessage):
+                subscription = hub.attach(self.user, message.conversation_id)
+                await self.send_text(AttachedEvent(conversation_id=message.conversation_id,
+                                                   running=subscription is not None).to_json())  # fmt: skip
+                if subscription is not None:
+                    await self.follow(subscription)
+            elif isinstance(message, CancelMessage):
+                await hub.cancel(self.user, self.conversation_id)
+            elif isinstance(message, ApprovalResponse):
+                hub.answer_approval(self.user, message.call_id,
+                                    ApprovalAnswer(message.approved, message.arguments, message.remember))  # fmt: skip
+            elif isinstance(message, ElicitationResponse):
+                hub.answer_elicitation(self.user, message.request_id, message.action, message.content)
         except SwitchboardError as exc:
             await self.error(exc)
-            return
-        if isinstance(message, ChatMessage):
-            await self.start_turn(message)
-        elif isinstance(message, CancelMessage):
-            await self.cancel_turn()
-        elif isinstance(message, ApprovalResponse):
-            answer = ApprovalAnswer(approved=message.approved, arguments=message.arguments, remember=message.remember)
-            if not self.session.answer_approval(message.call_id, answer):
-                await self.send(ErrorEvent(code="not_found", message=f"no approval is waiting for call '{message.call_id}'"))
-        elif isinstance(message, ElicitationResponse):
-            if not self.session.answer_elicitation(message.request_id, message.action, message.content):
-                await self.send(ErrorEvent(code="not_found", message=f"no question is waiting with id '{message.request_id}'"))
 
-    async def start_turn(self, message: ChatMessage) -> None:
-        if self.turn is not None and not self.turn.done():
-            await self.send(ErrorEvent(code="bad_request", message="an answer is still being written",
-                                       action="Wait for it to finish, or press Stop."))  # fmt: skip
-            return
-        if message.conversation_id and message.conversation_id != self.session.conversation_id:
-            # A new conversation id starts a fresh conversation on this connection.
-            self.session.conversation_id = message.conversation_id
-            self.session.history.clear()
-            self.session.allowed_tools.clear()
-        self.turn = asyncio.create_task(self._run_turn(message), name=f"turn:{self.session.user.email}")
+    async def follow(self, subscription: Subscription) -> None:
+        """Send this turn's events from now on (one turn followed at a time)."""
+        await self.unfollow()
+        self.conversation_id = subscription.turn.conversation_id
+        self.pump = asyncio.create_task(self._pump(subscription), name=f"pump:{self.user.email}")
 
-    async def _run_turn(self, message: ChatMessage) -> None:
-        state = TurnState()
-        engine = self.services.engine
-        try:
-            async for event in engine.run_turn(self.session, message, state):
-                await self.send(event)
-        except asyncio.CancelledError:
-            with suppress(Exception):
-                await self.send(engine.close_cancelled(self.session, state))
-            raise
-        except Exception:
-            log.exception("turn failed", extra={"event": "turn_failed", "user": self.session.user.email})
-            with suppress(Exception):
-                await self.send(ErrorEvent(code="internal", message="something went wrong while answering",
-                                           action="Try again; if it keeps happening, tell your administrator."))  # fmt: skip
-                await self.send(MessageDone(message_id=state.message_id, finish_reason="error", html=""))
+    async def _pump(self, subscription: Subscription) -> None:
+        async for text in subscription:
+            await self.send_text(text)
 
-    async def cancel_turn(self) -> None:
-        turn = self.turn
-        if turn is None or turn.done():
-            return
-        turn.cancel()
-        with suppress(asyncio.CancelledError):
-            await turn
+    async def unfollow(self) -> None:
+        pump = self.pump
+        if pump is not None and not pump.done():
+            pump.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await pump
 
 
 @router.websocket("/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
-    origin = websocket.headers.get("origin")
-    if not origin_allowed(origin, websocket.headers.get("host"), services.settings.allowed_origins):
-        log.warning("refused cross-origin websocket", extra={"event": "ws_refused", "origin": origin})
-        await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
-        return
+    # Host and Origin were checked by RequestGuardMiddleware (web/security.py).
     try:
         user = await services.auth.identify(websocket.headers)
     except SwitchboardError:
+        await websocket.accept()  # closing before accepting would reach the browser as HTTP 403, not 1008
         await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
         return
     await websocket.accept()
-    session = ChatSession(user=user)
-    connection = _Connection(websocket, services, session)
-    await connection.send(SessionEvent(user=user.email, groups=sorted(user.groups), conversation_id=session.conversation_id))
+    connection = _Connection(websocket, services, user)
+    await connection.send_text(SessionEvent(user=user.email, groups=sorted(user.groups),
+                                            conversation_id=connection.conversation_id).to_json())  # fmt: skip
     try:
         while True:
             message = await websocket.receive()
@@ -137,15 +119,14 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
                 break
             raw = message.get("text")
             if raw is None:
-                raw_bytes = message.get("bytes") or b""
                 try:
-                    raw = raw_bytes.decode("utf-8")
+                    raw = (message.get("bytes") or b"").decode("utf-8")
                 except UnicodeDecodeError:
-                    await connection.send(ErrorEvent(code="bad_request", message="messages must be UTF-8 JSON text"))
+                    await connection.send_text(ErrorEvent(code="bad_request", message="messages must be UTF-8 JSON text").to_json())
                     continue
             await connection.handle(raw)
     except WebSocketDisconnect:
         pass
     finally:
-        # Nothing keeps running for a client that has gone.
-        await connection.cancel_turn()
+        # The turn goes on for a while without listeners (a reload attaches again).
+        await connection.unfollow()

@@ -1,45 +1,52 @@
-"""Trimming tool results when the model's context window overflows."""
+"""Fitting a conversation into the model's context window: a view over the
+history that leaves out the oldest tool results, never an edit of it."""
 
 import pytest
 from switchboard.auth import User
-from switchboard.chat.context import TRIMMED_TOOL_RESULT, fitting_context, trim_tool_results
+from switchboard.chat.context import fitting_context, more_to_trim
 from switchboard.chat.session import ChatSession
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMContextOverflow
-from switchboard.llm import Completed, Notice, TextDelta
+from switchboard.history import TRIMMED_TOOL_RESULT, AssistantText, CallRecord, ToolReply, UserText, trimmed
+from switchboard.llm.messages import to_openai
+from switchboard.llm.types import Completed, Notice, TextDelta
 
 MODEL = ModelConfig(name="m", model="openai/m")
 
 
-def history(tool_results: int) -> list[dict]:
-    messages = [{"role": "user", "content": "question"}]
-    for n in range(tool_results):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{n}"}]})
-        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": f"result {n}"})
-    return messages
+def history(tool_results: int) -> list:
+    records: list = [UserText("u", "question")]
+    for i in range(tool_results):
+        records.append(AssistantText(f"a{i}", "", calls=(CallRecord(f"c{i}", "t", "{}"),)))
+        records.append(ToolReply(f"r{i}", f"c{i}", "t", "s", True, f"result {i}"))
+    return records
 
 
-def tool_contents(messages):
+def tool_contents(messages: list[dict]) -> list[str]:
     return [m["content"] for m in messages if m["role"] == "tool"]
 
 
-@pytest.mark.parametrize(("count", "trimmed"), [(1, 1), (2, 1), (3, 2), (4, 2)])
-def test_the_older_half_rounded_up_is_trimmed(count, trimmed):
-    messages = history(count)
-
-    assert trim_tool_results(messages) == trimmed
-
-    contents = tool_contents(messages)
-    assert contents[:trimmed] == [TRIMMED_TOOL_RESULT] * trimmed
-    assert contents[trimmed:] == [f"result {n}" for n in range(trimmed, count)]
-    assert messages[0] == {"role": "user", "content": "question"}
+def session_with(tool_results: int) -> ChatSession:
+    session = ChatSession(user=User(email="a@example.com", groups=frozenset({"users"})))
+    session.history = history(tool_results)
+    return session
 
 
-def test_trimming_again_takes_the_next_oldest_and_ends_at_zero():
-    messages = history(4)
-    assert [trim_tool_results(messages) for _ in range(4)] == [2, 1, 1, 0]
-    assert tool_contents(messages) == [TRIMMED_TOOL_RESULT] * 4
-    assert trim_tool_results(history(0)) == 0
+def test_the_view_leaves_out_the_oldest_results_and_keeps_the_records():
+    records = history(4)
+    view = trimmed(records, 2)
+    assert tool_contents(to_openai("", view)) == [TRIMMED_TOOL_RESULT] * 2 + ["result 2", "result 3"]
+    assert tool_contents(to_openai("", records)) == [f"result {i}" for i in range(4)]
+
+
+def test_each_trim_takes_the_older_half_of_what_is_still_in_view():
+    session = session_with(4)
+    steps = []
+    while more := more_to_trim(session):
+        steps.append(more)
+        session.trimmed += more
+    assert steps == [2, 1, 1]
+    assert more_to_trim(session_with(0)) == 0
 
 
 class ScriptedLLM:
@@ -49,8 +56,8 @@ class ScriptedLLM:
         self.scripts = list(scripts)
         self.sent: list[list[dict]] = []
 
-    async def stream(self, model, messages, tools):
-        self.sent.append([dict(m) for m in messages])
+    async def stream(self, model, messages, tools, *, system=""):
+        self.sent.append(to_openai(system, messages))
         script = self.scripts.pop(0)
         if isinstance(script, Exception):
             raise script
@@ -59,28 +66,24 @@ class ScriptedLLM:
         yield Completed(finish_reason="stop")
 
 
-def session_with(tool_results: int) -> ChatSession:
-    session = ChatSession(user=User(email="a@example.com", groups=frozenset({"users"})))
-    session.history = history(tool_results)
-    return session
-
-
 async def run(llm, session):
-    return [e async for e in fitting_context(llm, MODEL, lambda s: list(s.history), session, None)]
+    return [e async for e in fitting_context(llm, MODEL, "system", session, None)]
 
 
-async def test_an_overflow_trims_and_calls_once_more():
+async def test_an_overflow_trims_the_view_and_calls_once_more():
     llm = ScriptedLLM(LLMContextOverflow("too long"), ["fits"])
     session = session_with(2)
 
     events = await run(llm, session)
 
     assert events[0] == Notice("context_trimmed", "The conversation no longer fit model 'm': the 1 oldest tool results "
-                                                  "were shortened and the question sent again.")
+                                                  "were left out and the question sent again.")
     assert events[1] == TextDelta("fits")
     assert tool_contents(llm.sent[0]) == ["result 0", "result 1"]
     assert tool_contents(llm.sent[1]) == [TRIMMED_TOOL_RESULT, "result 1"]
-    assert tool_contents(session.history) == [TRIMMED_TOOL_RESULT, "result 1"]  # kept for later turns
+    assert llm.sent[1][0] == {"role": "system", "content": "system"}
+    assert [r.text for r in session.history if isinstance(r, ToolReply)] == ["result 0", "result 1"]  # records intact
+    assert session.trimmed == 1  # later calls of the turn start from the trimmed view
 
 
 async def test_a_second_overflow_is_raised():

@@ -120,7 +120,7 @@ def test_fractional_timeouts_and_fields_parse(dirs):
                                        "require_approval": ["w"], "roots": ["/tmp"], "sampling": False}}})  # fmt: skip
     server = load_mcp_config(defaults, overrides, {}).servers["a"]
     assert server.timeout_s == 0.5 and server.tools.admits("ls") and not server.tools.admits("rm")
-    assert server.sampling is False and server.roots == ["/tmp"]
+    assert server.sampling == "deny" and server.roots == ["/tmp"]
 
 
 def test_app_config_merges_models_and_reads_groups_and_levels(tmp_path):

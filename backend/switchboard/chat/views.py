@@ -1,0 +1,65 @@
+"""What the HTTP API shows of stored conversations: a conversation with its
+active branch (assistant text rendered and sanitized here, on the server),
+the branches a message has, and exports."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from ..store import Conversation, Message, active_path
+from .render import render_markdown
+
+__all__ = ["conversation_view", "export_json", "export_markdown"]
+
+
+def _siblings(messages: list[Message]) -> dict[str, list[str]]:
+    children: dict[str | None, list[str]] = defaultdict(list)
+    for message in messages:  # in seq order
+        children[message.parent_id].append(message.id)
+    return {child: ids for ids in children.values() if len(ids) > 1 for child in ids}
+
+
+def conversation_view(conversation: Conversation, messages: list[Message]) -> dict[str, Any]:
+    """The conversation's fields and its active branch, as the page shows it."""
+    siblings = _siblings(messages)
+    shown = []
+    for message in active_path(messages, conversation.leaf_id):
+        entry = message.to_api()
+        entry.pop("context", None)  # host-added text for the model; the page shows files instead
+        entry.pop("model_text", None)
+        if message.role == "assistant":
+            entry["html"] = render_markdown(message.content)
+        if message.id in siblings:
+            entry["siblings"] = siblings[message.id]
+        shown.append(entry)
+    return {**conversation.to_api(), "messages": shown}
+
+
+def export_json(conversation: Conversation, messages: list[Message]) -> str:
+    view = conversation_view(conversation, messages)
+    for message in view["messages"]:
+        message.pop("html", None)
+    return json.dumps(view, indent=2, ensure_ascii=False)
+
+
+def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
+    lines = [f"# {conversation.title}", "", f"_{conversation.created_at:%Y-%m-%d %H:%M} UTC"
+             + (f" · model {conversation.model}" if conversation.model else "")
+             + (f" · compliance level {conversation.compliance_level}" if conversation.compliance_level else "") + "_", ""]  # fmt: skip
+    for message in active_path(messages, conversation.leaf_id):
+        data = message.data
+        if message.role == "user":
+            lines += ["## You", "", message.content, ""]
+            lines += [f"- attached: {f['name']}" for f in data.get("files", [])]
+        elif message.role == "assistant":
+            if message.content.strip():
+                lines += ["## Assistant", "", message.content, ""]
+        else:
+            status = "ok" if data.get("ok") else "failed"
+            arguments = json.dumps(data.get("arguments") or {}, ensure_ascii=False)
+            lines += [f"### Tool `{data.get('tool', '')}` ({status})", "", f"Arguments: `{arguments}`", "",
+                      "```", message.content[:20_000], "```", ""]  # fmt: skip
+            lines += [f"- artifact: {a['name']}" for a in data.get("artifacts", [])]
+    return "\n".join(lines).rstrip() + "\n"

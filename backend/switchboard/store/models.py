@@ -1,0 +1,116 @@
+"""The store's tables (SQLAlchemy Core).  The migrations in ``migrations/versions`` create them;
+a test checks that the two agree.
+
+Search indexes are not described here because they differ by backend: SQLite gets FTS5 tables
+(``messages_fts``, ``conversations_fts``) kept in step by triggers, Postgres gets trigram GIN
+indexes (pg_trgm).  Both are created by the migrations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+__all__ = ["UTCDateTime", "allowances", "conversations", "files", "messages", "metadata", "tool_pins"]
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC on the way out for every backend.
+
+    Postgres stores ``timestamptz``; SQLite has no time zones, so values are stored as naive UTC
+    (a fixed-width text that sorts in time order) and marked UTC when read."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("the store takes timezone-aware datetimes only")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _json() -> Any:
+    return JSON().with_variant(JSONB(), "postgresql")
+
+
+metadata = MetaData()
+
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("owner", String(320), nullable=False, index=True),
+    Column("title", Text, nullable=False),
+    Column("model", String(200)),
+    Column("compliance_level", String(200)),
+    Column("levels_used", _json(), nullable=False),  # list; null entries mean "no level"
+    Column("leaf_id", String(64)),
+    Column("message_count", Integer, nullable=False, server_default="0"),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_conversations_owner_updated_at", "owner", "updated_at"),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("conversation_id", String(64), ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False),
+    Column("parent_id", String(64)),
+    Column("seq", Integer, nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("data", _json(), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    CheckConstraint("role IN ('user', 'assistant', 'tool')", name="ck_messages_role"),
+    # ordering within a conversation, and the guard that two writers never share a seq
+    Index("ux_messages_conversation_seq", "conversation_id", "seq", unique=True),
+)
+
+allowances = Table(
+    "conversation_allowances",
+    metadata,
+    Column("conversation_id", String(64), ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True),
+    Column("key", String(500), primary_key=True),
+)
+
+files = Table(
+    "conversation_files",
+    metadata,
+    Column("conversation_id", String(64), ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True),
+    Column("file_id", String(200), primary_key=True),
+)
+
+tool_pins = Table(
+    "tool_pins",
+    metadata,
+    Column("server", String(200), primary_key=True),
+    Column("tool", String(500), primary_key=True),
+    Column("digest", String(128), nullable=False),
+    Column("definition", _json(), nullable=False),
+    Column("pinned_at", UTCDateTime, nullable=False),
+)

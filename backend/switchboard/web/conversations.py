@@ -1,0 +1,103 @@
+"""Stored conversations over HTTP: list and search, read, rename, switch
+branch, delete (with their files), export.  Only the owner sees one; anyone
+else gets 404, as for a conversation that does not exist."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, Field
+
+from ..auth import User
+from ..chat.views import conversation_view, export_json, export_markdown
+from ..errors import BadRequest, NotFound
+from ..store import Conversation, latest_leaf
+from ..store import Message as StoredMessage
+from .deps import current_user, services_of
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/conversations", tags=["conversations"])
+UserDep = Annotated[User, Depends(current_user)]
+
+
+class ConversationPatch(BaseModel):
+    title: str | None = Field(default=None, min_length=1, max_length=200)
+    branch: str | None = Field(default=None, max_length=64, description="a message id: show the newest branch through it")
+
+
+async def _owned(request: Request, user: User, conversation_id: str) -> Conversation:
+    conversation = await services_of(request).store.get_conversation(conversation_id)
+    if conversation is None or conversation.owner != user.email:
+        raise NotFound("there is no such conversation", action="It may have been deleted; pick another one.")
+    return conversation
+
+
+async def _view(request: Request, conversation: Conversation) -> dict[str, Any]:
+    messages = await services_of(request).store.messages(conversation.id)
+    view = await asyncio.to_thread(conversation_view, conversation, messages)
+    view["running"] = services_of(request).turns.running(conversation.id) is not None
+    return view
+
+
+@router.get("")
+async def list_conversations(request: Request, user: UserDep, q: str | None = Query(default=None, max_length=200),
+                             limit: int = Query(default=50, ge=1, le=200),
+                             before: datetime | None = None) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+    """The caller's conversations, newest first; `q` searches titles and message text."""
+    if before is not None and before.tzinfo is None:
+        raise BadRequest("`before` needs a time zone", action="Pass the `updated_at` of the last conversation shown.")
+    found = await services_of(request).store.list_conversations(user.email, q=q, limit=limit, before=before)
+    return {"conversations": [c.to_api() for c in found]}
+
+
+@router.get("/{conversation_id}")
+async def get_conversation(request: Request, user: UserDep, conversation_id: str) -> dict[str, Any]:
+    return await _view(request, await _owned(request, user, conversation_id))
+
+
+@router.patch("/{conversation_id}")
+async def patch_conversation(request: Request, user: UserDep, conversation_id: str, body: ConversationPatch) -> dict[str, Any]:
+    """Rename (`title`) or switch to another branch (`branch`: a message id)."""
+    store = services_of(request).store
+    conversation = await _owned(request, user, conversation_id)
+    if body.title is not None:
+        conversation = await store.update_conversation(conversation_id, title=" ".join(body.title.split()))
+    if body.branch is not None:
+        if services_of(request).turns.running(conversation_id) is not None:
+            raise BadRequest("an answer is still being written here", action="Wait for it to finish, or stop it first.")
+        messages: list[StoredMessage] = await store.messages(conversation_id)
+        if not any(m.id == body.branch for m in messages):
+            raise NotFound(f"there is no message '{body.branch}' in this conversation")
+        conversation = await store.update_conversation(conversation_id, leaf_id=latest_leaf(messages, body.branch))
+    return await _view(request, conversation)
+
+
+@router.delete("/{conversation_id}", status_code=204)
+async def delete_conversation(request: Request, user: UserDep, conversation_id: str) -> Response:
+    """The conversation, its messages, and the files attached to or made in it."""
+    services = services_of(request)
+    await _owned(request, user, conversation_id)
+    await services.turns.cancel(user, conversation_id)
+    messages = await services.store.messages(conversation_id)
+    artifacts = [a["id"] for m in messages if m.role == "tool" for a in m.data.get("artifacts", [])]
+    uploads = await services.store.delete_conversation(conversation_id)
+    for file_id in {*artifacts, *uploads}:
+        await asyncio.to_thread(services.artifacts.delete, file_id, owner=user.email)
+    return Response(status_code=204)
+
+
+@router.get("/{conversation_id}/export")
+async def export_conversation(request: Request, user: UserDep, conversation_id: str,
+                              format: Literal["md", "json"] = "md") -> Response:  # fmt: skip
+    conversation = await _owned(request, user, conversation_id)
+    messages = await services_of(request).store.messages(conversation_id)
+    if format == "json":
+        body, media = await asyncio.to_thread(export_json, conversation, messages), "application/json"
+    else:
+        body, media = await asyncio.to_thread(export_markdown, conversation, messages), "text/markdown; charset=utf-8"
+    filename = f"conversation-{conversation_id}.{format}"
+    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
