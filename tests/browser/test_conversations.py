@@ -206,7 +206,9 @@ def test_regenerate_the_last_answer(page, llm, watch):
 
 def test_copy_a_whole_message(open_page, llm):
     page = open_page(permissions=["clipboard-read", "clipboard-write"])
-    start(page, llm, "copy this question", "An answer with **bold** and `code`.")
+    llm.enqueue(TextReply("An answer with **bold** and `code`."))
+    send(page, "copy this question")
+    expect(wait_finished(page).locator("strong")).to_have_text("bold")
     copy = last_answer(page).get_by_role("button", name="Copy answer")
     copy.click()
     expect(copy).to_have_text("Copied")
