@@ -245,3 +245,43 @@ def shots():
         return path
 
     return save
+
+
+class RestartableApp:
+    """An app of its own (toolbox only) whose process can be "restarted": stopped,
+    then built afresh from the same settings (same data dir and store) on the same port."""
+
+    def __init__(self, tmp: Path, llm: LLMDouble) -> None:
+        write_config(
+            tmp / "defaults",
+            servers={"toolbox": toolbox_entry(description="Test tools")},
+            models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY",
+                     "description": "The scripted test model"}],
+            default_model="double",
+            groups={"dev@localhost": ["users"]},
+        )
+        self.settings = make_settings(tmp)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server: LiveServer | None = None
+
+    def start(self) -> None:
+        services = build_services(self.settings, environ={"DOUBLE_KEY": "x", "PATH": "/usr/bin:/bin"})
+        self.server = LiveServer(create_app(self.settings, services=services), self.port)
+        self.server.start()
+        self.server.wait_ready()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+@pytest.fixture
+def restartable(tmp_path, llm):
+    app = RestartableApp(tmp_path, llm)
+    app.start()
+    try:
+        yield app
+    finally:
+        app.stop()

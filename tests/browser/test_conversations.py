@@ -331,3 +331,29 @@ def test_a_level_that_does_not_fit_starts_a_new_conversation_and_says_so(page, l
     expect(item(page, second_id)).to_have_attribute("aria-current", "page")
     expect(item(page, first_id)).to_be_visible()
     assert all("Internal answer." not in json.dumps(m) for m in llm.requests[-1]["messages"])
+
+
+def test_a_server_restart_brings_the_conversation_back(open_page, restartable, llm, watch):
+    page = open_page(url=restartable.url)
+    conversation_id = start(page, llm, "remember the number 42", "I will remember 42.")
+    # A turn is running when the server goes down: it cannot finish.
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 40, "delay_s": 0.5}')]))
+    send(page, "count for a long while")
+    expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "running")
+    restartable.stop()
+    expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting")
+    restartable.start()
+    expect(page.locator("#conn")).to_have_attribute("data-state", "connected", timeout=40_000)
+    expect(page.locator(".msg.user .bubble")).to_have_text(["remember the number 42", "count for a long while"])
+    expect(page.locator(".msg.assistant").first).to_contain_text("I will remember 42.")
+    # Drawn again from the store: a graceful stop stored the turn as cancelled (the page
+    # itself had marked it "error", connection lost).
+    expect(last_answer(page)).to_have_attribute("data-finish", "cancelled")
+    expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "failed")
+    assert open_id(page) == conversation_id
+    # The conversation goes on with what came before.
+    llm.enqueue(TextReply("You said 42."))
+    send(page, "what number?")
+    expect(wait_finished(page)).to_contain_text("You said 42.")
+    assert "remember the number 42" in json.dumps(llm.requests[-1]["messages"])
+    assert sent_messages(watch.sent, "chat")[-1]["conversation_id"] == conversation_id
