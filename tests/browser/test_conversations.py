@@ -357,3 +357,14 @@ def test_a_server_restart_brings_the_conversation_back(open_page, restartable, l
     expect(wait_finished(page)).to_contain_text("You said 42.")
     assert "remember the number 42" in json.dumps(llm.requests[-1]["messages"])
     assert sent_messages(watch.sent, "chat")[-1]["conversation_id"] == conversation_id
+
+
+def test_conversations_are_grouped_by_day(page):
+    groups = page.evaluate("""async () => {
+        const { dayGroup } = await import("/static/sidebar.js");
+        const now = new Date(2026, 10, 24, 15, 0);
+        const at = (daysAgo, hour = 12) => new Date(2026, 10, 24 - daysAgo, hour).toISOString();
+        return [at(0, 1), at(1), at(2), at(7, 13), at(8), new Date(2026, 0, 5).toISOString(), "not a date"]
+            .map((iso) => dayGroup(iso, now));
+    }""")
+    assert groups == ["Today", "Yesterday", "Previous 7 days", "Previous 7 days", "November 2026", "January 2026", "Older"]
