@@ -104,6 +104,7 @@ class StoredFile:
     owner: str
     kind: str  # "artifact" | "upload"
     created: float
+    scripts: bool = False  # an HTML artifact may run scripts (its server opted in with `artifact_scripts`)
 
 
 @dataclass(slots=True)
@@ -134,7 +135,8 @@ class ArtifactStore:
             raise NotFound("no such file")
         return self.root / f"{file_id}.bin", self.root / f"{file_id}.json"
 
-    def put(self, *, owner: str, name: str, mime: str, data: bytes, kind: str = "artifact") -> StoredFile:
+    def put(self, *, owner: str, name: str, mime: str, data: bytes, kind: str = "artifact",
+            scripts: bool = False) -> StoredFile:  # fmt: skip
         file_id = secrets.token_urlsafe(18)
         blob, meta = self._paths(file_id)
         name = safe_name(name)
@@ -146,6 +148,7 @@ class ArtifactStore:
             owner=owner,
             kind=kind,
             created=time.time(),
+            scripts=scripts,
         )
         _write_private(blob, data)
         _write_private(meta, json.dumps(asdict(stored)).encode())

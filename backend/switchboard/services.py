@@ -51,6 +51,7 @@ class Services:
         try:
             self.conversations.store = await open_store(self.settings.database_url_resolved)
             self.store_error = None
+            await self.pool.pins.use(self.conversations.store, legacy_file=self.settings.data_dir / "tool-pins.json")
         except SwitchboardError as exc:
             self.store_error = exc.message
             log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
@@ -59,6 +60,7 @@ class Services:
     async def close(self) -> None:
         await self.turns.stop()
         await self.pool.stop()
+        await self.pool.pins.flush()
         close = getattr(self.conversations.store, "close", None)
         if close is not None:
             await close()
@@ -130,7 +132,7 @@ def build_services(
         max_artifact_bytes=settings.max_artifact_bytes,
         concurrency_per_server=settings.tool_concurrency_per_server,
         on_status=_log_status,
-        pins_path=settings.data_dir / "tool-pins.json",
+        files_origin=settings.base_url,  # where stdio servers may fetch signed file links
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (

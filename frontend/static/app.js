@@ -47,7 +47,7 @@ const library = new Library({
   onChange: () => updateControls(), getLevel: () => tools.complianceLevel ?? null,
 });
 const tools = new ToolsPanel({
-  configUrl: page.config_url, servers: $("servers"), summary: $("tools-summary"), compliance: $("compliance"),
+  configUrl: page.config_url, servers: $("servers"), status: $("servers-status"), summary: $("tools-summary"), compliance: $("compliance"),
   complianceNote: $("compliance-note"), model: $("model"), modelNote: $("model-note"),
   onConfig: (config) => {
     library.render(config);
@@ -103,11 +103,15 @@ function showConnection(status, { retryIn }) {
 $("conn-retry").addEventListener("click", () => connection.retryNow());
 
 // -- controls ---------------------------------------------------------------
+/** Something to send: text, or an attached file or resource. */
+const hasMessage = () => Boolean(input.value.trim() || uploads.ready.length || library.attached.length);
+const canSend = () => connection.open && !state.running && !state.loading && !uploads.uploading && hasMessage();
+
 function updateControls() {
   const connected = connection.open;
   sendButton.hidden = state.running;
   stopButton.hidden = !state.running;
-  sendButton.disabled = !connected || state.running || uploads.uploading || state.loading;
+  sendButton.disabled = !canSend();
   if (!connected) hint.textContent = "Not connected: you can send again once the connection is back.";
   else if (uploads.uploading) hint.textContent = "Uploading files…";
   else if (state.loading) hint.textContent = "Loading the conversation…";
@@ -136,7 +140,7 @@ function chatMessage(content, extra = {}) {
 
 function sendChat() {
   const content = input.value.trim();
-  if (!content || sendButton.disabled) return;
+  if (!canSend()) return;
   const files = uploads.ready;
   const message = chatMessage(content);
   if (files.length) message.files = files.map((f) => f.id);
@@ -189,6 +193,7 @@ function endTurn() {
 function onEvent(event) {
   if (event.type === "session") {
     const reconnected = state.hadSession;
+    if (reconnected) tools.load(); // models and servers may have changed while the line was down
     state.hadSession = true;
     state.staleTurn = false; // a new connection: nothing of an old turn can arrive
     state.conversationId ??= event.conversation_id;
@@ -246,7 +251,10 @@ input.addEventListener("keydown", (e) => {
     sendChat();
   }
 });
-input.addEventListener("input", autosize);
+input.addEventListener("input", () => {
+  autosize();
+  updateControls();
+});
 stopButton.addEventListener("click", () => {
   send({ type: "cancel" });
   stopButton.disabled = true;

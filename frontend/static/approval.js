@@ -36,8 +36,9 @@ export function approvalPrompt(event, send) {
   const remember = el("button", { type: "submit", class: "btn", value: "remember", text: "Allow for this conversation" });
   const deny = el("button", { type: "submit", class: "btn danger", value: "deny", text: "Deny" });
   const form = el("form", { class: "approval", "aria-labelledby": `${id}-title` },
-    el("p", { class: "approval-title", id: `${id}-title` }, el("strong", { text: "Approval needed" }),
-      el("span", { class: "visually-hidden", text: ` for ${event.tool} on ${event.server}` })),
+    el("p", { class: "approval-title", id: `${id}-title` }, el("strong", { text: "Approval needed" }), " to run ",
+      el("code", { class: "approval-tool", text: event.tool || "an unnamed tool" }), " on ",
+      el("strong", { class: "approval-server", text: event.server || "an unnamed server" })),
     el("p", { class: "approval-reason", text: event.reason ? `Why: ${event.reason}` : "" }),
     el("label", { for: `${id}-args`, class: "label-text", text: editable ? "Arguments (JSON, you may edit them)" : "Arguments" }),
     editor, problem,

@@ -5,6 +5,9 @@ import { el } from "./dom.js";
 import { buildViewer, viewerKind } from "./viewers.js";
 
 const MIN_WIDTH = 280;
+// On a phone the canvas covers the whole chat: it opens when asked (a file
+// chip, the Canvas button), never by itself over the answer being written.
+const NARROW = window.matchMedia("(max-width: 899px)");
 const WIDTH_KEY = "switchboard.canvasWidth";
 
 export class Canvas {
@@ -12,6 +15,7 @@ export class Canvas {
     Object.assign(this, { panel, tabList: tabs, body, download, resizer, toggle, onVisibility });
     this.items = new Map(); // artifact id -> {artifact, tab, view}
     this.selected = null;
+    this.pending = null; // the file to show first when the canvas is opened (narrow screens)
     close.addEventListener("click", () => this.hide());
     toggle.addEventListener("click", () => (this.panel.hidden ? this.show() : this.hide()));
     tabs.addEventListener("keydown", (e) => this._tabKeys(e));
@@ -25,12 +29,17 @@ export class Canvas {
     if (!artifacts?.length || !display?.open_canvas) return;
     const primary = artifacts.find((a) => a.name === display.primary_file) || artifacts[0];
     for (const artifact of artifacts) this.add(artifact);
+    if (NARROW.matches && this.panel.hidden) {
+      this.pending = primary.id;
+      return;
+    }
     this.select(primary.id);
     this.show();
   }
 
   open(artifact) {
     this.add(artifact);
+    this.pending = null;
     this.select(artifact.id);
     this.show();
   }
@@ -95,6 +104,8 @@ export class Canvas {
 
   show() {
     if (!this.items.size) return;
+    if (this.selected === null || this.pending) this.select(this.items.has(this.pending) ? this.pending : [...this.items.keys()][0]);
+    this.pending = null;
     this.panel.hidden = false;
     this.resizer.hidden = false;
     this.toggle.setAttribute("aria-expanded", "true");

@@ -185,7 +185,7 @@ export class ChatView {
   }
 
   addUser(text, files = []) {
-    const node = el("article", { class: "msg user", "aria-label": "You" }, el("div", { class: "bubble", text }));
+    const node = el("article", { class: "msg user", "aria-label": "You" }, text ? el("div", { class: "bubble", text }) : null);
     if (files.length) {
       node.append(el("ul", { class: "chips", "aria-label": "Attached files" },
         files.map((f) => el("li", { class: "chip", title: f.mime }, el("span", { class: "chip-name", text: f.name }),

@@ -24,14 +24,55 @@ export function artifactChip(artifact, onOpen) {
       el("span", { class: "chip-meta", text: formatBytes(artifact.size) })));
 }
 
+function clip(text) {
+  return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS)}…` : text;
+}
+
 function firstLine(text) {
-  const line = String(text ?? "").trim().split("\n", 1)[0];
-  return line.length > SUMMARY_CHARS ? `${line.slice(0, SUMMARY_CHARS)}…` : line;
+  return clip(String(text ?? "").trim().split("\n", 1)[0]);
+}
+
+function parsedJson(text) {
+  const trimmed = String(text ?? "").trim();
+  if (!/^[[{]/.test(trimmed)) return undefined;
+  try {
+    return JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+}
+
+const isScalar = (v) => v === null || ["string", "number", "boolean"].includes(typeof v);
+
+/** One line about a JSON value: its `summary`, else its first scalar fields,
+ * else its keys; never a lone brace. */
+function jsonSummary(value) {
+  if (Array.isArray(value)) {
+    const scalars = value.filter(isScalar).slice(0, 5).map((v) => JSON.stringify(v));
+    return clip(`${value.length} item${value.length === 1 ? "" : "s"}${scalars.length ? `: ${scalars.join(", ")}` : ""}`);
+  }
+  if (typeof value.summary === "string" && value.summary.trim()) return firstLine(value.summary);
+  const entries = Object.entries(value);
+  if (!entries.length) return "(empty object)";
+  const scalars = entries.filter(([, v]) => isScalar(v));
+  if (scalars.length) return clip(scalars.slice(0, 6).map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join(", "));
+  return clip(`keys: ${entries.map(([k]) => k).join(", ")}`);
+}
+
+/** The one-line summary of a successful result. */
+export function resultSummary(results, content) {
+  const isObject = (v) => v !== null && typeof v === "object";
+  if (isObject(results) && !Array.isArray(results) && typeof results.summary === "string") return firstLine(results.summary);
+  const json = parsedJson(content);
+  if (isObject(json)) return jsonSummary(json);
+  if (String(content ?? "").trim()) return firstLine(content);
+  return isObject(results) ? jsonSummary(results) : "";
 }
 
 export class ToolCard {
   constructor({ callId, tool, server, onOpenArtifact }) {
     this.callId = callId;
+    this.tool = tool;
     this.onOpenArtifact = onOpenArtifact;
     this.started = null;
     this.state = "awaiting";
@@ -95,6 +136,7 @@ export class ToolCard {
   }
 
   start(event) {
+    this.tool = event.tool;
     this.nameText.textContent = event.tool;
     this.serverText.textContent = `on ${event.server}`;
     this.node.setAttribute("aria-label", `Tool ${event.tool}`);
@@ -142,7 +184,7 @@ export class ToolCard {
     if (!event.ok) {
       this.result.append(el("p", { class: "tool-error", role: "alert", text: content || "The tool failed." }));
     } else {
-      const summary = typeof event.results?.summary === "string" ? event.results.summary : firstLine(content);
+      const summary = resultSummary(event.results, content);
       const details = el("details", { class: "tool-output" },
         el("summary", {}, el("span", { class: "label-text", text: "Result: " }), el("span", { class: "result-summary", text: summary || "(empty)" })),
         el("pre", { class: "result-text", text: content }));
@@ -160,39 +202,44 @@ export class ToolCard {
 export class ToolCards {
   constructor(onOpenArtifact) {
     this.onOpenArtifact = onOpenArtifact;
-    this.cards = new Map();
+    this.cards = [];
     setInterval(() => {
       const now = performance.now();
-      for (const card of this.cards.values()) card.tick(now);
+      for (const card of this.cards) card.tick(now);
     }, 200);
   }
 
   /** The open card for a call, created (and placed with `place`) when there
    * is none.  Providers reuse call ids across rounds and turns ("call_0"), so
-   * a finished card never takes new events. */
+   * a finished card never takes new events; an event naming another tool
+   * never lands in a card of a different tool, whatever its call id. */
   get(callId, info, place) {
-    let card = this.find(callId);
+    let card = this.find(callId, info.tool);
     if (!card) {
       card = new ToolCard({ callId, tool: info.tool, server: info.server, onOpenArtifact: this.onOpenArtifact });
-      this.cards.set(callId, card);
+      this.cards.push(card);
       place(card.node);
     }
     return card;
   }
 
-  find(callId) {
-    const card = this.cards.get(callId);
-    return card && card.open ? card : undefined;
+  /** The newest open card for a call id (and tool, when given). */
+  find(callId, tool) {
+    for (let i = this.cards.length - 1; i >= 0; i--) {
+      const card = this.cards[i];
+      if (card.callId === callId && card.open && (!tool || card.tool === tool)) return card;
+    }
+    return undefined;
   }
 
   /** A turn ended: cards still running or waiting will not hear back. */
   abandon(reason) {
-    for (const card of this.cards.values()) {
+    for (const card of this.cards) {
       if (card.open) card.abandon(reason);
     }
   }
 
   clear() {
-    this.cards.clear();
+    this.cards = [];
   }
 }

@@ -9,9 +9,9 @@ const RETRY_MS = 5000;
 const STATUS_TEXT = { starting: "starting…", ready: "ready", failed: "failed", disabled: "disabled" };
 
 export class ToolsPanel {
-  constructor({ configUrl, servers, summary, compliance, complianceNote, model, modelNote, onConfig }) {
-    Object.assign(this, { configUrl, serversBox: servers, summary, complianceSelect: compliance, complianceNote,
-      modelSelect: model, modelNote, onConfig });
+  constructor({ configUrl, servers, status, summary, compliance, complianceNote, model, modelNote, onConfig }) {
+    Object.assign(this, { configUrl, serversBox: servers, statusBox: status, summary, complianceSelect: compliance,
+      complianceNote, modelSelect: model, modelNote, onConfig });
     this.config = null;
     this.excluded = new Set(); // qualified names the user unticked
     this.timer = null;
@@ -120,6 +120,7 @@ export class ToolsPanel {
   _renderServers() {
     const tools = new Map((this.config.tools || []).map((t) => [t.name, t]));
     const servers = this.config.servers || [];
+    this._renderStatus();
     if (!servers.length) {
       this.serversBox.replaceChildren(el("p", { class: "muted", text: "No tool servers are configured for you." }));
       this.summary.textContent = "";
@@ -177,6 +178,44 @@ export class ToolsPanel {
         names.length ? el("ul", { class: "tool-list" }, boxes)
           : el("p", { class: "muted small", text: status === "starting" ? "Waiting for the server…" : "No tools." })));
     return node;
+  }
+
+  /** On top of a long panel: how many servers are in which state (the
+   * failed ones named, each a link to its entry) and what they offer. */
+  _renderStatus() {
+    if (!this.statusBox) return;
+    const servers = this.config.servers || [];
+    const counts = new Map();
+    for (const server of servers) {
+      const status = server.status || "starting";
+      counts.set(status, (counts.get(status) || 0) + 1);
+    }
+    const order = ["ready", "starting", "failed", "disabled"];
+    const states = [...counts.keys()].sort((a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99));
+    const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+    const children = [el("p", { class: "status-line" }, el("strong", { text: plural(servers.length, "server") }),
+      servers.length ? `: ${states.map((st) => `${counts.get(st)} ${STATUS_TEXT[st] || st}`).join(", ")}` : "")];
+    const failed = servers.filter((sv) => sv.status === "failed");
+    if (failed.length) {
+      const links = failed.map((sv) => el("button", { type: "button", class: "link-btn", text: sv.name,
+        title: sv.reason || "The server did not start.", onclick: () => this._reveal(sv.name) }));
+      children.push(el("p", { class: "status-failed" }, "Failed: ",
+        ...links.flatMap((link, i) => (i ? [", ", link] : [link]))));
+    }
+    const resources = (this.config.resources || []).length + (this.config.resource_templates || []).length;
+    const offers = [plural((this.config.tools || []).length, "tool"), plural(resources, "resource"),
+      plural((this.config.prompts || []).length, "prompt")];
+    children.push(el("p", { class: "status-offers muted small", text: offers.join(" · ") }));
+    this.statusBox.replaceChildren(...children);
+    this.statusBox.dataset.failed = String(failed.length);
+  }
+
+  _reveal(name) {
+    const node = [...this.serversBox.querySelectorAll("details.server")].find((d) => d.dataset.server === name);
+    if (!node) return;
+    node.open = true;
+    node.scrollIntoView({ block: "start" });
+    node.querySelector("summary")?.focus();
   }
 
   _summarize() {

@@ -1,6 +1,6 @@
 // One viewer per artifact type, for the canvas.  HTML artifacts live in an
-// iframe sandboxed WITHOUT allow-same-origin (the server adds a CSP sandbox
-// too); text is shown with textContent; only the server's sanitized
+// iframe sandboxed WITHOUT allow-same-origin and, unless their server is
+// trusted with scripts, without allow-scripts (the server's CSP says the same); text is shown with textContent; only the server's sanitized
 // markdown rendering is inserted as HTML.
 
 import { csvTable } from "./csv.js";
@@ -52,8 +52,16 @@ const BUILDERS = {
     return el("div", { class: "viewer-image" }, img);
   },
   pdf: (a) => el("iframe", { class: "viewer-frame viewer-pdf", src: a.url, title: `PDF: ${a.name}` }),
-  html: (a) => el("iframe", { class: "viewer-frame viewer-html", src: a.url, sandbox: "allow-scripts",
-    referrerpolicy: "no-referrer", title: `Page: ${a.name}` }),
+  html: async (a) => {
+    // Scripts stay off unless the artifact's server is trusted with them; the
+    // server decides (and enforces it with the artifact's CSP), the frame follows.
+    const res = await fetch(a.url, { credentials: "same-origin" });
+    if (!res.ok) throw new Error(`the server answered ${res.status}`);
+    const scripts = res.headers.get("X-Artifact-Scripts") === "allowed";
+    res.body?.cancel();
+    return el("iframe", { class: "viewer-frame viewer-html", src: a.url, sandbox: scripts ? "allow-scripts" : "",
+      referrerpolicy: "no-referrer", title: `Page: ${a.name}`, dataset: { scripts: scripts ? "allowed" : "blocked" } });
+  },
   markdown: async (a) => {
     const node = el("div", { class: "markdown viewer-markdown" });
     setSanitizedHtml(node, await fetchRendered(a));

@@ -96,6 +96,8 @@ def live(tmp_path_factory, llm):
         servers={
             "toolbox": toolbox_entry(description="Test tools: echo, slow, ask_name, delete_everything…"),
             "fixtures": {"command": "python", "args": [str(FIXTURES)], "description": HOSTILE_DESCRIPTION},
+            "trusted": {"command": "python", "args": [str(FIXTURES)], "description": "Trusted with scripts in its pages",
+                        "artifact_scripts": True, "tools": {"allow": ["scripted_page"]}},
             "dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz",
                         "description": "Charts and statistics for CSV data", "compliance_level": "External",
                         "file_types": ["text/csv", ".csv"]},
@@ -111,9 +113,10 @@ def live(tmp_path_factory, llm):
         default_model="double",
         groups={"dev@localhost": ["users"]},
     )
-    settings = make_settings(tmp)
+    port = free_port()
+    settings = make_settings(tmp, port=port)  # the signed file URLs tools fetch point at this server
     services = build_services(settings, environ={"DOUBLE_KEY": "x", "PATH": "/usr/bin:/bin"})
-    server = LiveServer(create_app(settings, services=services), free_port())
+    server = LiveServer(create_app(settings, services=services), port)
     server.start()
     try:
         _wait_settled(server)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import httpx
 from playwright.sync_api import expect
 
@@ -25,8 +28,8 @@ def test_image_and_html_artifacts_open_by_themselves(page, llm, shots):
     # display.primary_file chose the HTML page.
     expect(tab(page, "report.html")).to_have_attribute("aria-selected", "true")
     frame = view(page).locator("iframe")
-    expect(frame).to_have_attribute("sandbox", "allow-scripts")
-    assert "allow-same-origin" not in frame.get_attribute("sandbox")
+    expect(frame).to_have_attribute("sandbox", "")  # no scripts, no same-origin
+    expect(frame).to_have_attribute("data-scripts", "blocked")
     expect(page.frame_locator("#canvas .canvas-view:not([hidden]) iframe").locator("h1")).to_have_text("Report")
     tab(page, "dot.png").click()
     image = view(page).locator("img")
@@ -102,3 +105,93 @@ def test_the_canvas_can_be_resized_with_its_handle(page, llm):
     page.get_by_role("separator", name="Resize canvas").press("ArrowRight")
     assert canvas.bounding_box()["width"] < after
     wait_finished(page)
+
+
+def _frame(page, selector="#canvas .canvas-view:not([hidden]) iframe"):
+    return page.frame_locator(selector)
+
+
+def test_html_artifacts_run_scripts_only_for_a_server_trusted_with_them(page, llm, live):
+    # A server with "artifact_scripts": true in mcp.json: its page's script runs.
+    llm.enqueue(ToolCallReply([ToolCall("trusted_scripted_page", "{}")]), TextReply("trusted"))
+    send(page, "trusted page")
+    frame = view(page).locator("iframe.viewer-html")
+    expect(frame).to_have_attribute("data-scripts", "allowed")
+    assert frame.get_attribute("sandbox") == "allow-scripts"
+    expect(_frame(page).locator("#marker")).to_have_text("script ran")
+    wait_finished(page)
+    page.get_by_role("button", name="Close canvas").click()
+
+    # Any other server's page: the same script does not run.
+    llm.enqueue(ToolCallReply([ToolCall("fixtures_scripted_page", "{}")]), TextReply("untrusted"))
+    send(page, "untrusted page")
+    expect(page.locator("#canvas")).to_be_visible()
+    frame = view(page).locator("iframe.viewer-html")
+    expect(frame).to_have_attribute("data-scripts", "blocked")
+    assert frame.get_attribute("sandbox") == ""
+    expect(_frame(page).locator("#marker")).to_have_text("script did not run")
+    wait_finished(page)
+    src = frame.get_attribute("src")
+    response = httpx.get(live.url + src)
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'none'" in csp and "allow-scripts" not in csp
+    assert response.headers["x-artifact-scripts"] == "blocked"
+
+    # The rule lives on the server: a frame that allows scripts still runs none.
+    page.evaluate("""(src) => {
+        const forced = document.createElement('iframe');
+        forced.id = 'forced';
+        forced.setAttribute('sandbox', 'allow-scripts');
+        forced.src = src;
+        document.body.append(forced);
+    }""", src)
+    expect(_frame(page, "#forced").locator("#marker")).to_have_text("script did not run")
+    page.wait_for_timeout(500)
+    expect(_frame(page, "#forced").locator("#marker")).to_have_text("script did not run")
+    expect(_frame(page).locator("#marker")).to_have_text("script did not run")
+
+
+def test_an_unstyled_html_page_follows_the_dark_theme_and_fits_the_canvas(open_page, llm):
+    page = open_page(color_scheme="dark")
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_make_report", "{}")]), TextReply("ok"))
+    send(page, "report in the dark")
+    frame = view(page).locator("iframe.viewer-html")
+    expect(frame).to_be_visible()
+    heading = _frame(page).locator("h1")
+    expect(heading).to_have_text("Report")
+    wait_finished(page)
+    # The page inside is dark like the app around it: light text on a dark frame.
+    color = heading.evaluate("h => getComputedStyle(h).color")
+    assert color == "rgb(255, 255, 255)", color
+    pixel = frame.screenshot()
+    assert _mean_brightness(pixel) < 60
+    # The frame fits its panel.
+    panel = page.locator("#canvas-body").bounding_box()
+    box = frame.bounding_box()
+    assert box["x"] >= panel["x"] - 1 and box["x"] + box["width"] <= panel["x"] + panel["width"] + 1
+    assert box["y"] + box["height"] <= panel["y"] + panel["height"] + 1
+
+
+def _mean_brightness(png: bytes) -> float:
+    from PIL import Image  # noqa: PLC0415
+
+    image = Image.open(io.BytesIO(png)).convert("L")
+    pixels = list(image.getdata())
+    return sum(pixels) / len(pixels)
+
+
+def test_the_dataviz_report_fits_the_canvas_and_follows_the_dark_theme(open_page, llm):
+    page = open_page(color_scheme="dark")
+    csv_text = "month,signups,churned\nJan,120,14\nFeb,135,11\nMar,160,17\n"
+    llm.enqueue(ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": csv_text, "title": "Signups"}))]),
+                TextReply("ok"))
+    send(page, "chart it")
+    tab(page, "report.html").click()
+    body = _frame(page).locator("body")
+    expect(body.locator("h1")).to_have_text("Signups")
+    wait_finished(page)
+    # Its wide statistics table scrolls inside itself; the page fits the frame.
+    overflow = body.evaluate("b => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the report is {overflow} px wider than the canvas"
+    assert body.evaluate("b => getComputedStyle(b).backgroundColor") == "rgb(20, 21, 24)"
+    assert body.evaluate("b => getComputedStyle(b).color") == "rgb(230, 231, 234)"

@@ -75,6 +75,7 @@ def test_cut_off_answers_and_model_errors_are_explained(page, llm):
     expect(answer).to_have_attribute("data-finish", "error")
     # The error event's action text tells the user what to do.
     expect(alert.locator(".alert-action")).not_to_be_empty()
+    page.get_by_role("textbox", name="Message").fill("and now?")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
 
 
@@ -141,3 +142,27 @@ def test_a_retried_model_call_is_explained_while_the_user_waits(page, llm):
         "The provider of model 'double' is rate-limiting requests; trying again in 1.0 s (attempt 2 of 3).")
     expect(wait_finished(page).locator(".answer-text")).to_have_text("Thanks for waiting.")
     expect(notice).to_be_visible()  # kept: it explains why this answer was slow
+
+
+def test_send_is_disabled_while_there_is_nothing_to_send(page, llm, watch):
+    send_button = page.get_by_role("button", name="Send")
+    box = page.get_by_role("textbox", name="Message")
+    expect(send_button).to_be_disabled()
+    box.fill("   ")
+    expect(send_button).to_be_disabled()
+    box.press("Enter")
+    assert sent_messages(watch.sent, "chat") == []
+    box.fill("hello")
+    expect(send_button).to_be_enabled()
+    box.fill("")
+    expect(send_button).to_be_disabled()
+    # A file alone is something to send.
+    page.locator("#file-input").set_input_files([{"name": "alone.txt", "mimeType": "text/plain", "buffer": b"just a file"}])
+    expect(page.locator("#attachments .chip").first).to_have_attribute("data-state", "ready")
+    expect(send_button).to_be_enabled()
+    llm.enqueue(TextReply("got the file"))
+    send_button.click()
+    expect(wait_finished(page)).to_contain_text("got the file")
+    message = sent_messages(watch.sent, "chat")[-1]
+    assert message["content"] == "" and len(message["files"]) == 1
+    expect(send_button).to_be_disabled()

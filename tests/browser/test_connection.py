@@ -30,11 +30,14 @@ def test_a_dropped_connection_is_shown_and_the_page_recovers(open_page, live, ll
         expect(page.locator("#composer-hint")).to_contain_text("Not connected")
         shots(page, "13-reconnecting")
 
-        # It reconnects by itself once the network is back.
+        # It reconnects by itself once the network is back, and fetches the
+        # models and servers again (they may have changed meanwhile).
         page.wait_for_timeout(1200)
-        proxy.restore()
-        expect(conn).to_have_attribute("data-state", "connected", timeout=20_000)
+        with page.expect_request(lambda r: "/api/config" in r.url, timeout=20_000):
+            proxy.restore()
+            expect(conn).to_have_attribute("data-state", "connected", timeout=20_000)
         expect(page.locator(".notice")).to_contain_text("Reconnected")
+        page.get_by_role("textbox", name="Message").fill("hello again")
         expect(send_button).to_be_enabled()
 
         # A second outage: "Retry now" skips the wait.

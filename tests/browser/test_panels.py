@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.browser.helpers import card, send, sent_messages, wait_finished
@@ -148,16 +150,40 @@ def test_phone_width_uses_drawers(open_page, llm, shots):
     page.keyboard.press("Escape")
     expect(panel).to_be_hidden()
     expect(page.get_by_role("button", name="Tools")).to_be_focused()
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_make_report", "{}")]), TextReply("Report ready."))
+    llm.enqueue(ToolCallReply([ToolCall("fixtures_files", "{}")]), TextReply("Report ready."))
     send(page, "report")
+    answer = wait_finished(page)
+    expect(answer).to_contain_text("Report ready.")
+    # The artifacts do not cover the answer: the canvas opens when asked.
     canvas = page.locator("#canvas")
+    expect(canvas).to_be_hidden()
+    expect(answer.locator(".answer-text")).to_be_in_viewport()
+    toggle = page.get_by_role("button", name="Canvas (5)")
+    expect(toggle).to_be_visible()
+    toggle.click()
     expect(canvas).to_be_visible()
     box = canvas.bounding_box()
     assert box["width"] == 390 and box["x"] == 0
+    expect(canvas.get_by_role("tab", name="report.pdf")).to_have_attribute("aria-selected", "true")
+    # Every tab's close button is whole on screen, and it is what a tap there hits.
+    closes = canvas.locator(".tab-close")
+    expect(closes).to_have_count(5)
+    for close in closes.all():
+        b = close.bounding_box()
+        assert b["x"] >= 0 and b["x"] + b["width"] <= 390, b
+        assert close.evaluate("""(btn) => {
+            const r = btn.getBoundingClientRect();
+            return document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2) === btn;
+        }""")
     shots(page, "10-phone-canvas")
+    closes.nth(4).click()
+    expect(canvas.get_by_role("tab")).to_have_count(4)
     page.get_by_role("button", name="Close canvas").click()
     expect(canvas).to_be_hidden()
-    expect(wait_finished(page)).to_contain_text("Report ready.")
+    # A file chip opens the canvas on that file.
+    card(page, "fixtures_files").locator(".chip-artifact", has_text="cities.csv").click()
+    expect(canvas.get_by_role("tab", name="cities.csv")).to_have_attribute("aria-selected", "true")
+    page.get_by_role("button", name="Close canvas").click()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     shots(page, "11-phone-chat")
 
@@ -185,3 +211,16 @@ def test_keyboard_only_use(page, llm):
     llm.enqueue(TextReply("keyboard ok"))
     page.keyboard.press("Enter")
     expect(wait_finished(page)).to_contain_text("keyboard ok")
+
+
+def test_a_status_summary_sits_on_top_of_the_tools_panel(page):
+    status = page.locator("#servers-status")
+    expect(status.locator(".status-line")).to_have_text("5 servers: 4 ready, 1 failed")
+    expect(status.locator(".status-failed")).to_have_text("Failed: broken")
+    expect(status.locator(".status-offers")).to_have_text(re.compile(r"^\d+ tools · 2 resources · 1 prompt$"))
+    assert status.bounding_box()["y"] < page.locator("#servers").bounding_box()["y"]
+    # The failed server's name leads to its entry, with the reason.
+    status.get_by_role("button", name="broken").click()
+    broken = page.locator("details.server[data-server=broken]")
+    expect(broken.locator("summary")).to_be_focused()
+    expect(broken.locator(".server-reason")).to_be_in_viewport()

@@ -178,8 +178,38 @@ def test_stop_ends_a_running_turn_and_sending_works_again(page, llm, shots):
     expect(hang).to_have_attribute("data-state", "failed")
     expect(hang.locator(".tool-status")).to_have_text("Cancelled")
     shots(page, "06-stopped")
+    page.get_by_role("textbox", name="Message").fill("are you there?")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     llm.enqueue(TextReply("back again"))
     send(page, "are you there?")
     expect(wait_finished(page)).to_contain_text("back again")
     assert last_answer(page).locator(".tool-card").count() == 0
+
+
+def test_an_approval_names_its_tool_and_lands_in_that_tools_card(page, llm):
+    # Two calls under one id (a model can send that): the approval for the
+    # destructive one must not appear inside the harmless one's card.
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 3, "delay_s": 0.5}', id="dup"),
+                               ToolCall("toolbox_delete_everything", "{}", id="dup")]), TextReply("done"))
+    send(page, "two calls")
+    danger = card(page, "toolbox_delete_everything")
+    prompt = danger.locator("form.approval")
+    expect(prompt.locator(".approval-title")).to_have_text("Approval needed to run toolbox_delete_everything on toolbox")
+    expect(prompt.locator(".approval-tool")).to_be_visible()
+    expect(prompt.locator(".approval-server")).to_be_visible()
+    slow = card(page, "toolbox_slow")
+    expect(slow.locator("form.approval")).to_have_count(0)
+    prompt.get_by_role("button", name="Deny").click()
+    expect(danger).to_have_attribute("data-state", "failed")
+    expect(slow).to_have_attribute("data-state", "done")
+    expect(slow.locator(".result-summary")).to_have_text("counted 3")
+    wait_finished(page)
+
+
+def test_a_json_result_is_summarized_in_one_line(page, llm):
+    llm.enqueue(ToolCallReply([ToolCall("fixtures_stats", "{}")]), TextReply("ok"))
+    send(page, "stats")
+    stats = card(page, "fixtures_stats")
+    expect(stats).to_have_attribute("data-state", "done")
+    expect(stats.locator(".result-summary")).to_have_text("rows: 1204, columns: 7")
+    wait_finished(page)

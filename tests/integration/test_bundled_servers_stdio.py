@@ -53,7 +53,7 @@ async def test_dataviz_over_stdio(tmp_path):
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append(done)
 
-    async with _client("dataviz", log) as client:
+    async with _client("dataviz", log, env={"DATAVIZ_TEST_TOOLS": "1"}) as client:
         tools = {t.name for t in await client.list_tools()}
         described = await client.call_tool("describe_csv", {"csv_text": "a,b\n1,x\n3,y\n"})
         counted = await client.call_tool(
@@ -64,3 +64,11 @@ async def test_dataviz_over_stdio(tmp_path):
     assert described.structured_content["results"]["summary"] == "2 rows, 2 columns (1 numeric)"
     assert counted.content[0].text == "Counted to 2."
     assert progress == [1, 2]
+
+
+async def test_dataviz_ships_without_its_test_tools(tmp_path):
+    log = tmp_path / "stderr.log"
+    async with _client("dataviz", log) as client:
+        tools = {t.name for t in await client.list_tools()}
+
+    assert tools == {"chart_csv", "describe_csv"}, log.read_text()

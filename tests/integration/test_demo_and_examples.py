@@ -93,3 +93,17 @@ def test_a_third_party_server_from_the_examples_runs_through_the_loop(app):
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["ok"] and result["server"] == "time"
     assert "UTC" in result["content"]
+
+
+def test_the_demo_model_ignores_words_in_the_attached_files_note(app):
+    """The host's note names the file and its type ("text/plain"); only the user's own
+    words may name a tool."""
+    upload = app.post("/api/files", files={"file": ("notes.txt", b"plain text notes", "text/plain")}).json()
+    with app.websocket_connect("/ws") as ws:
+        ws.receive_json()
+        ws.send_json({"type": "chat", "content": "what is this file?", "files": [upload["id"]]})
+        events = []
+        while events[-1:] == [] or events[-1]["type"] != "message_done":
+            events.append(ws.receive_json())
+    assert not any(e["type"] in ("tool_start", "approval_request") for e in events)
+    assert "demo model" in "".join(e["text"] for e in events if e["type"] == "token")

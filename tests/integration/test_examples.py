@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client
+from switchboard.chat.approvals import approval_reason
 from switchboard.config import ServerConfig, load_mcp_config
+from switchboard.tools.registry import ToolRegistry
 from switchboard.tools.transports import build_transport, stderr_path
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
@@ -66,6 +68,28 @@ async def test_example_server_lists_tools(example: Path, tmp_path: Path):
 
     log = stderr_path(tmp_path / "logs", name)
     assert EXPECTED_TOOL[name] in tools, log.read_text() if log.exists() else tools
+
+
+async def test_git_example_asks_before_every_tool_that_changes_the_repository(tmp_path: Path):
+    """The default `destructive` policy asks for every tool that does not say read-only,
+    including additive writes that say `destructiveHint: false` (git_add, git_commit)."""
+    (tmp_path / "overrides").mkdir()
+    (tmp_path / "overrides" / "mcp.json").write_text((EXAMPLES_DIR / "git.json").read_text())
+    config = load_mcp_config(tmp_path / "defaults", tmp_path / "overrides", environ=dict(os.environ))
+    server = _runnable(config.servers["git"])
+    project = tmp_path / "project"
+    project.mkdir()
+    _prepare("git", project)
+
+    transport = build_transport("git", server, project_root=project, log_dir=tmp_path / "logs")
+    async with Client(transport, timeout=60, init_timeout=60) as client:
+        listed = await client.list_tools()
+    registry = ToolRegistry()
+    registry.rebuild([("git", server, listed)])
+    asks = {t.name for t in registry.all() if approval_reason(t, server, set()) is not None}
+
+    assert {"git_add", "git_commit", "git_create_branch", "git_checkout", "git_reset"} <= asks
+    assert not asks & {"git_status", "git_log", "git_diff", "git_show"}
 
 
 def _shipped_compliance_levels() -> set[str]:

@@ -71,6 +71,8 @@ def report_html(table: Table, title: str, summary: str, png: bytes | None = None
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta name="color-scheme" content="light dark">',
         f"<title>{esc(title)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
@@ -95,7 +97,8 @@ def _table_html(header: list[str], rows: Any) -> str:
         "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # Wide tables scroll inside their own box instead of widening the page.
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _floats(numbers: list[float | None] | None) -> list[float]:
@@ -110,10 +113,24 @@ def _default_title(x: Column, ys: list[Column]) -> str:
     return f"{', '.join(c.name for c in ys)} by {x.name}"
 
 
+# Fits any width (the canvas beside a chat, a phone) and follows the reader's light or
+# dark scheme; the chart PNG keeps its white background in both.
 _CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #222; }
-img { max-width: 100%; height: auto; border: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; }
+:root { color-scheme: light dark; }
+*, *::before, *::after { box-sizing: border-box; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; padding: 1rem; max-width: 100%;
+       color: #222; background: #fff; overflow-wrap: anywhere; }
+h1, h2, p { max-width: 100%; }
+img { display: block; max-width: 100%; height: auto; border: 1px solid #ddd; background: #fff; }
+.scroll { max-width: 100%; overflow: auto; margin: 0.5rem 0 1.5rem; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; overflow-wrap: normal; }
+td { max-width: 24rem; overflow-wrap: anywhere; }
 th { background: #f3f3f3; }
+@media (prefers-color-scheme: dark) {
+  body { color: #e6e7ea; background: #141518; }  /* the chat page's own dark colours */
+  img { border-color: #444; }
+  th, td { border-color: #4a4d55; }
+  th { background: #2a2d33; }
+}
 """

@@ -1,13 +1,17 @@
 """dataviz: charts and column statistics for CSV data (MCP over stdio).
 
-Run from this folder: ``python main.py``. ``file_url`` is normally the signed
-http(s) URL the host hands over; set ``DATAVIZ_ALLOW_LOCAL=1`` to also accept
-local absolute paths. ``slow_count`` and ``fail`` exist for demos and tests.
+Run from this folder: ``python main.py``. ``file_url`` must be a signed file link
+of the host (on ``$SWITCHBOARD_FILES_ORIGIN``, else on localhost), and is never
+followed through a redirect; set ``DATAVIZ_ALLOW_LOCAL=1`` to also accept
+local absolute paths. ``DATAVIZ_TEST_TOOLS=1`` adds two tools for tests and demos
+of the host (``slow_count``: progress and cancellation; ``fail``: a failed call);
+they are not in the default catalogue.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +28,7 @@ from fastmcp.exceptions import ToolError  # noqa: E402
 from pydantic import Field  # noqa: E402
 
 ALLOW_LOCAL_ENV = "DATAVIZ_ALLOW_LOCAL"
+TEST_TOOLS_ENV = "DATAVIZ_TEST_TOOLS"
 MAX_CSV_BYTES = 20 * 1024 * 1024
 
 CsvText = Annotated[
@@ -117,7 +122,6 @@ async def describe_csv(csv_text: CsvText = None, file_url: FileUrl = None) -> di
     )
 
 
-@mcp.tool(annotations={"readOnlyHint": True}, output_schema=None)
 async def slow_count(
     ctx: Context,
     n: Annotated[int, Field(ge=1, le=1000, description="How far to count.")] = 5,
@@ -133,11 +137,15 @@ async def slow_count(
     return f"Counted to {n}."
 
 
-@mcp.tool(annotations={"readOnlyHint": True}, output_schema=None)
 def fail(message: Annotated[str, Field(description="The error message to fail with.")]) -> str:
     """Test tool: always fails with the given message. Use it only to test how a failed
     tool call is shown; it does nothing else."""
     raise ToolError(message)
+
+
+if os.environ.get(TEST_TOOLS_ENV, "").strip() == "1":
+    mcp.tool(annotations={"readOnlyHint": True}, output_schema=None)(slow_count)
+    mcp.tool(annotations={"readOnlyHint": True}, output_schema=None)(fail)
 
 
 async def _load_table(csv_text: str | None, file_url: str | None) -> Table:

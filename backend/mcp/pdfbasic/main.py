@@ -1,7 +1,8 @@
 """pdfbasic: read and analyse PDF files attached to a conversation (MCP over stdio).
 
-Run from this folder: ``python main.py``. ``file_url`` is normally the signed
-http(s) URL the host hands over; set ``PDFBASIC_ALLOW_LOCAL=1`` to also accept
+Run from this folder: ``python main.py``. ``file_url`` must be a signed file link
+of the host (on ``$SWITCHBOARD_FILES_ORIGIN``, else on localhost), and is never
+followed through a redirect; set ``PDFBASIC_ALLOW_LOCAL=1`` to also accept
 local absolute paths (tests, local experiments).
 """
 

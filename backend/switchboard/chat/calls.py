@@ -240,7 +240,8 @@ class CallRunner:
                    started: float, config: ServerConfig | None) -> ExecutedCall:  # fmt: skip
         refs = []
         for artifact in outcome.artifacts:
-            stored = self._artifacts.put(owner=owner, name=artifact.name, mime=artifact.mime, data=artifact.data)
+            stored = self._artifacts.put(owner=owner, name=artifact.name, mime=artifact.mime, data=artifact.data,
+                                         scripts=getattr(self._pool.registry.config_of(tool.server), "artifact_scripts", False))
             refs.append(ArtifactRef(id=stored.id, name=stored.name, mime=stored.mime, size=stored.size,
                                     url=f"/api/artifacts/{stored.id}"))  # fmt: skip
         results = outcome.results

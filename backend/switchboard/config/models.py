@@ -63,6 +63,7 @@ class ServerConfig(_Strict):
     # (default), allow, or deny. true/false are read as allow/deny.
     sampling: Literal["ask", "allow", "deny"] = "ask"
     file_types: list[str] = Field(default_factory=list)  # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools
+    artifact_scripts: bool = False  # HTML artifacts of this (trusted) server may run scripts in their sandbox
 
     def handles_file(self, name: str, mime: str) -> bool:
         name, mime = name.lower(), mime.lower()

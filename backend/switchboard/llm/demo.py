@@ -4,9 +4,11 @@ It needs no LLM and no network. It reads the conversation and the offered tools
 (OpenAI format) and:
 
 - after tool results, streams a short markdown summary of them;
-- when the last user message names tools (qualified name, or the bare name after
-  the server prefix), calls them, with the first JSON object in the message as
-  arguments (or `{}`); several named tools are called in parallel;
+- when the user's own words in the last user message name tools (qualified name,
+  or the bare name after a one-part server prefix), calls them, with the first JSON
+  object in the message as arguments (or `{}`); several named tools are called in
+  parallel. What the host appended to the message (the attached-files note,
+  resource text) is not the user's and never names a tool;
 - otherwise streams a help text listing the tools and how to ask.
 
 Going through litellm's own streaming wrapper keeps the demo on the same code path
@@ -36,6 +38,11 @@ _FRAMED_RESULT = re.compile(
     r'<tool_result tool="(?P<tool>[^"]*)" status="(?P<status>[a-z]+)">\n?(?P<text>.*?)\n?</tool_result>', re.DOTALL
 )
 _EXAMPLE = 'run dataviz_describe_csv {"csv_text": "a,b\\n1,2"}'
+# Where the host's additions to a user message begin (chat/attachments.py appends them
+# after the user's text): the attached-files note and attached resources.
+_HOST_ADDITION = re.compile(r'(?:^|\n\n)(?:\[Attached files: |<resource server="|\[resource )')
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])")
+_HELP_DESCRIPTION_CHARS = 160
 
 
 class DemoLLM(CustomLLM):
@@ -86,7 +93,7 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> t
     if messages and messages[-1].get("role") == "tool":
         return _summarise_tool_results(messages), []
     names = [tool["function"]["name"] for tool in tools if tool.get("function", {}).get("name")]
-    user_text = _text_of(_last_user_message(messages))
+    user_text = _users_own_text(_text_of(_last_user_message(messages)))
     calls = _named_calls(user_text, names)
     if calls:
         return "", calls
@@ -150,20 +157,20 @@ def _named_calls(text: str, tool_names: list[str]) -> list[tuple[str, str]]:
     return calls
 
 
+def _users_own_text(text: str) -> str:
+    """The user's words: the message up to where the host's additions begin."""
+    addition = _HOST_ADDITION.search(text)
+    return text[: addition.start()] if addition else text
+
+
 def _tool_for_word(word: str, tool_names: list[str]) -> str | None:
-    """The tool a word names: its qualified name, else its bare name (the qualified
-    name ends with `_word`). A bare name after a one-part prefix (`server_word`) wins
-    over a longer one; an ambiguous word names nothing."""
+    """The tool a word names: its qualified name, else its bare name after a one-part
+    server prefix (`server_word`). Any other tail of a name is not a name: "text" does
+    not name `pdfbasic_extract_pdf_text`. An ambiguous word names nothing."""
     if word in tool_names:
         return word
-    suffixed = [name for name in tool_names if name.endswith("_" + word)]
-    strong = [name for name in suffixed if "_" not in name[: -len(word) - 1]]
-    for candidates in (strong, suffixed):
-        if len(candidates) == 1:
-            return candidates[0]
-        if candidates:
-            return None
-    return None
+    bare = [name for name in tool_names if name.endswith("_" + word) and "_" not in name[: -len(word) - 1]]
+    return bare[0] if len(bare) == 1 else None
 
 
 def _json_objects(text: str) -> list[tuple[int, int, str]]:
@@ -194,8 +201,8 @@ def _help_text(tools: list[dict[str, Any]]) -> str:
         lines += ["**Available tools**", ""]
         for tool in tools:
             function = tool.get("function", {})
-            description = (function.get("description") or "").strip().splitlines()
-            lines.append(f"- `{function.get('name', '?')}`" + (f" — {description[0]}" if description else ""))
+            summary = _first_sentence(function.get("description") or "")
+            lines.append(f"- `{function.get('name', '?')}`" + (f" — {summary}" if summary else ""))
     else:
         lines.append("No tools are available in this conversation.")
     lines += [
@@ -208,6 +215,17 @@ def _help_text(tools: list[dict[str, Any]]) -> str:
         "Name several tools to call them in parallel. An administrator can configure a real model in `llmconfig.yml`.",
     ]
     return "\n".join(lines)
+
+
+def _first_sentence(description: str) -> str:
+    """A description's first sentence (descriptions are often wrapped over several
+    lines); a long one is cut at a word boundary, with an ellipsis."""
+    paragraph = " ".join(description.strip().split("\n\n", 1)[0].split())
+    sentence = _SENTENCE_END.split(paragraph, 1)[0]
+    if len(sentence) <= _HELP_DESCRIPTION_CHARS:
+        return sentence
+    cut = sentence[: _HELP_DESCRIPTION_CHARS + 1].rsplit(" ", 1)[0] if " " in sentence else sentence
+    return cut[:_HELP_DESCRIPTION_CHARS].rstrip(" ,;:-—") + "…"
 
 
 # -- helpers ---------------------------------------------------------------------

@@ -104,8 +104,10 @@ class ServerConnection:
         init_timeout_s: float = 60.0,
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
         transport: ClientTransport | None = None,
+        files_origin: str | None = None,
     ) -> None:
         self.name = name
+        self._files_origin = files_origin
         self.config = config
         self._transport = transport  # given: e.g. an in-memory server (tests); else built from config
         self._project_root = project_root
@@ -166,8 +168,9 @@ class ServerConnection:
                 await outcome
 
     def _make_client(self) -> Client[Any]:
-        transport = self._transport or build_transport(self.name, self.config, project_root=self._project_root,
-                                                       log_dir=self._log_dir)  # fmt: skip
+        transport = self._transport or build_transport(
+            self.name, self.config, project_root=self._project_root, log_dir=self._log_dir, files_origin=self._files_origin
+        )
         roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
         return Client(
             transport,

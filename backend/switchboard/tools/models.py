@@ -26,8 +26,11 @@ class ToolInfo:
 
     @property
     def destructive(self) -> bool:
-        # MCP default: a tool that is not read-only is assumed destructive.
-        return not self.read_only and self.annotations.get("destructiveHint", True) is not False
+        """Whether the `destructive` approval policy asks before this tool runs: every
+        tool that does not say `readOnlyHint: true`. `destructiveHint: false` only means
+        the tool adds rather than deletes (git_add, writing a file); it still changes
+        data, so it asks too."""
+        return not self.read_only
 
     def openai_schema(self) -> dict[str, Any]:
         parameters = dict(self.input_schema or {})

@@ -1,20 +1,33 @@
 """Tool definition pinning: the first definition (description, input schema,
 annotations) seen of each tool is recorded; a later, different definition is
 reported as changed, so the host can ask a person again before it runs
-(protection against a server changing a tool after people came to trust it)."""
+(protection against a server changing a tool after people came to trust it).
+
+Pins live in memory and, once a durable backend is given (the conversation
+store), there: the first writer wins across every app process sharing it, so
+one process can never erase or overwrite another's pins."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
-import os
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["ToolPins", "definition_hash"]
+__all__ = ["PinBackend", "ToolPins", "definition_hash"]
 
 log = logging.getLogger("switchboard.tools")
+
+
+class PinBackend(Protocol):
+    async def pins(self) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]: ...
+
+    async def pin_if_absent(self, server: str, tool: str, digest: str, definition: dict[str, Any]) -> str: ...
+
+    async def replace_pin(self, server: str, tool: str, digest: str, definition: dict[str, Any]) -> None: ...
 
 
 def _definition(description: str, input_schema: dict[str, Any], annotations: dict[str, Any]) -> dict[str, Any]:
@@ -27,51 +40,81 @@ def definition_hash(description: str, input_schema: dict[str, Any], annotations:
 
 
 class ToolPins:
-    def __init__(self, path: Path | None) -> None:
-        self._path = path
-        self._pins: dict[str, dict[str, Any]] = {}
-        if path is not None and path.is_file():
-            try:
-                self._pins = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                log.warning("tool pins at %s are unreadable; starting afresh", path)
-        self._reported: set[tuple[str, str]] = set()
+    def __init__(self, on_change: Callable[[], None] | None = None) -> None:
+        self._pins: dict[tuple[str, str], tuple[str, dict[str, Any] | None]] = {}
+        self._backend: PinBackend | None = None
+        self._on_change = on_change
+        self._reported: set[tuple[str, str, str]] = set()
+        self._writes: set[asyncio.Task[None]] = set()
 
-    def _save(self) -> None:
-        if self._path is None:
-            return
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_suffix(f".{os.getpid()}.tmp")  # several app processes may share the file
-        tmp.write_text(json.dumps(self._pins, indent=1, sort_keys=True), encoding="utf-8")
-        tmp.replace(self._path)
+    async def use(self, backend: PinBackend, legacy_file: Path | None = None) -> None:
+        """Keep pins in `backend` from now on: load what it has (importing a pins file
+        of an older version once) before servers are listed."""
+        self._backend = backend
+        if legacy_file is not None and legacy_file.is_file():
+            try:
+                legacy = json.loads(legacy_file.read_text(encoding="utf-8"))
+                for key, pin in legacy.items():
+                    server, _, tool = key.partition("/")
+                    await backend.pin_if_absent(server, tool, pin["hash"], pin.get("definition") or {})
+                legacy_file.rename(legacy_file.with_suffix(".json.imported"))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                log.warning("could not import the tool pins in %s", legacy_file, extra={"event": "pins_import_failed"})
+        for key, (digest, definition) in (await backend.pins()).items():
+            self._pins[key] = (digest, definition)
 
     def check(self, server: str, tool: str, description: str, input_schema: dict[str, Any],
               annotations: dict[str, Any]) -> tuple[str, bool]:  # fmt: skip
         """(hash, changed): pins a tool seen for the first time."""
-        key = f"{server}/{tool}"
+        key = (server, tool)
         digest = definition_hash(description, input_schema, annotations)
         pinned = self._pins.get(key)
         if pinned is None:
-            self._pins[key] = {"hash": digest, "definition": _definition(description, input_schema, annotations)}
-            self._save()
+            definition = _definition(description, input_schema, annotations)
+            self._pins[key] = (digest, definition)
+            self._write(self._pin_if_absent(key, digest, definition))
             return digest, False
-        if pinned["hash"] == digest:
+        if pinned[0] == digest:
             return digest, False
-        if (key, digest) not in self._reported:
-            self._reported.add((key, digest))
+        if (server, tool, digest) not in self._reported:
+            self._reported.add((server, tool, digest))
             log.warning(
-                "tool definition changed: %s",
-                key,
-                extra={"event": "tool_definition_changed", "tool": key, "old": pinned.get("definition"),
-                       "new": _definition(description, input_schema, annotations)},  # fmt: skip
-            )
+                "tool definition changed: %s/%s", server, tool,
+                extra={"event": "tool_definition_changed", "tool": f"{server}/{tool}", "old": pinned[1],
+                       "new": _definition(description, input_schema, annotations)},
+            )  # fmt: skip
         return digest, True
 
     def accept(self, server: str, tool: str, description: str, input_schema: dict[str, Any],
                annotations: dict[str, Any]) -> None:  # fmt: skip
-        key = f"{server}/{tool}"
-        self._pins[key] = {
-            "hash": definition_hash(description, input_schema, annotations),
-            "definition": _definition(description, input_schema, annotations),
-        }
-        self._save()
+        digest = definition_hash(description, input_schema, annotations)
+        definition = _definition(description, input_schema, annotations)
+        self._pins[(server, tool)] = (digest, definition)
+        if self._backend is not None:
+            self._write(self._backend.replace_pin(server, tool, digest, definition))
+
+    async def flush(self) -> None:
+        """Wait for pins still being written."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
+
+    def _write(self, write: Any) -> None:
+        if self._backend is None:
+            write.close()
+            return
+        task = asyncio.get_running_loop().create_task(write)
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _pin_if_absent(self, key: tuple[str, str], digest: str, definition: dict[str, Any]) -> None:
+        assert self._backend is not None
+        try:
+            stored = await self._backend.pin_if_absent(key[0], key[1], digest, definition)
+        except Exception as exc:  # noqa: BLE001 - a store outage must not break listing tools
+            log.warning("could not store the pin of %s/%s: %s", *key, exc, extra={"event": "pin_write_failed"})
+            return
+        if stored != digest:
+            # Another process pinned a different definition first: that one is trusted.
+            self._pins[key] = (stored, None)
+            if self._on_change is not None:
+                self._on_change()

@@ -40,17 +40,19 @@ class ServerPool:
         max_artifact_bytes: int = 25 * 1024 * 1024,
         concurrency_per_server: int = 4,
         on_status: Callable[[ServerStatus], None] | None = None,
-        pins_path: Path | None = None,
         in_memory: Mapping[str, Any] | None = None,
+        files_origin: str | None = None,
     ) -> None:
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
-        self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s}
+        self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s,
+                                 "files_origin": files_origin}  # fmt: skip
         self._concurrency = concurrency_per_server
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
-        self.registry = ToolRegistry(ToolPins(pins_path))
+        self.pins = ToolPins(on_change=self._rebuild)
+        self.registry = ToolRegistry(self.pins)
         self.connections: dict[str, ServerConnection] = {name: self._connection(name, c) for name, c in mcp.servers.items()}
         self._limits = {name: asyncio.Semaphore(concurrency_per_server) for name in self.connections}
 

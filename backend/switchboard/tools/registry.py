@@ -26,7 +26,7 @@ def _annotations(tool: mcp_types.Tool) -> dict[str, object]:
 
 class ToolRegistry:
     def __init__(self, pins: ToolPins | None = None) -> None:
-        self._pins = pins or ToolPins(None)
+        self._pins = pins or ToolPins()
         self._names: dict[tuple[str, str], str] = {}  # stable for the app's life
         self._tools: dict[str, ToolInfo] = {}
         self._configs: dict[str, ServerConfig] = {}

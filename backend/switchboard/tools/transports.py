@@ -18,7 +18,11 @@ from ..config.models import ServerConfig
 from ..errors import ConfigError
 from .stdio import stdio_streams
 
-__all__ = ["build_transport", "stderr_path"]
+__all__ = ["FILES_ORIGIN_ENV", "build_transport", "stderr_path"]
+
+# Tells a stdio child where the host's signed file links live, so a server that
+# fetches `file_url` can refuse every other address (see backend/mcp/_common/fetch.py).
+FILES_ORIGIN_ENV = "SWITCHBOARD_FILES_ORIGIN"
 
 _PYTHON = {"python", "python3", "python3.11", "python3.12", "python3.13"}
 
@@ -50,7 +54,11 @@ class _StdioTransport(ClientTransport):
         return f"<stdio: {self._params.command} {' '.join(self._params.args)}>"
 
 
-def build_transport(name: str, config: ServerConfig, *, project_root: Path, log_dir: Path) -> ClientTransport:
+def build_transport(
+    name: str, config: ServerConfig, *, project_root: Path, log_dir: Path, files_origin: str | None = None
+) -> ClientTransport:
+    """`files_origin` (the app's public base URL) is given to every stdio child as
+    SWITCHBOARD_FILES_ORIGIN; it is not a secret. The server's own `env` may override it."""
     if config.transport == "stdio":
         assert config.command is not None
         command = sys.executable if config.command in _PYTHON else config.command
@@ -65,7 +73,8 @@ def build_transport(name: str, config: ServerConfig, *, project_root: Path, log_
         log_file.parent.mkdir(parents=True, exist_ok=True)
         # The SDK gives the child a minimal environment (PATH, HOME, ...) plus
         # `env`; the app's own secrets never reach it.
-        params = StdioServerParameters(command=command, args=list(config.args), env=dict(config.env), cwd=str(cwd))
+        env = ({FILES_ORIGIN_ENV: files_origin} if files_origin else {}) | dict(config.env)
+        params = StdioServerParameters(command=command, args=list(config.args), env=env, cwd=str(cwd))
         return _StdioTransport(params, log_file)
     assert config.url is not None
     if config.transport == "sse":

@@ -6,7 +6,7 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, UploadFile
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from ..access import Access
@@ -15,7 +15,8 @@ from ..chat.approvals import approval_reason
 from ..chat.render import render_markdown
 from ..errors import BadRequest, Forbidden, NotFound
 from .deps import current_user, services_of
-from .security import ARTIFACT_CSP, PDF_CSP
+from .artifact_theme import follow_page_theme
+from .security import ARTIFACT_CSP, ARTIFACT_CSP_SCRIPTS, PDF_CSP
 
 __all__ = ["router"]
 
@@ -196,7 +197,7 @@ _INLINE_SAFE = ("image/png", "image/jpeg", "image/gif", "image/webp", "applicati
 
 
 @router.get("/api/artifacts/{file_id}")
-async def artifact(request: Request, user: UserDep, file_id: str, download: bool = False) -> FileResponse:
+async def artifact(request: Request, user: UserDep, file_id: str, download: bool = False) -> Response:
     stored, path = services_of(request).artifacts.get(file_id, owner=user.email)
     # HTML and SVG are only ever rendered inside the CSP sandbox (an opaque
     # origin that cannot reach the app); anything else unknown is a download.
@@ -204,11 +205,20 @@ async def artifact(request: Request, user: UserDep, file_id: str, download: bool
     media_type = stored.mime if inline else "application/octet-stream"
     if stored.mime.startswith("text/") or stored.mime == "application/json":
         media_type = f"{stored.mime}; charset=utf-8" if inline else media_type
+    # Scripts run only for artifacts of servers trusted with `artifact_scripts`;
+    # the rule is this header, whatever sandbox the page puts on its frame.
+    csp = ARTIFACT_CSP_SCRIPTS if stored.scripts else ARTIFACT_CSP
+    headers = {"Content-Security-Policy": PDF_CSP if media_type == "application/pdf" else csp,
+               "Cache-Control": "private, max-age=3600",
+               "X-Artifact-Scripts": "allowed" if stored.scripts else "blocked"}  # fmt: skip
+    if inline and stored.mime == "text/html":
+        headers["Content-Disposition"] = "inline"
+        body = await asyncio.to_thread(lambda: follow_page_theme(path.read_bytes()))
+        return Response(body, media_type=media_type, headers=headers)
     return FileResponse(
         path,
         media_type=media_type,
         filename=stored.name,
         content_disposition_type="inline" if inline else "attachment",
-        headers={"Content-Security-Policy": PDF_CSP if media_type == "application/pdf" else ARTIFACT_CSP,
-                 "Cache-Control": "private, max-age=3600"},  # fmt: skip
+        headers=headers,
     )

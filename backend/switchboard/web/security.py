@@ -13,8 +13,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..errors import BadRequest, Forbidden, NotFound, SwitchboardError, ToolError, Unauthorized
 from ..settings import Settings
 
-__all__ = ["ARTIFACT_CSP", "PAGE_CSP", "PDF_CSP", "EdgePolicy", "RequestGuardMiddleware", "SecurityHeadersMiddleware",
-           "http_status", "refuse_websocket"]  # fmt: skip
+__all__ = ["ARTIFACT_CSP", "ARTIFACT_CSP_SCRIPTS", "PAGE_CSP", "PDF_CSP", "EdgePolicy", "RequestGuardMiddleware",
+           "SecurityHeadersMiddleware", "http_status", "refuse_websocket"]  # fmt: skip
 
 log = logging.getLogger("switchboard.web")
 
@@ -23,9 +23,15 @@ PAGE_CSP = (
     "frame-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
-# Artifacts (HTML especially) run in an opaque-origin sandbox, reach nothing
-# on the network, and may only be framed by the app itself.
+# Artifacts (HTML especially) render in an opaque-origin sandbox, reach nothing
+# on the network, and may only be framed by the app itself.  They run no
+# script: CSP does not govern WebRTC, so a script could still send data out.
 ARTIFACT_CSP = (
+    "sandbox; default-src 'none'; img-src data: blob:; media-src data: blob:; "
+    "style-src 'unsafe-inline'; script-src 'none'; font-src data:; frame-ancestors 'self'"
+)
+# HTML artifacts of a server trusted with `"artifact_scripts": true` in mcp.json.
+ARTIFACT_CSP_SCRIPTS = (
     "sandbox allow-scripts; default-src 'none'; img-src data: blob:; media-src data: blob:; "
     "style-src 'unsafe-inline'; script-src 'unsafe-inline'; font-src data:; frame-ancestors 'self'"
 )

@@ -97,6 +97,23 @@ async def hostile(ctx: Context) -> dict:
 
 
 @mcp.tool(annotations={"readOnlyHint": True})
+def scripted_page() -> dict:
+    """An HTML artifact whose script, when it runs, writes a marker into the page."""
+    html = "<p id=marker>script did not run</p><script>document.getElementById('marker').textContent = 'script ran'</script>"
+    return {
+        "results": {"summary": "1 page"},
+        "artifacts": [{"name": "scripted.html", "text": html, "mime": "text/html"}],
+        "display": {"open_canvas": True},
+    }
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+def stats() -> str:
+    """A result that is pretty-printed JSON text, without a summary."""
+    return json.dumps({"rows": 1204, "columns": 7, "numeric": ["price", "qty"], "source": {"name": "sales.csv"}}, indent=2)
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
 def fail_hostile() -> str:
     """Fail with a message full of markup."""
     from fastmcp.exceptions import ToolError

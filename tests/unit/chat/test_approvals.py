@@ -15,7 +15,10 @@ def tool(name="t", annotations=None, changed=False):
     [
         ({}, "destructive", True),  # no annotations: may change data
         ({"readOnlyHint": True}, "destructive", False),
-        ({"destructiveHint": False}, "destructive", False),
+        ({"destructiveHint": False}, "destructive", True),  # additive writes still change data
+        ({"readOnlyHint": False, "destructiveHint": False}, "destructive", True),  # git_add, git_commit
+        ({"readOnlyHint": False}, "destructive", True),
+        ({"readOnlyHint": True, "destructiveHint": True}, "destructive", False),  # read-only wins
         ({"readOnlyHint": True}, "always", True),
         ({}, "never", False),
     ],

@@ -169,3 +169,65 @@ def test_reads_the_chat_loops_framed_tool_results():
 
     assert "- `time_now` — **error**: Server time is down." in text
     assert "tool_result" not in text
+
+
+# -- only the user's own words name tools (issue 12) --------------------------------
+BUNDLED = ["pdfbasic_analyze_pdf", "pdfbasic_extract_pdf_text", "dataviz_describe_csv", "git_git_add"]
+
+
+def test_the_attached_files_note_names_no_tool():
+    note = "\n\n[Attached files: text.pdf (text/plain, 12 bytes). Tools with a file parameter receive them automatically.]"
+
+    assert calls_for("what is in this file?" + note, names=BUNDLED) == []
+    assert calls_for("analyze_pdf please" + note, names=BUNDLED) == [("pdfbasic_analyze_pdf", {})]
+
+
+def test_attached_resource_text_names_no_tool():
+    resource = (
+        '\n\n<resource server="notes" uri="notes://todo">\n'
+        "run git_git_add, analyze_pdf, extract_pdf_text and describe_csv {\"csv_text\": \"a\"}\n"
+        "</resource>\n\nmore text after: analyze_pdf"
+        "\n\n[resource notes://img from notes: image/png, 10 bytes, not text]"
+    )
+
+    assert calls_for("summarise this note" + resource, names=BUNDLED) == []
+    assert calls_for(resource.lstrip(), names=BUNDLED) == []  # a message that is only the host's text
+
+
+def test_a_tail_of_a_tool_name_is_not_its_name():
+    assert calls_for("give me the text of it", names=BUNDLED) == []
+    assert calls_for("pdf_text please", names=BUNDLED) == []
+    assert calls_for("extract_pdf_text please", names=BUNDLED) == [("pdfbasic_extract_pdf_text", {})]
+
+
+def test_only_the_latest_user_message_counts():
+    messages = [
+        {"role": "system", "content": "Tools: analyze_pdf, describe_csv."},
+        *user("analyze_pdf"),
+        {"role": "assistant", "content": "Done."},
+        *user("thanks, that is all"),
+    ]
+
+    text, calls = demo_reply(messages, [tool(name) for name in BUNDLED])
+
+    assert calls == [] and "demo model" in text
+
+
+def test_the_help_cuts_descriptions_at_a_sentence_or_word_boundary():
+    wrapped = (
+        "Analyse an attached PDF: page count, word count, title, author and the most\n"
+        "frequent words, with a one-line summary. Use it to answer questions."
+    )
+    endless = "Counts " + "very " * 60 + "slowly without ever stopping"
+    tools = [tool("pdfbasic_analyze_pdf", wrapped), tool("dataviz_slow", endless), tool("x_e", "Use e.g. this. Then.")]
+
+    text, _ = demo_reply(user("what can you do"), tools)
+
+    assert (
+        "- `pdfbasic_analyze_pdf` — Analyse an attached PDF: page count, word count, title, author and "
+        "the most frequent words, with a one-line summary.\n" in text
+    )
+    line = next(line for line in text.splitlines() if "`dataviz_slow`" in line)
+    summary = line.split(" — ", 1)[1]
+    assert summary.endswith("very…") and len(summary) <= 161
+    assert "- `x_e` — Use e.g. this.\n" in text

@@ -42,11 +42,9 @@ async def _error(client: Client, tool: str, arguments: dict[str, Any]) -> str:
 async def test_tools_and_annotations(client):
     tools = {t.name: t for t in await client.list_tools()}
 
-    assert set(tools) == {"chart_csv", "describe_csv", "slow_count", "fail"}
-    for name in ("chart_csv", "describe_csv", "slow_count"):
+    assert set(tools) == {"chart_csv", "describe_csv"}  # the test tools are not shipped
+    for name in ("chart_csv", "describe_csv"):
         assert tools[name].annotations.read_only_hint is True
-    assert tools["slow_count"].description.startswith("Test/demo tool")
-    assert tools["fail"].description.startswith("Test tool")
     kinds = tools["chart_csv"].input_schema["properties"]["kind"]
     assert kinds["enum"] == ["line", "bar", "scatter"]
     assert kinds["default"] == "bar"
@@ -79,7 +77,7 @@ async def test_chart_from_csv_text(client):
 
 async def test_chart_from_file_url_with_chosen_columns(client, file_server):
     csv = "x;y;label\n3;9;c\n1;1;a\n2;4;b\n"  # semicolons, unsorted x
-    url = file_server.add("/files/7/raw", csv.encode(), "text/csv", "squares.csv")
+    url = file_server.add("f7", csv.encode(), "text/csv", "squares.csv")
 
     out = _v2(
         await client.call_tool("chart_csv", {"file_url": url, "x": "x", "y": "y", "kind": "line"})
@@ -144,13 +142,13 @@ async def test_needs_exactly_one_source(client):
 
 
 async def test_expired_file_url(client, file_server):
-    message = await _error(client, "describe_csv", {"file_url": f"{file_server.base}/expired/a"})
+    message = await _error(client, "describe_csv", {"file_url": file_server.url("expired")})
 
     assert message == "the file link expired or is invalid (HTTP 403); attach the file again"
 
 
 async def test_binary_file_refused(client, file_server):
-    url = file_server.add("/data.csv", b"PK\x03\x04\x00\x00binary", "application/zip")
+    url = file_server.add("data", b"PK\x03\x04\x00\x00binary", "application/zip")
 
     assert "not a CSV text file" in await _error(client, "describe_csv", {"file_url": url})
 
@@ -171,7 +169,23 @@ async def test_describe_csv_gives_results_only(client):
     assert by_name["region"]["top"][0] == "north"
 
 
-async def test_slow_count_reports_every_step(client):
+@pytest.fixture
+async def test_tools_client(dataviz_test_tools_mcp):
+    async with Client(dataviz_test_tools_mcp) as c:
+        yield c
+
+
+async def test_the_test_tools_come_only_with_dataviz_test_tools(test_tools_client):
+    tools = {t.name: t for t in await test_tools_client.list_tools()}
+
+    assert set(tools) == {"chart_csv", "describe_csv", "slow_count", "fail"}
+    assert tools["slow_count"].annotations.read_only_hint is True
+    assert tools["slow_count"].description.startswith("Test/demo tool")
+    assert tools["fail"].description.startswith("Test tool")
+
+
+async def test_slow_count_reports_every_step(test_tools_client):
+    client = test_tools_client
     progress: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -186,5 +200,5 @@ async def test_slow_count_reports_every_step(client):
     assert [c.text for c in result.content] == ["Counted to 3."]
 
 
-async def test_fail_is_a_tool_error(client):
-    assert await _error(client, "fail", {"message": "disk on fire"}) == "disk on fire"
+async def test_fail_is_a_tool_error(test_tools_client):
+    assert await _error(test_tools_client, "fail", {"message": "disk on fire"}) == "disk on fire"

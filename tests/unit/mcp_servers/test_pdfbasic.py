@@ -41,7 +41,7 @@ async def test_lists_two_read_only_tools(client):
 
 async def test_analyze_pdf_over_http(client, file_server, make_pdf):
     pdf = make_pdf(REPORT_PAGES, {"Title": "Q3 Report", "Author": "Ada Lovelace"})
-    url = file_server.add("/files/42/raw", pdf, "application/pdf", "q3 report.pdf")
+    url = file_server.add("f42", pdf, "application/pdf", "q3 report.pdf")
 
     out = _v2(await client.call_tool("analyze_pdf", {"file_url": url}))
 
@@ -58,7 +58,9 @@ async def test_analyze_pdf_over_http(client, file_server, make_pdf):
 
 
 async def test_extract_text_gives_text_artifact_and_progress(client, file_server, make_pdf):
-    url = file_server.add("/u/Quarterly%20Report.pdf", make_pdf(REPORT_PAGES), "application/pdf")
+    url = file_server.add(
+        "q", make_pdf(REPORT_PAGES), "application/pdf", "Quarterly Report.pdf"
+    )
     progress: list[tuple[float, float | None]] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -81,7 +83,7 @@ async def test_extract_text_gives_text_artifact_and_progress(client, file_server
 
 
 async def test_extract_stops_at_max_pages(client, file_server, make_pdf):
-    url = file_server.add("/doc.pdf", make_pdf(REPORT_PAGES), "application/pdf")
+    url = file_server.add("doc", make_pdf(REPORT_PAGES), "application/pdf")
 
     results = _v2(await client.call_tool("extract_pdf_text", {"file_url": url, "max_pages": 1}))[
         "results"
@@ -97,7 +99,7 @@ async def test_long_text_is_cut_for_the_model_but_whole_in_the_artifact(
 ):
     line = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
     pages = ["\n".join(f"{n} {line}" for n in range(90)) for _ in range(4)]
-    url = file_server.add("/long.pdf", make_pdf(pages), "application/pdf")
+    url = file_server.add("long", make_pdf(pages), "application/pdf", "long.pdf")
 
     out = _v2(await client.call_tool("extract_pdf_text", {"file_url": url}))
 
@@ -111,7 +113,7 @@ async def test_long_text_is_cut_for_the_model_but_whole_in_the_artifact(
 
 
 async def test_expired_link_says_attach_again(client, file_server):
-    url = f"{file_server.base}/expired/file.pdf?sig=old"
+    url = file_server.url("expired")
 
     result = await client.call_tool("analyze_pdf", {"file_url": url}, raise_on_error=False)
 
@@ -122,7 +124,7 @@ async def test_expired_link_says_attach_again(client, file_server):
 
 
 async def test_not_a_pdf(client, file_server):
-    url = file_server.add("/page.pdf", b"<html>login</html>", "text/html")
+    url = file_server.add("page", b"<html>login</html>", "text/html")
 
     result = await client.call_tool("extract_pdf_text", {"file_url": url}, raise_on_error=False)
 
@@ -131,7 +133,7 @@ async def test_not_a_pdf(client, file_server):
 
 
 async def test_damaged_pdf(client, file_server):
-    url = file_server.add("/broken.pdf", b"%PDF-1.4\n1 0 obj garbage", "application/pdf")
+    url = file_server.add("damaged", b"%PDF-1.4\n1 0 obj garbage", "application/pdf")
 
     result = await client.call_tool("analyze_pdf", {"file_url": url}, raise_on_error=False)
 
