@@ -28,7 +28,7 @@ const hint = $("composer-hint");
 /** conversationId: the open conversation; stored: it exists on the server; level: its compliance level as
  * the server knows it; entry/turn: the answer being drawn; staleTurn: events of a cancelled turn to drop. */
 const state = { conversationId: null, stored: false, level: null, incognito: false, loading: false, entry: null, turn: null,
-  running: false, hadSession: false, staleTurn: false, turnFrom: null };
+  lateDone: null, running: false, hadSession: false, staleTurn: false, turnFrom: null };
 
 const api = new ConversationsApi(page.conversations_url || "/api/conversations");
 const view = new ChatView($("messages"), new Scroller($("messages"), $("jump-newest")), $("empty-state"));
@@ -176,6 +176,7 @@ function sent(message) {
 }
 
 function beginTurn(entry) {
+  state.lateDone = null;
   state.entry = entry;
   state.turn = thread.startTurn(entry);
   state.running = true;
@@ -214,7 +215,16 @@ function onEvent(event) {
       if (event.type === "message_done") state.staleTurn = false;
       return;
     }
-    if (!state.turn || !state.running) return;
+    if (!state.turn || !state.running) {
+      // A turn that failed before any output was ended at its `error`; its message_done still
+      // carries the ids the entry needs (edit, versions).
+      if (event.type === "message_done" && state.lateDone) {
+        thread.answered(state.lateDone, event);
+        opener.turnDone(event);
+        state.lateDone = null;
+      }
+      return;
+    }
     drawTurnEvent(state.turn, event, { view, cards, canvas, send, onDone });
     return;
   }
@@ -227,6 +237,7 @@ function onEvent(event) {
       if (!turn.texts.length && !turn.blocks.querySelector(".tool-card")) {
         turn.finish("error");
         endTurn();
+        state.lateDone = state.entry;
       }
     } else {
       view.error(event);

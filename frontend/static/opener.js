@@ -36,6 +36,10 @@ export class Opener {
 
   start() {
     window.addEventListener("popstate", () => this._followUrl());
+    // Conversations started or renamed in another tab show up when this one is looked at again.
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this.sidebar.refresh();
+    });
     this.sidebar.refresh();
     const id = idFromUrl();
     if (id) this.open(id, { push: false });

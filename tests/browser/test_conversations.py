@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.helpers import card, last_answer, send, sent_messages, wait_finished
 from tests.browser.netproxy import TcpProxy
-from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
+from tests.support.llm_double import ErrorReply, TextReply, ToolCall, ToolCallReply
 
 
 def word() -> str:
@@ -368,3 +368,18 @@ def test_conversations_are_grouped_by_day(page):
             .map((iso) => dayGroup(iso, now));
     }""")
     assert groups == ["Today", "Yesterday", "Previous 7 days", "Previous 7 days", "November 2026", "January 2026", "Older"]
+
+
+def test_an_answer_that_failed_can_be_regenerated(page, llm):
+    llm.enqueue(ErrorReply(401, "invalid api key"))
+    send(page, f"fail first {word()}")
+    failed = last_answer(page)
+    expect(failed).to_have_attribute("data-finish", "error")
+    expect(failed.get_by_role("alert")).to_be_visible()
+    regenerate = failed.get_by_role("button", name="Regenerate answer")
+    expect(regenerate).to_be_visible()
+    expect(page.locator(".msg.user").first.get_by_role("button", name="Edit message")).to_be_visible()
+    llm.enqueue(TextReply("Recovered."))
+    regenerate.click()
+    expect(wait_finished(page)).to_contain_text("Recovered.")
+    expect(page.locator(".msg.assistant")).to_have_count(1)
