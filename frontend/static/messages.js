@@ -184,7 +184,7 @@ export class ChatView {
     this.changed();
   }
 
-  addUser(text, files = []) {
+  addUser(text, files = [], { scroll = true } = {}) {
     const node = el("article", { class: "msg user", "aria-label": "You" }, text ? el("div", { class: "bubble", text }) : null);
     if (files.length) {
       node.append(el("ul", { class: "chips", "aria-label": "Attached files" },
@@ -192,7 +192,7 @@ export class ChatView {
           el("span", { class: "chip-meta", text: formatBytes(f.size) })))));
     }
     this._append(node);
-    this.scroller.toBottom();
+    if (scroll) this.scroller.toBottom();
     return node;
   }
 

@@ -189,7 +189,7 @@ export class Sidebar {
   }
 
   _menu(conv, title) {
-    const button = el("button", { type: "button", class: "icon-btn conv-menu-btn", "aria-haspopup": "true", "aria-expanded": "false",
+    const button = el("button", { type: "button", class: "icon-btn conv-menu-btn", "aria-expanded": "false",
       "aria-label": `Options for ${title}`, title: "Options", text: "⋯" });
     const item = (text, onclick) => el("button", { type: "button", class: "conv-menu-item", text, onclick });
     const exportLink = (text, format) => el("a", { class: "conv-menu-item", href: this.api.exportUrl(conv.id, format), download: "",
@@ -213,8 +213,10 @@ export class Sidebar {
   _closeMenus() {
     let closed = false;
     for (const menu of this.list.querySelectorAll(".conv-menu:not([hidden])")) {
+      const hadFocus = menu.contains(document.activeElement);
       menu.hidden = true;
       menu.previousElementSibling?.setAttribute("aria-expanded", "false");
+      if (hadFocus) menu.previousElementSibling?.focus();
       closed = true;
     }
     return closed;

@@ -47,7 +47,7 @@ export class Thread {
 
   // -- live ------------------------------------------------------------------
   addUser(text, files = []) {
-    const entry = { userId: null, text, userNode: this.view.addUser(text, files), turn: null, answerId: null };
+    const entry = { userId: null, text, userNode: this.view.addUser(text, files, { scroll: !this.drawing }), turn: null, answerId: null };
     entry.userActions = this._userActions(entry);
     entry.userNode.append(entry.userActions);
     this.entries.push(entry);
@@ -114,6 +114,19 @@ export class Thread {
   /** Draw a stored conversation; returns the last entry when its answer has not finished. */
   render(conversation) {
     this.clear();
+    this.drawing = true;
+    try {
+      this._drawAll(conversation);
+    } finally {
+      this.drawing = false;
+    }
+    this.view.scroller.toBottom();
+    this.refreshActions();
+    const last = this.last;
+    return last && !this._finished(last) ? last : null;
+  }
+
+  _drawAll(conversation) {
     for (const stored of entriesOf(conversation.messages)) {
       let entry;
       if (stored.user) {
@@ -125,9 +138,6 @@ export class Thread {
       if (stored.answer.length) this._drawAnswer(entry, stored.answer);
       this._applyIds(entry, stored);
     }
-    this.refreshActions();
-    const last = this.last;
-    return last && !this._finished(last) ? last : null;
   }
 
   /** After a turn: ids and branch controls from the stored conversation, when it matches the view. */
@@ -193,6 +203,7 @@ export class Thread {
 
   // -- actions ---------------------------------------------------------------
   refreshActions() {
+    if (this.drawing) return; // once, at the end of render()
     const may = this.actions.canAct();
     this.entries.forEach((entry, i) => {
       const lastOne = i === this.entries.length - 1;
