@@ -1,17 +1,24 @@
 # Switchboard: `docker compose up` (see docker-compose.yml), or
 #   docker build -t switchboard .
-#   docker run --init -p 127.0.0.1:8000:8000 -v "$PWD/config/overrides:/app/config/overrides:ro" switchboard
+#   docker run --init -p 127.0.0.1:8000:8000 -v "$PWD/config/overrides:/app/config/overrides:ro" \
+#              -v "$PWD/data:/app/data" -v "$PWD/logs:/app/logs" switchboard
 #
 # Build arguments:
 #   INSTALL_NODE=true   add Node.js and npm, for npx-based MCP servers (config/examples/*.json)
-#   APP_UID / APP_GID   the user the app runs as; match your host user when ./data and ./logs
-#                       are bind-mounted on Linux (compose passes SWITCHBOARD_UID / SWITCHBOARD_GID)
+#   APP_UID / APP_GID   the user the app runs as (default 1000); match your host user to keep
+#                       ./data and ./logs yours on the host (compose passes SWITCHBOARD_UID / _GID)
 #   UV_VERSION          the uv release that installs the locked dependencies
+#
+# Users: the container starts as root only for its entrypoint (scripts/docker-entrypoint.sh),
+# which gives /app/data and /app/logs to the app's user (Docker creates missing bind-mounted
+# folders owned by root) and then runs the app as that user; the app never runs as root.
+# Where the platform sets the user instead (Kubernetes: runAsUser: 1000, runAsNonRoot: true,
+# and a volume writable for it, e.g. fsGroup: 1000), the entrypoint runs the app as is.
 #
 # The image binds 0.0.0.0 in `dev` auth mode, so every visitor is the one dev user and the
 # app prints a warning. That is fine behind compose's 127.0.0.1 port on a laptop; for a real
 # deployment set SWITCHBOARD_AUTH_MODE=proxy and SWITCHBOARD_PROXY_SECRET and put the app
-# behind a reverse proxy that authenticates users (see ARCHITECTURE.md, section 2).
+# behind a reverse proxy that authenticates users (see README.md, "Deploying").
 
 FROM python:3.11-slim
 
@@ -57,11 +64,12 @@ COPY scripts ./scripts
 RUN uv sync --frozen --no-dev \
     && python -m compileall -q backend scripts \
     && mkdir -p /app/data /app/logs /app/config/overrides \
-    && chown "$APP_UID:$APP_GID" /app/data /app/logs
+    && chown "$APP_UID:$APP_GID" /app/data /app/logs \
+    && chmod 0755 /app/scripts/docker-entrypoint.sh
 
-# The code and the venv stay owned by root (read-only for the app); it writes
-# only to data/ and logs/. A numeric user satisfies Kubernetes' runAsNonRoot check.
-USER ${APP_UID}:${APP_GID}
+# The code and the venv stay owned by root (read-only for the app); it writes only to
+# data/ and logs/. No USER here: the entrypoint drops from root to the app's user after
+# fixing those folders' ownership (see the top of this file).
 
 ENV HOME=/home/switchboard \
     PATH="/app/.venv/bin:$PATH" \
@@ -74,8 +82,10 @@ ENV HOME=/home/switchboard \
 
 EXPOSE 8000
 
-# python:3.11-slim has no curl; /healthz answers as soon as the app serves.
+# python:3.11-slim has no curl; /healthz answers as soon as the app serves. An app that
+# cannot start exits non-zero after one line saying why, so `restart:` policies apply.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('SWITCHBOARD_PORT', '8000'), timeout=4)"]
 
+ENTRYPOINT ["/app/scripts/docker-entrypoint.sh"]
 CMD ["/app/.venv/bin/switchboard", "serve"]

@@ -266,11 +266,11 @@ def _base_env() -> dict[str, str]:
 # -- websocket turns -----------------------------------------------------------------
 
 
-async def ws_turn(ws: Any, content: str, *, conversation_id: str | None = None, timeout_s: float = 60.0
-                  ) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
-    """Send one chat message; read events up to `message_done` (or an error).
-    Returns (seconds from send to message_done, events)."""
-    message: dict[str, Any] = {"type": "chat", "content": content}
+async def ws_turn(ws: Any, content: str, *, conversation_id: str | None = None, timeout_s: float = 60.0,
+                  **extra: Any) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
+    """Send one chat message (`extra`: more of its fields, e.g. incognito); read events up
+    to `message_done` (or an error). Returns (seconds from send to message_done, events)."""
+    message: dict[str, Any] = {"type": "chat", "content": content, **extra}
     if conversation_id:
         message["conversation_id"] = conversation_id
     started = time.perf_counter()

@@ -17,8 +17,11 @@ a + b1 + b2 summed per iteration, at p50 and at p99; the percentiles of the
 per-turn differences are printed too. The double runs in its own
 process with no delays. Each turn starts a fresh conversation (a new
 conversation_id on the same socket) so that every turn sends the same amount.
+Each such conversation is stored (one conversation and four messages per
+turn) in the embedded SQLite database, or in a throw-away PostgreSQL with
+`--postgres`; `--incognito` stores nothing, which gives what storing adds.
 
-    uv run python bench/overhead.py [--turns 300] [--json]
+    uv run python bench/overhead.py [--turns 300] [--postgres | --incognito] [--json]
 """
 
 from __future__ import annotations
@@ -56,11 +59,6 @@ def _tool_result_text(text: str) -> str:
 
 
 async def run(args: Any) -> dict[str, Any]:
-    import httpx
-    import websockets
-    from fastmcp import Client
-    from fastmcp.client.transports import StdioTransport
-
     t0 = time.perf_counter()
     import litellm
 
@@ -71,64 +69,86 @@ async def run(args: Any) -> dict[str, Any]:
         double_url = double.base_url
         folder = Path(tmp)
         env = S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, double_url)
-        with S.app_process(folder, env) as app:
-            async with httpx.AsyncClient() as http:
-                config = (await http.get(f"{app.base}/api/config")).json()
-            tools = _openai_tools(config)
-            first = [{"role": "system", "content": S.SYSTEM_PROMPT}, {"role": "user", "content": USER_TEXT}]
-            call = {"id": "call_0", "type": "function", "function": {"name": "toolbox_echo", "arguments": '{"text": "hello"}'}}
-            second = first + [
-                {"role": "assistant", "content": None, "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": "call_0", "content": _tool_result_text("hello")},
-            ]
+        cluster = None
+        if args.postgres:
+            from tests.support.postgres import PostgresCluster, find_bin_dir
 
-            async def raw_llm(messages: list[dict[str, Any]]) -> tuple[float, float]:
+            cluster = PostgresCluster(find_bin_dir())
+            cluster.start()
+            env["SWITCHBOARD_DATABASE_URL"] = cluster.create_database()
+        try:
+            return await _measure(args, folder, env, double_url, litellm, litellm_import_s)
+        finally:
+            if cluster is not None:
+                cluster.stop()
+
+
+async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str, litellm: Any,
+                   litellm_import_s: float) -> dict[str, Any]:  # fmt: skip
+    import httpx
+    import websockets
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    with S.app_process(folder, env) as app:
+        async with httpx.AsyncClient() as http:
+            config = (await http.get(f"{app.base}/api/config")).json()
+        tools = _openai_tools(config)
+        first = [{"role": "system", "content": S.SYSTEM_PROMPT}, {"role": "user", "content": USER_TEXT}]
+        call = {"id": "call_0", "type": "function", "function": {"name": "toolbox_echo", "arguments": '{"text": "hello"}'}}
+        second = first + [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_0", "content": _tool_result_text("hello")},
+        ]
+
+        async def raw_llm(messages: list[dict[str, Any]]) -> tuple[float, float]:
+            cpu, start = time.process_time(), time.perf_counter()
+            response = await litellm.acompletion(
+                model="openai/double", api_base=double_url, api_key="k", stream=True, messages=messages,
+                tools=tools, stream_options={"include_usage": True}, num_retries=0, max_retries=0,
+            )  # fmt: skip
+            async for _chunk in response:
+                pass
+            return time.perf_counter() - start, time.process_time() - cpu
+
+        transport = StdioTransport(command=sys.executable, args=[str(S.TOOLBOX)], keep_alive=False,
+                                   log_file=folder / "raw-toolbox.stderr.log")  # fmt: skip
+        async with Client(transport) as mcp, websockets.connect(app.ws_url, max_size=2**24) as ws:
+            await ws.recv()  # the session event
+
+            async def raw_tool() -> tuple[float, float]:
                 cpu, start = time.process_time(), time.perf_counter()
-                response = await litellm.acompletion(
-                    model="openai/double", api_base=double_url, api_key="k", stream=True, messages=messages,
-                    tools=tools, stream_options={"include_usage": True}, num_retries=0, max_retries=0,
-                )  # fmt: skip
-                async for _chunk in response:
-                    pass
+                result = await mcp.call_tool_mcp("echo", {"text": "hello"})
+                assert not result.is_error
                 return time.perf_counter() - start, time.process_time() - cpu
 
-            transport = StdioTransport(command=sys.executable, args=[str(S.TOOLBOX)], keep_alive=False,
-                                       log_file=folder / "raw-toolbox.stderr.log")  # fmt: skip
-            async with Client(transport) as mcp, websockets.connect(app.ws_url, max_size=2**24) as ws:
-                await ws.recv()  # the session event
+            async def turn() -> tuple[float, float, bool]:
+                cpu = S.proc_cpu_s(app.pid)
+                seconds, events = await S.ws_turn(ws, USER_TEXT, conversation_id=secrets.token_hex(6),
+                                                  **({"incognito": True} if args.incognito else {}))
+                return seconds, S.proc_cpu_s(app.pid) - cpu, S.turn_ok(events)
 
-                async def raw_tool() -> tuple[float, float]:
-                    cpu, start = time.process_time(), time.perf_counter()
-                    result = await mcp.call_tool_mcp("echo", {"text": "hello"})
-                    assert not result.is_error
-                    return time.perf_counter() - start, time.process_time() - cpu
+            for _ in range(args.warmup):
+                await raw_tool(), await raw_llm(first), await raw_llm(second), await turn()
 
-                async def turn() -> tuple[float, float, bool]:
-                    cpu = S.proc_cpu_s(app.pid)
-                    seconds, events = await S.ws_turn(ws, USER_TEXT, conversation_id=secrets.token_hex(6))
-                    return seconds, S.proc_cpu_s(app.pid) - cpu, S.turn_ok(events)
+            pings = []
+            for _ in range(50):  # the floor: one websocket round trip to the app process (ping/pong)
+                start = time.perf_counter()
+                await (await ws.ping())
+                pings.append((time.perf_counter() - start) * 1000)
 
-                for _ in range(args.warmup):
-                    await raw_tool(), await raw_llm(first), await raw_llm(second), await turn()
-
-                pings = []
-                for _ in range(50):  # the floor: one websocket round trip to the app process (ping/pong)
-                    start = time.perf_counter()
-                    await (await ws.ping())
-                    pings.append((time.perf_counter() - start) * 1000)
-
-                series: dict[str, list[float]] = {k: [] for k in ("a", "b1", "b2", "c")}
-                cpu = dict.fromkeys(("a", "b1", "b2", "c"), 0.0)
-                failed = 0
-                deadline = time.monotonic() + args.max_seconds
-                while len(series["c"]) < args.turns and time.monotonic() < deadline:
-                    for key, (wall, used) in (("a", await raw_tool()), ("b1", await raw_llm(first)), ("b2", await raw_llm(second))):
-                        series[key].append(wall * 1000)
-                        cpu[key] += used
-                    wall, used, ok = await turn()
-                    series["c"].append(wall * 1000)
-                    cpu["c"] += used
-                    failed += not ok
+            series: dict[str, list[float]] = {k: [] for k in ("a", "b1", "b2", "c")}
+            cpu = dict.fromkeys(("a", "b1", "b2", "c"), 0.0)
+            failed = 0
+            deadline = time.monotonic() + args.max_seconds
+            while len(series["c"]) < args.turns and time.monotonic() < deadline:
+                for key, (wall, used) in (("a", await raw_tool()), ("b1", await raw_llm(first)), ("b2", await raw_llm(second))):
+                    series[key].append(wall * 1000)
+                    cpu[key] += used
+                wall, used, ok = await turn()
+                series["c"].append(wall * 1000)
+                cpu["c"] += used
+                failed += not ok
 
     n = len(series["c"])
     stats = {k: {"p50": S.percentile(v, 50), "p99": S.percentile(v, 99), "mean": sum(v) / len(v), "min": min(v)}
@@ -158,6 +178,9 @@ def main() -> None:
     p.add_argument("--turns", type=int, default=300)
     p.add_argument("--warmup", type=int, default=30)
     p.add_argument("--max-seconds", type=float, default=240.0, help="stop measuring after this long")
+    store = p.add_mutually_exclusive_group()
+    store.add_argument("--postgres", action="store_true", help="store conversations in a throw-away PostgreSQL")
+    store.add_argument("--incognito", action="store_true", help="store nothing (incognito turns)")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in __import__("os").getloadavg()]
     data = asyncio.run(run(args))

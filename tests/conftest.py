@@ -2,6 +2,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Tests must not pick up the developer's own model keys or .env.
 for _key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
@@ -9,8 +11,6 @@ for _key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `tests.support...`
 
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session")

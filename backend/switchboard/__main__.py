@@ -21,11 +21,27 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _settings_or_exit(**overrides: object) -> Settings:
+    """The settings, or one line that names every bad setting and exit status 1."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"SWITCHBOARD_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}" for error in exc.errors()
+        )  # the value itself is not repeated: it may be a secret
+        print(f"Switchboard cannot start: bad setting(s): {problems}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from .web.boot import STARTUP_FAILURE, booting_app
+
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None}
-    settings = Settings(**overrides)
+    settings = _settings_or_exit(**overrides)
     if settings.auth_mode == "dev" and not _loopback(settings.host):
         print(
             f"WARNING: dev auth mode serves every visitor as {settings.dev_user} on {settings.host}. "
@@ -39,28 +55,45 @@ def serve(args: argparse.Namespace) -> int:
     )
     options = {"host": settings.host, "port": settings.port, "log_level": "warning", "ws": "websockets-sansio"}
     if settings.workers > 1:
-        # Each worker is a fresh process that reads its settings from the environment.
-        os.environ.update({f"SWITCHBOARD_{k.upper()}": str(v) for k, v in overrides.items()})
-        uvicorn.run("switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options)
-    else:
-        from .web.boot import booting_app
+        from uvicorn.supervisors import Multiprocess
 
-        uvicorn.run(booting_app(settings), **options)
+        # Each worker is a fresh process that reads its settings from the environment. A worker
+        # whose app cannot be built exits with STARTUP_FAILURE, and the supervisor then stops.
+        os.environ.update({f"SWITCHBOARD_{k.upper()}": str(v) for k, v in overrides.items()})
+        config = uvicorn.Config("switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options)
+        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor.run()
+        return 1 if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes) else 0
+    server: uvicorn.Server | None = None
+
+    def stop(reason: str) -> None:  # the app cannot be built: stop serving, then exit non-zero
+        assert server is not None
+        server.should_exit = True
+
+    app = booting_app(settings, on_failure=stop)
+    server = uvicorn.Server(uvicorn.Config(app, **options))
+    server.run()
+    if app.error is not None or not server.started:
+        return 1
     return 0
 
 
 def check_config(args: argparse.Namespace) -> int:
     from .config import load_app_config
+    from .config.checks import server_warnings
 
-    settings = Settings()
+    settings = _settings_or_exit()
     config = load_app_config(settings.defaults_dir, settings.config_dir)
     errors = config.all_errors()
     for error in errors:
         print(f"error: {error}")
+    warnings = server_warnings(config.mcp, settings.project_root, os.environ)
+    for warning in warnings:
+        print(f"warning: {warning}")
     enabled = [name for name, server in config.mcp.servers.items() if server.enabled]
     print(
         f"{len(config.mcp.servers)} server(s) ({len(enabled)} enabled), {len(config.llm.models)} model(s), "
-        f"{len(config.compliance.levels)} compliance level(s); {len(errors)} error(s)"
+        f"{len(config.compliance.levels)} compliance level(s); {len(errors)} error(s), {len(warnings)} warning(s)"
     )
     return 1 if errors else 0
 

@@ -92,7 +92,9 @@ class NotFound(SwitchboardError):
 
 
 class Conflict(SwitchboardError):
-    code = "conflict"
+    """Something with that id exists already (HTTP 409); on the websocket a `bad_request`."""
+
+    code = "bad_request"
 
 
 class Cancelled(SwitchboardError):

@@ -12,10 +12,12 @@ import json
 import logging
 import logging.handlers
 import queue
+import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
-__all__ = ["JsonFormatter", "flush_logs", "setup_logging"]
+__all__ = ["ConsoleLines", "JsonFormatter", "enable_console", "flush_logs", "setup_logging"]
 
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
 
@@ -50,6 +52,75 @@ class _Handoff(logging.handlers.QueueHandler):
             record.exc_text = logging.Formatter().formatException(record.exc_info)
             record.exc_info = None
         return record
+
+
+class ConsoleLines(logging.Handler):
+    """One human line on the console per change of a server's status, a summary once every
+    server has left `starting`, and each config error: what an operator watching
+    `switchboard serve` needs, without the JSON log's detail."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__(logging.INFO)
+        self._stream = stream
+        self._last: dict[str, tuple[str, str | None]] = {}
+
+    def _line(self, record: logging.LogRecord) -> str | None:
+        event = getattr(record, "event", None)
+        if event == "server_status":
+            name, status, reason = record.server, record.status, record.reason  # type: ignore[attr-defined]
+            if self._last.get(name) == (status, reason):
+                return None  # a failed server retrying with the same reason is not news
+            self._last[name] = (status, reason)
+            if status == "ready":
+                tools = getattr(record, "tools", 0)
+                after = getattr(record, "ready_after_s", None)
+                took = f" in {after:.1f} s" if isinstance(after, int | float) else ""
+                return f"server {name} ready{took} ({tools} tool{'s' if tools != 1 else ''})"
+            if status == "failed":
+                return f"server {name} FAILED: {reason or 'no reason given'}"
+            if status == "starting" and reason:
+                return f"server {name} {reason}"
+            return None
+        if event == "server_restart":
+            self._last.pop(record.server, None)  # type: ignore[attr-defined]
+            return f"server {record.server} restarting"  # type: ignore[attr-defined]
+        if event == "servers_settled":
+            total, ready, failed = record.total, record.ready, record.failed  # type: ignore[attr-defined]
+            line = f"servers: {ready} of {total} ready"
+            if failed:
+                line += f", {len(failed)} failed ({', '.join(failed)})"
+            missing = getattr(record, "required_not_ready", None)
+            if missing:
+                line += f"; NOT READY: required server(s) {', '.join(missing)} are not ready"
+            return line
+        if event == "config_error":
+            return f"CONFIG ERROR: {record.getMessage().removeprefix('config error: ')}"
+        return None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self._line(record)
+            if line is not None:
+                stream = self._stream or sys.stderr
+                stream.write(line + "\n")
+                stream.flush()
+        except Exception:  # noqa: BLE001 - the console must never break the app
+            self.handleError(record)
+
+
+_CONSOLE_NAME = "switchboard-console"
+
+
+def enable_console(stream: TextIO | None = None) -> None:
+    """Print server status changes and config errors to the console (idempotent)."""
+    root = logging.getLogger("switchboard")
+    root.setLevel(logging.INFO)
+    for handler in list(root.handlers):
+        if handler.get_name() == _CONSOLE_NAME:
+            root.removeHandler(handler)
+    handler = ConsoleLines(stream)
+    handler.set_name(_CONSOLE_NAME)
+    root.addHandler(handler)
 
 
 _HANDLER_NAME = "switchboard-jsonl"

@@ -3,6 +3,7 @@ handed to the web layer (tests build their own)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
@@ -40,24 +41,46 @@ class Services:
     turns: TurnHub
     environ: Mapping[str, str]
     store_error: str | None = None  # why the conversation store could not be opened
+    _store_retry: asyncio.Task[None] | None = None
 
     @property
     def store(self) -> ConversationStore:
         return self.conversations.store
 
     async def open_store(self) -> None:
-        """Open (and migrate) the conversation store; on failure the app still serves,
-        `/readyz` says why, and turns fail with that reason."""
+        """Open (and migrate) the conversation store. When that fails the app still serves,
+        `/readyz` says why, turns fail saying so, and opening is retried in the background
+        until it works (a database that starts after the app)."""
+        if await self._try_open_store():
+            return
+        self._store_retry = asyncio.create_task(self._retry_store(), name="store-retry")
+
+    async def _try_open_store(self) -> bool:
         try:
-            self.conversations.store = await open_store(self.settings.database_url_resolved)
-            self.store_error = None
-            await self.pool.pins.use(self.conversations.store, legacy_file=self.settings.data_dir / "tool-pins.json")
+            store = await open_store(self.settings.database_url_resolved)
+            await self.pool.pins.use(store, legacy_file=self.settings.data_dir / "tool-pins.json")
         except SwitchboardError as exc:
             self.store_error = exc.message
             log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
             self.conversations.store = _UnavailableStore(exc)  # type: ignore[assignment]
+            return False
+        self.conversations.store = store
+        if self.store_error is not None:
+            log.info("conversation store reached", extra={"event": "store_available"})
+        self.store_error = None
+        return True
+
+    async def _retry_store(self) -> None:
+        delay = 2.0
+        while True:
+            await asyncio.sleep(delay)
+            if await self._try_open_store():
+                return
+            delay = min(delay * 2, 60.0)
 
     async def close(self) -> None:
+        if self._store_retry is not None:
+            self._store_retry.cancel()
         await self.turns.stop()
         await self.pool.stop()
         await self.pool.pins.flush()
@@ -83,6 +106,9 @@ class _UnavailableStore:
 
     def __init__(self, error: SwitchboardError) -> None:
         self._error = error
+
+    async def close(self) -> None:
+        return None
 
     def __getattr__(self, name: str) -> object:
         async def unavailable(*args: object, **kwargs: object) -> None:

@@ -121,13 +121,16 @@ export class ToolsPanel {
     const tools = new Map((this.config.tools || []).map((t) => [t.name, t]));
     const servers = this.config.servers || [];
     this._renderStatus();
+    const problems = this._configProblems();
     if (!servers.length) {
-      this.serversBox.replaceChildren(el("p", { class: "muted", text: "No tool servers are configured for you." }));
+      this.serversBox.replaceChildren(...(problems ? [problems] : []),
+        el("p", { class: "muted", text: "No tool servers are configured for you." }));
       this.summary.textContent = "";
       return;
     }
     const openState = new Map([...this.serversBox.querySelectorAll("details.server")].map((d) => [d.dataset.server, d.open]));
-    this.serversBox.replaceChildren(...servers.map((server) => this._serverNode(server, tools, openState.get(server.name))));
+    this.serversBox.replaceChildren(...(problems ? [problems] : []),
+      ...servers.map((server) => this._serverNode(server, tools, openState.get(server.name))));
     this._summarize();
   }
 
@@ -174,6 +177,7 @@ export class ToolsPanel {
         server.description ? el("p", { class: "server-desc muted small", text: server.description }) : null,
         status === "failed" || server.reason ? el("p", { class: "server-reason", role: status === "failed" ? "alert" : undefined,
           text: server.reason || "The server did not start." }) : null,
+        status === "failed" && this.config.user?.admin ? this._restartButton(server.name) : null,
         names.length ? el("label", { class: "check all-toggle" }, all, " All tools") : null,
         names.length ? el("ul", { class: "tool-list" }, boxes)
           : el("p", { class: "muted small", text: status === "starting" ? "Waiting for the server…" : "No tools." })));
@@ -216,6 +220,36 @@ export class ToolsPanel {
     node.open = true;
     node.scrollIntoView({ block: "start" });
     node.querySelector("summary")?.focus();
+  }
+
+  /** Broken config files: every error for an administrator, a short note for others. */
+  _configProblems() {
+    const errors = this.config.config_errors || [];
+    if (errors.length) {
+      return el("div", { class: "alert config-errors", role: "alert" }, el("strong", { text: "Configuration errors" }),
+        el("ul", {}, errors.map((e) => el("li", { text: e }))));
+    }
+    return this.config.config_note ? el("p", { class: "alert config-note", text: this.config.config_note }) : null;
+  }
+
+  /** For administrators: stop a failed server and start it afresh. */
+  _restartButton(name) {
+    const button = el("button", { type: "button", class: "btn server-restart", text: "Restart",
+      title: `Restart ${name} (after fixing what made it fail)`, onclick: async () => {
+        button.disabled = true;
+        const url = new URL(`servers/${encodeURIComponent(name)}/restart`, new URL(this.configUrl, location.href));
+        try {
+          const res = await fetch(url, { method: "POST", credentials: "same-origin" });
+          if (!res.ok) throw new Error((await res.json().catch(() => null))?.error?.message || `the server answered ${res.status}`);
+        } catch (exc) {
+          button.disabled = false;
+          button.title = `Could not restart: ${exc.message}`;
+          button.textContent = "Restart (failed, retry)";
+          return;
+        }
+        this.load();
+      } });
+    return button;
   }
 
   _summarize() {

@@ -292,3 +292,57 @@ def test_two_apps_on_one_postgres_share_conversations(tmp_path, llm, postgres_ur
         assert [m["content"] for m in one.get(f"/api/conversations/{conversation_id}").json()["messages"]] == [
             "started on one", "answered by one", "continued on two", "answered by two"]
     assert user_messages(llm.requests[-1]) == ["started on one", "continued on two"]
+
+
+def test_a_store_that_cannot_be_reached_is_loud(tmp_path, llm):
+    configure(tmp_path, llm)
+    settings = make_settings(tmp_path, database_url="postgresql+asyncpg://nobody:secret@127.0.0.1:1/none")
+    with running_app(settings) as (client, _):
+        ready = client.get("/readyz")
+        assert ready.status_code == 503 and "conversation store" in ready.json()["reason"]
+        assert "secret" not in ready.text
+        with client.websocket_connect("/ws") as ws:
+            ws.receive_json()
+            ws.send_json({"type": "chat", "content": "hello?"})
+            error = ws.receive_json()
+        assert error["type"] == "error" and "database" in (error["message"] + error.get("action", "")).lower()
+        assert client.get("/api/conversations").status_code == 500
+
+
+def test_a_failed_write_during_a_turn_is_told_to_the_user(tmp_path, llm):
+    import sqlite3
+
+    configure(tmp_path, llm)
+    settings = make_settings(tmp_path)
+    llm.enqueue(ToolCallReply([ToolCall("public_delete_everything", "{}")]), TextReply("never stored"))
+    with running_app(settings) as (client, _):
+        with client.websocket_connect("/ws") as ws:
+            ws.receive_json()
+            ws.send_json({"type": "chat", "content": "break the store", "compliance_level": "Public"})
+            asked = until(ws, "approval_request")[-1]
+            with sqlite3.connect(settings.data_dir / "switchboard.db") as db:
+                db.execute("DROP TABLE messages")  # every later write of this turn fails
+            ws.send_json({"type": "approval_response", "call_id": asked["call_id"], "approved": True})
+            events = until(ws, "message_done")
+    errors = [e for e in events if e["type"] == "error"]
+    assert errors and errors[0]["code"] == "internal" and "sav" in errors[0]["message"].lower()
+    assert events[-1]["finish_reason"] == "error"
+    assert not any(e["type"] == "tool_result" for e in events)  # never announced, since it was not stored
+
+
+def test_a_database_that_comes_up_after_the_app_is_used_once_it_does(tmp_path, llm, postgres_cluster):
+    import time
+
+    import uuid
+
+    configure(tmp_path, llm)
+    name = "late_" + uuid.uuid4().hex[:12]
+    settings = make_settings(tmp_path, database_url=postgres_cluster.url(name))
+    with running_app(settings) as (client, _):
+        assert client.get("/readyz").status_code == 503
+        postgres_cluster.create_database(name)  # the database appears after the app started
+        deadline = time.monotonic() + 30
+        while client.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, client.get("/readyz").json()
+            time.sleep(0.5)
+        assert client.get("/api/conversations").json() == {"conversations": []}

@@ -83,7 +83,7 @@ def test_reload_adds_removes_restarts_and_keeps_untouched_servers(site):
     assert "cannot both be set" in report["servers"]["broken"]
     client.portal.call(services.pool.wait_settled, 60)
     assert services.pool.connections["toolbox"] is untouched and untouched.generation == generation
-    statuses = client.get("/readyz").json()["servers"]
+    statuses = client.get("/readyz", headers=who("root@example.com")).json()["servers"]
     assert statuses["extra"]["status"] == "ready" and "private" not in statuses
     tools = {t["name"] for t in client.get("/api/config", headers=who("root@example.com")).json()["tools"]}
     assert "extra_echo" in tools and not any(t.startswith("private_") for t in tools)

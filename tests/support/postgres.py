@@ -4,7 +4,7 @@ package: /usr/lib/postgresql/<version>/bin).
 The server refuses to run as root, so under root every server command runs as the `postgres`
 user (`runuser -u postgres --`) in a temp dir that user owns. It listens on 127.0.0.1 on a free
 port with trust authentication (nothing else can reach it), its unix sockets in the temp dir,
-fsync off; `stop()` shuts it down and removes the dir."""
+fsync off unless asked to be durable; `stop()` shuts it down and removes the dir."""
 
 from __future__ import annotations
 
@@ -34,8 +34,10 @@ def _free_port() -> int:
 
 
 class PostgresCluster:
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, *, durable: bool = False) -> None:
+        """``durable=False`` (tests) turns fsync off; benchmarks keep the server's defaults."""
         self.bin_dir = bin_dir
+        self.durable = durable
         self.port = 0
         self.dir: Path | None = None
         self._as_postgres = os.geteuid() == 0
@@ -61,7 +63,9 @@ class PostgresCluster:
             "--locale=C", "--no-sync",
         )  # fmt: skip
         self.port = _free_port()
-        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1"
+        if not self.durable:
+            options += " -c fsync=off -c full_page_writes=off"
         self._run(
             str(self.bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(self.dir / "server.log"),
             "-w", "-t", "60", "start",
@@ -70,9 +74,9 @@ class PostgresCluster:
     def url(self, database: str = "postgres", *, driver: str = "postgresql+asyncpg") -> str:
         return f"{driver}://postgres@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self) -> str:
+    def create_database(self, name: str | None = None) -> str:
         """A fresh, empty database; returns its SQLAlchemy URL."""
-        name = "t_" + uuid.uuid4().hex[:16]
+        name = name or "t_" + uuid.uuid4().hex[:16]
         self._run(str(self.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
         return self.url(name)
 

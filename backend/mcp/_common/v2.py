@@ -1,4 +1,4 @@
-"""Build tool results in the V2 contract (ARCHITECTURE.md section 5)."""
+"""Build tool results in the V2 contract (docs/protocol.md, "Tool results")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""When a tool call needs a person's yes (ARCHITECTURE §2 `approval`), and
+"""When a tool call needs a person's yes (the `approval` setting of mcp.json), and
 whether edited arguments still fit the tool."""
 
 from __future__ import annotations

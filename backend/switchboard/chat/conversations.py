@@ -7,6 +7,7 @@ with the new one is not continued: a new one starts)."""
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Any
 
 from ..artifacts import ArtifactStore
@@ -23,6 +24,7 @@ __all__ = ["Conversations", "title_of"]
 log = logging.getLogger("switchboard.chat")
 
 TITLE_CHARS = 60
+MAX_INCOGNITO = 1000  # incognito conversations kept in memory per process, least recently used dropped
 
 
 def title_of(text: str) -> str:
@@ -63,7 +65,7 @@ class Conversations:
     def __init__(self, store: ConversationStore, files: ArtifactStore) -> None:
         self.store = store
         self._files = files
-        self._memory: dict[str, ChatSession] = {}  # incognito conversations: never stored
+        self._memory: OrderedDict[str, ChatSession] = OrderedDict()  # incognito conversations: never stored
 
     # -- loading -----------------------------------------------------------------
     async def session_for(self, user: User, admin: bool, request: ChatMessage, current_id: str,
@@ -97,12 +99,17 @@ class Conversations:
         if remembered is not None:
             if remembered.user.email != user.email:
                 raise NotFound("there is no such conversation")
+            self._memory.move_to_end(conversation_id)
             return _fresh(remembered, admin)
-        if incognito:
-            session = ChatSession(user=user, conversation_id=conversation_id, admin=admin, incognito=True)
-            self._memory[conversation_id] = session
-            return session
         stored = await self.store.get_conversation(conversation_id)
+        if incognito:
+            # A stored conversation never turns incognito: an incognito chat there starts its own.
+            session = ChatSession(user=user, conversation_id=new_id() if stored else conversation_id, admin=admin,
+                                  incognito=True)  # fmt: skip
+            self._memory[session.conversation_id] = session
+            while len(self._memory) > MAX_INCOGNITO:
+                self._memory.popitem(last=False)  # the least recently used goes
+            return session
         if stored is None:
             return ChatSession(user=user, conversation_id=conversation_id, admin=admin, levels_used=[])
         if stored.owner != user.email:

@@ -1,4 +1,4 @@
-"""The websocket protocol's messages (ARCHITECTURE §3), as typed models.
+"""The websocket protocol's messages (docs/protocol.md), as typed models.
 
 The same models serve every transport; `to_json` gives the wire form."""
 

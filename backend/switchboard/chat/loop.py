@@ -36,7 +36,6 @@ __all__ = ["ChatEngine", "LLMStream", "PreparedTurn", "Recorder", "TurnLimits", 
 
 log = logging.getLogger("switchboard.chat")
 
-RENDER_INTERVAL_S = 0.25
 _DONE = object()
 
 
@@ -62,6 +61,7 @@ class TurnLimits:
     calls_per_round: int = 32
     calls_per_turn: int = 128
     answer_chars: int = 200_000  # an answer is cut (finish_reason "length") past this
+    render_interval_s: float = 0.25  # live `render` events at most this often
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +171,7 @@ class ChatEngine:
                         # Re-rendering the whole answer costs time in its length: render when it has
                         # grown by a quarter (linear in all), off the event loop.
                         now = time.monotonic()
-                        if now - rendered_at >= RENDER_INTERVAL_S and len(state.text) >= rendered_len * 1.25 + 64:
+                        if now - rendered_at >= self._limits.render_interval_s and len(state.text) >= rendered_len * 1.25 + 64:
                             rendered_at, rendered_len = now, len(state.text)
                             html = await asyncio.to_thread(render_markdown, state.text)
                             yield RenderEvent(message_id=state.message_id, html=html)

@@ -33,6 +33,7 @@ class McpConfig:
     servers: dict[str, ServerConfig] = field(default_factory=dict)
     errors: dict[str, ConfigError] = field(default_factory=dict)  # server name -> why it was refused
     file_errors: list[ConfigError] = field(default_factory=list)  # whole-file problems
+    required_errors: set[str] = field(default_factory=set)  # refused entries that said "required": true
 
 
 @dataclass
@@ -42,14 +43,22 @@ class AppConfig:
     groups: GroupsConfig
     compliance: ComplianceLevels
     system_prompt: str
-    errors: list[ConfigError] = field(default_factory=list)
+    errors: list[ConfigError] = field(default_factory=list)  # entries refused (a model, a field)
+    file_errors: list[ConfigError] = field(default_factory=list)  # files ignored whole (syntax, shape)
+
+    def broken_files(self) -> list[ConfigError]:
+        """Files that could not be used at all: the site runs without them, so this is never quiet."""
+        return [*self.mcp.file_errors, *self.file_errors]
 
     def all_errors(self) -> list[ConfigError]:
-        return [*self.errors, *self.mcp.file_errors, *self.mcp.errors.values()]
+        return [*self.broken_files(), *self.errors, *self.mcp.errors.values()]
 
 
 def _read(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot be read: {exc}", file=str(path)) from None
     if path.suffix == ".json":
         try:
             return json.loads(text)
@@ -58,12 +67,16 @@ def _read(path: Path) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", file=str(path)) from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"not valid YAML{where}: {problem}", file=str(path)) from None
 
 
+Problems = list[tuple[str, str]]  # (field, what is wrong), for one entry
 
 
-def _expand(value: Any, environ: Mapping[str, str], *, file: str, server: str, field_name: str) -> Any:
+def _expand(value: Any, environ: Mapping[str, str], problems: Problems, field_name: str) -> Any:
     if isinstance(value, str):
 
         def replace(match: re.Match[str]) -> str:
@@ -72,23 +85,36 @@ def _expand(value: Any, environ: Mapping[str, str], *, file: str, server: str, f
                 return environ[var]
             if default is not None:
                 return default
-            raise ConfigError(f"environment variable ${{{var}}} is not set", file=file, server=server, field=field_name)
+            problems.append((field_name, f"environment variable ${{{var}}} is not set"))
+            return match.group(0)
 
         return _VAR.sub(replace, value)
     if isinstance(value, list):
-        return [_expand(v, environ, file=file, server=server, field_name=f"{field_name}[{i}]") for i, v in enumerate(value)]
+        return [_expand(v, environ, problems, f"{field_name}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: _expand(v, environ, file=file, server=server, field_name=f"{field_name}.{k}") for k, v in value.items()}
+        return {k: _expand(v, environ, problems, f"{field_name}.{k}") for k, v in value.items()}
     return value
 
 
+def _problems(exc: ValidationError) -> Problems:
+    return [
+        (".".join(str(part) for part in error["loc"]),
+         "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, "))
+        for error in exc.errors()
+    ]  # fmt: skip
+
+
+def _entry_error(problems: Problems, *, file: str, server: str) -> ConfigError:
+    """Every problem of the entry, not only the first, so that one round of fixes is enough."""
+    if len(problems) == 1:
+        loc, message = problems[0]
+        return ConfigError(message, file=file, server=server, field=loc)
+    listed = "; ".join(f"field '{loc}': {message}" if loc else message for loc, message in problems)
+    return ConfigError(f"{len(problems)} problems: {listed}", file=file, server=server)
+
+
 def _validation_error(exc: ValidationError, *, file: str, server: str) -> ConfigError:
-    first = exc.errors()[0]
-    loc = ".".join(str(part) for part in first["loc"])
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = "unknown field"
-    return ConfigError(message, file=file, server=server, field=loc)
+    return _entry_error(_problems(exc), file=file, server=server)
 
 
 def _server_entries(path: Path, data: Any) -> dict[str, Any]:
@@ -126,16 +152,22 @@ def load_mcp_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[st
             if not isinstance(entry, dict):
                 raise ConfigError("a server entry must be an object", file=file, server=name)
             entry = dict(entry)
+            problems: Problems = []
             if entry.get("enabled", True) is not False:
                 for key in _EXPANDED_FIELDS:
                     if key in entry:
-                        entry[key] = _expand(entry[key], environ, file=file, server=name, field_name=key)
+                        entry[key] = _expand(entry[key], environ, problems, key)
             try:
-                result.servers[name] = ServerConfig.model_validate(entry)
+                server = ServerConfig.model_validate(entry)
             except ValidationError as exc:
-                raise _validation_error(exc, file=file, server=name) from None
+                problems += _problems(exc)
+            if problems:
+                raise _entry_error(problems, file=file, server=name)
+            result.servers[name] = server
         except ConfigError as exc:
             result.errors[name] = exc
+            if isinstance(entry, dict) and entry.get("required") is True:
+                result.required_errors.add(name)
     return result
 
 
@@ -152,22 +184,22 @@ def _safe_layers(name: str, defaults_dir: Path, overrides_dir: Path, errors: lis
     return layers
 
 
-def _load_model(cls: type[BaseModel], name: str, defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]) -> Any:
-    layers = _safe_layers(name, defaults_dir, overrides_dir, errors)
+def _load_model(cls: type[BaseModel], name: str, defaults_dir: Path, overrides_dir: Path, file_errors: list[ConfigError]) -> Any:
+    layers = _safe_layers(name, defaults_dir, overrides_dir, file_errors)
     for path, data in reversed(layers):
         try:
             return cls.model_validate(data or {})
         except ValidationError as exc:
-            errors.append(_validation_error(exc, file=str(path), server=""))
+            file_errors.append(_validation_error(exc, file=str(path), server=""))
     return cls()
 
 
-def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]) -> LLMConfig:
+def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError], file_errors: list[ConfigError]) -> LLMConfig:
     models: dict[str, ModelConfig] = {}
     default_model: str | None = None
-    for path, data in _safe_layers("llmconfig.yml", defaults_dir, overrides_dir, errors):
+    for path, data in _safe_layers("llmconfig.yml", defaults_dir, overrides_dir, file_errors):
         if not isinstance(data, dict):
-            errors.append(ConfigError("must be a mapping with 'models'", file=str(path)))
+            file_errors.append(ConfigError("must be a mapping with 'models'", file=str(path)))
             continue
         unknown = set(data) - {"default_model", "models"}
         if unknown:
@@ -188,15 +220,17 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
 
 def load_app_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[str, str] | None = None) -> AppConfig:
     errors: list[ConfigError] = []
+    file_errors: list[ConfigError] = []
     prompt_path = overrides_dir / "system-prompt.md"
     if not prompt_path.is_file():
         prompt_path = defaults_dir / "system-prompt.md"
     system_prompt = prompt_path.read_text(encoding="utf-8") if prompt_path.is_file() else ""
     return AppConfig(
         mcp=load_mcp_config(defaults_dir, overrides_dir, environ),
-        llm=_load_llm(defaults_dir, overrides_dir, errors),
-        groups=_load_model(GroupsConfig, "groups.yml", defaults_dir, overrides_dir, errors),
-        compliance=_load_model(ComplianceLevels, "compliance-levels.json", defaults_dir, overrides_dir, errors),
+        llm=_load_llm(defaults_dir, overrides_dir, errors, file_errors),
+        groups=_load_model(GroupsConfig, "groups.yml", defaults_dir, overrides_dir, file_errors),
+        compliance=_load_model(ComplianceLevels, "compliance-levels.json", defaults_dir, overrides_dir, file_errors),
         system_prompt=system_prompt,
         errors=errors,
+        file_errors=file_errors,
     )

@@ -53,6 +53,7 @@ class ServerConfig(_Strict):
     groups: list[str] = Field(default_factory=lambda: ["*"])
     compliance_level: str | None = None
     enabled: bool = True
+    required: bool = False  # /readyz answers 503 while a required server is not ready
     timeout_s: float = Field(default=60.0, gt=0)
     approval: Literal["never", "destructive", "always"] = "destructive"
     require_approval: list[str] = Field(default_factory=list)

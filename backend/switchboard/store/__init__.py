@@ -4,4 +4,13 @@ from .migrate import upgrade
 from .records import Conversation, Message, active_path, latest_leaf
 from .repo import UNSET, ConversationStore, open_store
 
-__all__ = ["UNSET", "Conversation", "ConversationStore", "Message", "active_path", "latest_leaf", "open_store", "upgrade"]
+__all__ = [
+    "UNSET",
+    "Conversation",
+    "ConversationStore",
+    "Message",
+    "active_path",
+    "latest_leaf",
+    "open_store",
+    "upgrade",
+]

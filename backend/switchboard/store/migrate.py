@@ -42,6 +42,7 @@ async def migrate(engine: AsyncEngine) -> None:
 
 def upgrade(url: str) -> None:
     """``switchboard db upgrade``: migrate the database at ``url`` and return."""
+
     async def run() -> None:
         engine = make_engine(url)
         try:

@@ -1,34 +1,28 @@
 """The conversation store: conversations, their message trees, allowances, file links, tool pins.
 
 Every write is one transaction, committed when the method returns, so the caller may announce
-what it wrote. Database errors are translated here, once: ``StoreUnavailable`` when the database
-cannot be reached, ``StoreError`` for any other failure, ``Conflict``/``NotFound`` for ids."""
+what it wrote. Database errors are translated in ``_base.py``; ids that are taken or missing are
+``Conflict`` and ``NotFound``."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.exc import IntegrityError
 
-from ..errors import BadRequest, Conflict, NotFound, StoreError, SwitchboardError
-from .engine import WRITE, cause_name, describe, make_engine, unavailable
+from ..errors import BadRequest, Conflict, NotFound
+from ._base import StoreBase
+from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
 from .models import allowances, conversations, files, messages, tool_pins
 from .records import ROLES, Conversation, Message
-from .search import matches
+from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
 __all__ = ["UNSET", "ConversationStore", "open_store"]
-
-log = logging.getLogger(__name__)
-PING_TIMEOUT_S = 5.0
 
 
 class _Unset:
@@ -88,56 +82,7 @@ async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
     return store
 
 
-class ConversationStore:
-    def __init__(self, engine: AsyncEngine, url: str) -> None:
-        self._engine = engine
-        self._writer = engine.execution_options(**WRITE)
-        self._dialect = engine.dialect.name
-        self.url = url
-        self.description = describe(url)
-
-    async def close(self) -> None:
-        await self._engine.dispose()
-
-    async def ping(self) -> None:
-        try:
-            async with asyncio.timeout(PING_TIMEOUT_S), self._engine.connect() as conn:
-                await conn.execute(text("SELECT 1"))
-        except Exception as exc:
-            raise unavailable(self.url, exc) from exc
-
-    # -- plumbing -----------------------------------------------------------------------------
-
-    def _failed(self, doing: str, exc: Exception) -> StoreError:
-        log.warning("store: could not %s in %s", doing, self.description, exc_info=exc)
-        if isinstance(exc, OSError | TimeoutError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated):
-            return unavailable(self.url, exc)
-        return StoreError(f"Could not {doing}: the conversation store failed ({cause_name(exc)}); nothing was changed.")
-
-    @asynccontextmanager
-    async def _write(self, doing: str) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._writer.begin() as conn:
-                yield conn
-        except SwitchboardError:
-            raise
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise self._failed(doing, exc) from exc
-
-    @asynccontextmanager
-    async def _read(self, doing: str) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.connect() as conn:
-                yield conn
-        except SwitchboardError:
-            raise
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise self._failed(doing, exc) from exc
-
-    def _insert_ignoring_duplicates(self, table: Any, **values: Any) -> Any:
-        dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
-        return dialect_insert(table).values(**values).on_conflict_do_nothing()
-
+class ConversationStore(StoreBase):
     # -- conversations ------------------------------------------------------------------------
 
     async def create_conversation(
@@ -172,16 +117,22 @@ class ConversationStore:
         self, owner: str, *, q: str | None = None, limit: int = 50, before: datetime | None = None
     ) -> list[Conversation]:
         """Newest ``updated_at`` first. ``q``: case-insensitive substring of the title or of any
-        message's text. ``before``: only conversations updated strictly earlier (the next page)."""
+        message's text (of the title only when shorter than 3 characters). ``before``: only
+        conversations updated strictly earlier (the next page)."""
         stmt = select(conversations).where(conversations.c.owner == owner)
         if before is not None and before.tzinfo is None:
             raise ValueError("`before` must be timezone-aware (the store keeps UTC)")
         if before is not None:
             stmt = stmt.where(conversations.c.updated_at < before)
-        if q is not None and q.strip():
-            stmt = stmt.where(matches(q.strip(), self._dialect))
-        stmt = stmt.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
+        q = (q or "").strip()
         async with self._read("list conversations") as conn:
+            if q:
+                common = False
+                if len(q) >= SHORTEST_TEXT_QUERY:
+                    probe = common_in_messages(q, self._dialect)
+                    common = (await conn.execute(probe)).scalar_one() >= COMMON_MATCHES
+                stmt = stmt.where(matches(q, self._dialect, common=common))
+            stmt = stmt.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
             rows = (await conn.execute(stmt)).mappings().all()
         return [_conversation(row) for row in rows]
 
@@ -223,7 +174,9 @@ class ConversationStore:
         """Deletes the conversation with its messages, allowances and file links; returns the
         linked file ids so that the caller can delete the files. Unknown ids delete nothing."""
         async with self._write("delete the conversation") as conn:
-            file_ids = (await conn.execute(select(files.c.file_id).where(files.c.conversation_id == id))).scalars().all()
+            file_ids = (
+                (await conn.execute(select(files.c.file_id).where(files.c.conversation_id == id))).scalars().all()
+            )
             await conn.execute(delete(conversations).where(conversations.c.id == id))
         return sorted(file_ids)
 
@@ -257,28 +210,31 @@ class ConversationStore:
                 raise NotFound(f"conversation '{conversation_id}' does not exist")
             if parent_id is not None:
                 parent = await conn.execute(
-                    select(messages.c.id).where(messages.c.id == parent_id, messages.c.conversation_id == conversation_id)
+                    select(messages.c.id).where(
+                        messages.c.id == parent_id, messages.c.conversation_id == conversation_id
+                    )
                 )
                 if parent.first() is None:
                     raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
-            last = select(func.coalesce(func.max(messages.c.seq), 0)).where(messages.c.conversation_id == conversation_id)
+            if (await conn.execute(select(messages.c.id).where(messages.c.id == id))).first() is not None:
+                raise Conflict(f"a message with id '{id}' exists already")
+            last = select(func.coalesce(func.max(messages.c.seq), 0)).where(
+                messages.c.conversation_id == conversation_id
+            )
             seq = int((await conn.execute(last)).scalar_one()) + 1
             record = Message(id, conversation_id, parent_id, seq, role, content, dict(data or {}), now)  # type: ignore[arg-type]
-            try:
-                await conn.execute(
-                    insert(messages).values(
-                        id=id,
-                        conversation_id=conversation_id,
-                        parent_id=parent_id,
-                        seq=seq,
-                        role=role,
-                        content=content,
-                        data=record.data,
-                        created_at=now,
-                    )
+            await conn.execute(
+                insert(messages).values(
+                    id=id,
+                    conversation_id=conversation_id,
+                    parent_id=parent_id,
+                    seq=seq,
+                    role=role,
+                    content=content,
+                    data=record.data,
+                    created_at=now,
                 )
-            except IntegrityError as exc:
-                raise Conflict(f"a message with id '{id}' exists already") from exc
+            )
         return record
 
     async def messages(self, conversation_id: str) -> list[Message]:

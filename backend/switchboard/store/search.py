@@ -3,16 +3,25 @@ conversation's title or of any of its messages' text (every branch).
 
 SQLite answers from the FTS5 trigram tables; Postgres from ``ILIKE`` served by trigram GIN
 indexes (pg_trgm).  Both match substrings, so the two backends give the same results.  A trigram
-index needs three characters: shorter queries are answered by a scan (fast enough for short
-words at the sizes we measured, see docs/benchmarks.md)."""
+index needs three characters: a query of one or two characters matches titles only, because
+scanning every message for it took 0.2-0.5 s at 100,000 messages (docs/benchmarks.md).
+
+Two plans: when few messages match, their conversations are collected once; when many do
+(``common_in_messages`` counts up to COMMON_MATCHES), conversations are tested newest first
+and the page ends early."""
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, column, literal_column, or_, select, table, text
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, column, exists, func, literal, literal_column, or_, select, table, text
 
 from .models import conversations, messages
 
-__all__ = ["matches"]
+__all__ = ["COMMON_MATCHES", "SHORTEST_TEXT_QUERY", "common_in_messages", "matches"]
+
+SHORTEST_TEXT_QUERY = 3  # characters: what a trigram index can serve
+COMMON_MATCHES = 500  # from this many matching messages on, walk conversations newest first
 
 _messages_fts = table("messages_fts", column("rowid"))
 _titles_fts = table("conversations_fts", column("rowid"))
@@ -23,25 +32,62 @@ def _like_pattern(q: str) -> str:
     return f"%{escaped}%"
 
 
-def _by_scan(q: str) -> ColumnElement[bool]:
+def _titles_by_scan(q: str) -> ColumnElement[bool]:
+    return conversations.c.title.ilike(_like_pattern(q), escape="\\")
+
+
+def _by_trigram_index(q: str, common: bool) -> ColumnElement[bool]:
     pattern = _like_pattern(q)
+    in_title = conversations.c.title.ilike(pattern, escape="\\")
+    if common:
+        # Many messages match: test conversations newest first and stop at the end of the page.
+        # (A correlated LIMIT 1 subquery: Postgres would turn EXISTS or IN into a hash of every match.)
+        first = (
+            select(literal(True))
+            .where(messages.c.conversation_id == conversations.c.id, messages.c.content.ilike(pattern, escape="\\"))
+            .limit(1)
+            .scalar_subquery()
+        )
+        return or_(in_title, first)
     in_messages = select(messages.c.conversation_id).where(messages.c.content.ilike(pattern, escape="\\"))
-    return or_(conversations.c.title.ilike(pattern, escape="\\"), conversations.c.id.in_(in_messages))
+    return or_(in_title, conversations.c.id.in_(in_messages))
 
 
-def _by_fts5(q: str) -> ColumnElement[bool]:
-    phrase = '"' + q.replace('"', '""') + '"'  # one quoted FTS5 string: no query syntax gets through
-    message_rows = (
-        select(_messages_fts.c.rowid).where(text("messages_fts MATCH :fts_q").bindparams(fts_q=phrase))
-    )
-    in_messages = select(messages.c.conversation_id).where(literal_column("messages.rowid").in_(message_rows))
-    title_rows = (
-        select(_titles_fts.c.rowid).where(text("conversations_fts MATCH :fts_t").bindparams(fts_t=phrase))
-    )
-    return or_(literal_column("conversations.rowid").in_(title_rows), conversations.c.id.in_(in_messages))
+def _phrase(q: str) -> str:
+    return '"' + q.replace('"', '""') + '"'  # one quoted FTS5 string: no query syntax gets through
 
 
-def matches(q: str, dialect: str) -> ColumnElement[bool]:
-    if dialect == "sqlite" and len(q) >= 3:
-        return _by_fts5(q)
-    return _by_scan(q)
+def _message_rows(q: str) -> Select[Any]:
+    return select(_messages_fts.c.rowid).where(text("messages_fts MATCH :fts_q").bindparams(fts_q=_phrase(q)))
+
+
+def common_in_messages(q: str, dialect: str) -> Select[Any]:
+    """Counts matching messages up to COMMON_MATCHES (an index look-up); at that count the query
+    is "common" and ``matches`` should be called with ``common=True``."""
+    if dialect == "sqlite":
+        rows = _message_rows(q)
+    else:
+        rows = select(messages.c.id).where(messages.c.content.ilike(_like_pattern(q), escape="\\"))
+    return select(func.count()).select_from(rows.limit(COMMON_MATCHES).subquery())
+
+
+def _by_fts5(q: str, common: bool) -> ColumnElement[bool]:
+    message_rows = _message_rows(q)
+    if common:
+        # Many messages match: walk the conversations newest first and stop at the end of the page.
+        in_messages: ColumnElement[bool] = exists().where(
+            messages.c.conversation_id == conversations.c.id, literal_column("messages.rowid").in_(message_rows)
+        )
+    else:
+        # Few match: collect their conversations once.
+        owners = select(messages.c.conversation_id).where(literal_column("messages.rowid").in_(message_rows))
+        in_messages = conversations.c.id.in_(owners)
+    title_rows = select(_titles_fts.c.rowid).where(text("conversations_fts MATCH :fts_t").bindparams(fts_t=_phrase(q)))
+    return or_(literal_column("conversations.rowid").in_(title_rows), in_messages)
+
+
+def matches(q: str, dialect: str, *, common: bool = False) -> ColumnElement[bool]:
+    """``common`` (from ``common_in_messages``) picks the plan that suits many matches."""
+    if len(q) < SHORTEST_TEXT_QUERY:
+        return _titles_by_scan(q)
+    return _by_fts5(q, common) if dialect == "sqlite" else _by_trigram_index(q, common)

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,35 @@ from .pins import ToolPins
 from .registry import ToolRegistry
 from .results import add_resource_contents, finish_text, parse_result
 
-__all__ = ["ServerPool"]
+__all__ = ["Readiness", "ServerPool"]
 
 log = logging.getLogger("switchboard.tools")
 
 MAX_RESOURCE_LINKS = 10
+
+
+@dataclass
+class Readiness:
+    """Whether the pool is ready to serve: every enabled server has left `starting`, and
+    every server marked `required` is `ready`.  A failed optional server does not hold it up."""
+
+    servers: list[ServerStatus]  # every enabled server (config-refused entries count as failed)
+    required: set[str] = field(default_factory=set)
+
+    def count(self, status: str) -> int:
+        return sum(1 for s in self.servers if s.status == status)
+
+    @property
+    def starting(self) -> list[str]:
+        return [s.name for s in self.servers if s.status == "starting"]
+
+    @property
+    def required_not_ready(self) -> list[str]:
+        return [s.name for s in self.servers if s.name in self.required and s.status != "ready"]
+
+    @property
+    def ready(self) -> bool:
+        return not self.starting and not self.required_not_ready
 
 
 class ServerPool:
@@ -55,6 +80,7 @@ class ServerPool:
         self.registry = ToolRegistry(self.pins)
         self.connections: dict[str, ServerConnection] = {name: self._connection(name, c) for name, c in mcp.servers.items()}
         self._limits = {name: asyncio.Semaphore(concurrency_per_server) for name in self.connections}
+        self._settled_said = False  # the "every server has left starting" summary is logged once per (re)start
 
     def _connection(self, name: str, config: ServerConfig) -> ServerConnection:
         server = self._in_memory.get(name)
@@ -65,6 +91,24 @@ class ServerPool:
         self._rebuild()
         if self._on_status_cb is not None:
             self._on_status_cb(status)
+        self._say_when_settled()
+
+    def _say_when_settled(self) -> None:
+        readiness = self.readiness()
+        if self._settled_said or readiness.starting:
+            return
+        self._settled_said = True
+        failed = [s.name for s in readiness.servers if s.status == "failed"]
+        log.info(
+            "every server has left starting",
+            extra={"event": "servers_settled", "total": len(readiness.servers), "ready": readiness.count("ready"),
+                   "failed": failed, "required_not_ready": readiness.required_not_ready},  # fmt: skip
+        )
+
+    def readiness(self) -> Readiness:
+        required = {name for name, conn in self.connections.items() if conn.config.required}
+        required |= self._mcp.required_errors
+        return Readiness([s for s in self.statuses() if s.status != "disabled"], required)
 
     def _rebuild(self) -> None:
         self.registry.rebuild(
@@ -76,6 +120,19 @@ class ServerPool:
         """Start every enabled server in the background; returns at once."""
         for conn in self.connections.values():
             conn.start()
+        if not any(conn.config.enabled for conn in self.connections.values()):
+            self._say_when_settled()
+
+    async def restart(self, name: str) -> None:
+        """Stop one server's connection (and its process) and start it afresh with the same
+        config, e.g. after its cause of failure was fixed.  Raises KeyError for an unknown server."""
+        old = self.connections[name]
+        await old.stop()
+        fresh = self.connections[name] = self._connection(name, old.config)
+        self._settled_said = False
+        log.info("server %s restarting", name, extra={"event": "server_restart", "server": name})
+        self._rebuild()
+        fresh.start()
 
     async def stop(self) -> None:
         await asyncio.gather(*(conn.stop() for conn in self.connections.values()))
@@ -111,7 +168,9 @@ class ServerPool:
         for name, error in mcp.errors.items():
             report.setdefault(name, f"not started: {error}")
         self._mcp = mcp
+        self._settled_said = False
         self._rebuild()
+        self._say_when_settled()
         return report
 
     def resources_of(self, server: str) -> tuple[list[Any], list[Any], list[Any]]:

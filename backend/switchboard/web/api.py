@@ -1,4 +1,4 @@
-"""The HTTP API (ARCHITECTURE §4)."""
+"""The HTTP API (docs/protocol.md, "HTTP")."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from ..access import Access
 from ..auth import User
 from ..chat.approvals import approval_reason
 from ..chat.render import render_markdown
-from ..errors import BadRequest, Forbidden, NotFound
+from ..errors import BadRequest, NotFound
 from .deps import current_user, services_of
 from .artifact_theme import follow_page_theme
+from .readiness import config_problems, readiness_report
 from .security import ARTIFACT_CSP, ARTIFACT_CSP_SCRIPTS, PDF_CSP
 
 __all__ = ["router"]
@@ -31,10 +32,9 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
-    statuses = [s for s in services_of(request).pool.statuses() if s.status != "disabled"]
-    body = {"servers": {s.name: {"status": s.status} for s in statuses}}
-    ready = all(s.status == "ready" for s in statuses)
-    return JSONResponse(body, status_code=200 if ready else 503)
+    """200 once every enabled server has left `starting`, unless a required server is not
+    ready or a config file is broken.  Counts for anyone; server names and reasons for admins."""
+    return JSONResponse(*await readiness_report(request))
 
 
 @router.get("/api/config")
@@ -113,6 +113,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         ],
         "servers": servers,
         "tools": tool_entries,
+        **config_problems(services, admin),  # broken config files are never quiet
     }
 
 
@@ -133,14 +134,6 @@ async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> di
     messages = await services.pool.get_prompt(body.server, body.name, body.arguments)
     return {"messages": [{"role": role, "text": text} for role, text in messages],
             "text": "\n\n".join(text for _, text in messages)}  # fmt: skip
-
-
-@router.post("/api/admin/reload")
-async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
-    services = services_of(request)
-    if not services.auth.is_admin(user):
-        raise Forbidden("only administrators may reload the configuration")
-    return await services.reload()
 
 
 @router.post("/api/files")

@@ -15,7 +15,7 @@ from ..errors import SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
-from . import api, conversations, pages, ws
+from . import admin, api, conversations, pages, ws
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
@@ -71,6 +71,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     app.include_router(api.router)
     app.include_router(conversations.router)
+    app.include_router(admin.router)
     app.include_router(ws.router)
     pages.mount(app, settings)
     return app

@@ -5,8 +5,11 @@ busy machine. `switchboard serve` therefore hands uvicorn this small ASGI app, w
 only the standard library: it opens the port at once, answers `GET /healthz` while the
 real app is imported and built in a worker thread, then passes every request through.
 Requests that arrive before the app is ready wait for it (they are not refused), up to
-`wait_s`. If the app cannot be built, `/healthz` says so with a 503 and the error, and
-every other request gets a 503 naming the cause, so an orchestrator restarts the process.
+`wait_s`. If the app cannot be built, the cause is said in one line on stderr and in the
+log (with the traceback), and `on_failure` is called: `switchboard serve` then stops and
+exits non-zero, so a supervisor (Docker's `restart: unless-stopped`, systemd) restarts it
+or a person sees why. Until the process has stopped, `/healthz` answers 503 with the error
+and every other request a 503 naming the cause.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
-import traceback
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["BootingApp", "booting_app", "from_environment"]
+__all__ = ["STARTUP_FAILURE", "BootingApp", "booting_app", "from_environment"]
+
+STARTUP_FAILURE = 3  # the exit status uvicorn's worker supervisor reads as "do not restart, stop"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -33,9 +38,16 @@ log = logging.getLogger("switchboard")
 class BootingApp:
     """ASGI app that builds `factory()` in a thread after start-up and then delegates to it."""
 
-    def __init__(self, factory: Callable[[], ASGIApp], *, wait_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], ASGIApp],
+        *,
+        wait_s: float = 120.0,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
         self._factory = factory
         self._wait_s = wait_s
+        self.on_failure = on_failure
         self._app: ASGIApp | None = None
         self._error: str | None = None
         self._settled: asyncio.Event | None = None
@@ -46,6 +58,11 @@ class BootingApp:
     def app(self) -> ASGIApp | None:
         """The real app once it is built and started, else None."""
         return self._app
+
+    @property
+    def error(self) -> str | None:
+        """Why the app could not be built, once that is known."""
+        return self._error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -90,13 +107,29 @@ class BootingApp:
             await lifespan.startup()
             self._inner_lifespan = lifespan
             self._app = app
-        except BaseException as exc:  # noqa: BLE001 - reported on /healthz and stderr
+        except asyncio.CancelledError:
+            raise  # the process is stopping anyway: not a failed start
+        except BaseException as exc:  # noqa: BLE001 - reported on /healthz, stderr and the log
             self._error = f"{type(exc).__name__}: {exc}"
-            print("Switchboard failed to start:\n" + "".join(traceback.format_exception(exc)), file=sys.stderr)
+            self._settled.set()
+            self._report(exc)
             if not isinstance(exc, Exception):
                 raise
         finally:
             self._settled.set()
+
+    def _report(self, exc: BaseException) -> None:
+        line = f"Switchboard failed to start: {self._error}"
+        if isinstance(exc, PermissionError) and hasattr(os, "getuid"):
+            line += f" (the app runs as uid {os.getuid()}: make that path writable for it)"
+        print(f"{line}; stopping. Fix the cause and start it again.", file=sys.stderr, flush=True)
+        if any(h.get_name() == "switchboard-jsonl" for h in log.handlers):  # the log may be what failed
+            log.error(line, exc_info=exc, extra={"event": "startup_failed", "error": self._error})
+            from ..logs import flush_logs
+
+            flush_logs()
+        if self.on_failure is not None:
+            self.on_failure(self._error or "")
 
     async def _wait_for_app(self) -> ASGIApp | None:
         if self._app is not None or self._settled is None:
@@ -114,22 +147,33 @@ class BootingApp:
             await _json(send, 200, {"status": "ok", "app": "loading"})
 
 
-def booting_app(settings: Any) -> BootingApp:
+def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) -> BootingApp:
     """The app `switchboard serve` runs: Switchboard with `settings`, built after start-up."""
+
+    from ..logs import enable_console
+
+    enable_console()  # the operator sees servers come up or fail, and config errors
 
     def build() -> ASGIApp:  # runs in a worker thread while /healthz already answers
         from .app import create_app
 
         return create_app(settings)
 
-    return BootingApp(build)
+    return BootingApp(build, on_failure=on_failure)
+
+
+def _end_worker(reason: str) -> None:
+    """A worker process whose app cannot be built ends at once with the status that tells
+    uvicorn's supervisor to stop every worker and exit (rather than restart this one forever)."""
+    sys.stderr.flush()
+    os._exit(STARTUP_FAILURE)
 
 
 def from_environment() -> BootingApp:
     """uvicorn factory for worker processes: settings from the environment."""
     from ..settings import Settings
 
-    return booting_app(Settings())
+    return booting_app(Settings(), on_failure=_end_worker)
 
 
 class _Lifespan:

@@ -201,3 +201,19 @@ async def test_sampling_asks_the_user_first_and_a_no_is_the_servers_answer(make)
     result = next(e for e in events if e.type == "tool_result")
     assert not result.ok or "declined" in result.content
     assert len(llm.sent) == 2  # the model was never asked for the server
+
+
+async def test_live_rendering_costs_time_linear_in_the_answer(make):
+    # Rendering the whole answer for every piece costs time quadratic in its length (a long
+    # answer froze the app for everyone); renders come only after the answer grew by a quarter.
+    llm = ScriptedLLM(["word " * 20 + "\n"] * 2000)  # about 200 KB in 2,000 pieces
+    engine, conversations = await make(llm, limits=TurnLimits(render_interval_s=0, answer_chars=400_000))
+
+    events = await turn(engine, conversations, new_session())
+
+    answer = sum(len(e.text) for e in events if e.type == "token")
+    renders = [e for e in events if e.type == "render"]
+    rendered = sum(len(e.html) for e in renders)
+    assert answer > 200_000 and events[-1].finish_reason == "stop"
+    assert len(renders) < 40, len(renders)
+    assert rendered < 6 * len(events[-1].html), (rendered, len(events[-1].html))

@@ -1,5 +1,4 @@
 import pytest
-
 from switchboard.store import open_store
 
 

@@ -4,7 +4,6 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from switchboard.errors import BadRequest, Conflict, NotFound
 from switchboard.store import UNSET, active_path, latest_leaf, open_store
 

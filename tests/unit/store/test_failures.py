@@ -1,0 +1,46 @@
+"""A write that fails is a StoreError in the user's words; a server that is gone is StoreUnavailable."""
+
+import pytest
+from sqlalchemy import text
+from switchboard.errors import StoreError, StoreUnavailable
+from switchboard.store import open_store
+from switchboard.store.engine import WRITE, make_engine
+
+from tests.support.postgres import PostgresCluster
+
+SQLITE_REFUSE = "CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'secret driver text'); END"
+POSTGRES_REFUSE = "ALTER TABLE messages ADD CONSTRAINT secret_driver_text CHECK (length(content) < 0)"
+
+
+async def test_a_failed_write_is_a_store_error_and_changes_nothing(store, store_url):
+    await store.create_conversation(id="c1", owner="a", title="t", model=None, compliance_level=None)
+    engine = make_engine(store_url)
+    try:
+        async with engine.execution_options(**WRITE).begin() as conn:
+            await conn.execute(text(SQLITE_REFUSE if store_url.startswith("sqlite") else POSTGRES_REFUSE))
+    finally:
+        await engine.dispose()
+    with pytest.raises(StoreError) as caught:
+        await store.add_message("c1", id="m1", parent_id=None, role="user", content="hello")
+    assert not isinstance(caught.value, StoreUnavailable)
+    assert caught.value.message.startswith("Could not save the message: the conversation store failed (")
+    assert "secret" not in caught.value.message and "INSERT" not in caught.value.message
+    conv = await store.get_conversation("c1")
+    assert (conv.message_count, conv.leaf_id) == (0, None)  # the whole transaction was rolled back
+
+
+async def test_a_write_after_the_server_stopped_is_store_unavailable(postgres_cluster):
+    own = PostgresCluster(postgres_cluster.bin_dir)
+    own.start()
+    try:
+        store = await open_store(own.create_database())
+        await store.create_conversation(id="c1", owner="a", title="t", model=None, compliance_level=None)
+    finally:
+        own.stop()
+    try:
+        with pytest.raises(StoreUnavailable, match=r"cannot reach the conversation store at postgresql\+asyncpg://"):
+            await store.add_message("c1", id="m1", parent_id=None, role="user", content="hello")
+        with pytest.raises(StoreUnavailable):
+            await store.ping()
+    finally:
+        await store.close()
