@@ -274,7 +274,7 @@ export class Thread {
       el("div", { class: "actions" }, el("button", { type: "submit", class: "btn primary", text: "Send" }), cancel));
     const close = () => {
       form.remove();
-      bubble.hidden = false;
+      if (bubble) bubble.hidden = false;
       entry.userActions.hidden = false;
     };
     cancel.addEventListener("click", close);
@@ -294,9 +294,9 @@ export class Thread {
         close();
       }
     });
-    bubble.hidden = true;
+    if (bubble) bubble.hidden = true; // a message of files only has no text bubble
     entry.userActions.hidden = true;
-    bubble.after(form);
+    entry.userNode.prepend(form);
     box.focus();
   }
 }
