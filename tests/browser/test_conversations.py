@@ -383,3 +383,19 @@ def test_an_answer_that_failed_can_be_regenerated(page, llm):
     regenerate.click()
     expect(wait_finished(page)).to_contain_text("Recovered.")
     expect(page.locator(".msg.assistant")).to_have_count(1)
+
+
+def test_a_question_from_a_tool_can_be_answered_after_a_reload(page, llm):
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_ask_name", "{}")]), TextReply("Nice to meet you after a reload."))
+    send(page, "ask my name")
+    expect(card(page, "toolbox_ask_name").locator("form.elicitation")).to_contain_text("Who are you?")
+    open_id(page)
+    page.reload()
+    page.get_by_role("status").filter(has_text="Connected").wait_for()
+    form = card(page, "toolbox_ask_name").locator("form.elicitation")
+    expect(form).to_contain_text("Who are you?")
+    form.get_by_label("name").fill("Ada")
+    form.get_by_label("age").fill("36")
+    form.get_by_role("button", name="Accept").click()
+    expect(card(page, "toolbox_ask_name").locator(".result-summary")).to_have_text("hello Ada, age 36")
+    expect(wait_finished(page)).to_contain_text("Nice to meet you after a reload.")
