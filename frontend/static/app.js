@@ -28,7 +28,7 @@ const hint = $("composer-hint");
 /** conversationId: the open conversation; stored: it exists on the server; level: its compliance level as
  * the server knows it; entry/turn: the answer being drawn; staleTurn: events of a cancelled turn to drop. */
 const state = { conversationId: null, stored: false, level: null, incognito: false, loading: false, entry: null, turn: null,
-  lateDone: null, running: false, hadSession: false, staleTurn: false, turnFrom: null };
+  lateDone: null, sendWhenReady: false, running: false, hadSession: false, staleTurn: false, turnFrom: null };
 
 const api = new ConversationsApi(page.conversations_url || "/api/conversations");
 const view = new ChatView($("messages"), new Scroller($("messages"), $("jump-newest")), $("empty-state"));
@@ -80,7 +80,7 @@ const sidebar = new Sidebar({
 });
 const opener = new Opener({ state, api, thread, view, sidebar, cards, canvas, uploads, library, connection,
   selects: { level: $("compliance"), model: $("model") }, banner: $("incognito-banner"), input,
-  beginTurn, endTurn, updateControls });
+  beginTurn, endTurn, updateControls, sendQueued: sendChat });
 
 // -- connection state --------------------------------------------------------
 function showConnection(status, { retryIn }) {
@@ -140,6 +140,10 @@ function chatMessage(content, extra = {}) {
 
 function sendChat() {
   const content = input.value.trim();
+  if (state.loading && connection.open && !state.running && hasMessage()) {
+    state.sendWhenReady = true; // sent once the conversation is drawn again (after a reconnect)
+    return;
+  }
   if (!canSend()) return;
   const files = uploads.ready;
   const message = chatMessage(content);

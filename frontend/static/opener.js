@@ -60,6 +60,7 @@ export class Opener {
     state.running = false;
     this.unfinished = null;
     this.attachSent = false;
+    state.sendWhenReady = false;
     this.thread.clear();
     this.cards.clear();
     this.canvas.clear();
@@ -190,6 +191,7 @@ export class Opener {
       this.state.loading = false;
       this.view.error({ code: exc.code, message: `Could not reload the conversation: ${exc.message}`, action: exc.action });
       this.updateControls();
+      this._ready();
       return;
     }
     if (seq !== this.loadSeq) return;
@@ -201,8 +203,20 @@ export class Opener {
 
   attach() {
     const { state } = this;
-    if (!state.stored || state.loading || this.attachSent || !this.connection.open) return;
+    if (!state.stored || state.loading || this.attachSent || !this.connection.open) {
+      if (!state.loading) this._ready();
+      return;
+    }
     this.attachSent = this.connection.send({ type: "attach", conversation_id: state.conversationId });
+    if (!this.attachSent) this._ready();
+  }
+
+  /** A message typed while the conversation was being drawn goes out now (no turn runs). */
+  _ready() {
+    const { state } = this;
+    if (!state.sendWhenReady || state.loading) return;
+    state.sendWhenReady = false;
+    if (!state.running) this.sendQueued();
   }
 
   /** The answer to `attach`: a running turn's events follow; else settle an answer left unfinished. */
@@ -220,6 +234,7 @@ export class Opener {
     } else if (entry) {
       this._settle(entry);
     }
+    this._ready();
   }
 
   /** The turn ended between our fetch and the attach, or never will (the server stopped): find out which. */

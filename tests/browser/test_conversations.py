@@ -399,3 +399,31 @@ def test_a_question_from_a_tool_can_be_answered_after_a_reload(page, llm):
     form.get_by_role("button", name="Accept").click()
     expect(card(page, "toolbox_ask_name").locator(".result-summary")).to_have_text("hello Ada, age 36")
     expect(wait_finished(page)).to_contain_text("Nice to meet you after a reload.")
+
+
+def test_a_message_typed_while_the_conversation_reloads_goes_out_after(open_page, live, llm, watch):
+    proxy = TcpProxy(live.port)
+    proxy.start()
+    try:
+        page = open_page(url=proxy.url)
+        conversation_id = start(page, llm, f"before the outage {word()}", "Before.")
+        page.wait_for_load_state("networkidle")
+        held = []  # the conversation's GET after the reconnect waits until the message is typed
+        page.route(re.compile(rf".*/api/conversations/{conversation_id}$"),
+                   lambda route: held.append(route) if not held else route.continue_())
+        proxy.cut()
+        expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting")
+        proxy.restore()
+        expect(page.locator("#conn")).to_have_attribute("data-state", "connected", timeout=20_000)
+        expect(page.locator("#composer-hint")).to_contain_text("Loading the conversation")
+        llm.enqueue(TextReply("After the reload."))
+        send(page, "typed while loading")
+        assert held and sent_messages(watch.sent, "chat")[-1]["content"] != "typed while loading"
+        for route in held:
+            route.continue_()
+        page.unroute(re.compile(rf".*/api/conversations/{conversation_id}$"))
+        expect(wait_finished(page)).to_contain_text("After the reload.")
+        expect(page.locator(".msg.user .bubble")).to_have_text([re.compile("^before the outage"), "typed while loading"])
+        assert sent_messages(watch.sent, "chat")[-1]["conversation_id"] == conversation_id
+    finally:
+        proxy.cut()
