@@ -72,7 +72,7 @@ const sidebar = new Sidebar({
   api, root: $("sidebar"), list: $("conv-groups"), search: $("conv-search"), more: $("conv-more"), status: $("conv-status"),
   newChat: $("sidebar-new-chat"), topNewChat: $("new-chat"), incognito: $("incognito"), toggle: $("sidebar-toggle"),
   close: $("sidebar-close"), scrim: $("sidebar-scrim"),
-  onOpen: (id) => opener.open(id, { push: true }),
+  onOpen: (id) => (id !== state.conversationId || !state.stored) && opener.open(id, { push: true }),
   onNew: () => opener.newChat({ push: true }),
   onDeleted: (id) => id === state.conversationId && opener.newChat({ push: true }),
   onRenamed: (id, title) => id === state.conversationId && opener.showTitle(title),

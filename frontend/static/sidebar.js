@@ -8,6 +8,7 @@ const PAGE_SIZE = 50;
 const SEARCH_DELAY_MS = 250;
 const NARROW = window.matchMedia("(max-width: 899px)");
 const DAY_MS = 86_400_000;
+const OPEN_KEY = "switchboard.sidebar";
 
 /** "Today", "Yesterday", "Previous 7 days", then one group per month. */
 export function dayGroup(iso, now = new Date()) {
@@ -49,7 +50,11 @@ export class Sidebar {
       this.onNew();
     });
     incognito.addEventListener("change", () => this.onIncognito(incognito.checked));
-    toggle.addEventListener("click", () => this.setOpen(document.body.dataset.sidebar !== "open", { focus: NARROW.matches }));
+    toggle.addEventListener("click", () => {
+      const open = document.body.dataset.sidebar !== "open";
+      this.setOpen(open, { focus: NARROW.matches });
+      if (!NARROW.matches) this._remember(open);
+    });
     close.addEventListener("click", () => this.setOpen(false, { focus: true }));
     scrim.addEventListener("click", () => this.setOpen(false));
     document.addEventListener("keydown", (e) => {
@@ -60,8 +65,25 @@ export class Sidebar {
     document.addEventListener("click", (e) => {
       if (!e.target.closest?.(".conv-menu-wrap")) this._closeMenus();
     });
-    this.setOpen(!NARROW.matches);
-    NARROW.addEventListener("change", () => this.setOpen(!NARROW.matches));
+    this.setOpen(!NARROW.matches && this._remembered());
+    NARROW.addEventListener("change", () => this.setOpen(!NARROW.matches && this._remembered()));
+  }
+
+  /** On wide screens the sidebar stays as the user left it. */
+  _remembered() {
+    try {
+      return localStorage.getItem(OPEN_KEY) !== "closed";
+    } catch {
+      return true;
+    }
+  }
+
+  _remember(open) {
+    try {
+      localStorage.setItem(OPEN_KEY, open ? "open" : "closed");
+    } catch {
+      // storage may be off: the sidebar just opens again next time
+    }
   }
 
   get query() {
@@ -182,6 +204,10 @@ export class Sidebar {
       e.preventDefault();
       this._closeDrawer();
       this.onOpen(conv.id);
+    });
+    link.addEventListener("dblclick", (e) => {
+      e.preventDefault();
+      this._rename(link.closest(".conv"), conv);
     });
     const level = conv.compliance_level
       ? el("span", { class: "badge conv-level", title: `Compliance level: ${conv.compliance_level}`, text: conv.compliance_level }) : null;

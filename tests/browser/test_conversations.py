@@ -112,9 +112,10 @@ def test_rename_inline(page, llm):
     page.reload()
     expect(item(page, conversation_id).locator(".conv-link")).to_have_text("Trip planning <b>notes</b>")
     assert item(page, conversation_id).locator("b").count() == 0
-    # Escape leaves the title as it was.
-    menu(page, conversation_id, "Rename").click()
+    # A double click renames too; Escape leaves the title as it was.
+    item(page, conversation_id).locator(".conv-link").dblclick()
     box = item(page, conversation_id).get_by_role("textbox", name="Conversation title")
+    expect(box).to_have_value("Trip planning <b>notes</b>")
     box.fill("not this")
     box.press("Escape")
     expect(item(page, conversation_id).locator(".conv-link")).to_have_text("Trip planning <b>notes</b>")
@@ -427,3 +428,20 @@ def test_a_message_typed_while_the_conversation_reloads_goes_out_after(open_page
         assert sent_messages(watch.sent, "chat")[-1]["conversation_id"] == conversation_id
     finally:
         proxy.cut()
+
+
+def test_the_sidebar_stays_as_it_was_left(page):
+    sidebar = page.get_by_role("complementary", name="Conversations")
+    expect(sidebar).to_be_visible()
+    toggle = page.get_by_role("button", name="Conversations", exact=True)
+    toggle.click()
+    expect(sidebar).to_be_hidden()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    # With the sidebar away, "New chat" is in the top bar.
+    expect(page.get_by_role("button", name="New chat")).to_be_visible()
+    page.reload()
+    expect(sidebar).to_be_hidden()
+    toggle.click()
+    expect(sidebar).to_be_visible()
+    page.reload()
+    expect(sidebar).to_be_visible()
