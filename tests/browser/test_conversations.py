@@ -445,3 +445,20 @@ def test_the_sidebar_stays_as_it_was_left(page):
     expect(sidebar).to_be_visible()
     page.reload()
     expect(sidebar).to_be_visible()
+
+
+def test_a_reloaded_tool_card_keeps_its_files(page, llm):
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_make_report", "{}")]), TextReply("Here is the report."))
+    send(page, f"make a report {word()}")
+    wait_finished(page)
+    open_id(page)
+    page.reload()
+    canvas = page.get_by_role("complementary", name="Canvas")
+    expect(canvas).to_be_hidden()  # a stored conversation does not throw files at the reader
+    chips = card(page, "toolbox_make_report").locator(".artifacts button")
+    expect(chips).to_have_count(2)
+    chips.filter(has_text="dot.png").click()
+    expect(canvas).to_be_visible()
+    expect(canvas.locator(".canvas-view:not([hidden]) img")).to_be_visible()
+    expect(canvas.locator(".canvas-view:not([hidden]) img")).to_have_js_property("complete", True)
+    assert canvas.locator(".canvas-view:not([hidden]) img").evaluate("img => img.naturalWidth") > 0
