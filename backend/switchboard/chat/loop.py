@@ -14,6 +14,7 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -82,6 +83,7 @@ class TurnState:
     open_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage | None = None
     calls_run: int = 0
+    completed: Completed | None = None  # the last event of the model call just made
 
 
 class ChatEngine:
@@ -147,42 +149,15 @@ class ChatEngine:
         finish = "stop"
         for round_no in range(self._limits.round_limit + 1):
             last_round = round_no == self._limits.round_limit
-            completed: Completed | None = None
-            round_text = state.round_text = ""
-            rendered_at, rendered_len = time.monotonic(), 0
+            state.completed = None
             try:
-                tools_now = None if last_round else schemas
-                async for event in fitting_context(self._llm, model, self._config.system_prompt.strip(), session, tools_now):
-                    if isinstance(event, TextDelta):
-                        text = event.text
-                        room = self._limits.answer_chars - len(state.text)
-                        if len(text) >= room:
-                            text = text[:max(room, 0)]
-                        round_text += text
-                        state.round_text = round_text
-                        state.text += text
-                        if text:
-                            yield TokenEvent(text=text)
-                        if len(state.text) >= self._limits.answer_chars:
-                            yield NoticeEvent(code="answer_cut", message=f"The answer reached the limit of "
-                                              f"{self._limits.answer_chars:,} characters and was cut there.")  # fmt: skip
-                            completed = Completed(finish_reason="length")
-                            break
-                        # Re-rendering the whole answer costs time in its length: render when it has
-                        # grown by a quarter (linear in all), off the event loop.
-                        now = time.monotonic()
-                        if now - rendered_at >= self._limits.render_interval_s and len(state.text) >= rendered_len * 1.25 + 64:
-                            rendered_at, rendered_len = now, len(state.text)
-                            html = await asyncio.to_thread(render_markdown, state.text)
-                            yield RenderEvent(message_id=state.message_id, html=html)
-                    elif isinstance(event, Notice):
-                        yield NoticeEvent(code=event.code, message=event.message)
-                    else:
-                        completed = event
+                async for event in self._stream_round(model, session, None if last_round else schemas, state):
+                    yield event
             except SwitchboardError as exc:
                 yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
                 finish = "error"
                 break
+            completed, round_text = state.completed, state.round_text
             if completed is not None and completed.usage is not None:
                 state.usage = _add_usage(state.usage, completed.usage)
             asked = completed.tool_calls if completed is not None and not last_round else []
@@ -227,6 +202,38 @@ class ChatEngine:
                 break
         async for event in self.finish(session, state, finish, recorder):
             yield event
+
+    async def _stream_round(self, model: ModelConfig, session: ChatSession, tools: list[dict[str, Any]] | None,
+                            state: TurnState) -> AsyncIterator[ServerEvent]:  # fmt: skip
+        """One model call: tokens (cut at the answer limit), notices and now and then a live
+        render; its last event goes to `state.completed`."""
+        state.round_text = ""
+        rendered_at, rendered_len = time.monotonic(), 0
+        stream = fitting_context(self._llm, model, self._config.system_prompt.strip(), session, tools)
+        async with aclosing(stream) as events:  # closed (the provider's stream too) when cut short
+            async for event in events:
+                if isinstance(event, Notice):
+                    yield NoticeEvent(code=event.code, message=event.message)
+                    continue
+                if not isinstance(event, TextDelta):
+                    state.completed = event
+                    continue
+                text = event.text[: max(self._limits.answer_chars - len(state.text), 0)]
+                state.round_text += text
+                state.text += text
+                if text:
+                    yield TokenEvent(text=text)
+                if len(state.text) >= self._limits.answer_chars:
+                    yield NoticeEvent(code="answer_cut", message=f"The answer reached the limit of "
+                                      f"{self._limits.answer_chars:,} characters and was cut there.")  # fmt: skip
+                    state.completed = Completed(finish_reason="length")
+                    return
+                # Re-rendering the whole answer costs time in its length: render only when it has
+                # grown by a quarter (linear in all), and off the event loop.
+                now = time.monotonic()
+                if now - rendered_at >= self._limits.render_interval_s and len(state.text) >= rendered_len * 1.25 + 64:
+                    rendered_at, rendered_len = now, len(state.text)
+                    yield RenderEvent(message_id=state.message_id, html=await asyncio.to_thread(render_markdown, state.text))
 
     async def finish(self, session: ChatSession, state: TurnState, finish: str,
                      recorder: Recorder) -> AsyncIterator[ServerEvent]:  # fmt: skip
