@@ -1,4 +1,5 @@
-"""Command line: `switchboard serve`, `switchboard check-config`, `switchboard db upgrade`."""
+"""Command line: `switchboard serve`, `switchboard check-config`, `switchboard db upgrade`,
+`switchboard chat` (a terminal client, `cli_chat.py`)."""
 
 from __future__ import annotations
 
@@ -125,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     p_check.set_defaults(func=check_config)
     p_db = sub.add_parser("db", help="the conversation store").add_subparsers(dest="db_command", required=True)
     p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(func=db_upgrade)
+    from .cli_chat import add_parser as add_chat_parser
+
+    add_chat_parser(sub)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

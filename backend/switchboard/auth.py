@@ -2,7 +2,9 @@
 
 `dev` mode: one local user.  `proxy` mode: a reverse proxy authenticates
 and sets the identity header; it is trusted only together with the shared
-secret in `X-Proxy-Secret` (compared in constant time).
+secret in `X-Proxy-Secret` (compared in constant time).  API routes also take
+a personal API token (`Authorization: Bearer sb_...`, checked in `web/deps.py`);
+its owner's groups come from `user_for_token`.
 
 Groups come from groups.yml, plus (proxy mode) a groups header the proxy
 sets, plus an optional HTTP group service (cached; when it fails, it adds no
@@ -86,6 +88,11 @@ class Authenticator:
         if self._service is not None:
             groups |= set(await self._service.groups_for(email))
         return User(email=email, groups=frozenset(groups))
+
+    async def user_for_token(self, email: str) -> User:
+        """The owner of a personal API token: groups from groups.yml and the group
+        service only (no proxy stands behind such a request to vouch for a groups header)."""
+        return await self._user(email, [])
 
     async def identify(self, headers: RequestHeaders) -> User:
         """The user behind a request's headers (lower-case names)."""

@@ -196,7 +196,8 @@ class CallRunner:
         if reason is not None:
             answer = await self._ask(request.id, tool, arguments, reason, session, emit)
             if not answer.approved:
-                return self._failed(request, tool, "The user denied this tool call; do not retry it unasked.", started)
+                return self._failed(request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.",
+                                    started)  # fmt: skip
             if answer.arguments is not None:
                 problem = schema_problem(tool.input_schema, answer.arguments)
                 if problem is not None:

@@ -67,6 +67,16 @@ class Conversations:
         self._files = files
         self._memory: OrderedDict[str, ChatSession] = OrderedDict()  # incognito conversations: never stored
 
+    def keep_incognito(self, session: ChatSession) -> None:
+        """Hold an incognito conversation made elsewhere (the OpenAI-compatible door
+        seeds one with the caller's earlier messages) until `forget`."""
+        self._memory[session.conversation_id] = session
+        while len(self._memory) > MAX_INCOGNITO:
+            self._memory.popitem(last=False)
+
+    def forget(self, conversation_id: str) -> None:
+        self._memory.pop(conversation_id, None)
+
     # -- loading -----------------------------------------------------------------
     async def session_for(self, user: User, admin: bool, request: ChatMessage, current_id: str,
                           compliance: ComplianceLevels) -> tuple[ChatSession, str | None]:  # fmt: skip

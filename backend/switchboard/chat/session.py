@@ -29,6 +29,7 @@ class ApprovalAnswer:
     approved: bool
     arguments: dict[str, Any] | None = None
     remember: bool = False
+    reason: str | None = None  # why it was refused, for the model (default: the user declined)
 
 
 @dataclass

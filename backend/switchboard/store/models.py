@@ -27,7 +27,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "allowances", "conversations", "files", "messages", "metadata", "tool_pins"]
+__all__ = ["UTCDateTime", "allowances", "api_tokens", "conversations", "files", "messages", "metadata", "tool_pins"]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -113,4 +113,15 @@ tool_pins = Table(
     Column("digest", String(128), nullable=False),
     Column("definition", _json(), nullable=False),
     Column("pinned_at", UTCDateTime, nullable=False),
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("owner", String(320), nullable=False, index=True),
+    Column("name", String(200), nullable=False),
+    Column("secret_hash", String(64), nullable=False),  # SHA-256 hex of the token's secret part
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("last_used_at", UTCDateTime),
 )

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from .. import __version__
@@ -15,7 +17,7 @@ from ..errors import SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
-from . import admin, api, conversations, pages, ws
+from . import admin, api, conversations, http_chat, openai_compat, pages, tokens, ws
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
@@ -58,7 +60,9 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             log.info("switchboard stopped", extra={"event": "shutdown"})
             flush_logs()
 
-    app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    # The schema is at /openapi.json; no Swagger page (it loads its script from a CDN the page's CSP refuses).
+    app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url="/openapi.json")  # fmt: skip
     app.state.services = services
     # Added first, so it runs inside the headers middleware: its refusals get the headers too.
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
@@ -66,12 +70,25 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     @app.exception_handler(SwitchboardError)
     async def _switchboard_error(request: Request, exc: SwitchboardError) -> JSONResponse:
+        if request.url.path.startswith("/v1/"):
+            return openai_compat.openai_error(http_status(exc), exc.code, exc.message, exc.action)
         body = {"error": {"code": exc.code, "message": exc.message, "action": exc.action}}
         return JSONResponse(body, status_code=http_status(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        if not request.url.path.startswith("/v1/"):
+            return await request_validation_exception_handler(request, exc)
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
+        return openai_compat.openai_error(400, "bad_request", f"malformed request ({where}: {first['msg']})")
 
     app.include_router(api.router)
     app.include_router(conversations.router)
     app.include_router(admin.router)
+    app.include_router(http_chat.router)
+    app.include_router(tokens.router)
+    app.include_router(openai_compat.router)
     app.include_router(ws.router)
     pages.mount(app, settings)
     return app

@@ -6,14 +6,16 @@ import socket
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from switchboard.__main__ import main
 from switchboard.errors import StoreUnavailable
 from switchboard.store import open_store, upgrade
 from switchboard.store.engine import make_engine
-from switchboard.store.migrate import migrate
+from switchboard.store.migrate import MIGRATIONS, migrate
 from switchboard.store.models import metadata
 
+HEAD = ScriptDirectory(str(MIGRATIONS)).get_current_head()
 SEARCH_TABLES = ("messages_fts", "conversations_fts")
 SEARCH_INDEXES = ("ix_messages_content_trgm", "ix_conversations_title_trgm")
 
@@ -53,7 +55,7 @@ async def test_migrations_build_the_models_schema_and_run_twice_as_a_no_op(store
         await again.close()
         await store.close()
     version, diff = await _schema(store_url)
-    assert version == ["0001"]
+    assert version == [HEAD]
     assert diff == []
 
 
@@ -149,4 +151,4 @@ async def test_processes_starting_together_migrate_once(store_url):
         for store in stores:
             await store.close()
     version, diff = await _schema(store_url)
-    assert version == ["0001"] and diff == []
+    assert version == [HEAD] and diff == []

@@ -1,0 +1,97 @@
+"""The HTTP door: `POST /api/chat` streams a turn's events as server-sent
+events, and the answer routes (approval, elicitation, cancel) reach a turn
+started from any door.  Like the websocket, a pump to the turn hub and back."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, Field
+
+from ..auth import User
+from ..chat import ApprovalAnswer, Subscription
+from ..chat.events import ChatMessage
+from ..chat.session import new_id
+from ..errors import BadRequest, LLMUnavailable, NotFound
+from .deps import current_user, services_of
+from .sse import EventStreamResponse
+
+__all__ = ["ChatRequest", "event_type", "router", "sse_events"]
+
+router = APIRouter(prefix="/api", tags=["chat"])
+UserDep = Annotated[User, Depends(current_user)]
+
+_TYPE_PREFIX = '{"type":"'
+
+
+class ChatRequest(ChatMessage):
+    """The websocket's `chat` message; `type` may be left out here."""
+
+    type: Literal["chat"] = "chat"
+
+
+class ApprovalBody(BaseModel):
+    approved: bool
+    arguments: dict[str, Any] | None = Field(default=None, description="edited arguments to run the call with")
+    remember: bool = Field(default=False, description="allow this tool unasked for the rest of the conversation")
+
+
+class ElicitationBody(BaseModel):
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+def event_type(text: str) -> str:
+    """The `type` of an event's JSON text: every event model serializes `type` first."""
+    end = text.find('"', len(_TYPE_PREFIX))
+    return text[len(_TYPE_PREFIX):end] if text.startswith(_TYPE_PREFIX) and end > 0 else "message"
+
+
+async def sse_events(subscription: Subscription) -> AsyncIterator[str]:
+    events = aiter(subscription)
+    try:
+        async for text in events:
+            yield f"event: {event_type(text)}\ndata: {text}\n\n"
+    finally:
+        await events.aclose()  # leaves the turn: the hub's grace period starts
+
+
+_STREAM_DOC = {200: {"description": "one server-sent event per turn event, the last one `message_done`",
+                     "content": {"text/event-stream": {"example": 'event: token\ndata: {"type":"token","text":"Hi"}\n\n'}}}}  # fmt: skip
+
+
+@router.post("/chat", status_code=200, response_class=EventStreamResponse, responses=_STREAM_DOC)  # type: ignore[arg-type]
+async def chat(request: Request, user: UserDep, body: ChatRequest) -> EventStreamResponse:
+    """Run a turn (as the websocket's `chat` message does) and stream its events.
+    A chat that is refused before it starts answers a JSON error instead."""
+    services = services_of(request)
+    try:
+        subscription = await services.turns.start(user, services.auth.is_admin(user), body, new_id())
+    except LLMUnavailable as exc:  # the model asked for is not one this user can use now: the request's fault
+        raise BadRequest(exc.message, action=exc.action) from None
+    return EventStreamResponse(sse_events(subscription), on_close=lambda: subscription.turn.leave(subscription))
+
+
+@router.post("/calls/{call_id}/approval", status_code=204)
+async def answer_approval(request: Request, user: UserDep, call_id: str, body: ApprovalBody) -> Response:
+    """Answer an `approval_request` of one of your turns, whichever door started it."""
+    services_of(request).turns.answer_approval(user, call_id, ApprovalAnswer(body.approved, body.arguments, body.remember))
+    return Response(status_code=204)
+
+
+@router.post("/elicitations/{request_id}", status_code=204)
+async def answer_elicitation(request: Request, user: UserDep, request_id: str, body: ElicitationBody) -> Response:
+    """Answer an `elicitation_request` (a tool's question) of one of your turns."""
+    services_of(request).turns.answer_elicitation(user, request_id, body.action, body.content)
+    return Response(status_code=204)
+
+
+@router.post("/conversations/{conversation_id}/cancel", status_code=204)
+async def cancel(request: Request, user: UserDep, conversation_id: str) -> Response:
+    """Stop the turn running in this conversation of yours."""
+    if not await services_of(request).turns.cancel(user, conversation_id):
+        raise NotFound("no answer of yours is being written in this conversation",
+                       action="It may have finished already; read the conversation to see.")  # fmt: skip
+    return Response(status_code=204)

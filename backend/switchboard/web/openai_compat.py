@@ -1,0 +1,298 @@
+"""The OpenAI-compatible door: `GET /v1/models`, `POST /v1/chat/completions`.
+
+A request runs as one turn of an incognito conversation (nothing stored) whose
+history is the request's earlier messages; the last message, a user's, is the
+question.  The host's tool loop runs with the caller's MCP tools (every tool
+the caller may use; none with `tools: []`) under every check the page gets.
+The client sees only the final answer.  No one is there to approve: a call
+that needs approval is refused at once (the tool does not run, and the model is
+told why); a tool's question (elicitation) is declined."""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import suppress
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..access import Access
+from ..auth import User
+from ..chat import ApprovalAnswer, ChatSession, Subscription
+from ..chat.events import ChatMessage
+from ..errors import BadRequest, NotFound, SwitchboardError
+from ..history import AssistantText, HistoryRecord, UserText
+from ..chat.session import new_id
+from .deps import current_user, services_of
+from .sse import EventStreamResponse
+
+__all__ = ["openai_error", "router"]
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+UserDep = Annotated[User, Depends(current_user)]
+
+REFUSED_APPROVAL = ("This tool needs the user's approval, and nobody can approve calls made through the "
+                    "OpenAI-compatible API, so it was not run. Answer without it, or tell the user to ask in "
+                    "Switchboard's page.")  # fmt: skip
+_FINISH = {"stop": "stop", "length": "length", "round_limit": "length", "cancelled": "stop"}
+_STATUS = {"bad_request": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409,
+           "rate_limited": 429, "timeout": 504, "llm_error": 502, "tool_error": 502}  # fmt: skip
+_ERROR_TYPE = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
+
+
+# -- wire models ---------------------------------------------------------------------------------
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+    text: str | None = None
+
+
+class InputMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[ContentPart] | None = None
+
+
+class StreamOptions(BaseModel):
+    include_usage: bool = False
+
+
+class CompletionRequest(BaseModel):
+    """OpenAI's chat-completions request.  Sampling parameters (temperature, ...) are
+    accepted and not used: the model's settings come from the host's configuration."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(max_length=200, description="a Switchboard model name (GET /v1/models)")
+    messages: list[InputMessage] = Field(min_length=1, max_length=1000)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    tools: list[dict[str, Any]] | None = Field(
+        default=None, description="leave out for every MCP tool you may use; [] for none. "
+                                  "Function definitions of the client's own are not supported.")  # fmt: skip
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class OutputMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: OutputMessage
+    finish_reason: str
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: Usage
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str = "switchboard"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+def openai_error(status: int, code: str, message: str, action: str | None = None) -> JSONResponse:
+    text = f"{message}. {action}" if action else message
+    detail = ErrorDetail(message=text, type=_ERROR_TYPE.get(status, "api_error"), code=code)
+    return JSONResponse(ErrorBody(error=detail).model_dump(), status_code=status)
+
+
+def _error_of(exc: SwitchboardError) -> JSONResponse:
+    return openai_error(_STATUS.get(exc.code, 500), exc.code, exc.message, exc.action)
+
+
+# -- the request as a conversation ----------------------------------------------------------------
+
+
+def _text(message: InputMessage) -> str:
+    if message.content is None or isinstance(message.content, str):
+        return message.content or ""
+    if any(part.type != "text" for part in message.content):
+        raise BadRequest("only text content is supported", action="Send message content as text.")
+    return "".join(part.text or "" for part in message.content)
+
+
+def _history(messages: list[InputMessage]) -> tuple[list[HistoryRecord], str]:
+    """(the earlier messages as records, the question)."""
+    *earlier, last = messages
+    if last.role != "user":
+        raise BadRequest("the last message must be the user's question", action="End `messages` with a user message.")
+    records: list[HistoryRecord] = []
+    for message in earlier:
+        if message.role in ("tool", "function") or getattr(message, "tool_calls", None):
+            raise BadRequest("tool calls of the client's own are not supported",
+                             action="Switchboard runs its own MCP tools; send only system, user and assistant text.")  # fmt: skip
+        text = _text(message)
+        if message.role in ("system", "developer"):
+            # The host keeps its own system prompt; the client's instructions travel as a user message.
+            records.append(UserText(id=new_id(), text=f"Instructions from the API client:\n{text}"))
+        elif message.role == "user":
+            records.append(UserText(id=new_id(), text=text))
+        else:
+            records.append(AssistantText(id=new_id(), text=text, finish_reason="stop"))
+    return records, _text(last)
+
+
+async def _start(request: Request, user: User, body: CompletionRequest) -> tuple[Subscription, ChatSession]:
+    services = services_of(request)
+    if body.tools:
+        raise BadRequest("function definitions of the client's own are not supported",
+                         action="Leave `tools` out to use your MCP tools in Switchboard, or send [] for none.")  # fmt: skip
+    admin = services.auth.is_admin(user)
+    usable = [m.name for m in services.models.entries(Access(user, None, admin, services.config.compliance)) if m.available]
+    if body.model not in usable:
+        raise NotFound(f"there is no model named '{body.model}' for you",
+                       action=f"Use one of: {', '.join(usable) or '(none)'} (GET /v1/models).")  # fmt: skip
+    history, question = _history(body.messages)
+    session = ChatSession(user=user, admin=admin, incognito=True, history=history,
+                          leaf_id=history[-1].id if history else None)  # fmt: skip
+    services.conversations.keep_incognito(session)
+    message = ChatMessage(type="chat", content=question, model=body.model, incognito=True,
+                          tools=[] if body.tools == [] else None, conversation_id=session.conversation_id)  # fmt: skip
+    try:
+        return await services.turns.start(user, admin, message, session.conversation_id), session
+    except BaseException:
+        services.conversations.forget(session.conversation_id)
+        raise
+
+
+async def _events(request: Request, user: User, subscription: Subscription) -> AsyncIterator[dict[str, Any]]:
+    """The turn's events, with approvals refused and questions declined as they come."""
+    hub = services_of(request).turns
+    events = aiter(subscription)
+    try:
+        async for text in events:
+            event = json.loads(text)
+            with suppress(NotFound):  # answered meanwhile (through /api/calls, say)
+                if event["type"] == "approval_request":
+                    hub.answer_approval(user, event["call_id"], ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL))
+                elif event["type"] == "elicitation_request":
+                    hub.answer_elicitation(user, event["request_id"], "decline", None)
+            yield event
+    finally:
+        await events.aclose()
+
+
+def _usage(done: dict[str, Any]) -> Usage:
+    return Usage(**(done.get("usage") or {}))
+
+
+# -- routes --------------------------------------------------------------------------------------
+
+
+@router.get("/models")
+async def list_models(request: Request, user: UserDep) -> ModelList:
+    """The models you may use (outside any compliance level)."""
+    services = services_of(request)
+    access = Access(user, None, services.auth.is_admin(user), services.config.compliance)
+    return ModelList(data=[ModelCard(id=m.name) for m in services.models.entries(access) if m.available])
+
+
+_DOC = {200: {"description": "a chat.completion, or with `stream: true` chat.completion.chunk events ending "
+                             "with `data: [DONE]`", "content": {"text/event-stream": {}}},
+        400: {"model": ErrorBody}, 401: {"model": ErrorBody}, 404: {"model": ErrorBody}}  # fmt: skip
+
+
+@router.post("/chat/completions", response_model=ChatCompletion, responses=_DOC)  # type: ignore[arg-type]
+async def chat_completions(request: Request, user: UserDep, body: CompletionRequest) -> Any:
+    """Answer with the host's tool loop and the caller's MCP tools (OpenAI's API shape)."""
+    services = services_of(request)
+    try:
+        subscription, session = await _start(request, user, body)
+    except SwitchboardError as exc:
+        return _error_of(exc)
+    completion_id, created = f"chatcmpl-{new_id()}", int(time.time())
+
+    def finished() -> None:
+        subscription.turn.leave(subscription)
+        services.conversations.forget(session.conversation_id)
+
+    if body.stream:
+        include_usage = body.stream_options is not None and body.stream_options.include_usage
+        chunks = _chunks(_events(request, user, subscription), completion_id, created, body.model, include_usage)
+        return EventStreamResponse(chunks, on_close=finished)
+    content: list[str] = []
+    try:
+        async for event in _events(request, user, subscription):
+            if event["type"] == "token":
+                content.append(event["text"])
+            elif event["type"] == "error":
+                return openai_error(_STATUS.get(event["code"], 500), event["code"], event["message"], event.get("action"))
+            elif event["type"] == "message_done":
+                message = OutputMessage(content="".join(content))
+                choice = Choice(message=message, finish_reason=_FINISH.get(event["finish_reason"], "stop"))
+                return ChatCompletion(id=completion_id, created=created, model=body.model, choices=[choice],
+                                      usage=_usage(event))  # fmt: skip
+    finally:
+        finished()
+    return openai_error(500, "internal", "the answer ended without finishing")
+
+
+def _chunk(completion_id: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
+           usage: Usage | None = None) -> str:  # fmt: skip
+    body: dict[str, Any] = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                            "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+    if usage is not None:
+        body["usage"] = usage.model_dump()
+    return f"data: {json.dumps(body)}\n\n"
+
+
+async def _chunks(events: AsyncIterator[dict[str, Any]], completion_id: str, created: int, model: str,
+                  include_usage: bool) -> AsyncIterator[str]:  # fmt: skip
+    yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""})
+    try:
+        async for event in events:
+            if event["type"] == "token":
+                yield _chunk(completion_id, created, model, {"content": event["text"]})
+            elif event["type"] == "error":
+                status = _STATUS.get(event["code"], 500)
+                detail = ErrorDetail(message=event["message"] + (f". {event['action']}" if event.get("action") else ""),
+                                     type=_ERROR_TYPE.get(status, "api_error"), code=event["code"])  # fmt: skip
+                yield f"data: {ErrorBody(error=detail).model_dump_json()}\n\n"
+            elif event["type"] == "message_done":
+                yield _chunk(completion_id, created, model, {}, _FINISH.get(event["finish_reason"], "stop"))
+                if include_usage:
+                    yield _chunk(completion_id, created, model, {}, usage=_usage(event))
+                break
+        yield "data: [DONE]\n\n"
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]

@@ -1,0 +1,220 @@
+"""One turn engine, two doors: the same scripted turns through the websocket and
+through `POST /api/chat` (server-sent events) give the same events in the same
+order, payloads equal apart from ids and times.  Real sockets (the app served
+by uvicorn), a real stdio MCP server, the HTTP LLM double."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+from tests.support.doors import events_of, served
+from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
+from tests.support.llm_double import ErrorReply, Reply, TextReply, ToolCall, ToolCallReply
+
+GRACE_S = 1.5
+IDS = {"call_id", "message_id", "conversation_id", "user_message_id", "request_id", "duration_ms"}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, llm):
+    tmp = tmp_path_factory.mktemp("doors")
+    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
+    with served(make_settings(tmp, llm_max_attempts=1, turn_grace_s=GRACE_S)) as (base, services):
+        yield base, services
+
+
+class WebsocketDoor:
+    def __init__(self, base: str) -> None:
+        self.ws = connect(base.replace("http://", "ws://") + "/ws", open_timeout=10)
+        assert json.loads(self.ws.recv(timeout=10))["type"] == "session"
+
+    def chat(self, body: dict[str, Any], refused: bool) -> Iterator[dict[str, Any]]:
+        self.ws.send(json.dumps({"type": "chat", **body}))
+        while True:
+            event = json.loads(self.ws.recv(timeout=30))
+            yield event
+            if event["type"] == "message_done" or (refused and event["type"] == "error"):
+                return  # a refused chat gets one error, and nothing follows
+
+    def approve(self, call_id: str) -> None:
+        self.ws.send(json.dumps({"type": "approval_response", "call_id": call_id, "approved": True}))
+
+    def elicit(self, request_id: str, content: dict[str, Any]) -> None:
+        self.ws.send(json.dumps({"type": "elicitation_response", "request_id": request_id, "action": "accept",
+                                 "content": content}))  # fmt: skip
+
+    def cancel(self, conversation_id: str) -> None:
+        self.ws.send(json.dumps({"type": "cancel"}))
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+class HttpDoor:
+    def __init__(self, base: str) -> None:
+        self.client = httpx.Client(base_url=base, timeout=30)
+
+    def chat(self, body: dict[str, Any], refused: bool) -> Iterator[dict[str, Any]]:
+        with self.client.stream("POST", "/api/chat", json=body) as response:
+            if response.status_code != 200:
+                error = json.loads(response.read())["error"]
+                yield {"type": "error", **{k: v for k, v in error.items() if v is not None}}
+                return
+            assert response.headers["content-type"].startswith("text/event-stream")
+            yield from events_of(response.iter_lines())
+
+    def approve(self, call_id: str) -> None:
+        assert self.client.post(f"/api/calls/{call_id}/approval", json={"approved": True}).status_code == 204
+
+    def elicit(self, request_id: str, content: dict[str, Any]) -> None:
+        answer = {"action": "accept", "content": content}
+        assert self.client.post(f"/api/elicitations/{request_id}", json=answer).status_code == 204
+
+    def cancel(self, conversation_id: str) -> None:
+        assert self.client.post(f"/api/conversations/{conversation_id}/cancel").status_code == 204
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass
+class Script:
+    name: str
+    content: str
+    replies: list[Reply]
+    extra: dict[str, Any] = field(default_factory=dict)
+    cancel_at_start: bool = False  # press Stop once the first tool starts
+    refused: bool = False  # refused before it starts
+
+
+SCRIPTS = [
+    Script("text", "say hello", [TextReply("Hello there, **friend**.")]),
+    Script("one tool", "echo it", [ToolCallReply([ToolCall("toolbox_echo", '{"text": "ping"}')]), TextReply("It said ping.")]),
+    Script("parallel tools", "two at once",
+           [ToolCallReply([ToolCall("toolbox_echo", '{"text": "fast"}'),
+                           ToolCall("toolbox_slow", '{"steps": 2, "delay_s": 0.3}')]), TextReply("Both done.")]),  # fmt: skip
+    Script("approval", "delete it", [ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("Gone.")]),
+    Script("elicitation", "who am I", [ToolCallReply([ToolCall("toolbox_ask_name", "{}")]), TextReply("Hi Ada.")]),
+    Script("cancel", "count slowly", [ToolCallReply([ToolCall("toolbox_slow", '{"steps": 50, "delay_s": 0.2}')]),
+                                      TextReply("never sent")], cancel_at_start=True),  # fmt: skip
+    Script("model error", "fail please", [ErrorReply(400, "the model refused the request")]),
+    Script("refused", "a bad level", [], extra={"compliance_level": "Bogus"}, refused=True),
+]
+
+
+def run(door: Any, script: Script, llm: Any, conversation_id: str) -> list[dict[str, Any]]:
+    llm.reset()
+    llm.enqueue(*script.replies)
+    body = {"content": script.content, "conversation_id": conversation_id, **script.extra}
+    events = []
+    for event in door.chat(body, script.refused):
+        events.append(event)
+        if event["type"] == "approval_request":
+            door.approve(event["call_id"])
+        elif event["type"] == "elicitation_request":
+            door.elicit(event["request_id"], {"name": "Ada", "age": 36})
+        elif event["type"] == "tool_start" and script.cancel_at_start:
+            door.cancel(conversation_id)
+    return events
+
+
+def comparable(events: list[dict[str, Any]], script: Script) -> list[dict[str, Any]]:
+    """Events without ids and times; `render` (sent on a timer while text streams) and, for a
+    cancelled turn, `tool_progress` (how many steps ran before Stop) depend on timing."""
+    timed = {"render"} | ({"tool_progress"} if script.cancel_at_start else set())
+    out = []
+    for event in events:
+        if event["type"] in timed:
+            continue
+        event = {k: v for k, v in event.items() if k not in IDS}
+        if "artifacts" in event:
+            event["artifacts"] = [{k: v for k, v in a.items() if k not in ("id", "url")} for a in event["artifacts"]]
+        out.append(event)
+    return out
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.name for s in SCRIPTS])
+def test_the_websocket_and_the_http_stream_give_the_same_events(site, llm, script):
+    base, _ = site
+    runs = []
+    for n, door in enumerate((WebsocketDoor(base), HttpDoor(base))):
+        try:
+            runs.append(run(door, script, llm, f"consistency-{script.name.replace(' ', '-')}-{n}"))
+        finally:
+            door.close()
+    by_ws, by_http = runs
+    assert by_ws and by_ws[-1]["type"] in ("message_done", "error")
+    assert comparable(by_http, script) == comparable(by_ws, script)
+
+
+def test_each_script_shows_what_it_is_about(site, llm):
+    """The scripts above do exercise what they are named for (so equal sequences mean something)."""
+    base, _ = site
+    door = HttpDoor(base)
+    try:
+        seen = {s.name: run(door, s, llm, f"shows-{s.name.replace(' ', '-')}") for s in SCRIPTS}
+    finally:
+        door.close()
+
+    def types(name: str) -> list[str]:
+        return [e["type"] for e in seen[name]]
+
+    assert types("text")[0] == "conversation" and "token" in types("text") and types("text")[-1] == "message_done"
+    assert types("one tool").count("tool_result") == 1
+    assert types("parallel tools").count("tool_start") == 2 and "tool_progress" in types("parallel tools")
+    approval = seen["approval"]
+    assert "approval_request" in types("approval") and next(e for e in approval if e["type"] == "tool_result")["ok"]
+    assert "hello Ada, age 36" in next(e for e in seen["elicitation"] if e["type"] == "tool_result")["content"]
+    assert seen["cancel"][-1]["finish_reason"] == "cancelled"
+    assert "error" in types("model error") and seen["model error"][-1]["finish_reason"] == "error"
+    assert seen["refused"] == [{"type": "error", "code": "bad_request", "message": "unknown compliance level 'Bogus'",
+                                "action": "Use one of: Public, Internal, External."}]  # fmt: skip
+
+
+def test_a_dropped_stream_leaves_its_turn_running_only_for_the_grace_period(site, llm):
+    """Dropped while the turn waits for an approval: nothing is being written, so only
+    watching for the disconnect notices it."""
+    base, services = site
+    llm.reset()
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("never"))
+    with httpx.Client(base_url=base, timeout=30) as client:
+        with client.stream("POST", "/api/chat", json={"content": "delete", "conversation_id": "dropped-stream-1"}) as response:
+            next(e for e in events_of(response.iter_lines()) if e["type"] == "approval_request")
+        dropped = time.monotonic()
+        time.sleep(GRACE_S / 3)
+        assert services.turns.running("dropped-stream-1") is not None  # a reconnect could still attach
+        while services.turns.running("dropped-stream-1") is not None and time.monotonic() - dropped < 10:
+            time.sleep(0.05)
+        waited = time.monotonic() - dropped
+    assert services.turns.running("dropped-stream-1") is None
+    assert GRACE_S - 0.2 < waited < GRACE_S + 2
+
+
+def test_a_websocket_turn_is_answered_and_stopped_over_http(site, llm):
+    base, services = site
+    llm.reset()
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
+                ToolCallReply([ToolCall("toolbox_slow", '{"steps": 50, "delay_s": 0.2}')]), TextReply("never"))  # fmt: skip
+    door, http = WebsocketDoor(base), HttpDoor(base)
+    try:
+        events = []
+        for event in door.chat({"content": "delete, then count", "conversation_id": "cross-door-1"}, False):
+            events.append(event)
+            if event["type"] == "approval_request":
+                http.approve(event["call_id"])  # asked on the websocket, answered over HTTP
+            elif event["type"] == "tool_start" and event["tool"] == "toolbox_slow":
+                http.cancel("cross-door-1")  # started on the websocket, stopped over HTTP
+    finally:
+        door.close()
+        http.close()
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert results[0]["tool"] == "toolbox_delete_everything" and results[0]["ok"]
+    assert events[-1]["finish_reason"] == "cancelled" and services.turns.running("cross-door-1") is None
