@@ -9,6 +9,7 @@ import uuid
 from urllib.parse import parse_qs, urlsplit
 
 from playwright.sync_api import Page, expect
+from websockets.sync.client import connect as ws_connect
 
 from tests.browser.helpers import card, last_answer, send, sent_messages, wait_finished
 from tests.browser.netproxy import TcpProxy
@@ -462,3 +463,21 @@ def test_a_reloaded_tool_card_keeps_its_files(page, llm):
     expect(canvas.locator(".canvas-view:not([hidden]) img")).to_be_visible()
     expect(canvas.locator(".canvas-view:not([hidden]) img")).to_have_js_property("complete", True)
     assert canvas.locator(".canvas-view:not([hidden]) img").evaluate("img => img.naturalWidth") > 0
+
+
+def test_show_more_pages_through_a_long_list(page, live):
+    with ws_connect(f"ws://127.0.0.1:{live.port}/ws", open_timeout=10) as ws:
+        ws.recv(timeout=10)
+        for i in range(52):
+            ws.send(json.dumps({"type": "chat", "content": f"bulk {i}", "conversation_id": uuid.uuid4().hex}))
+            while json.loads(ws.recv(timeout=30))["type"] != "message_done":
+                pass
+    total = len(page.request.get(f"{live.url}/api/conversations?limit=200").json()["conversations"])
+    assert total > 52
+    page.reload()
+    items = page.locator(".conv")
+    expect(items).to_have_count(50)
+    page.get_by_role("button", name="Show more").click()
+    expect(items).to_have_count(min(total, 100))
+    ids = items.evaluate_all("nodes => nodes.map(n => n.dataset.id)")
+    assert len(set(ids)) == len(ids)
