@@ -18,6 +18,7 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from . import admin, api, conversations, http_chat, openai_compat, pages, tokens, ws
+from .docs_page import mount_docs
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
@@ -60,7 +61,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             log.info("switchboard stopped", extra={"event": "shutdown"})
             flush_logs()
 
-    # The schema is at /openapi.json; no Swagger page (it loads its script from a CDN the page's CSP refuses).
+    # The schema is at /openapi.json, and described at /docs (ReDoc, served from the app itself).
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json")  # fmt: skip
     app.state.services = services
@@ -91,4 +92,5 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.include_router(openai_compat.router)
     app.include_router(ws.router)
     pages.mount(app, settings)
+    mount_docs(app)
     return app

@@ -41,7 +41,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
     templates.env.globals["static"] = _HashedStatic(frontend / "static")
     app.mount("/static", StaticFiles(directory=str(frontend / "static")), name="static")
 
-    @app.get("/", response_class=HTMLResponse)
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def chat_page(request: Request) -> HTMLResponse:
         user = await current_user(request)
         services = services_of(request)
@@ -55,3 +55,9 @@ def mount(app: FastAPI, settings: Settings) -> None:
             "max_upload_bytes": services.settings.max_upload_bytes,
         }
         return templates.TemplateResponse(request, "chat.html", {"page": page})
+
+    @app.get("/settings/tokens", response_class=HTMLResponse, include_in_schema=False)
+    async def tokens_page(request: Request) -> HTMLResponse:
+        """Personal API tokens: make, list, revoke (the routes under /api/tokens)."""
+        user = await current_user(request)
+        return templates.TemplateResponse(request, "tokens.html", {"page": {"user": user.email}})
