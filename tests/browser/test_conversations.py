@@ -307,6 +307,8 @@ def test_phone_width_the_sidebar_is_a_drawer(open_page, llm, shots):
     expect(sidebar).to_be_visible()
     page.wait_for_timeout(300)  # the drawer slides in
     shots(page, "16-phone-sidebar")
+    # Links that do not fit the phone's top bar are in the drawer.
+    expect(sidebar.get_by_role("link", name="API tokens")).to_be_visible()
     item(page, first_id).locator(".conv-link").click()
     expect(sidebar).to_be_hidden()
     expect(last_answer(page)).to_contain_text("First on the phone.")
@@ -316,6 +318,8 @@ def test_phone_width_the_sidebar_is_a_drawer(open_page, llm, shots):
     expect(sidebar).to_be_hidden()
     expect(page.get_by_role("button", name="Conversations")).to_be_focused()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.locator("#model").bounding_box()["width"] >= 100, "the model picker was squeezed out"
+    expect(page.get_by_role("link", name="API tokens")).to_be_hidden()
 
 
 def test_a_level_that_does_not_fit_starts_a_new_conversation_and_says_so(page, llm):
