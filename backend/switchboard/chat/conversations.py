@@ -96,6 +96,7 @@ class Conversations:
                           f"which may not be mixed with {_name(new_level)}, so a new conversation was started.")  # fmt: skip
                 session = ChatSession(user=user, admin=admin, incognito=request.incognito)
             session.compliance_level = new_level
+            session.levels_changed = True
             if new_level not in session.levels_used:
                 session.levels_used.append(new_level)
         if request.edit_of is not None:
@@ -127,7 +128,8 @@ class Conversations:
         messages = await self.store.messages(conversation_id)
         session = ChatSession(
             user=user, conversation_id=conversation_id, admin=admin, stored=True, title=stored.title,
-            model=stored.model, compliance_level=stored.compliance_level, levels_used=list(stored.levels_used),
+            model=stored.model, saved_model=stored.model, compliance_level=stored.compliance_level,
+            levels_used=list(stored.levels_used),
             leaf_id=stored.leaf_id, history=[record_of(m) for m in active_path(messages, stored.leaf_id)],
             allowed_tools=await self.store.allowances(conversation_id),
         )  # fmt: skip
@@ -165,7 +167,7 @@ class Conversations:
     async def begin(self, session: ChatSession, first_text: str) -> bool:
         """Store a conversation that is not stored yet; True when it was created now."""
         if session.incognito or session.stored:
-            if session.stored and session.levels_used:
+            if session.stored and session.levels_changed:
                 await self.store.update_conversation(session.conversation_id, compliance_level=session.compliance_level,
                                                      levels_used=session.levels_used)  # fmt: skip
             return False
@@ -176,7 +178,7 @@ class Conversations:
                                              model=session.model, compliance_level=session.compliance_level)  # fmt: skip
         if session.levels_used != [session.compliance_level]:
             await self.store.update_conversation(session.conversation_id, levels_used=session.levels_used)
-        session.stored = True
+        session.stored, session.saved_model, session.levels_changed = True, session.model, False
         return True
 
     async def record(self, session: ChatSession, record: HistoryRecord, data: dict[str, Any]) -> None:
@@ -191,8 +193,9 @@ class Conversations:
             for key in session.new_allowances:
                 await self.store.add_allowance(session.conversation_id, key)
             session.new_allowances.clear()
-            if isinstance(record, AssistantText) and record.finish_reason and session.model:
+            if isinstance(record, AssistantText) and record.finish_reason and session.model != session.saved_model:
                 await self.store.update_conversation(session.conversation_id, model=session.model)
+                session.saved_model = session.model
         session.history.append(record)
         session.leaf_id = record.id
 

@@ -41,6 +41,8 @@ class ChatSession:
     levels_used: list[str | None] = field(default_factory=list)  # every level the conversation ran at
     title: str = ""
     model: str | None = None
+    saved_model: str | None = None  # the model the store has for it (written only when it changes)
+    levels_changed: bool = False  # the compliance level changed in this turn (to be stored)
     stored: bool = False  # the store has it
     incognito: bool = False  # nothing of it is ever stored
     leaf_id: str | None = None  # the newest message of the active branch: the next one's parent
