@@ -178,7 +178,22 @@ export class Sidebar {
       el("button", { type: "button", class: "link-btn", text: "Try again", onclick: () => this.refresh() }));
   }
 
+  /** The user is renaming, confirming a delete or has a menu open: redrawing would take it away. */
+  _busy() {
+    return Boolean(this.list.querySelector(".conv-rename, .conv-confirm, .conv-menu:not([hidden])"));
+  }
+
+  /** Draw what changed while the user was busy with an item. */
+  _flush() {
+    if (this.dirty && !this._busy()) this._render();
+  }
+
   _render() {
+    if (this._busy()) {
+      this.dirty = true;
+      return;
+    }
+    this.dirty = false;
     this.status.className = "sidebar-status muted small";
     this.status.hidden = this.items.length > 0;
     this.status.textContent = this.query ? `No conversation matches “${this.query}”.` : "No saved conversations yet.";
@@ -236,7 +251,7 @@ export class Sidebar {
   }
 
   /** Close every open item menu; true when one was open. */
-  _closeMenus() {
+  _closeMenus({ flush = true } = {}) {
     let closed = false;
     for (const menu of this.list.querySelectorAll(".conv-menu:not([hidden])")) {
       const hadFocus = menu.contains(document.activeElement);
@@ -245,11 +260,12 @@ export class Sidebar {
       if (hadFocus) menu.previousElementSibling?.focus();
       closed = true;
     }
+    if (flush) this._flush();
     return closed;
   }
 
   _rename(node, conv) {
-    this._closeMenus();
+    this._closeMenus({ flush: false });
     const link = node.querySelector(".conv-link");
     const input = el("input", { type: "text", class: "conv-rename", "aria-label": "Conversation title", maxlength: "200" });
     input.value = conv.title || "";
@@ -261,12 +277,14 @@ export class Sidebar {
       input.replaceWith(link);
       if (!save || !title || title === conv.title) {
         link.focus();
+        this._flush();
         return;
       }
       link.textContent = title;
       try {
         await this.api.rename(conv.id, title);
         conv.title = title;
+        for (const item of this.items) if (item.id === conv.id) item.title = title; // the list may hold a newer copy
         link.title = title;
         this.onRenamed?.(conv.id, title);
       } catch (exc) {
@@ -274,6 +292,7 @@ export class Sidebar {
         this._problem(`Could not rename the conversation: ${exc.message}`, exc.action);
       }
       link.focus();
+      this._flush();
     };
     input.addEventListener("keydown", (e) => {
       if (e.key === "Enter") {
@@ -292,7 +311,7 @@ export class Sidebar {
   }
 
   _confirmDelete(node, conv) {
-    this._closeMenus();
+    this._closeMenus({ flush: false });
     const title = conv.title || "New conversation";
     const cancel = el("button", { type: "button", class: "btn small-btn", text: "Cancel" });
     const confirm = el("button", { type: "button", class: "btn danger small-btn", text: "Delete" });
@@ -302,6 +321,7 @@ export class Sidebar {
     cancel.addEventListener("click", () => {
       box.remove();
       node.querySelector(".conv-menu-btn")?.focus();
+      this._flush();
     });
     confirm.addEventListener("click", async () => {
       confirm.disabled = true;
@@ -314,6 +334,7 @@ export class Sidebar {
           return;
         }
       }
+      box.remove();
       this.forget(conv.id);
       this.onDeleted(conv.id);
     });

@@ -127,6 +127,11 @@ def test_delete_asks_first(page, llm, live):
     menu(page, conversation_id, "Delete").click()
     confirm = item(page, conversation_id).get_by_role("group", name=re.compile("^Delete"))
     expect(confirm).to_contain_text("cannot be undone")
+    # The list refreshing meanwhile (another tab, a finished answer) does not take the question away.
+    with page.expect_response(lambda r: "/api/conversations?" in r.url):
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    page.wait_for_timeout(100)
+    expect(confirm).to_be_visible()
     confirm.get_by_role("button", name="Cancel").click()
     expect(confirm).to_have_count(0)
     expect(item(page, conversation_id)).to_be_visible()
