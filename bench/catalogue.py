@@ -1,6 +1,6 @@
 """Catalogue size: tokens of tool definitions the app sends with every model
-call, for catalogues of 10, 100 and 300 tools (the baseline for a later
-tool-discovery mode).
+call, for catalogues of 10, 100, 300 and 1,000 tools, with every definition sent
+(`tool_exposure: all`) and through the tool gateway (`gateway`: three tools).
 
 A generated stdio FastMCP server offers N tools with realistic names,
 descriptions and argument schemas (typed, described, enums, lists, bounds).
@@ -47,7 +47,12 @@ def _param(name: str, type_: str, description: str, default: str | None = None, 
     return f"    {name}: Annotated[{type_}, {field}]" + (f" = {default}" if default is not None else "")
 
 
-def _tool(noun: str, label: str, verb: str) -> str:
+REGIONS = ["", "eu", "us", "apac"]  # past 300 tools: the same catalogue again per sales region
+
+
+def _tool(noun: str, label: str, verb: str, region: str = "") -> str:
+    if region:  # "eu_ticket" / "EU support ticket"
+        noun, label = f"{region}_{noun}", f"{region.upper()} {label}"
     plural = label + "s"
     ident = _param(f"{noun}_id", "str", f"The {label}'s id, as returned by search_{noun}s or list_{noun}s.")
     params: list[str]
@@ -108,25 +113,25 @@ def _tool(noun: str, label: str, verb: str) -> str:
 
 
 def server_source(n: int) -> str:
-    """A FastMCP server script with the first `n` of 300 tools (nouns x verbs, mixed)."""
+    """A FastMCP server script with the first `n` of 1,200 tools (nouns x verbs, mixed; then per region)."""
     tools = []
-    for k in range(min(n, len(NOUNS) * len(VERBS))):
+    for k in range(min(n, len(NOUNS) * len(VERBS) * len(REGIONS))):
         noun, label = NOUNS[k % len(NOUNS)]
-        verb = VERBS[(k // len(NOUNS) + k) % len(VERBS)]  # every (noun, verb) pair once
-        tools.append(_tool(noun, label, verb))
+        verb = VERBS[(k // len(NOUNS) + k) % len(VERBS)]  # every (noun, verb) pair once per region
+        tools.append(_tool(noun, label, verb, REGIONS[k // (len(NOUNS) * len(VERBS))]))
     head = ("from typing import Annotated, Literal\n\nfrom fastmcp import FastMCP\nfrom pydantic import Field\n\n"
             'mcp = FastMCP("catalogue")\n\n\n')  # fmt: skip
     return head + "\n\n".join(tools) + '\n\nif __name__ == "__main__":\n    mcp.run(show_banner=False)\n'
 
 
-async def _turns(ws_url: str, count: int) -> list[float]:
+async def _turns(ws_url: str, count: int, exposure: str = "all") -> list[float]:
     import websockets
 
     async with websockets.connect(ws_url, max_size=2**24) as ws:
         await ws.recv()
         out = []
         for _ in range(count):
-            seconds, events = await S.ws_turn(ws, "Hello", conversation_id=secrets.token_hex(6))
+            seconds, events = await S.ws_turn(ws, "Hello", conversation_id=secrets.token_hex(6), tool_exposure=exposure)
             if events[-1].get("finish_reason") != "stop":
                 raise RuntimeError(f"turn failed: {events[-3:]}")
             out.append(seconds * 1000)
@@ -135,7 +140,7 @@ async def _turns(ws_url: str, count: int) -> list[float]:
 
 def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default="10,100,300")
+    p.add_argument("--sizes", default="10,100,300,1000")
     p.add_argument("--turns", type=int, default=20, help="timed one-round turns per size")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
@@ -162,8 +167,13 @@ def main() -> None:
                     asyncio.run(_turns(app.ws_url, 3))  # warm up
                     request = double.requests[-1]
                     latencies = asyncio.run(_turns(app.ws_url, args.turns))
+                    asyncio.run(_turns(app.ws_url, 1, "gateway"))
+                    gateway_request = double.requests[-1]
             tools = request.get("tools") or []
             messages = request["messages"]
+            gateway_tools = gateway_request.get("tools") or []
+            gateway_tokens = litellm.token_counter(model="gpt-4o", messages=gateway_request["messages"], tools=gateway_tools) - \
+                litellm.token_counter(model="gpt-4o", messages=gateway_request["messages"])  # fmt: skip
             with_tools = litellm.token_counter(model="gpt-4o", messages=messages, tools=tools)
             without = litellm.token_counter(model="gpt-4o", messages=messages)
             tool_tokens = with_tools - without
@@ -172,14 +182,17 @@ def main() -> None:
             body_bytes = len(json.dumps(request).encode())
             entry = {"tools_sent": len(tools), "tool_tokens": tool_tokens, "tokens_per_tool": tool_tokens / max(1, len(tools)),
                      "json_tokens_o200k": json_tokens, "tools_json_bytes": len(json_text), "request_body_bytes": body_bytes,
-                     "turn_p50_ms": S.percentile(latencies, 50), "turn_p99_ms": S.percentile(latencies, 99)}  # fmt: skip
+                     "turn_p50_ms": S.percentile(latencies, 50), "turn_p99_ms": S.percentile(latencies, 99),
+                     "gateway_tools_sent": len(gateway_tools), "gateway_tool_tokens": gateway_tokens,
+                     "estimate_json_div_4": len(json_text) // 4}  # fmt: skip
             data["sizes"][n] = entry
-            rows.append([n, len(tools), tool_tokens, entry["tokens_per_tool"], json_tokens, len(json_text), body_bytes,
-                         entry["turn_p50_ms"]])  # fmt: skip
+            rows.append([n, len(tools), tool_tokens, entry["tokens_per_tool"], json_tokens, len(json_text) // 4, body_bytes,
+                         entry["turn_p50_ms"], len(gateway_tools), gateway_tokens, f"1/{tool_tokens / max(1, gateway_tokens):.0f}"])  # fmt: skip
             print(f"  {n} tools done", flush=True)
     print("\nCatalogue size: tool definitions sent with every model call\n")
     S.print_table(["tools", "sent", "tokens (token_counter)", "tokens/tool", "tokens (o200k over JSON)",
-                   "tools JSON bytes", "request bytes", "1-round turn p50 ms"], rows)  # fmt: skip
+                   "estimate (JSON chars/4)", "request bytes", "1-round turn p50 ms", "gateway: sent",
+                   "gateway: tokens", "gateway / all"], rows)  # fmt: skip
     print("\ntokens (token_counter) = litellm.token_counter(model='gpt-4o', messages, tools) minus the same without tools")
     S.report("catalogue", data, args, started, load)
 

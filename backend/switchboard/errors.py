@@ -15,7 +15,8 @@ turns any of these into an ``error`` event or HTTP status in one place.
     ├── ToolError                    tool_error  a tool call could not run
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
     │   ├── ToolTimeout              timeout
-    │   └── ServerUnavailable        tool_error  the server is not ready
+    │   ├── ServerUnavailable        tool_error  the server is not ready
+    │   └── NeedsAuth                tool_error  the user has not connected (signed in to) the server
     ├── StoreError                   internal    the conversation store failed a read or write
     │   └── StoreUnavailable         internal    the database cannot be reached (names it and what to check)
     └── LLMError                     llm_error   the model call failed
@@ -40,6 +41,7 @@ __all__ = [
     "LLMStreamCut",
     "LLMTimeout",
     "LLMUnavailable",
+    "NeedsAuth",
     "NotFound",
     "ServerUnavailable",
     "StoreError",
@@ -115,6 +117,10 @@ class ToolTimeout(ToolError):
 
 class ServerUnavailable(ToolError):
     pass
+
+
+class NeedsAuth(ToolError):
+    """The server needs the user's own credential, which they have not given (or which was refused)."""
 
 
 class StoreError(SwitchboardError):

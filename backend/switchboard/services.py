@@ -13,6 +13,7 @@ from .artifacts import ArtifactStore
 from .auth import Authenticator
 from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, TurnLimits
 from .config import AppConfig, load_app_config
+from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
 from .chat.loop import LLMStream
 from .llm import DeferredLLMClient, ModelCatalogue
@@ -59,6 +60,8 @@ class Services:
         try:
             store = await open_store(self.settings.database_url_resolved)
             await self.pool.pins.use(store, legacy_file=self.settings.data_dir / "tool-pins.json")
+            if isinstance(self.pool.vault, StoreVault):
+                self.pool.vault.use(store)  # users' own MCP credentials live in the same database
         except SwitchboardError as exc:
             self.store_error = exc.message
             log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
@@ -159,6 +162,8 @@ def build_services(
         concurrency_per_server=settings.tool_concurrency_per_server,
         on_status=_log_status,
         files_origin=settings.base_url,  # where stdio servers may fetch signed file links
+        vault=StoreVault(SecretBox(credential_key(
+            settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (

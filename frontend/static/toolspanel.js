@@ -2,11 +2,12 @@
 // model picker, both fed by GET /api/config.  Re-polls while a server is
 // still starting.
 
+import { connectControls } from "./connect.js";
 import { el } from "./dom.js";
 
 const POLL_MS = 2500;
 const RETRY_MS = 5000;
-const STATUS_TEXT = { starting: "starting…", ready: "ready", failed: "failed", disabled: "disabled" };
+const STATUS_TEXT = { starting: "starting…", ready: "ready", failed: "failed", disabled: "disabled", needs_auth: "connect" };
 
 export class ToolsPanel {
   constructor({ configUrl, servers, status, summary, compliance, complianceNote, model, modelNote, onConfig }) {
@@ -20,7 +21,7 @@ export class ToolsPanel {
       this._describeLevel();
       this.load();
     });
-    model.addEventListener("change", () => this._describeModel());
+    model.addEventListener("change", () => { this._describeModel(); if (this.config) this._renderStatus(); });
   }
 
   get complianceLevel() {
@@ -178,6 +179,7 @@ export class ToolsPanel {
         status === "failed" || server.reason ? el("p", { class: "server-reason", role: status === "failed" ? "alert" : undefined,
           text: server.reason || "The server did not start." }) : null,
         status === "failed" && this.config.user?.admin ? this._restartButton(server.name) : null,
+        connectControls(server, () => this.load()),
         names.length ? el("label", { class: "check all-toggle" }, all, " All tools") : null,
         names.length ? el("ul", { class: "tool-list" }, boxes)
           : el("p", { class: "muted small", text: status === "starting" ? "Waiting for the server…" : "No tools." })));
@@ -210,6 +212,8 @@ export class ToolsPanel {
     const offers = [plural((this.config.tools || []).length, "tool"), plural(resources, "resource"),
       plural((this.config.prompts || []).length, "prompt")];
     children.push(el("p", { class: "status-offers muted small", text: offers.join(" · ") }));
+    const gw = (this.config.models || []).find((m) => m.name === this.modelSelect?.value)?.gateway;
+    if (gw?.active) children.push(el("p", { class: "status-gateway muted small", text: `Tool gateway on: ${plural(gw.tools, "tool")} (about ${gw.tool_tokens.toLocaleString()} tokens of definitions) sit behind search, describe and call` }));
     this.statusBox.replaceChildren(...children);
     this.statusBox.dataset.failed = String(failed.length);
   }

@@ -35,7 +35,7 @@ async def attach(request: ChatMessage, session: ChatSession, files: ArtifactStor
         if not pool.registry.server_admits(ref.server, access):
             raise Forbidden(f"you may not use resources of '{ref.server}' in this conversation")
         try:
-            parts = await pool.read_resource(ref.server, ref.uri)
+            parts = await pool.read_resource(ref.server, ref.uri, user=session.user.email)
         except SwitchboardError as exc:
             raise NotFound(f"the resource {ref.uri} could not be read: {exc.message}") from None
         for part in parts:

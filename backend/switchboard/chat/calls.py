@@ -216,7 +216,7 @@ class CallRunner:
         policy = config.sampling if config is not None else "deny"
         sink = _Sink(request.id, tool, emit, session, self._settings, sample, policy)
         try:
-            outcome = await self._pool.call(tool, arguments, sink)
+            outcome = await self._pool.call(tool, arguments, sink, user=user.email)
         except SwitchboardError as exc:
             self._log_call(user.email, tool, started, ok=False, error=exc.message)
             return self._failed(request, tool, exc.message, started)

@@ -61,6 +61,7 @@ class ChatMessage(_Client):
     incognito: bool = False  # nothing of this conversation is stored
     edit_of: str | None = Field(default=None, max_length=64)  # an earlier user message this one replaces
     regenerate: bool = False  # answer the last user message again
+    tool_exposure: Literal["all", "gateway", "auto"] | None = None  # None: the model's setting
 
     @property
     def changes_level(self) -> bool:

@@ -30,6 +30,7 @@ from .attachments import attach
 from .calls import CallRunner, ExecutedCall
 from .context import fitting_context
 from .events import ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent, TokenEvent
+from .gateway import Gateway, estimate_tokens, gateway_wanted
 from .render import render_markdown
 from .session import ChatSession, new_id
 
@@ -145,13 +146,16 @@ class ChatEngine:
         tools = self.tools_for(session, request.tools)
         offered = {tool.qualified_name for tool in tools}
         schemas = [tool.openai_schema() for tool in tools] or None
+        wanted = gateway_wanted(model, self._config.llm, request.tool_exposure, estimate_tokens(schemas or []))
+        gateway = Gateway(self._pool.registry, tools) if wanted else None
 
         finish = "stop"
         for round_no in range(self._limits.round_limit + 1):
             last_round = round_no == self._limits.round_limit
             state.completed = None
             try:
-                async for event in self._stream_round(model, session, None if last_round else schemas, state):
+                offer = gateway.schemas() if gateway is not None else schemas
+                async for event in self._stream_round(model, session, None if last_round else offer, state):
                     yield event
             except SwitchboardError as exc:
                 yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
@@ -194,7 +198,7 @@ class ChatEngine:
             state.open_calls = list(calls)
             try:
                 async for event in self._run_calls(calls, session, offered, model, recorder, state,
-                                                   dropped_note=why if dropped else ""):  # fmt: skip
+                                                   dropped_note=why if dropped else "", gateway=gateway):  # fmt: skip
                     yield event
             except SwitchboardError as exc:
                 yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
@@ -259,7 +263,7 @@ class ChatEngine:
 
     async def _run_calls(self, calls: list[ToolCallRequest], session: ChatSession, offered: set[str],
                          model: ModelConfig, recorder: Recorder, state: TurnState,
-                         dropped_note: str) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                         dropped_note: str, gateway: Gateway | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
         """Run the calls concurrently, yielding their events as they happen; each
         result is recorded before its tool_result goes out."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -274,9 +278,15 @@ class ChatEngine:
                     text += ev.text
             return text
 
+        async def direct(call: ToolCallRequest) -> ExecutedCall:
+            return await self._calls.run(call, session=session, offered=offered, emit=emit, sample=sample)
+
         async def one(call: ToolCallRequest) -> None:
             try:
-                executed = await self._calls.run(call, session=session, offered=offered, emit=emit, sample=sample)
+                if gateway is not None and gateway.handles(call.name):
+                    executed = await gateway.run(call, emit, direct)
+                else:
+                    executed = await direct(call)
                 await queue.put(executed)
             finally:
                 await queue.put(_DONE)

@@ -25,7 +25,7 @@ from .models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, Serv
 __all__ = ["AppConfig", "McpConfig", "load_app_config", "load_mcp_config"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_EXPANDED_FIELDS = ("command", "args", "cwd", "env", "url", "headers")
+_EXPANDED_FIELDS = ("command", "args", "cwd", "env", "url", "headers", "auth")
 
 
 @dataclass
@@ -197,14 +197,22 @@ def _load_model(cls: type[BaseModel], name: str, defaults_dir: Path, overrides_d
 def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError], file_errors: list[ConfigError]) -> LLMConfig:
     models: dict[str, ModelConfig] = {}
     default_model: str | None = None
+    threshold: int | None = None
     for path, data in _safe_layers("llmconfig.yml", defaults_dir, overrides_dir, file_errors):
         if not isinstance(data, dict):
             file_errors.append(ConfigError("must be a mapping with 'models'", file=str(path)))
             continue
-        unknown = set(data) - {"default_model", "models"}
+        unknown = set(data) - {"default_model", "models", "gateway_threshold_tokens"}
         if unknown:
             errors.append(ConfigError(f"unknown key(s) {sorted(unknown)}", file=str(path)))
         default_model = data.get("default_model") or default_model
+        if "gateway_threshold_tokens" in data:
+            value = data["gateway_threshold_tokens"]
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                threshold = value
+            else:
+                errors.append(ConfigError("gateway_threshold_tokens must be a whole number of tokens, 0 or more",
+                                          file=str(path), field="gateway_threshold_tokens"))  # fmt: skip
         for i, entry in enumerate(data.get("models") or []):
             try:
                 model = ModelConfig.model_validate(entry)
@@ -215,7 +223,8 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
     if default_model and default_model not in models:
         errors.append(ConfigError(f"default_model '{default_model}' is not in models", file="llmconfig.yml", field="default_model"))
         default_model = None
-    return LLMConfig(default_model=default_model, models=list(models.values()))
+    extra = {"gateway_threshold_tokens": threshold} if threshold is not None else {}
+    return LLMConfig(default_model=default_model, models=list(models.values()), **extra)
 
 
 def load_app_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[str, str] | None = None) -> AppConfig:

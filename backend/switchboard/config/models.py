@@ -3,18 +3,21 @@ compliance-levels.json)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "AuthConfig",
     "ComplianceLevel",
     "ComplianceLevels",
     "GroupsConfig",
     "LLMConfig",
     "ModelConfig",
+    "OAuthConfig",
     "ServerConfig",
     "ToolFilter",
+    "UserTokenConfig",
 ]
 
 Transport = Literal["stdio", "sse", "http"]
@@ -41,6 +44,47 @@ class ToolFilter(_Strict):
         return self.allow is None or tool in self.allow
 
 
+class OAuthConfig(_Strict):
+    """MCP authorization (OAuth 2.1): discovery, registration, PKCE and refresh by the MCP SDK."""
+
+    type: Literal["oauth"]
+    scopes: list[str] | None = None  # default: what the server's metadata asks for
+    client_id: str | None = None  # a pre-registered client; else dynamic client registration
+    client_secret: str | None = None
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _split_scopes(cls, value: object) -> object:
+        return value.split() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _check_grant(self) -> OAuthConfig:
+        if self.grant == "client_credentials":
+            # Not built yet: refuse it loudly rather than connect without the credential.
+            raise ValueError("grant 'client_credentials' is not supported yet; use 'headers' with a "
+                             "service token for a machine-to-machine server")
+        return self
+
+
+class UserTokenConfig(_Strict):
+    """Each user enters their own token in the page; it is sent as `header: format`."""
+
+    type: Literal["user_token"]
+    header: str = "Authorization"
+    format: str = "Bearer {token}"
+
+    @field_validator("format")
+    @classmethod
+    def _has_token(cls, value: str) -> str:
+        if "{token}" not in value:
+            raise ValueError("'format' must contain {token}, e.g. \"Bearer {token}\"")
+        return value
+
+
+AuthConfig = Annotated[OAuthConfig | UserTokenConfig, Field(discriminator="type")]
+
+
 class ServerConfig(_Strict):
     description: str = ""
     command: str | None = None
@@ -65,6 +109,21 @@ class ServerConfig(_Strict):
     sampling: Literal["ask", "allow", "deny"] = "ask"
     file_types: list[str] = Field(default_factory=list)  # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools
     artifact_scripts: bool = False  # HTML artifacts of this (trusted) server may run scripts in their sandbox
+    auth: AuthConfig | None = None  # a remote server that needs sign-in
+    # One MCP session per (server, user); default: true when the credential is the user's.
+    per_user: bool | None = None
+    idle_close_s: float = Field(default=600.0, gt=0)  # a user's idle session is closed after this
+    max_user_sessions: int = Field(default=100, ge=1)  # per server; the least recently used is closed
+
+    @property
+    def user_credential(self) -> bool:
+        """Whether each user brings their own credential (their token or their sign-in)."""
+        auth = self.auth
+        return auth is not None and (auth.type == "user_token" or auth.grant == "authorization_code")
+
+    @property
+    def sessions_per_user(self) -> bool:
+        return self.per_user if self.per_user is not None else self.user_credential
 
     def handles_file(self, name: str, mime: str) -> bool:
         name, mime = name.lower(), mime.lower()
@@ -97,6 +156,10 @@ class ServerConfig(_Strict):
     def _check_transport(self) -> ServerConfig:
         if self.command and self.url:
             raise ValueError("'command' and 'url' cannot both be set: use 'command' for stdio or 'url' for a remote server")
+        if self.auth is not None and not self.url:
+            raise ValueError("'auth' is for remote servers ('url'); a stdio server never gets a user's credential")
+        if self.user_credential and self.per_user is False:
+            raise ValueError("'per_user' cannot be false when each user signs in: one user's session would serve another")
         if not self.enabled:
             return self
         if not self.command and not self.url:
@@ -129,6 +192,10 @@ class ModelConfig(_Strict):
     temperature: float | None = None
     context_window: int | None = None
     extra: dict[str, object] = Field(default_factory=dict)  # passed to litellm as is
+    # How the offered tools reach the model: every definition (`all`), the three gateway tools
+    # (`gateway`), or the gateway once the definitions pass the threshold (`auto`).
+    tool_exposure: Literal["all", "gateway", "auto"] = "auto"
+    gateway_threshold_tokens: int | None = Field(default=None, ge=0)  # None: the llmconfig.yml-wide value
 
     @property
     def is_demo(self) -> bool:
@@ -141,6 +208,7 @@ class ModelConfig(_Strict):
 class LLMConfig(_Strict):
     default_model: str | None = None
     models: list[ModelConfig] = Field(default_factory=list)
+    gateway_threshold_tokens: int = Field(default=4000, ge=0)  # `auto` exposure: estimated tokens of tool definitions
 
 
 class GroupsConfig(_Strict):

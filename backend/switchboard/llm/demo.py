@@ -11,6 +11,11 @@ It needs no LLM and no network. It reads the conversation and the offered tools
   resource text) is not the user's and never names a tool;
 - otherwise streams a help text listing the tools and how to ask.
 
+When only the tool gateway is offered (a large catalogue), a word of the user's
+that looks like a tool name (it has an underscore) is called through
+`switchboard_call_tool`; "search WORDS", "list" and "list:SERVER" go to
+`switchboard_search_tools`.
+
 Going through litellm's own streaming wrapper keeps the demo on the same code path
 as a real provider: the client cannot tell them apart.
 """
@@ -43,6 +48,9 @@ _EXAMPLE = 'run dataviz_describe_csv {"csv_text": "a,b\\n1,2"}'
 _HOST_ADDITION = re.compile(r'(?:^|\n\n)(?:\[Attached files: |<resource server="|\[resource )')
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])")
 _HELP_DESCRIPTION_CHARS = 160
+# The host's tool gateway (chat/gateway.py names them; the demo only sees them offered).
+_SEARCH, _CALL = "switchboard_search_tools", "switchboard_call_tool"
+_SEARCH_ASKED = re.compile(r"^\s*(?:search|find)\s+(?P<query>.+)$|^\s*(?P<list>list(?::\S+)?)\s*$", re.IGNORECASE | re.DOTALL)
 
 
 class DemoLLM(CustomLLM):
@@ -95,9 +103,31 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> t
     names = [tool["function"]["name"] for tool in tools if tool.get("function", {}).get("name")]
     user_text = _users_own_text(_text_of(_last_user_message(messages)))
     calls = _named_calls(user_text, names)
+    if not calls and _CALL in names:
+        calls = _gateway_calls(user_text)
     if calls:
         return "", calls
     return _help_text(tools), []
+
+
+def _gateway_calls(text: str) -> list[tuple[str, str]]:
+    """Through the gateway: search when asked to, else call each tool-like word the user wrote."""
+    asked = _SEARCH_ASKED.match(text)
+    if asked:
+        return [(_SEARCH, json.dumps({"query": (asked["query"] or asked["list"]).strip()}))]
+    objects = _json_objects(text)
+    prose = text
+    for start, end, _ in reversed(objects):
+        prose = prose[:start] + " " * (end - start) + prose[end:]
+    calls: list[tuple[str, str]] = []
+    words = [(m.start(), m.group()) for m in _WORD.finditer(prose) if "_" in m.group().strip("_")]
+    for i, (position, word) in enumerate(words):
+        until = words[i + 1][0] if i + 1 < len(words) else len(text)
+        own = next((raw for start, _, raw in objects if position < start < until), None)
+        if own is None and len(words) == 1 and objects:
+            own = objects[0][2]
+        calls.append((_CALL, json.dumps({"name": word, "arguments": json.loads(own or "{}")})))
+    return calls
 
 
 # -- tool results ---------------------------------------------------------------
@@ -114,7 +144,8 @@ def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
         content = _text_of(message).strip()
         framed = _FRAMED_RESULT.match(content)
         if framed:  # the chat loop's framing: <tool_result tool=".." status="..">text</tool_result>
-            name, status, content = name or framed["tool"], framed["status"], framed["text"].strip()
+            # the frame names the tool that ran (through the gateway: the underlying one)
+            name, status, content = framed["tool"] or name, framed["status"], framed["text"].strip()
         else:
             status = "error" if _looks_failed(content) else "ok"
         name = name or "tool"
@@ -205,6 +236,9 @@ def _help_text(tools: list[dict[str, Any]]) -> str:
             lines.append(f"- `{function.get('name', '?')}`" + (f" — {summary}" if summary else ""))
     else:
         lines.append("No tools are available in this conversation.")
+    if any(tool.get("function", {}).get("name") == _CALL for tool in tools):
+        lines += ["", "Many tools sit behind the **tool gateway**: write `list`, `list:SERVER` or "
+                  "`search WORDS` to find them, then name one to call it."]
     lines += [
         "",
         "**How to ask**: name a tool (its full name, or the part after the server prefix) "

@@ -27,7 +27,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "allowances", "api_tokens", "conversations", "files", "messages", "metadata", "tool_pins"]
+__all__ = ["UTCDateTime", "allowances", "api_tokens", "conversations", "files", "messages", "metadata", "tool_pins",
+           "user_credentials"]  # fmt: skip
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -124,4 +125,16 @@ api_tokens = Table(
     Column("secret_hash", String(64), nullable=False),  # SHA-256 hex of the token's secret part
     Column("created_at", UTCDateTime, nullable=False),
     Column("last_used_at", UTCDateTime),
+)
+
+# Users' own credentials for MCP servers (user-entered tokens, OAuth tokens and clients);
+# `value` is ciphertext (Fernet), never the credential itself.
+user_credentials = Table(
+    "user_credentials",
+    metadata,
+    Column("server", String(200), primary_key=True),
+    Column("user", String(320), primary_key=True),
+    Column("kind", String(32), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
 )

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
@@ -27,10 +28,11 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
-from ..errors import ConfigError, ServerUnavailable, ToolError, ToolTimeout
+from ..errors import ServerUnavailable, ToolError, ToolTimeout
 from .models import CallSink, ServerStatus
 from fastmcp.client.transports import ClientTransport
 
+from .diagnostics import HttpTrace, describe_failure
 from .transports import build_transport, stderr_path
 
 __all__ = ["ServerConnection"]
@@ -65,34 +67,6 @@ def _tail(path: Path, limit: int = 2000) -> str | None:
     return text or None
 
 
-def describe_failure(exc: BaseException) -> str:
-    """Words an operator can act on, from the exception's type (never its text's shape)."""
-    while True:  # unwrap groups and fastmcp's RuntimeError("Client failed to connect") wrapper
-        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-            exc = exc.exceptions[0]
-        elif type(exc) is RuntimeError and exc.__cause__ is not None:
-            exc = exc.__cause__
-        else:
-            break
-    if isinstance(exc, ConfigError):
-        return exc.message
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        return "the server did not finish the MCP handshake in time"
-    if isinstance(exc, httpx.ConnectError):
-        return f"could not connect: {exc}"
-    if isinstance(exc, httpx.HTTPStatusError):
-        return f"the server answered HTTP {exc.response.status_code}"
-    if isinstance(exc, httpx.HTTPError):
-        return f"HTTP error: {exc}"
-    if isinstance(exc, MCPError):
-        if exc.code == mcp_types.CONNECTION_CLOSED:
-            return "the server closed the connection (for a local server: the process exited; see its stderr)"
-        return f"MCP error {exc.code}: {exc.message}"
-    if isinstance(exc, OSError):
-        return f"could not start: {exc}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 class ServerConnection:
     def __init__(
         self,
@@ -105,8 +79,16 @@ class ServerConnection:
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
         transport: ClientTransport | None = None,
         files_origin: str | None = None,
+        user: str | None = None,
+        headers: dict[str, str] | None = None,
+        http_auth: httpx2.Auth | None = None,
     ) -> None:
         self.name = name
+        # A per-user session: the user's own headers/auth, and a refused credential ends it
+        # (status needs_auth) instead of being retried.
+        self.user = user
+        self._headers = headers or {}
+        self._http_auth = http_auth
         self._files_origin = files_origin
         self.config = config
         self._transport = transport  # given: e.g. an in-memory server (tests); else built from config
@@ -114,6 +96,7 @@ class ServerConnection:
         self._log_dir = log_dir
         self._init_timeout_s = init_timeout_s
         self._on_status = on_status
+        self._trace = HttpTrace()  # what the server answered on the wire during the last attempt
         self._client: Client[Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._broken = asyncio.Event()
@@ -130,6 +113,8 @@ class ServerConnection:
             transport=config.transport or "stdio",
         )
         self.generation = 0  # bumps on every (re)connect, so the registry can refresh
+        self._refresh: asyncio.Task[None] | None = None
+        self._refresh_again = False
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -138,6 +123,8 @@ class ServerConnection:
             self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.name}")
 
     async def stop(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -169,18 +156,20 @@ class ServerConnection:
 
     def _make_client(self) -> Client[Any]:
         transport = self._transport or build_transport(
-            self.name, self.config, project_root=self._project_root, log_dir=self._log_dir, files_origin=self._files_origin
+            self.name, self.config, project_root=self._project_root, log_dir=self._log_dir, files_origin=self._files_origin,
+            trace=self._trace, headers=self._headers, auth=self._http_auth,
         )
         roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
         return Client(
             transport,
             name=f"switchboard:{self.name}",
             client_info=mcp_types.Implementation(name="switchboard", version=__version__),
-            init_timeout=self._init_timeout_s,
+            init_timeout=0,  # disabled: _supervise times the handshake, so a timeout stays a TimeoutError
             roots=roots,
             log_handler=self._on_log,
             elicitation_handler=self._on_elicit,
             sampling_handler=self._on_sample if self.config.sampling != "deny" else None,
+            message_handler=self._on_message,
         )
 
     async def _supervise(self) -> None:
@@ -190,10 +179,13 @@ class ServerConnection:
             if self.config.transport == "stdio":
                 stderr_path(self._log_dir, self.name).unlink(missing_ok=True)
             try:
+                self._trace.reset()
                 client = self._make_client()
-                async with client:
-                    self.tools = await client.list_tools()
-                    await self._list_extras(client)
+                async with contextlib.AsyncExitStack() as stack:
+                    async with asyncio.timeout(self._init_timeout_s):
+                        await stack.enter_async_context(client)
+                        self.tools = await client.list_tools()
+                        await self._list_extras(client)
                     self._client = client
                     self._broken.clear()
                     self.generation += 1
@@ -208,8 +200,11 @@ class ServerConnection:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure becomes a visible status
                 self._client = None
+                if self.user is not None and self._trace.status == 401:
+                    await self._set_status("needs_auth", "the server refused the credential (HTTP 401): connect again")
+                    return
                 tail = _tail(stderr_path(self._log_dir, self.name)) if self.config.transport == "stdio" else None
-                reason = describe_failure(exc)
+                reason = describe_failure(exc, url=self.config.url or "", trace=self._trace, timeout_s=self._init_timeout_s)
                 await self._set_status("failed", reason, stderr_tail=tail)
                 log.warning("server %s failed: %s", self.name, reason)
             attempt += 1
@@ -228,6 +223,40 @@ class ServerConnection:
         except MCPError as exc:
             log.info("server %s: listing resources/prompts failed: %s", self.name, exc.message)
 
+    # -- list_changed ------------------------------------------------------------
+
+    async def _on_message(self, message: Any) -> None:
+        """A server's tools, resources or prompts changed: list them again without a reconnect.
+        (Listing inside the handler would wait on the very session that delivers the message.)"""
+        changed = (mcp_types.ToolListChangedNotification, mcp_types.ResourceListChangedNotification,
+                   mcp_types.PromptListChangedNotification)  # fmt: skip
+        if not isinstance(message, changed):
+            return
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh_again = True
+            return
+        self._refresh = asyncio.create_task(self._relist(), name=f"mcp:{self.name}:list_changed")
+
+    async def _relist(self) -> None:
+        self._refresh_again = True
+        while self._refresh_again:
+            self._refresh_again = False
+            client = self._client
+            if client is None or self.status.status != "ready":
+                return
+            try:
+                tools = await client.list_tools()
+                await self._list_extras(client)
+            except (MCPError, TimeoutError, OSError, httpx.HTTPError, RuntimeError) as exc:
+                log.info("server %s: listing again after list_changed failed: %s", self.name, exc)
+                return
+            self.tools = tools
+            log.info("server %s changed its lists", self.name,
+                     extra={"event": "server_list_changed", "server": self.name, "tools": len(tools)})  # fmt: skip
+            # The registry rebuilds from the new lists (a changed definition meets the pins again)
+            # and the page hears about it, as after a reconnect.
+            await self._set_status("ready", ready_after_s=self.status.ready_after_s)
+
     async def _watch(self, client: Client[Any]) -> None:
         while True:
             try:
@@ -243,8 +272,12 @@ class ServerConnection:
                 # Any answer means the server is alive (the 2026 protocol has no ping).
                 if exc.code == mcp_types.CONNECTION_CLOSED:
                     return
-            except (TimeoutError, OSError, httpx.HTTPError, RuntimeError):
+            except (TimeoutError, OSError, httpx.HTTPError, httpx2.HTTPError, RuntimeError):
                 return
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._inflight)
 
     # -- calls -----------------------------------------------------------------
 
@@ -302,9 +335,10 @@ class ServerConnection:
                 f"server '{self.name}' answered with an invalid result ({exc.error_count()} problems, "
                 f"first: {exc.errors()[0]['msg']}); the tool may be broken"
             ) from None
-        except (OSError, httpx.HTTPError) as exc:
+        except (OSError, httpx.HTTPError, httpx2.HTTPError) as exc:
             self._mark_broken()
-            raise ServerUnavailable(f"server '{self.name}' is unreachable: {describe_failure(exc)}") from None
+            why = describe_failure(exc, url=self.config.url or "", trace=self._trace)
+            raise ServerUnavailable(f"server '{self.name}' is unreachable: {why}") from None
         finally:
             self._inflight.discard(sink)
             self._activity.pop(sink, None)

@@ -16,12 +16,15 @@ from mcp import MCPError
 
 from ..config.loader import McpConfig
 from ..config.models import ServerConfig
-from ..errors import ToolError
+from ..errors import NeedsAuth, ToolError
 from .connection import ServerConnection
 from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
 from .registry import ToolRegistry
 from .results import add_resource_contents, finish_text, parse_result
+from .oauth import SignIns
+from .user_sessions import UserSessions
+from .vault import CredentialVault, MemoryVault
 
 __all__ = ["Readiness", "ServerPool"]
 
@@ -47,7 +50,8 @@ class Readiness:
 
     @property
     def required_not_ready(self) -> list[str]:
-        return [s.name for s in self.servers if s.name in self.required and s.status != "ready"]
+        # needs_auth: waiting for users to sign in is not a fault of the host
+        return [s.name for s in self.servers if s.name in self.required and s.status not in ("ready", "needs_auth")]
 
     @property
     def ready(self) -> bool:
@@ -67,7 +71,11 @@ class ServerPool:
         on_status: Callable[[ServerStatus], None] | None = None,
         in_memory: Mapping[str, Any] | None = None,
         files_origin: str | None = None,
+        vault: CredentialVault | None = None,
     ) -> None:
+        self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
+        base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
+        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback")
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
@@ -78,14 +86,118 @@ class ServerPool:
         self._on_status_cb = on_status
         self.pins = ToolPins(on_change=self._rebuild)
         self.registry = ToolRegistry(self.pins)
-        self.connections: dict[str, ServerConnection] = {name: self._connection(name, c) for name, c in mcp.servers.items()}
+        self.connections: dict[str, ServerConnection | UserSessions] = {
+            name: self._connection(name, c) for name, c in mcp.servers.items()
+        }
         self._limits = {name: asyncio.Semaphore(concurrency_per_server) for name in self.connections}
         self._settled_said = False  # the "every server has left starting" summary is logged once per (re)start
 
-    def _connection(self, name: str, config: ServerConfig) -> ServerConnection:
+    def _connection(self, name: str, config: ServerConfig) -> ServerConnection | UserSessions:
         server = self._in_memory.get(name)
         transport = FastMCPTransport(server) if server is not None else None
+        if config.sessions_per_user:
+            return self._user_sessions(name, config, transport)
         return ServerConnection(name, config, on_status=self._on_status, transport=transport, **self._connection_args)  # type: ignore[arg-type]
+
+    def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
+        async def changed() -> None:
+            self._rebuild()
+
+        def make(user: str, headers: dict[str, str], auth: Any) -> ServerConnection:
+            async def on_status(status: ServerStatus) -> None:
+                await group._on_status(conn)
+
+            conn = ServerConnection(name, config, on_status=on_status, transport=transport, user=user,
+                                    headers=headers, http_auth=auth, **self._connection_args)  # type: ignore[arg-type]  # fmt: skip
+            return conn
+
+        async def credential(user: str) -> tuple[dict[str, str], Any]:
+            return await self._credential(name, config, user)
+
+        group = UserSessions(name, config, credential=credential, make=make, on_change=changed,
+                             init_timeout_s=float(self._connection_args["init_timeout_s"] or 60))  # type: ignore[arg-type]  # fmt: skip
+        return group
+
+    async def _credential(self, name: str, config: ServerConfig, user: str) -> tuple[dict[str, str], Any]:
+        """The headers (and httpx auth) of one user's session on a per-user server."""
+        auth = config.auth
+        if auth is None:
+            return {}, None
+        if auth.type == "user_token":
+            token = await self.vault.get(name, user, "token")
+            if not token:
+                raise NeedsAuth(f"server '{name}' needs your own token: open the tools panel, press Connect "
+                                f"next to '{name}' and enter it, then try again")  # fmt: skip
+            return {auth.header: auth.format.format(token=token)}, None
+        if await self.vault.get(name, user, "oauth_tokens") is None:
+            raise NeedsAuth(f"server '{name}' needs you to sign in first: press Connect next to '{name}' in the "
+                            "tools panel, then try again")  # fmt: skip
+        return {}, self.sign_ins.session_auth(name, config, user)
+
+    async def begin_sign_in(self, name: str, user: str) -> str:
+        """The authorization server's URL where this user signs in to the server."""
+        return await self.sign_ins.begin(name, self._per_user(name).config, user)
+
+    async def finish_sign_in(self, user: str, *, state: str, code: str, error: str = "", iss: str | None = None) -> str:
+        """Complete a sign-in from the callback; the user's session reopens with the new tokens."""
+        name = await self.sign_ins.finish(user, state=state, code=code, error=error, iss=iss)
+        group = self._per_user(name)
+        await group.close_user(user)
+        await group.open(user)
+        return name
+
+    # -- users' own credentials ---------------------------------------------------------
+
+    def _per_user(self, name: str) -> UserSessions:
+        group = self.connections.get(name)
+        if not isinstance(group, UserSessions):
+            raise ToolError(f"server '{name}' does not take a user's own credential")
+        return group
+
+    async def connected(self, name: str, user: str) -> bool:
+        """Whether this user has given the server their credential (or it needs none)."""
+        config = self._per_user(name).config
+        if config.auth is None:
+            return True
+        kind = "token" if config.auth.type == "user_token" else "oauth_tokens"
+        return await self.vault.get(name, user, kind) is not None
+
+    async def user_status(self, name: str, user: str) -> ServerStatus:
+        """The server as this user sees it (per-user servers); the shared status otherwise."""
+        conn = self.connections[name]
+        if not isinstance(conn, UserSessions):
+            return conn.status
+        session = conn.session_of(user)
+        if session is not None and session.status.status != "disabled":
+            return session.status
+        base = conn.status
+        if conn.config.user_credential and not await self.connected(name, user):
+            return ServerStatus(name, "needs_auth", base.transport, reason="connect your account to use this server")
+        return ServerStatus(name, "ready", base.transport, tool_count=len(conn.tools))
+
+    async def open_for_server(self, name: str, user: str) -> None:
+        """Start this user's session of a per-user server if they have a credential for it (in
+        the background), so its tools get listed before their first call."""
+        conn = self.connections.get(name)
+        if isinstance(conn, UserSessions) and conn.config.enabled and conn.session_of(user) is None:
+            try:
+                await conn.open(user)
+            except NeedsAuth:
+                pass
+
+    async def set_user_token(self, name: str, user: str, token: str) -> None:
+        group = self._per_user(name)
+        if group.config.auth is None or group.config.auth.type != "user_token":
+            raise ToolError(f"server '{name}' does not take a user-entered token")
+        await self.vault.put(name, user, "token", token)
+        await group.close_user(user)  # the next use opens a session with the new token
+        await group.open(user)
+
+    async def disconnect(self, name: str, user: str) -> None:
+        """Forget this user's credential for the server and close their session."""
+        group = self._per_user(name)
+        await self.vault.forget(name, user)
+        await group.close_user(user)
 
     async def _on_status(self, status: ServerStatus) -> None:
         self._rebuild()
@@ -183,11 +295,19 @@ class ServerPool:
         conn = self.connections.get(server)
         return conn.config if conn is not None else None
 
-    async def read_resource(self, server: str, uri: str) -> list[RawArtifact]:
-        """A resource's contents as raw files (text or bytes)."""
+    async def _session(self, server: str, user: str | None) -> ServerConnection:
         conn = self.connections.get(server)
         if conn is None:
             raise ToolError(f"there is no server named '{server}'")
+        if isinstance(conn, UserSessions):
+            if user is None:
+                raise ToolError(f"server '{server}' has one session per user; no user was given")
+            return await conn.session_for(user)
+        return conn
+
+    async def read_resource(self, server: str, uri: str, user: str | None = None) -> list[RawArtifact]:
+        """A resource's contents as raw files (text or bytes)."""
+        conn = await self._session(server, user)
         outcome = ToolOutcome(ok=True, text="")
         add_resource_contents(outcome, uri.rsplit("/", 1)[-1] or "resource", await conn.read_resource(uri),
                               self._max_artifact_bytes)  # fmt: skip
@@ -195,11 +315,9 @@ class ServerPool:
             raise ToolError("; ".join(outcome.notes))
         return outcome.artifacts
 
-    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> list[tuple[str, str]]:
-        conn = self.connections.get(server)
-        if conn is None:
-            raise ToolError(f"there is no server named '{server}'")
-        return await conn.get_prompt(name, arguments)
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str],
+                         user: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
+        return await (await self._session(server, user)).get_prompt(name, arguments)
 
     def statuses(self) -> list[ServerStatus]:
         out = [conn.status for conn in self.connections.values()]
@@ -211,11 +329,14 @@ class ServerPool:
         conn = self.connections.get(server)
         return conn.config.description if conn else ""
 
-    async def call(self, tool: ToolInfo, arguments: dict[str, Any], sink: CallSink) -> ToolOutcome:
-        """Run one call.  Raises the ToolError tree; the caller turns it into data."""
-        conn = self.connections[tool.server]
+    async def call(self, tool: ToolInfo, arguments: dict[str, Any], sink: CallSink, *,
+                   user: str | None = None) -> ToolOutcome:  # fmt: skip
+        """Run one call (on `user`'s own session for a per-user server).  Raises the ToolError
+        tree; the caller turns it into data."""
         started = time.monotonic()
-        async with self._limits[tool.server]:
+        conn = await self._session(tool.server, user)
+        key = tool.server if conn.user is None else f"{tool.server}\n{conn.user}"  # per session
+        async with self._limits.setdefault(key, asyncio.Semaphore(self._concurrency)):
             result = await conn.call(tool.name, arguments, sink)
         outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
         for name, uri in outcome.resource_links[:MAX_RESOURCE_LINKS]:

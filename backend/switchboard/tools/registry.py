@@ -14,6 +14,7 @@ from ..errors import ToolNotAllowed
 from .models import ToolInfo
 from .naming import qualify
 from .pins import ToolPins
+from .search import ToolIndex
 
 __all__ = ["ToolRegistry"]
 
@@ -30,6 +31,7 @@ class ToolRegistry:
         self._names: dict[tuple[str, str], str] = {}  # stable for the app's life
         self._tools: dict[str, ToolInfo] = {}
         self._configs: dict[str, ServerConfig] = {}
+        self._index: ToolIndex | None = None
 
     def rebuild(self, servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]]) -> None:
         tools: dict[str, ToolInfo] = {}
@@ -59,6 +61,17 @@ class ToolRegistry:
                     definition_changed=changed,
                 )
         self._tools, self._configs = tools, configs
+        self._index = None  # built again on the next search, not per query
+
+    @property
+    def index(self) -> ToolIndex:
+        """The search index of the whole catalogue (callers filter by what a user may use)."""
+        if self._index is None:
+            self._index = ToolIndex(self._tools.values())
+        return self._index
+
+    def get(self, name: str) -> ToolInfo | None:
+        return self._tools.get(name)
 
     def accept_definition(self, tool: ToolInfo) -> None:
         """Pin a changed definition as the trusted one (an administrator approved it)."""

@@ -10,12 +10,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
 from fastmcp.client.transports import ClientTransport, SSETransport, StreamableHttpTransport
 from fastmcp.client.transports.base import TransportOptions
 from mcp import ClientSession, StdioServerParameters
 
 from ..config.models import ServerConfig
 from ..errors import ConfigError
+from .diagnostics import HttpTrace, http_client_factory
 from .stdio import stdio_streams
 
 __all__ = ["FILES_ORIGIN_ENV", "build_transport", "stderr_path"]
@@ -55,7 +58,8 @@ class _StdioTransport(ClientTransport):
 
 
 def build_transport(
-    name: str, config: ServerConfig, *, project_root: Path, log_dir: Path, files_origin: str | None = None
+    name: str, config: ServerConfig, *, project_root: Path, log_dir: Path, files_origin: str | None = None,
+    trace: HttpTrace | None = None, headers: dict[str, str] | None = None, auth: httpx2.Auth | None = None,
 ) -> ClientTransport:
     """`files_origin` (the app's public base URL) is given to every stdio child as
     SWITCHBOARD_FILES_ORIGIN; it is not a secret. The server's own `env` may override it."""
@@ -77,6 +81,9 @@ def build_transport(
         params = StdioServerParameters(command=command, args=list(config.args), env=env, cwd=str(cwd))
         return _StdioTransport(params, log_file)
     assert config.url is not None
+    factory = http_client_factory(trace or HttpTrace())
+    # `headers`/`auth`: one user's own credential, for that user's session only.
+    all_headers = dict(config.headers) | (headers or {})
     if config.transport == "sse":
-        return SSETransport(config.url, headers=dict(config.headers))
-    return StreamableHttpTransport(config.url, headers=dict(config.headers))
+        return SSETransport(config.url, headers=all_headers, auth=auth, httpx_client_factory=factory)
+    return StreamableHttpTransport(config.url, headers=all_headers, auth=auth, httpx_client_factory=factory)

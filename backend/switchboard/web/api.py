@@ -12,8 +12,10 @@ from pydantic import BaseModel, Field
 from ..access import Access
 from ..auth import User
 from ..chat.approvals import approval_reason
+from ..chat.gateway import estimate_tokens, exposure_report
 from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
+from .connect import auth_entry
 from .deps import current_user, services_of
 from .artifact_theme import follow_page_theme
 from .readiness import config_problems, readiness_report
@@ -49,6 +51,8 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     access = Access(user, compliance_level, admin, cfg.compliance)
     models = services.models.entries(access)
     tools = services.pool.registry.visible(access)
+    configured = {model.name: model for model in cfg.llm.models}
+    tool_tokens = estimate_tokens([tool.openai_schema() for tool in tools])
     servers = []
     for status in services.pool.statuses():
         server_cfg = cfg.mcp.servers.get(status.name)
@@ -70,6 +74,11 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         }
         if admin:
             entry["stderr_tail"] = status.stderr_tail
+        if server_cfg is not None and server_cfg.sessions_per_user and may_use:
+            await services.pool.open_for_server(status.name, user.email)
+            mine = await services.pool.user_status(status.name, user.email)  # this user's own session
+            entry["status"], entry["reason"] = mine.status, mine.reason if admin or mine.status != "failed" else reason
+            entry["auth"] = await auth_entry(services, user, status.name)
         servers.append(entry)
     tool_entries = []
     for tool in tools:
@@ -104,7 +113,8 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         "resource_templates": templates,
         "prompts": prompts,
         "models": [
-            {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo}
+            {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo,
+             "gateway": exposure_report(configured[m.name], cfg.llm, tool_tokens, len(tools)) if m.name in configured else None}
             for m in models
         ],
         "default_model": services.models.default_model_name(access),
@@ -131,7 +141,7 @@ async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> di
     access = Access(user, body.compliance_level, services.auth.is_admin(user), services.config.compliance)
     if not services.pool.registry.server_admits(body.server, access):
         raise NotFound(f"there is no server named '{body.server}' for you")
-    messages = await services.pool.get_prompt(body.server, body.name, body.arguments)
+    messages = await services.pool.get_prompt(body.server, body.name, body.arguments, user=user.email)
     return {"messages": [{"role": role, "text": text} for role, text in messages],
             "text": "\n\n".join(text for _, text in messages)}  # fmt: skip
 

@@ -17,7 +17,7 @@ from ..errors import SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
-from . import admin, api, conversations, http_chat, openai_compat, pages, tokens, ws
+from . import admin, api, connect, conversations, http_chat, openai_compat, pages, tokens, ws
 from .docs_page import mount_docs
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
@@ -90,6 +90,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.include_router(http_chat.router)
     app.include_router(tokens.router)
     app.include_router(openai_compat.router)
+    app.include_router(connect.router)
     app.include_router(ws.router)
     pages.mount(app, settings)
     mount_docs(app)

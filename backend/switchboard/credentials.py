@@ -1,0 +1,88 @@
+"""Users' own credentials for MCP servers, encrypted at rest.
+
+Fernet (AES-128-CBC + HMAC-SHA256) with a key derived from `SWITCHBOARD_SECRET_KEY`
+(HKDF-SHA256), else a random key kept in `<data dir>/credentials.key` (mode 0600).
+Each sealed value names its server, user and kind inside the ciphertext, so a row
+copied onto another user or server does not open there.  Losing the key only
+means users connect again: nothing else depends on it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from .errors import StoreUnavailable
+from .signing import load_or_create_key
+from .store.credentials import CredentialRecords
+from .store.repo import ConversationStore
+
+__all__ = ["SecretBox", "StoreVault", "credential_key"]
+
+log = logging.getLogger("switchboard")
+
+
+def credential_key(secret: str | None, data_dir: Path) -> bytes:
+    """A Fernet key: derived from the app's secret when set, else kept in the data dir."""
+    if secret:
+        raw = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"switchboard", info=b"mcp credentials").derive(
+            secret.encode()
+        )
+    else:
+        raw = load_or_create_key(data_dir / "credentials.key")
+    return base64.urlsafe_b64encode(raw)
+
+
+class SecretBox:
+    def __init__(self, key: bytes) -> None:
+        self._fernet = Fernet(key)
+
+    def seal(self, server: str, user: str, kind: str, value: str) -> str:
+        plain = json.dumps({"s": server, "u": user, "k": kind, "v": value})
+        return self._fernet.encrypt(plain.encode()).decode()
+
+    def open(self, server: str, user: str, kind: str, sealed: str) -> str | None:
+        """The value, or None when it cannot be read here (another key, or another row's value)."""
+        try:
+            item = json.loads(self._fernet.decrypt(sealed.encode()))
+        except (InvalidToken, ValueError):
+            log.warning("a stored credential could not be decrypted (was the secret key changed?); "
+                        "the user must connect again", extra={"event": "credential_unreadable", "server": server})  # fmt: skip
+            return None
+        if (item.get("s"), item.get("u"), item.get("k")) != (server, user, kind):
+            log.warning("a stored credential belongs to another row; ignored",
+                        extra={"event": "credential_mismatch", "server": server})  # fmt: skip
+            return None
+        return str(item.get("v"))
+
+
+class StoreVault:
+    """The tools layer's CredentialVault: sealed values in the conversation store's database."""
+
+    def __init__(self, box: SecretBox) -> None:
+        self._box = box
+        self._records: CredentialRecords | None = None
+
+    def use(self, store: ConversationStore) -> None:
+        self._records = CredentialRecords(store._engine, store.url)  # the same database and pool
+
+    def _rows(self) -> CredentialRecords:
+        if self._records is None:
+            raise StoreUnavailable("the credential store is not open yet (the database is unavailable); try again shortly")
+        return self._records
+
+    async def get(self, server: str, user: str, kind: str) -> str | None:
+        sealed = await self._rows().get(server, user, kind)
+        return None if sealed is None else self._box.open(server, user, kind, sealed)
+
+    async def put(self, server: str, user: str, kind: str, value: str) -> None:
+        await self._rows().put(server, user, kind, self._box.seal(server, user, kind, value))
+
+    async def forget(self, server: str, user: str) -> None:
+        await self._rows().forget(server, user)

@@ -1,0 +1,93 @@
+"""Connecting a user's own account to a remote MCP server: a user-entered token,
+or the OAuth browser leg (connect -> authorization server -> callback), and
+forgetting it again.  The credential itself never comes back out of these routes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, Field
+
+from ..access import Access
+from ..auth import User
+from ..errors import BadRequest, NotFound
+from ..services import Services
+from .deps import current_user, services_of
+
+__all__ = ["auth_entry", "router"]
+
+router = APIRouter()
+UserDep = Annotated[User, Depends(current_user)]
+
+
+class TokenBody(BaseModel):
+    # Printable ASCII without spaces: it goes into an HTTP header, and nothing else fits there.
+    token: str = Field(min_length=1, max_length=8192, pattern=r"^[\x21-\x7e]+$")
+
+
+def _server(services: Services, user: User, name: str) -> Any:
+    config = services.config.mcp.servers.get(name)
+    access = Access(user, None, services.auth.is_admin(user), services.config.compliance)
+    if config is None or not access.may_use_server(config):
+        raise NotFound(f"there is no server named '{name}' that you may use")
+    if config.auth is None or not config.sessions_per_user:
+        raise BadRequest(f"server '{name}' does not take your own credential",
+                         action="Nothing to connect: it is shared and set up by your administrator.")  # fmt: skip
+    return config
+
+
+async def auth_entry(services: Services, user: User, name: str) -> dict[str, Any] | None:
+    """`auth` of /api/config for one server: its type, whether this user is connected, and
+    where to connect.  Never the credential."""
+    config = services.config.mcp.servers.get(name)
+    if config is None or config.auth is None or not config.sessions_per_user:
+        return None
+    connected = await services.pool.connected(name, user.email)
+    entry: dict[str, Any] = {"type": config.auth.type, "connected": connected}
+    if config.auth.type == "oauth":
+        entry["connect_url"] = f"/api/servers/{name}/connect"
+    else:
+        entry["token_url"] = f"/api/servers/{name}/token"
+    entry["disconnect_url"] = f"/api/servers/{name}/connection"
+    return entry
+
+
+@router.put("/api/servers/{name}/token")
+async def put_token(name: str, body: TokenBody, request: Request, user: UserDep) -> dict[str, Any]:
+    services = services_of(request)
+    config = _server(services, user, name)
+    if config.auth.type != "user_token":
+        raise BadRequest(f"server '{name}' signs in with OAuth, not a token", action="Press Connect instead.")
+    await services.pool.set_user_token(name, user.email, body.token)
+    return {"server": name, "connected": True}
+
+
+@router.delete("/api/servers/{name}/connection")
+async def disconnect(name: str, request: Request, user: UserDep) -> dict[str, Any]:
+    services = services_of(request)
+    _server(services, user, name)
+    await services.pool.disconnect(name, user.email)
+    return {"server": name, "connected": False}
+
+
+@router.get("/api/servers/{name}/connect")
+async def connect(name: str, request: Request, user: UserDep) -> RedirectResponse:
+    """Start the OAuth sign-in: a redirect to the server's authorization server."""
+    services = services_of(request)
+    config = _server(services, user, name)
+    if config.auth.type != "oauth":
+        raise BadRequest(f"server '{name}' takes a token, not a sign-in", action="Enter your token in the tools panel.")
+    url = await services.pool.begin_sign_in(name, user.email)
+    return RedirectResponse(url, status_code=302)
+
+
+@router.get("/oauth/callback")
+async def callback(request: Request, user: UserDep, state: str = Query(default=""), code: str = Query(default=""),
+                   error: str = Query(default=""), iss: str | None = Query(default=None)) -> RedirectResponse:  # fmt: skip
+    """The authorization server sends the browser back here.  `state` must be one this
+    user started (single use); the code is exchanged server-side with the kept PKCE verifier."""
+    services = services_of(request)
+    server = await services.pool.finish_sign_in(user.email, state=state, code=code, error=error, iss=iss)
+    return RedirectResponse(f"/?connected={server}", status_code=303)

@@ -1,0 +1,90 @@
+"""The gateway's search index: ranking, summaries, filtering by the caller's
+usable tools, and a rebuild when the registry changes."""
+
+from __future__ import annotations
+
+import time
+
+import mcp_types
+from switchboard.config.models import ServerConfig
+from switchboard.tools import ToolRegistry
+from switchboard.tools.search import summary_of
+
+
+def tool(name: str, description: str, **properties: str) -> mcp_types.Tool:
+    schema = {"type": "object", "properties": {k: {"type": "string", "description": v} for k, v in properties.items()}}
+    return mcp_types.Tool(name=name, description=description, input_schema=schema)
+
+
+GIT = [
+    tool("git_status", "Shows the working tree status.", repo_path="Path to the repository."),
+    tool("git_log", "Shows the commit logs.", max_count="Maximum number of commits to show."),
+    tool("git_create_branch", "Creates a new branch from an optional base branch.", branch_name="Name of the new branch."),
+]
+TIME = [
+    tool("get_current_time", "Get current time in a specific timezones.", timezone="IANA timezone name, e.g. Europe/Paris."),
+    tool("convert_time", "Convert time between timezones.", source_timezone="Source IANA timezone name."),
+]
+
+
+def registry(*servers: tuple[str, list[mcp_types.Tool]]) -> ToolRegistry:
+    reg = ToolRegistry()
+    reg.rebuild((name, ServerConfig(command="x"), tools) for name, tools in servers)
+    return reg
+
+
+def names(hits) -> list[str]:
+    return [h.name for h in hits]
+
+
+def test_ranks_by_name_description_and_parameters():
+    reg = registry(("git", GIT), ("time", TIME))
+    everyone = {t.qualified_name for t in reg.all()}
+
+    assert names(reg.index.search("the current time in Tokyo", everyone))[0] == "time_get_current_time"
+    assert names(reg.index.search("make a new branch", everyone))[0] == "git_git_create_branch"
+    assert names(reg.index.search("recent commits", everyone))[0] == "git_git_log"
+    # parameter descriptions count too: only convert_time's parameter says "source"
+    assert names(reg.index.search("source zone", everyone))[0] == "time_convert_time"
+    assert reg.index.search("banana smoothie", everyone) == []
+
+
+def test_only_the_callers_tools_are_found_and_limit_and_server_apply():
+    reg = registry(("git", GIT), ("time", TIME))
+    only_time = {"time_get_current_time", "time_convert_time"}
+
+    assert set(names(reg.index.search("git branch status time", only_time))) <= only_time
+    assert reg.index.search("branch", only_time) == []
+    assert len(reg.index.search("shows time", {t.qualified_name for t in reg.all()}, limit=1)) == 1
+    assert set(names(reg.index.search("shows time", {t.qualified_name for t in reg.all()}, server="git"))) == {"git_git_status", "git_git_log"}
+
+
+def test_summaries_are_the_first_sentence_and_short():
+    assert summary_of("Shows the status.\nMore text here. And more.") == "Shows the status."
+    long = summary_of("word " * 100)
+    assert len(long) <= 160 and long.endswith("…")
+
+
+def test_the_index_follows_a_rebuild():
+    reg = registry(("git", GIT))
+    first = reg.index
+    assert reg.index is first  # built once, not per query
+    reg.rebuild([("git", ServerConfig(command="x"), [*GIT, tool("git_diff", "Shows differences between commits.")])])
+
+    assert reg.index is not first
+    assert names(reg.index.search("differences", {t.qualified_name for t in reg.all()})) == ["git_git_diff"]
+
+
+def test_a_query_over_a_thousand_tools_is_fast():
+    verbs = ["search", "get", "create", "update", "delete", "list", "export", "archive", "assign", "summarize"]
+    tools = [tool(f"{verb}_thing{n}", f"{verb.title()} a thing number {n} and its records.", thing_id="The thing's id.")
+             for n in range(100) for verb in verbs]  # fmt: skip
+    reg = registry(("big", tools))
+    everyone = {t.qualified_name for t in reg.all()}
+    reg.index.search("warm up", everyone)
+    started = time.perf_counter()
+    for _ in range(50):
+        hits = reg.index.search("export thing 42 records", everyone)
+    per_query_ms = (time.perf_counter() - started) * 1000 / 50
+    assert hits[0].name == "big_export_thing42"
+    assert per_query_ms < 20  # sub-millisecond on an idle machine; generous for a shared one
