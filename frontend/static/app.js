@@ -1,17 +1,21 @@
-// The chat page: wires the socket, the conversation, tool cards, canvas,
-// tools panel and attachments together.  Each concern lives in its own module.
+// The chat page: wires the socket, the open conversation, the sidebar, tool
+// cards, canvas, tools panel and attachments together.  Each concern lives in
+// its own module; this file holds the page's state and the composer.
 
-import { approvalPrompt } from "./approval.js";
 import { Canvas } from "./canvas.js";
+import { ConversationsApi } from "./conversations.js";
 import { randomId } from "./dom.js";
-import { elicitationPrompt } from "./elicitation.js";
 import { setupLayout } from "./layout.js";
 import { Library } from "./library.js";
 import { ChatView } from "./messages.js";
+import { Opener } from "./opener.js";
 import { Scroller } from "./scroll.js";
+import { Sidebar } from "./sidebar.js";
 import { Connection } from "./socket.js";
+import { Thread } from "./thread.js";
 import { ToolCards } from "./toolcards.js";
 import { ToolsPanel } from "./toolspanel.js";
+import { TURN_EVENTS, drawTurnEvent } from "./turnevents.js";
 import { Uploads } from "./uploads.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
@@ -21,14 +25,21 @@ const sendButton = $("send");
 const stopButton = $("stop");
 const hint = $("composer-hint");
 
-const state = { conversationId: null, turn: null, running: false, hadSession: false, staleTurn: false };
+/** conversationId: the open conversation; stored: it exists on the server; level: its compliance level as
+ * the server knows it; entry/turn: the answer being drawn; staleTurn: events of a cancelled turn to drop. */
+const state = { conversationId: null, stored: false, level: null, incognito: false, loading: false, entry: null, turn: null,
+  lateDone: null, sendWhenReady: false, running: false, hadSession: false, staleTurn: false, turnFrom: null };
 
+const api = new ConversationsApi(page.conversations_url || "/api/conversations");
 const view = new ChatView($("messages"), new Scroller($("messages"), $("jump-newest")), $("empty-state"));
 const layout = setupLayout({ toggle: $("tools-toggle"), close: $("tools-close"), scrim: $("scrim") });
 const canvas = new Canvas({
   panel: $("canvas"), tabs: $("canvas-tabs"), body: $("canvas-body"), download: $("canvas-download"),
   close: $("canvas-close"), resizer: $("canvas-resizer"), toggle: $("canvas-toggle"),
-  onVisibility: (open) => layout.canvasVisible(open),
+  onVisibility: (open) => {
+    layout.canvasVisible(open);
+    sidebar.canvasVisible(open);
+  },
 });
 const cards = new ToolCards((artifact) => canvas.open(artifact));
 const library = new Library({
@@ -38,7 +49,10 @@ const library = new Library({
 const tools = new ToolsPanel({
   configUrl: page.config_url, servers: $("servers"), status: $("servers-status"), summary: $("tools-summary"), compliance: $("compliance"),
   complianceNote: $("compliance-note"), model: $("model"), modelNote: $("model-note"),
-  onConfig: (config) => library.render(config),
+  onConfig: (config) => {
+    library.render(config);
+    opener.configLoaded();
+  },
 });
 const uploads = new Uploads({
   url: page.upload_url, maxBytes: page.max_upload_bytes, button: $("attach"), input: $("file-input"),
@@ -47,6 +61,26 @@ const uploads = new Uploads({
 });
 const connection = new Connection(page.ws_path, { onEvent, onState: showConnection });
 const send = (message) => connection.send(message);
+const thread = new Thread(view, {
+  canAct: () => connection.open && !state.running && !state.loading,
+  onEdit: sendEdit,
+  onRegenerate: sendRegenerate,
+  onBranch: (messageId) => opener.switchBranch(messageId),
+  onOpenArtifact: (artifact) => canvas.open(artifact),
+});
+const sidebar = new Sidebar({
+  api, root: $("sidebar"), list: $("conv-groups"), search: $("conv-search"), more: $("conv-more"), status: $("conv-status"),
+  newChat: $("sidebar-new-chat"), topNewChat: $("new-chat"), incognito: $("incognito"), toggle: $("sidebar-toggle"),
+  close: $("sidebar-close"), scrim: $("sidebar-scrim"),
+  onOpen: (id) => (id !== state.conversationId || !state.stored) && opener.open(id, { push: true }),
+  onNew: () => opener.newChat({ push: true }),
+  onDeleted: (id) => id === state.conversationId && opener.newChat({ push: true }),
+  onRenamed: (id, title) => id === state.conversationId && opener.showTitle(title),
+  onIncognito: (on) => opener.setIncognito(on),
+});
+const opener = new Opener({ state, api, thread, view, sidebar, cards, canvas, uploads, library, connection,
+  selects: { level: $("compliance"), model: $("model") }, banner: $("incognito-banner"), input,
+  beginTurn, endTurn, updateControls, sendQueued: sendChat });
 
 // -- connection state --------------------------------------------------------
 function showConnection(status, { retryIn }) {
@@ -71,7 +105,7 @@ $("conn-retry").addEventListener("click", () => connection.retryNow());
 // -- controls ---------------------------------------------------------------
 /** Something to send: text, or an attached file or resource. */
 const hasMessage = () => Boolean(input.value.trim() || uploads.ready.length || library.attached.length);
-const canSend = () => connection.open && !state.running && !uploads.uploading && hasMessage();
+const canSend = () => connection.open && !state.running && !state.loading && !uploads.uploading && hasMessage();
 
 function updateControls() {
   const connected = connection.open;
@@ -80,8 +114,11 @@ function updateControls() {
   sendButton.disabled = !canSend();
   if (!connected) hint.textContent = "Not connected: you can send again once the connection is back.";
   else if (uploads.uploading) hint.textContent = "Uploading files…";
+  else if (state.loading) hint.textContent = "Loading the conversation…";
+  else if (state.incognito) hint.textContent = "Incognito: nothing of this chat is saved · Enter to send";
   else hint.textContent = "Enter to send · Shift+Enter for a new line";
   hint.classList.toggle("warn", !connected);
+  thread.refreshActions();
 }
 
 function autosize() {
@@ -89,25 +126,64 @@ function autosize() {
   input.style.height = `${Math.min(input.scrollHeight, 220)}px`;
 }
 
+/** A `chat` for the open conversation with the model, tools and level chosen. */
+function chatMessage(content, extra = {}) {
+  state.conversationId ??= randomId();
+  const message = { type: "chat", content, conversation_id: state.conversationId, ...extra };
+  if (tools.model) message.model = tools.model;
+  const level = tools.complianceLevel ?? null;
+  if (level !== state.level) message.compliance_level = level; // absent = keep the conversation's level
+  if (tools.selectedTools) message.tools = tools.selectedTools;
+  if (state.incognito) message.incognito = true;
+  return message;
+}
+
 function sendChat() {
   const content = input.value.trim();
+  if (state.loading && connection.open && !state.running && hasMessage()) {
+    state.sendWhenReady = true; // sent once the conversation is drawn again (after a reconnect)
+    return;
+  }
   if (!canSend()) return;
   const files = uploads.ready;
-  const message = { type: "chat", content, conversation_id: state.conversationId ?? undefined };
-  if (tools.model) message.model = tools.model;
-  if (tools.complianceLevel) message.compliance_level = tools.complianceLevel;
-  if (tools.selectedTools) message.tools = tools.selectedTools;
+  const message = chatMessage(content);
   if (files.length) message.files = files.map((f) => f.id);
   const resources = library.attached.map(({ server, uri }) => ({ server, uri }));
   if (resources.length) message.resources = resources;
-  if (!send(message)) return;
+  if (!sent(message)) return;
   uploads.take();
   library.take();
-  view.addUser(content, [...files, ...resources.map((r) => ({ name: r.uri, mime: `resource from ${r.server}` }))]);
-  state.turn = view.startTurn();
-  state.running = true;
+  const entry = thread.addUser(content, [...files, ...resources.map((r) => ({ name: r.uri, mime: `resource from ${r.server}` }))]);
+  beginTurn(entry);
   input.value = "";
   autosize();
+}
+
+function sendEdit(entry, text) {
+  if (!entry.userId || !sent(chatMessage(text, { edit_of: entry.userId }))) return;
+  thread.truncateFrom(entry);
+  beginTurn(thread.addUser(text));
+}
+
+function sendRegenerate(entry) {
+  if (!sent(chatMessage("", { regenerate: true }))) return;
+  thread.dropAnswer(entry);
+  beginTurn(entry);
+}
+
+/** Send a chat; the conversation's level is what was asked for from now on. */
+function sent(message) {
+  if (!send(message)) return false;
+  state.turnFrom = state.conversationId;
+  if ("compliance_level" in message) state.level = message.compliance_level;
+  return true;
+}
+
+function beginTurn(entry) {
+  state.lateDone = null;
+  state.entry = entry;
+  state.turn = thread.startTurn(entry);
+  state.running = true;
   updateControls();
 }
 
@@ -118,33 +194,23 @@ function endTurn() {
   if (hadFocus) input.focus();
 }
 
-function newChat() {
-  if (state.running && send({ type: "cancel" })) state.staleTurn = true;
-  state.conversationId = randomId();
-  state.turn = null;
-  state.running = false;
-  view.clear();
-  cards.clear();
-  canvas.clear();
-  uploads.clear();
-  library.clear();
-  updateControls();
-  input.focus();
-}
-
 // -- server events -----------------------------------------------------------
-const TURN_EVENTS = new Set(["notice", "token", "render", "tool_start", "tool_progress", "tool_log", "approval_request",
-  "elicitation_request", "tool_result", "message_done"]);
-
 function onEvent(event) {
   if (event.type === "session") {
-    if (state.hadSession && !view.isEmpty) {
-      view.notice("Reconnected. The assistant starts afresh here: it does not remember the messages above.");
-    }
-    if (state.hadSession) tools.load(); // models and servers may have changed while the line was down
+    const reconnected = state.hadSession;
+    if (reconnected) tools.load(); // models and servers may have changed while the line was down
     state.hadSession = true;
     state.staleTurn = false; // a new connection: nothing of an old turn can arrive
     state.conversationId ??= event.conversation_id;
+    opener.connected(reconnected);
+    return;
+  }
+  if (event.type === "attached") {
+    opener.attached(event);
+    return;
+  }
+  if (event.type === "conversation") {
+    if (!state.staleTurn) opener.announced(event);
     return;
   }
   if (TURN_EVENTS.has(event.type)) {
@@ -153,8 +219,17 @@ function onEvent(event) {
       if (event.type === "message_done") state.staleTurn = false;
       return;
     }
-    if (!state.turn || !state.running) return;
-    onTurnEvent(state.turn, event);
+    if (!state.turn || !state.running) {
+      // A turn that failed before any output was ended at its `error`; its message_done still
+      // carries the ids the entry needs (edit, versions).
+      if (event.type === "message_done" && state.lateDone) {
+        thread.answered(state.lateDone, event);
+        opener.turnDone(event);
+        state.lateDone = null;
+      }
+      return;
+    }
+    drawTurnEvent(state.turn, event, { view, cards, canvas, send, onDone });
     return;
   }
   if (event.type === "error") {
@@ -166,6 +241,7 @@ function onEvent(event) {
       if (!turn.texts.length && !turn.blocks.querySelector(".tool-card")) {
         turn.finish("error");
         endTurn();
+        state.lateDone = state.entry;
       }
     } else {
       view.error(event);
@@ -173,66 +249,10 @@ function onEvent(event) {
   }
 }
 
-function onTurnEvent(turn, event) {
-  const place = (node) => turn.addBlock(node);
-  switch (event.type) {
-    case "token":
-      turn.token(event.text);
-      break;
-    case "notice":
-      turn.notice(event);
-      break;
-    case "render":
-      turn.render(event);
-      break;
-    case "tool_start":
-      cards.get(event.call_id, event, place).start(event);
-      break;
-    case "tool_progress":
-      cards.find(event.call_id)?.reportProgress(event);
-      break;
-    case "tool_log":
-      cards.find(event.call_id)?.log(event);
-      break;
-    case "approval_request": {
-      const card = cards.get(event.call_id, event, place);
-      card.setArguments(event.arguments);
-      card.waiting("Waiting for your approval");
-      card.interaction.replaceChildren(approvalPrompt(event, send));
-      view.changed();
-      break;
-    }
-    case "elicitation_request": {
-      const card = event.call_id ? cards.find(event.call_id) : undefined;
-      const answered = (message) => {
-        const ok = send(message);
-        if (ok) card?.resume();
-        return ok;
-      };
-      const form = elicitationPrompt(event, answered);
-      if (card) {
-        card.waiting("Waiting for your answer");
-        card.interaction.replaceChildren(form);
-        view.changed();
-      } else {
-        place(form);
-      }
-      break;
-    }
-    case "tool_result": {
-      cards.get(event.call_id, event, place).finish(event);
-      canvas.showResult(event.artifacts, event.display);
-      view.changed();
-      break;
-    }
-    case "message_done":
-      turn.done(event);
-      cards.abandon(event.finish_reason === "cancelled" ? "Cancelled" : "Did not finish");
-      endTurn();
-      break;
-    default:
-      break;
-  }
+function onDone(event) {
+  thread.answered(state.entry, event);
+  endTurn();
+  opener.turnDone(event);
 }
 
 // -- wiring ------------------------------------------------------------------
@@ -255,12 +275,12 @@ stopButton.addEventListener("click", () => {
   stopButton.disabled = true;
   setTimeout(() => { stopButton.disabled = false; }, 1500);
 });
-$("new-chat").addEventListener("click", newChat);
 document.addEventListener("keydown", (e) => {
   if (e.key === "Escape" && state.running && document.activeElement === input) send({ type: "cancel" });
 });
 
 updateControls();
 tools.load();
+opener.start();
 connection.connect();
 input.focus();

@@ -74,6 +74,20 @@ export class Turn {
     this.view.changed();
   }
 
+  /** A stored answer's text: server-sanitized HTML, with its markdown kept for copying. */
+  addHtml(html, raw = "") {
+    const block = new TextBlock();
+    block.raw = raw;
+    block.setHtml(html || "");
+    this.texts.push(block);
+    this.addBlock(block.node);
+  }
+
+  /** The answer as its author wrote it (markdown), for copying. */
+  plainText() {
+    return this.texts.map((t) => t.raw.trim()).filter(Boolean).join("\n\n");
+  }
+
   /** Tool cards, approvals and questions go here, after the text so far. */
   addBlock(node) {
     this.current = null;
@@ -170,7 +184,7 @@ export class ChatView {
     this.changed();
   }
 
-  addUser(text, files = []) {
+  addUser(text, files = [], { scroll = true } = {}) {
     const node = el("article", { class: "msg user", "aria-label": "You" }, text ? el("div", { class: "bubble", text }) : null);
     if (files.length) {
       node.append(el("ul", { class: "chips", "aria-label": "Attached files" },
@@ -178,7 +192,8 @@ export class ChatView {
           el("span", { class: "chip-meta", text: formatBytes(f.size) })))));
     }
     this._append(node);
-    this.scroller.toBottom();
+    if (scroll) this.scroller.toBottom();
+    return node;
   }
 
   startTurn() {

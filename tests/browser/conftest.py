@@ -226,8 +226,9 @@ def open_page(browser, live, watch):
     """Pages in contexts of their own (other sizes, colour schemes, URLs)."""
     contexts = []
 
-    def opener(*, width=1280, height=800, color_scheme="light", url=None):
-        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme)
+    def opener(*, width=1280, height=800, color_scheme="light", url=None, permissions=None):
+        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme,
+                                      permissions=permissions or [])
         contexts.append(context)
         return _new_page(context, live, watch, url)
 
@@ -247,3 +248,43 @@ def shots():
         return path
 
     return save
+
+
+class RestartableApp:
+    """An app of its own (toolbox only) whose process can be "restarted": stopped,
+    then built afresh from the same settings (same data dir and store) on the same port."""
+
+    def __init__(self, tmp: Path, llm: LLMDouble) -> None:
+        write_config(
+            tmp / "defaults",
+            servers={"toolbox": toolbox_entry(description="Test tools")},
+            models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY",
+                     "description": "The scripted test model"}],
+            default_model="double",
+            groups={"dev@localhost": ["users"]},
+        )
+        self.settings = make_settings(tmp)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server: LiveServer | None = None
+
+    def start(self) -> None:
+        services = build_services(self.settings, environ={"DOUBLE_KEY": "x", "PATH": "/usr/bin:/bin"})
+        self.server = LiveServer(create_app(self.settings, services=services), self.port)
+        self.server.start()
+        self.server.wait_ready()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+@pytest.fixture
+def restartable(tmp_path, llm):
+    app = RestartableApp(tmp_path, llm)
+    app.start()
+    try:
+        yield app
+    finally:
+        app.stop()

@@ -18,7 +18,7 @@ def test_a_dropped_connection_is_shown_and_the_page_recovers(open_page, live, ll
         send_button = page.get_by_role("button", name="Send")
 
         # A turn is running when the line goes down.
-        llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 20, "delay_s": 0.3}')]))
+        llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 20, "delay_s": 0.3}')]), TextReply("Counted."))
         send(page, "count for a while")
         expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "running")
         proxy.cut()
@@ -37,6 +37,9 @@ def test_a_dropped_connection_is_shown_and_the_page_recovers(open_page, live, ll
             proxy.restore()
             expect(conn).to_have_attribute("data-state", "connected", timeout=20_000)
         expect(page.locator(".notice")).to_contain_text("Reconnected")
+        # The turn went on on the server: the page joins it again and sees it finish.
+        expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "done", timeout=15_000)
+        expect(wait_finished(page)).to_contain_text("Counted.")
         page.get_by_role("textbox", name="Message").fill("hello again")
         expect(send_button).to_be_enabled()
 
