@@ -3,18 +3,17 @@
 The connection runs in its own task: connect, list tools, then watch the
 session (a ping when idle) until it breaks, and reconnect with capped
 exponential backoff.  Calls borrow the live session; side traffic of a call
-(progress, logs, elicitation, sampling) goes to that call's CallSink.
+(progress, logs, elicitation, sampling) goes to that call's CallSink (call_traffic.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,37 +21,25 @@ import httpx
 import httpx2
 import mcp_types
 from fastmcp import Client
-from fastmcp.client.elicitation import ElicitResult
+from fastmcp.client.transports import ClientTransport
 from mcp import MCPError
 from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
 from ..errors import ServerUnavailable, ToolError, ToolTimeout
-from .models import CallSink, ServerStatus
-from fastmcp.client.transports import ClientTransport
-
+from .call_traffic import Activity, CallTraffic
 from .diagnostics import HttpTrace, describe_failure
+from .models import CallSink, ServerStatus
 from .transports import build_transport, stderr_path
 
 __all__ = ["ServerConnection"]
 
 log = logging.getLogger("switchboard.tools")
 
-_current_sink: contextvars.ContextVar[CallSink | None] = contextvars.ContextVar("switchboard_call_sink", default=None)
-
 PING_INTERVAL_S = 5.0
 BACKOFF_CAP_S = 60.0
 OVERALL_CAP_FACTOR = 10  # a call may run this many idle limits in all
-
-
-@dataclass
-class _Activity:
-    """When a call last showed signs of life; time spent waiting for the user
-    (elicitation) or the model (sampling) on the server's behalf counts as life."""
-
-    last: float
-    waiting: int = 0
 
 
 def _tail(path: Path, limit: int = 2000) -> str | None:
@@ -100,8 +87,7 @@ class ServerConnection:
         self._client: Client[Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._broken = asyncio.Event()
-        self._inflight: set[CallSink] = set()
-        self._activity: dict[CallSink, _Activity] = {}
+        self._traffic = CallTraffic(name)
         self.tools: list[mcp_types.Tool] = []
         self.resources: list[mcp_types.Resource] = []
         self.resource_templates: list[mcp_types.ResourceTemplate] = []
@@ -166,9 +152,9 @@ class ServerConnection:
             client_info=mcp_types.Implementation(name="switchboard", version=__version__),
             init_timeout=0,  # disabled: _supervise times the handshake, so a timeout stays a TimeoutError
             roots=roots,
-            log_handler=self._on_log,
-            elicitation_handler=self._on_elicit,
-            sampling_handler=self._on_sample if self.config.sampling != "deny" else None,
+            log_handler=self._traffic.on_log,
+            elicitation_handler=self._traffic.on_elicit,
+            sampling_handler=self._traffic.on_sample if self.config.sampling != "deny" else None,
             message_handler=self._on_message,
         )
 
@@ -264,7 +250,7 @@ class ServerConnection:
                 return
             except TimeoutError:
                 pass
-            if self._inflight:
+            if self._traffic.busy:
                 continue  # calls in flight will notice a dead session themselves
             try:
                 await asyncio.wait_for(client.ping(), timeout=PING_INTERVAL_S)
@@ -277,7 +263,7 @@ class ServerConnection:
 
     @property
     def busy(self) -> bool:
-        return bool(self._inflight)
+        return self._traffic.busy
 
     # -- calls -----------------------------------------------------------------
 
@@ -291,18 +277,20 @@ class ServerConnection:
         idle_limit = timeout_s or self.config.timeout_s
         loop = asyncio.get_running_loop()
         started = loop.time()
-        activity = self._activity[sink] = _Activity(started)
+        with self._traffic.tracking(sink, started) as activity:
 
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            activity.last = loop.time()
-            await sink.progress(progress, total, message)
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                activity.last = loop.time()
+                await sink.progress(progress, total, message)
 
-        token = _current_sink.set(sink)
-        try:
-            task = asyncio.create_task(client.call_tool_mcp(tool, arguments, progress_handler=on_progress))
-        finally:
-            _current_sink.reset(token)
-        self._inflight.add(sink)
+            with self._traffic.routed_to(sink):
+                task = asyncio.create_task(client.call_tool_mcp(tool, arguments, progress_handler=on_progress))
+            return await self._await_call(task, tool, activity, started, idle_limit)
+
+    async def _await_call(self, task: asyncio.Task[mcp_types.CallToolResult], tool: str, activity: Activity,
+                          started: float, idle_limit: float) -> mcp_types.CallToolResult:  # fmt: skip
+        """The call's result, stopping it when it stays silent too long; MCP failures translated."""
+        loop = asyncio.get_running_loop()
         try:
             while not task.done():
                 now = loop.time()
@@ -339,9 +327,6 @@ class ServerConnection:
             self._mark_broken()
             why = describe_failure(exc, url=self.config.url or "", trace=self._trace)
             raise ServerUnavailable(f"server '{self.name}' is unreachable: {why}") from None
-        finally:
-            self._inflight.discard(sink)
-            self._activity.pop(sink, None)
 
     def _mark_broken(self) -> None:
         self._broken.set()
@@ -374,56 +359,3 @@ class ServerConnection:
             text = content.text if isinstance(content, mcp_types.TextContent) else f"[{content.type} content]"
             out.append((str(message.role), text))
         return out
-
-    # -- server-to-client traffic ------------------------------------------------
-
-    def _sink(self) -> CallSink | None:
-        sink = _current_sink.get()
-        if sink is None and len(self._inflight) == 1:
-            sink = next(iter(self._inflight))
-        return sink
-
-    async def _on_log(self, message: Any) -> None:
-        data = message.data if isinstance(message.data, str) else repr(message.data)
-        log.info("server %s log [%s]: %s", self.name, message.level, data[:2000])
-        sink = self._sink()
-        if sink is not None:
-            await sink.log(str(message.level), data)
-
-    @contextlib.contextmanager
-    def _waiting_for_answer(self, sink: CallSink) -> Iterator[None]:
-        """The call's idle clock stops while the user or the model answers for the server."""
-        activity = self._activity.get(sink)
-        if activity is None:
-            yield
-            return
-        activity.waiting += 1
-        try:
-            yield
-        finally:
-            activity.waiting -= 1
-            activity.last = asyncio.get_running_loop().time()
-
-    async def _on_elicit(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        sink = self._sink()
-        if sink is None:
-            return ElicitResult(action="decline")
-        schema = getattr(params, "requested_schema", None) or {}
-        url = getattr(params, "url", None)
-        if url:
-            schema = {"type": "object", "properties": {}, "x-url": str(url)}
-        with self._waiting_for_answer(sink):
-            action, content = await sink.elicit(message, schema)
-        return ElicitResult(action=action, content=content if action == "accept" else None)
-
-    async def _on_sample(self, messages: list[Any], params: Any, context: Any) -> str:
-        sink = self._sink()
-        if sink is None:
-            raise ToolError("sampling is only available during a tool call")
-        plain = []
-        for msg in messages:
-            content = msg.content
-            text = getattr(content, "text", None)
-            plain.append({"role": msg.role, "content": text if text is not None else str(content)})
-        with self._waiting_for_answer(sink):
-            return await sink.sample(plain, getattr(params, "system_prompt", None), int(getattr(params, "max_tokens", 512)))
