@@ -11,23 +11,7 @@ from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ServerPool
 from tests.support.harness import TOOLBOX, run_toolbox_server
-
-
-class Sink:
-    def __init__(self):
-        self.progress_seen = []
-
-    async def progress(self, progress, total, message):
-        self.progress_seen.append((progress, total, message))
-
-    async def log(self, level, message):
-        pass
-
-    async def elicit(self, message, schema):
-        return ("decline", None)
-
-    async def sample(self, messages, system_prompt, max_tokens):
-        return "sampled"
+from tests.support.sinks import Sink
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from switchboard.errors import ServerUnavailable, ToolTimeout
 from switchboard.settings import PROJECT_ROOT
 from tests.support.harness import double_model, make_settings, running_app, until, write_config
 from tests.support.llm_double import LLMDouble, TextReply, ToolCall, ToolCallReply
+from tests.support.sinks import Sink
 
 pytestmark = [
     pytest.mark.timeout(120),  # the first test also starts the server processes
@@ -118,23 +119,6 @@ class Site:
         lines = (self.services.settings.log_dir / "app.jsonl").read_text().splitlines()
         entries = map(json.loads, lines)
         return [e["status"] for e in entries if e.get("event") == "server_status" and e["server"] == server]
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.progress_seen: list[tuple] = []
-
-    async def progress(self, progress, total, message):
-        self.progress_seen.append((progress, total, message))
-
-    async def log(self, level, message):
-        pass
-
-    async def elicit(self, message, schema):
-        return ("decline", None)
-
-    async def sample(self, messages, system_prompt, max_tokens):
-        return ""
 
 
 def read_pid(path: Path, timeout_s: float = 20) -> int:

@@ -6,23 +6,10 @@ from __future__ import annotations
 
 from switchboard.services import build_services
 from tests.support.harness import make_settings, toolbox_entry, write_config
+from tests.support.sinks import Sink
 
 PUBLIC_URL = "https://chat.example.com/switchboard"
 SIGNED = "/api/files/abcdefghijklmnop/content?u=alice%40example.com&e=9999999999&s=" + "ab" * 32
-
-
-class Sink:
-    async def progress(self, progress, total, message):
-        pass
-
-    async def log(self, level, message):
-        pass
-
-    async def elicit(self, message, schema):
-        return ("decline", None)
-
-    async def sample(self, messages, system_prompt, max_tokens):
-        return ""
 
 
 async def test_stdio_servers_learn_the_hosts_file_origin_and_refuse_others(tmp_path):

@@ -16,23 +16,10 @@ from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
 from switchboard.errors import NeedsAuth
 from switchboard.tools import ServerPool, ToolInfo
-from tests.support.harness import free_port
+from tests.support.harness import free_port, wait_for_port
+from tests.support.sinks import Sink
 
 SIGNIN = Path(__file__).parents[1] / "support" / "servers" / "signin.py"
-
-
-class Sink:
-    async def progress(self, progress, total, message):
-        pass
-
-    async def log(self, level, message):
-        pass
-
-    async def elicit(self, message, schema):
-        return ("decline", None)
-
-    async def sample(self, messages, system_prompt, max_tokens):
-        return ""
 
 
 def run_signin(*args: str) -> Iterator[str]:
@@ -41,17 +28,7 @@ def run_signin(*args: str) -> Iterator[str]:
                             [sys.executable, str(SIGNIN), args[0], str(port), *args[1:]],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        import socket
-        import time
-
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                assert proc.poll() is None, "the sign-in server exited"
-                time.sleep(0.1)
+        wait_for_port(port, proc, "the sign-in server")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

@@ -16,7 +16,7 @@ import yaml
 
 from switchboard.settings import PROJECT_ROOT, Settings
 
-__all__ = ["TOOLBOX", "free_port", "make_settings", "run_toolbox_server", "serve_app", "toolbox_entry", "write_config"]
+__all__ = ["TOOLBOX", "free_port", "wait_for_port", "make_settings", "run_toolbox_server", "serve_app", "toolbox_entry", "write_config"]
 
 TOOLBOX = PROJECT_ROOT / "tests" / "support" / "servers" / "toolbox.py"
 
@@ -75,6 +75,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout_s: float = 30.0) -> None:
+    """Until a server process listens on 127.0.0.1:`port`; fails at once if it exits."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{what} exited with {proc.returncode}") from None
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on port {port} within {timeout_s:g} s")
+
+
 @contextmanager
 def run_toolbox_server(mode: str) -> Iterator[str]:
     """The toolbox served over `http` or `sse` on 127.0.0.1; yields its URL."""
@@ -86,15 +100,7 @@ def run_toolbox_server(mode: str) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}/{'mcp' if mode == 'http' else 'sse'}"
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"toolbox --{mode} exited with {proc.returncode}")
-                time.sleep(0.1)
+        wait_for_port(port, proc, f"toolbox --{mode}")
         yield url
     finally:
         proc.terminate()

@@ -16,6 +16,7 @@ from switchboard.auth import User
 from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ServerPool
+from tests.support.sinks import Sink
 
 live = FastMCP("live")
 
@@ -49,18 +50,6 @@ async def add_resource(ctx: Context) -> str:
     live.resource("memo://today", name="today")(lambda: "a memo")
     await ctx.send_notification(mcp_types.ResourceListChangedNotification())
     return "added"
-
-
-class Sink:
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
-
-    async def log(self, level: str, message: str) -> None: ...
-
-    async def elicit(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-        return ("cancel", None)
-
-    async def sample(self, messages: list[dict[str, Any]], system_prompt: str | None, max_tokens: int) -> str:
-        return ""
 
 
 async def eventually(check, timeout_s: float = 5.0) -> None:
