@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import sys
 import time
 from pathlib import Path
 

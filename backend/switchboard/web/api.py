@@ -43,7 +43,6 @@ async def readyz(request: Request) -> JSONResponse:
 async def config(request: Request, user: UserDep, compliance_level: str | None = Query(default=None)) -> dict[str, Any]:
     services = services_of(request)
     cfg = services.config
-    groups = user.group_set
     if compliance_level is not None and compliance_level not in cfg.compliance.names:
         raise BadRequest(f"unknown compliance level '{compliance_level}'",
                          action=f"Use one of: {', '.join(cfg.compliance.names)}, or leave it out.")  # fmt: skip

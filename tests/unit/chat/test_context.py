@@ -9,7 +9,8 @@ from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMContextOverflow
 from switchboard.history import TRIMMED_TOOL_RESULT, AssistantText, CallRecord, ToolReply, UserText, trimmed
 from switchboard.llm.messages import to_openai
-from switchboard.llm.types import Completed, Notice, TextDelta
+from switchboard.llm.types import Notice, TextDelta
+from tests.support.scripted_llm import ScriptedLLM
 
 MODEL = ModelConfig(name="m", model="openai/m")
 
@@ -47,23 +48,6 @@ def test_each_trim_takes_the_older_half_of_what_is_still_in_view():
         session.trimmed += more
     assert steps == [2, 1, 1]
     assert more_to_trim(session_with(0)) == 0
-
-
-class ScriptedLLM:
-    """Each call takes the next script: an exception to raise, or texts to stream."""
-
-    def __init__(self, *scripts):
-        self.scripts = list(scripts)
-        self.sent: list[list[dict]] = []
-
-    async def stream(self, model, messages, tools, *, system=""):
-        self.sent.append(to_openai(system, messages))
-        script = self.scripts.pop(0)
-        if isinstance(script, Exception):
-            raise script
-        for text in script:
-            yield TextDelta(text)
-        yield Completed(finish_reason="stop")
 
 
 async def run(llm, session):

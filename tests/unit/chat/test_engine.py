@@ -16,9 +16,9 @@ from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.history import AssistantText, ToolReply, UserText
 from switchboard.llm import ModelCatalogue
-from switchboard.llm.messages import to_openai
-from switchboard.llm.types import Completed, TextDelta, ToolCallRequest
+from switchboard.llm.types import ToolCallRequest
 from switchboard.tools import ServerPool
+from tests.support.scripted_llm import ScriptedLLM
 
 box = FastMCP("box")
 
@@ -42,23 +42,6 @@ def fetch(file_url: str) -> str:
 async def summarize(text: str, ctx: Context) -> str:
     reply = await ctx.sample(f"summarize: {text}")
     return f"summary: {reply.text}"
-
-
-class ScriptedLLM:
-    """Each model call takes the next script: a list of texts and/or tool calls."""
-
-    def __init__(self, *scripts):
-        self.scripts = list(scripts)
-        self.sent: list[list[dict]] = []
-
-    async def stream(self, model, messages, tools, *, system=""):
-        self.sent.append(to_openai(system, messages))
-        script = self.scripts.pop(0) if self.scripts else ["(nothing scripted)"]
-        calls = [item for item in script if isinstance(item, ToolCallRequest)]
-        for item in script:
-            if isinstance(item, str):
-                yield TextDelta(item)
-        yield Completed(finish_reason="tool_calls" if calls else "stop", tool_calls=calls)
 
 
 def call(name: str, arguments: object = None, id: str = "x") -> ToolCallRequest:
