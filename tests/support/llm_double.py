@@ -106,6 +106,7 @@ class LLMDouble:
         self._port = 0
         self.requests: list[dict[str, Any]] = []  # every request body, in order
         self.request_headers: list[dict[str, str]] = []
+        self.request_peers: list[tuple[str, int] | None] = []  # the client's (host, port): shows reused connections
         self.reset()
 
     def reset(self) -> None:
@@ -114,6 +115,7 @@ class LLMDouble:
         self.default, self.chunk_delay_s, self.response_delay_s = self._settings
         self.requests.clear()
         self.request_headers.clear()
+        self.request_peers.clear()
         with self._lock:
             self._queue.clear()
 
@@ -170,6 +172,7 @@ class LLMDouble:
         request = json.loads(body or b"{}")
         self.requests.append(request)
         self.request_headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        self.request_peers.append(tuple(scope["client"]) if scope.get("client") else None)
         reply = self._next_reply()
         if not await self._pause(self.response_delay_s):
             return

@@ -192,6 +192,9 @@ class ModelConfig(_Strict):
     temperature: float | None = None
     context_window: int | None = None
     extra: dict[str, object] = Field(default_factory=dict)  # passed to litellm as is
+    # Stream straight through the OpenAI SDK when litellm resolves the model to an
+    # OpenAI-compatible endpoint (cheaper per call); false: always through litellm.
+    direct: bool = True
     # How the offered tools reach the model: every definition (`all`), the three gateway tools
     # (`gateway`), or the gateway once the definitions pass the threshold (`auto`).
     tool_exposure: Literal["all", "gateway", "auto"] = "auto"

@@ -1,9 +1,11 @@
-"""Streaming model calls through litellm, as provider-neutral events.
+"""Streaming model calls, as provider-neutral events.
 
 `LLMClient.stream` yields `TextDelta`s while the answer arrives and exactly one
 `Completed` at the end (finish reason, assembled tool calls, usage); a `Notice`
-before each retry says what failed and how long the wait is. litellm's
-exceptions are translated once, here, into the `LLMError` tree. A call that
+before each retry says what failed and how long the wait is. A model entry that
+litellm resolves to an OpenAI-compatible endpoint is streamed directly with the
+openai SDK (`openai_direct`), every other one through litellm; both paths'
+failures are translated once, here, into the `LLMError` tree. A call that
 fails before any of its text reached the caller is retried (`RetryPolicy`);
 one that breaks after that ends with `LLMStreamCut`, the text so far kept.
 """
@@ -14,10 +16,8 @@ import asyncio
 import logging
 import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
 import litellm
@@ -25,11 +25,13 @@ import litellm
 from switchboard.config.models import ModelConfig
 from switchboard.history import HistoryRecord
 from switchboard.errors import Cancelled, LLMError, LLMStreamCut, LLMTimeout, LLMUnavailable, SwitchboardError
+from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm._errors import PROVIDER_ERRORS, stream_cut, translate
 from switchboard.llm.demo import DEMO_PROVIDER, DemoLLM
 from switchboard.llm.messages import to_openai
+from switchboard.llm.openai_direct import DirectPool, Route, direct_events, open_stream, plan_route
 from switchboard.llm.retry import RetryPolicy, log_retry, retry_notice, with_attempts
-from switchboard.llm.types import Completed, Notice, TextDelta, ToolCallRequest, Usage
+from switchboard.llm.types import Completed, Notice, TextDelta, Usage
 
 __all__ = ["CallReporter", "LLMClient"]
 
@@ -49,13 +51,18 @@ class LLMClient:
         max_attempts: int = 3,
         base_delay_s: float = 1.0,
         max_delay_s: float = 30.0,
+        direct: bool = True,
     ) -> None:
         """`max_attempts` (the first included), `base_delay_s` and `max_delay_s` set the
-        retries of failed calls; see `RetryPolicy`."""
+        retries of failed calls; see `RetryPolicy`. `direct=False` sends every model
+        through litellm (an entry's own `direct: false` does that for one model)."""
         self._retry = RetryPolicy(max_attempts=max_attempts, base_delay_s=base_delay_s, max_delay_s=max_delay_s)
         self._on_call = on_call
         self._environ = os.environ if environ is None else environ
+        self._direct = direct
         self._facts: dict[tuple[str, str | None], bool] = {}
+        self._routes: dict[int, tuple[ModelConfig, Route | None]] = {}
+        self._pool = DirectPool()
         _quiet_litellm()
         _register_demo(DemoLLM(chunk_delay_s=demo_chunk_delay_s))
 
@@ -79,22 +86,29 @@ class LLMClient:
         completed = False
         try:
             secret = self._api_key(model)
+            route = self._route(model)
             attempt = 1
             while True:
                 shown = False  # has text of this attempt reached the caller?
                 try:
-                    response = await self._open(model, messages, tools, secret, timeout_s, max_tokens)
+                    if route is None:
+                        response = await self._open(model, messages, tools, secret, timeout_s, max_tokens)
+                        stream, close = _events(response), response.aclose
+                    else:
+                        response = await open_stream(self._pool, route, secret, messages, tools, timeout_s=timeout_s,
+                                                     max_tokens=max_tokens or model.max_tokens)  # fmt: skip
+                        stream, close = direct_events(response, route), response.close
                     try:
-                        async with aclosing(_events(response)) as events:
+                        async with aclosing(stream) as events:
                             async for event in events:
                                 if isinstance(event, Completed):
                                     usage, completed = event.usage, True
                                 shown = True
                                 yield event
                     finally:
-                        await response.aclose()
+                        await close()  # also when the caller stops: the HTTP stream is closed
                     break
-                except PROVIDER_ERRORS as exc:
+                except PROVIDER_ERRORS as exc:  # the direct path raises what litellm would
                     failure = translate(exc, model, secret)
                     if shown:  # sending it again would repeat what the user has already read
                         cut = isinstance(failure, (LLMStreamCut, LLMTimeout))
@@ -165,6 +179,25 @@ class LLMClient:
             kwargs["timeout"] = timeout_s
         return await litellm.acompletion(**kwargs)
 
+    async def aclose(self) -> None:
+        """Closes the direct path's connection pools (at shutdown)."""
+        await self._pool.aclose()
+
+    def _route(self, model: ModelConfig) -> Route | None:
+        """The entry's direct route, or None for litellm; worked out once per entry
+        (the entry object itself: a reloaded config brings new ones)."""
+        if not self._direct or model.is_demo:
+            return None
+        known = self._routes.get(id(model))
+        if known is not None and known[0] is model:
+            return known[1]
+        reports_usage = self._provider_facts(model)
+        route = plan_route(model, reports_usage=reports_usage)
+        if len(self._routes) >= 256:  # callers that build entries on the fly must not grow it forever
+            self._routes.clear()
+        self._routes[id(model)] = (model, route)
+        return route
+
     def _provider_facts(self, model: ModelConfig) -> bool:
         """Checks that litellm knows the model's provider; whether it reports usage when streaming.
         Both are litellm look-ups that do not change for a model entry, so they run once per entry."""
@@ -197,7 +230,7 @@ class LLMClient:
 
 async def _events(response: Any) -> AsyncIterator[TextDelta | Completed]:
     """litellm's stream chunks as events: text as it comes, then one Completed."""
-    assembler = _ToolCallAssembler()
+    assembler = ToolCallAssembler()
     finish_reason: str | None = None
     usage: Usage | None = None
     async for chunk in response:
@@ -206,57 +239,12 @@ async def _events(response: Any) -> AsyncIterator[TextDelta | Completed]:
             finish_reason = choice.finish_reason or finish_reason
             delta = choice.delta
             for fragment in getattr(delta, "tool_calls", None) or ():
-                assembler.add(fragment)
+                function = getattr(fragment, "function", None)
+                assembler.add(getattr(fragment, "index", None), getattr(fragment, "id", None) or "",
+                              getattr(function, "name", None) or "", getattr(function, "arguments", None) or "")  # fmt: skip
             if delta is not None and delta.content:
                 yield TextDelta(delta.content)
-    calls = assembler.calls()
-    if calls and finish_reason in (None, "stop"):
-        finish_reason = "tool_calls"  # some providers say "stop" after tool calls
-    yield Completed(finish_reason=finish_reason or "stop", tool_calls=calls, usage=usage)
-
-
-@dataclass
-class _PartialCall:
-    id: str = ""
-    name: str = ""
-    arguments: str = ""
-
-
-class _ToolCallAssembler:
-    """Joins streamed tool-call fragments: the first fragment of a call carries its
-    id and name, later ones only its index and a piece of the arguments."""
-
-    def __init__(self) -> None:
-        self._calls: list[_PartialCall] = []
-        self._by_index: dict[int, _PartialCall] = {}
-
-    def add(self, fragment: Any) -> None:
-        index = getattr(fragment, "index", None)
-        call_id = getattr(fragment, "id", None) or ""
-        function = getattr(fragment, "function", None)
-        name = getattr(function, "name", None) or ""
-        arguments = getattr(function, "arguments", None) or ""
-        partial = self._by_index.get(index) if index is not None else (self._calls[-1] if self._calls else None)
-        if partial is not None and call_id and partial.id and call_id != partial.id:
-            partial = None  # a provider that reuses index 0 for every (complete) call
-        if partial is None or (index is None and call_id and partial.id):
-            partial = _PartialCall()
-            self._calls.append(partial)
-            if index is not None:
-                self._by_index[index] = partial
-        partial.id = partial.id or call_id
-        partial.name = partial.name or name
-        partial.arguments += arguments
-
-    def calls(self) -> list[ToolCallRequest]:
-        requests = []
-        for partial in self._calls:
-            if not partial.name:
-                logger.warning("dropped a streamed tool call without a name (id %r)", partial.id)
-                continue
-            call_id = partial.id or f"call_{uuid.uuid4().hex[:24]}"
-            requests.append(ToolCallRequest(id=call_id, name=partial.name, arguments=partial.arguments or "{}"))
-        return requests
+    yield completed(assembler, finish_reason, usage)
 
 
 def _usage_of(chunk: Any) -> Usage | None:
@@ -265,10 +253,7 @@ def _usage_of(chunk: Any) -> Usage | None:
         raw = (getattr(chunk, "_hidden_params", None) or {}).get("usage")
     if raw is None:
         return None
-    prompt = getattr(raw, "prompt_tokens", 0) or 0
-    completion = getattr(raw, "completion_tokens", 0) or 0
-    total = getattr(raw, "total_tokens", 0) or prompt + completion
-    return Usage(prompt, completion, total) if total else None  # all zero: the provider did not say
+    return usage_from(getattr(raw, "prompt_tokens", 0), getattr(raw, "completion_tokens", 0), getattr(raw, "total_tokens", 0))
 
 
 def _check_provider(model: ModelConfig) -> None:

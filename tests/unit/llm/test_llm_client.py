@@ -1,5 +1,7 @@
-"""LLMClient against a real HTTP server speaking the OpenAI streaming API: litellm's
-own OpenAI code builds the requests and parses the answers."""
+"""LLMClient against a real HTTP server speaking the OpenAI streaming API, over both
+paths (conftest.py): the direct one (the openai SDK posts the request, our code
+reads the chunks) and litellm's (litellm's own OpenAI code builds the requests and
+parses the answers). Every behaviour here must be the same on both."""
 
 import json
 import socket
@@ -32,8 +34,9 @@ def running_double():
 
 
 @pytest.fixture
-def llm(running_double):
+def llm(running_double, proves_path):
     running_double.reset()
+    proves_path(running_double)
     return running_double
 
 
@@ -43,14 +46,17 @@ def calls():
 
 
 @pytest.fixture
-def client(calls):
-    return LLMClient(
+async def client(calls, path):
+    client = LLMClient(
+        direct=path == "direct",
         on_call=lambda *report: calls.append(report),
         environ={"DOUBLE_KEY": SECRET},
         demo_chunk_delay_s=0,
         base_delay_s=0.001,  # retries (tests/unit/llm/test_llm_retry.py) without waiting
         max_delay_s=2.0,
     )
+    yield client
+    await client.aclose()
 
 
 @pytest.fixture
@@ -227,8 +233,8 @@ async def test_provider_sdk_without_credentials_is_unavailable(client, llm, monk
         await collect(client.stream(model, HELLO, None))
 
 
-async def test_missing_key_is_refused_before_any_request(llm, calls):
-    client = LLMClient(on_call=lambda *report: calls.append(report), environ={})
+async def test_missing_key_is_refused_before_any_request(llm, calls, path):
+    client = LLMClient(on_call=lambda *report: calls.append(report), environ={}, direct=path == "direct")
     model = ModelConfig(name="double", model="openai/x", api_base=llm.base_url, api_key_env="DOUBLE_KEY")
 
     with pytest.raises(LLMUnavailable, match="DOUBLE_KEY is not set") as caught:

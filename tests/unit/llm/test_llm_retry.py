@@ -1,5 +1,6 @@
-"""Retries of failed model calls, against the HTTP LLM double: which failures are
-sent again, how long the client waits, and that shown text is never repeated."""
+"""Retries of failed model calls, against the HTTP LLM double, over both of the
+client's paths (conftest.py): which failures are sent again, how long the client
+waits, and that shown text is never repeated."""
 
 import asyncio
 import email.utils
@@ -33,8 +34,9 @@ def running_double():
 
 
 @pytest.fixture
-def llm(running_double):
+def llm(running_double, proves_path):
     running_double.reset()
+    proves_path(running_double)
     return running_double
 
 
@@ -43,13 +45,18 @@ def calls():
     return []
 
 
-def make_client(calls, **retry):
-    retry = {"base_delay_s": 0.001, "max_delay_s": 5.0, **retry}
-    return LLMClient(on_call=lambda *report: calls.append(report), environ={"DOUBLE_KEY": SECRET}, **retry)
+@pytest.fixture
+def make_client(path):
+    def make(calls, **retry):
+        retry = {"base_delay_s": 0.001, "max_delay_s": 5.0, **retry}
+        return LLMClient(on_call=lambda *report: calls.append(report), environ={"DOUBLE_KEY": SECRET},
+                         direct=path == "direct", **retry)  # fmt: skip
+
+    return make
 
 
 @pytest.fixture
-def client(calls):
+def client(calls, make_client):
     return make_client(calls)
 
 
@@ -93,7 +100,7 @@ async def test_server_errors_are_retried_until_one_succeeds(client, model, llm):
     assert len(llm.requests) == 3
 
 
-async def test_a_server_error_that_persists_fails_after_max_attempts(model, llm, calls):
+async def test_a_server_error_that_persists_fails_after_max_attempts(model, llm, calls, make_client):
     llm.default = ErrorReply(500, "The server had a bad day")
     client = make_client(calls, max_attempts=2)
 
@@ -185,7 +192,7 @@ async def test_an_unreachable_provider_is_tried_max_attempts_times(client, caplo
     assert [r.attempt for r in retries(caplog)] == [2, 3]
 
 
-async def test_stopping_during_the_wait_is_a_cancelled_call_without_another_request(model, llm, calls):
+async def test_stopping_during_the_wait_is_a_cancelled_call_without_another_request(model, llm, calls, make_client):
     llm.enqueue(ErrorReply(503, "busy", retry_after="3"))
     client = make_client(calls)
     task = asyncio.create_task(answer(client.stream(model, HELLO, None)))
