@@ -85,6 +85,9 @@ class Services:
         if self._store_retry is not None:
             self._store_retry.cancel()
         await self.turns.stop()
+        close_llm = getattr(self.llm, "aclose", None)  # the model client's connection pools
+        if close_llm is not None:
+            await close_llm()
         await self.pool.stop()
         await self.pool.pins.flush()
         close = getattr(self.conversations.store, "close", None)
@@ -177,6 +180,7 @@ def build_services(
         environ=environ,
         max_attempts=settings.llm_max_attempts,
         max_delay_s=settings.llm_max_retry_wait_s,
+        direct=settings.llm_direct,
     )
     models = ModelCatalogue(config.llm, environ)
     calls = CallRunner(

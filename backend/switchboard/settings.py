@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     turn_grace_s: float = 30.0  # a turn nobody listens to any more is cancelled after this
     llm_max_attempts: int = 3  # model calls retried on 429/5xx/connection errors, with backoff
     llm_max_retry_wait_s: float = 30.0
+    # OpenAI-compatible models are streamed through the OpenAI SDK directly; false: all through litellm.
+    llm_direct: bool = True
     approval_timeout_s: float = 300.0  # an unanswered approval counts as denied
     elicitation_timeout_s: float = 600.0
     max_tool_result_chars: int = 20_000  # what the model sees of one tool result

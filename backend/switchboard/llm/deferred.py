@@ -39,6 +39,12 @@ class DeferredLLMClient:
         assert self._loading is not None
         return await asyncio.shield(self._loading)
 
+    async def aclose(self) -> None:
+        """Closes the real client's connection pools, if it was built."""
+        if self._loading is not None and self._loading.done() and not self._loading.cancelled() \
+                and self._loading.exception() is None:  # fmt: skip
+            await self._loading.result().aclose()
+
     async def stream(self, model: ModelConfig, messages: Sequence[Any], tools: list[dict[str, Any]] | None,
                      **kwargs: Any) -> AsyncIterator[LLMEvent]:  # fmt: skip
         client = await self.client()

@@ -194,3 +194,32 @@ async def test_stopping_a_direct_stream_closes_its_connection(clients, llm):
 
     await asyncio.sleep(0)
     assert len(llm.request_peers) == 1
+
+
+async def test_closing_the_client_closes_its_connections(clients, llm):
+    await clients["direct"].complete(entry(llm), HELLO)
+    await clients["direct"].aclose()
+    await clients["direct"].complete(entry(llm), HELLO)  # a fresh pool after the close
+
+    first, second = llm.request_peers
+    assert first != second
+
+
+@pytest.mark.parametrize(("value", "expected"), [("false", "litellm"), ("0", "litellm"), (None, "direct")])
+async def test_the_setting_switches_the_app_s_client_to_litellm(llm, tmp_path, monkeypatch, value, expected):
+    from switchboard.services import build_services
+    from switchboard.settings import Settings
+
+    if value is None:
+        monkeypatch.delenv("SWITCHBOARD_LLM_DIRECT", raising=False)
+    else:
+        monkeypatch.setenv("SWITCHBOARD_LLM_DIRECT", value)
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data", log_dir=tmp_path / "logs",
+                        config_dir=tmp_path / "overrides")  # fmt: skip
+    services = build_services(settings, environ={"DOUBLE_KEY": SECRET})
+    try:
+        assert await services.llm.complete(entry(llm), HELLO) == "This is the LLM double."
+    finally:
+        await services.llm.aclose()
+
+    assert [path_taken(h) for h in llm.request_headers] == [expected]
