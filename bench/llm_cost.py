@@ -1,13 +1,21 @@
-"""What one streamed model call costs in CPU, by client: litellm (as the app
-calls it), the OpenAI SDK alone, and plain httpx + json. Supporting figures
-for overhead.py and concurrency.py, where litellm is most of the app's CPU.
+"""What one streamed model call costs in CPU, by client: the app's own
+LLMClient.stream on each of its two paths (direct through the OpenAI SDK, and
+through litellm), raw litellm (as the app called it before the direct path,
+and bare), the OpenAI SDK alone, and plain httpx + json. Supporting figures
+for overhead.py and concurrency.py, where the model client is most of the
+app's CPU.
 
 Each client streams the same request (system + user message and the test
 toolbox's tool definitions, as the app builds them) from the HTTP LLM double
 (its own process, no delays), answered with a tool call. CPU is this
-process's CPU time per call; the best of three batches is kept.
+process's CPU time per call. The clients take turns batch by batch (so load
+from other processes falls on all alike); the best of `--rounds` batches is
+kept.
 
-    uv run python bench/llm_cost.py [--calls 60] [--json]
+`--shape` adds raw litellm calls with each option of the app's litellm
+request left out, to show what each one costs.
+
+    uv run python bench/llm_cost.py [--calls 60] [--rounds 5] [--shape] [--json]
 """
 
 from __future__ import annotations
@@ -37,35 +45,50 @@ async def _toolbox_tools() -> list[dict[str, Any]]:
              "parameters": {"type": "object", "properties": {}, **(t.input_schema or {})}}} for t in listed]  # fmt: skip
 
 
-async def _measure(call: Callable[[], Awaitable[None]], calls: int) -> tuple[float, float]:
-    best = (float("inf"), float("inf"))
-    for _ in range(3):
-        cpu, wall = time.process_time(), time.perf_counter()
-        for _ in range(calls):
-            await call()
-        best = min(best, ((time.process_time() - cpu) * 1000 / calls, (time.perf_counter() - wall) * 1000 / calls))
-    return best
+async def _batch(call: Callable[[], Awaitable[None]], calls: int) -> tuple[float, float]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(calls):
+        await call()
+    return (time.process_time() - cpu) * 1000 / calls, (time.perf_counter() - wall) * 1000 / calls
 
 
 async def run(args: Any) -> dict[str, Any]:
     import httpx
     import litellm
     import openai
+    from switchboard.config.models import ModelConfig
+    from switchboard.llm import LLMClient
 
     litellm.suppress_debug_info = True
     tools = await _toolbox_tools()
     with S.double_process() as double:
+        app_clients = {path: LLMClient(environ={"BENCH_KEY": "k"}, direct=path == "direct") for path in ("direct", "litellm")}
+        model = ModelConfig(name="double", model="openai/double", api_base=double.base_url, api_key_env="BENCH_KEY")
+        history = MESSAGES[1:]  # the system prompt goes in as `system`, as the engine passes it
+
+        def via_app(path: str) -> Callable[[], Awaitable[None]]:
+            async def call() -> None:
+                async for _event in app_clients[path].stream(model, history, tools, system=S.SYSTEM_PROMPT):
+                    pass
+
+            return call
+
         sdk = openai.AsyncOpenAI(base_url=double.base_url, api_key="k", max_retries=0)
         http = httpx.AsyncClient()
         body = {"model": "double", "messages": MESSAGES, "tools": tools, "stream": True,
                 "stream_options": {"include_usage": True}}  # fmt: skip
 
-        def via_litellm(with_tools: bool = True) -> Callable[[], Awaitable[None]]:
+        def via_litellm(with_tools: bool = True, usage: bool = True, retry_options: bool = True,
+                        redact: bool = True) -> Callable[[], Awaitable[None]]:  # fmt: skip
             async def call() -> None:
-                extra = {"tools": tools} if with_tools else {}
+                extra: dict[str, Any] = {"tools": tools} if with_tools else {}
+                if usage:
+                    extra["stream_options"] = {"include_usage": True}
+                if retry_options:
+                    extra.update(num_retries=0, max_retries=0)
+                litellm.turn_off_message_logging = redact  # as the app sets it
                 response = await litellm.acompletion(model="openai/double", api_base=double.base_url, api_key="k",
-                                                     stream=True, messages=MESSAGES, stream_options={"include_usage": True},
-                                                     num_retries=0, max_retries=0, **extra)  # fmt: skip
+                                                     stream=True, messages=MESSAGES, **extra)  # fmt: skip
                 async for _chunk in response:
                     pass
 
@@ -85,30 +108,43 @@ async def run(args: Any) -> dict[str, Any]:
                         json.loads(line[6:])
 
         clients = {
-            "litellm.acompletion, stream (as the app calls it)": via_litellm(),
+            "app LLMClient.stream, direct path (openai SDK)": via_app("direct"),
+            "app LLMClient.stream, litellm path": via_app("litellm"),
+            "litellm.acompletion, stream (the app's request before)": via_litellm(),
             "litellm.acompletion, stream, no tools": via_litellm(with_tools=False),
+            **({
+                "litellm request shape: without stream_options (no usage)": via_litellm(usage=False),
+                "litellm request shape: without num_retries=0, max_retries=0": via_litellm(retry_options=False),
+                "litellm request shape: without turn_off_message_logging": via_litellm(redact=False),
+            } if args.shape else {}),
             "openai SDK chat.completions.create, stream": via_sdk,
             "httpx stream + json.loads per chunk": via_httpx,
         }
         for call in clients.values():  # warm up every client
             for _ in range(10):
                 await call()
-        results = {}
-        for name, call in clients.items():
-            cpu, wall = await _measure(call, args.calls)
-            results[name] = {"cpu_ms": cpu, "wall_ms": wall}
+        best = {name: (float("inf"), float("inf")) for name in clients}
+        for _ in range(args.rounds):
+            for name, call in clients.items():
+                best[name] = min(best[name], await _batch(call, args.calls))
+        results = {name: {"cpu_ms": cpu, "wall_ms": wall} for name, (cpu, wall) in best.items()}
         await http.aclose()
         await sdk.close()
-    return {"tools": len(tools), "calls": args.calls, "clients": results}
+        for client in app_clients.values():
+            await client.aclose()
+    return {"tools": len(tools), "calls": args.calls, "rounds": args.rounds, "clients": results}
 
 
 def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
-    p.add_argument("--calls", type=int, default=60, help="calls per batch (three batches per client)")
+    p.add_argument("--calls", type=int, default=60, help="calls per batch")
+    p.add_argument("--rounds", type=int, default=5, help="batches per client, interleaved; the best is kept")
+    p.add_argument("--shape", action="store_true", help="also litellm with each option of the app's request left out")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     data = asyncio.run(run(args))
-    print(f"\nOne streamed call with {data['tools']} tool definitions, answered with a tool call (best of 3 x {args.calls})\n")
+    print(f"\nOne streamed call with {data['tools']} tool definitions, answered with a tool call "
+          f"(best of {args.rounds} interleaved batches of {args.calls})\n")
     S.print_table(["client", "CPU ms/call", "wall ms/call"],
                   [[name, r["cpu_ms"], r["wall_ms"]] for name, r in data["clients"].items()])  # fmt: skip
     S.report("llm_cost", data, args, started, load)
