@@ -107,6 +107,7 @@ class LLMDouble:
         self.requests: list[dict[str, Any]] = []  # every request body, in order
         self.request_headers: list[dict[str, str]] = []
         self.request_peers: list[tuple[str, int] | None] = []  # the client's (host, port): shows reused connections
+        self.hung_up: list[int] = []  # requests (by index) whose client closed the connection mid-stream
         self.reset()
 
     def reset(self) -> None:
@@ -116,6 +117,7 @@ class LLMDouble:
         self.requests.clear()
         self.request_headers.clear()
         self.request_peers.clear()
+        self.hung_up.clear()
         with self._lock:
             self._queue.clear()
 
@@ -181,9 +183,25 @@ class LLMDouble:
         elif not request.get("stream"):
             await _send_json(send, 200, self._completion(reply))
         else:
-            await self._stream(
-                send, reply, include_usage=bool((request.get("stream_options") or {}).get("include_usage"))
-            )
+            finished = asyncio.Event()
+            watcher = asyncio.create_task(self._watch_hang_up(receive, finished, len(self.requests) - 1))
+            try:
+                await self._stream(
+                    send, reply, include_usage=bool((request.get("stream_options") or {}).get("include_usage"))
+                )
+            finally:
+                finished.set()
+                await watcher
+
+    async def _watch_hang_up(self, receive: Any, finished: asyncio.Event, index: int) -> None:
+        """Notes a client that disconnects before the stream is finished."""
+        waiting = asyncio.ensure_future(receive())
+        done = asyncio.ensure_future(finished.wait())
+        await asyncio.wait({waiting, done}, return_when=asyncio.FIRST_COMPLETED)
+        if waiting.done() and not finished.is_set() and waiting.result().get("type") == "http.disconnect":
+            self.hung_up.append(index)
+        for task in (waiting, done):
+            task.cancel()
 
     async def _stream(self, send: Any, reply: Reply, *, include_usage: bool) -> None:
         headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
