@@ -1,7 +1,10 @@
 """OAuth 2.1 sign-in to remote MCP servers, per user, on the MCP SDK's client
 (`OAuthClientProvider`: protected-resource and authorization-server metadata
-discovery, dynamic client registration or a pre-registered client, PKCE, the
-`resource` parameter, refresh, step-up on `insufficient_scope`).
+discovery, a pre-registered client, else this host's client ID metadata document
+where the authorization server takes one, else dynamic client registration; PKCE,
+the `resource` parameter, refresh, step-up on `insufficient_scope`), and the
+`client_credentials` grant for machine-to-machine servers (the SDK's
+`ClientCredentialsOAuthProvider`: one shared token, held in memory only).
 
 The host adds two things: token storage in the vault (per server and user), and
 the browser leg.  `begin` runs the SDK's flow in a task until it asks to send the
@@ -17,12 +20,15 @@ import asyncio
 import json
 import logging
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from ..config.models import OAuthConfig, ServerConfig
@@ -82,11 +88,34 @@ def _margin(lifetime: float) -> float:
     return min(60.0, lifetime / 5)
 
 
+class _MemoryStorage:
+    """The SDK's TokenStorage for a machine-to-machine server: one token set, in memory only
+    (it is fetched again with the client's own credentials whenever it is missing)."""
+
+    def __init__(self) -> None:
+        self._tokens: OAuthToken | None = None
+        self._client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self._tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self._tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self._client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self._client = client_info
+
+
 class _Provider(OAuthClientProvider):
     """The SDK's provider, told when a token expires, a little early.  Left alone it loads
     stored tokens without their expiry and checks expiry to the second, so it can send a
     token that is expired by the time the server looks; on that 401 it starts a whole new
     sign-in instead of refreshing."""
+
+    preregistered = False  # the client is the one in mcp.json (not registered by this host)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -95,6 +124,27 @@ class _Provider(OAuthClientProvider):
     def _update_expiry(self, token: OAuthToken) -> None:
         lifetime = token.expires_in
         self.context.token_expiry_time = time.time() + lifetime - _margin(lifetime) if lifetime else None
+
+    def _fit_client_authentication(self) -> None:
+        """A client with a secret (pre-registered in mcp.json) authenticates the way the
+        authorization server says it takes: its metadata's `token_endpoint_auth_methods_supported`,
+        `client_secret_basic` first (the default when the list is absent, RFC 8414)."""
+        info, metadata = self.context.client_info, self.context.oauth_metadata
+        if not self.preregistered or info is None or not info.client_secret:
+            return  # a registered client's method is the one its registration answer gave
+        supported = (metadata.token_endpoint_auth_methods_supported if metadata else None) or ["client_secret_basic"]
+        if info.token_endpoint_auth_method not in supported:
+            usable = [m for m in ("client_secret_basic", "client_secret_post") if m in supported]
+            if usable:
+                info.token_endpoint_auth_method = usable[0]  # type: ignore[assignment]
+
+    async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
+        self._fit_client_authentication()
+        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
+    async def _refresh_token(self) -> httpx2.Request:
+        self._fit_client_authentication()
+        return await super()._refresh_token()
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -113,10 +163,52 @@ class _Pending:
 
 
 class SignIns:
-    def __init__(self, vault: CredentialVault, redirect_uri: str) -> None:
+    def __init__(self, vault: CredentialVault, redirect_uri: str, client_metadata_url: str | None = None) -> None:
         self._vault = vault
         self.redirect_uri = redirect_uri
+        # This host's client ID as an https URL (a client ID metadata document), used with
+        # authorization servers that advertise `client_id_metadata_document_supported`.
+        self.client_metadata_url = client_metadata_url
         self._pending: dict[str, _Pending] = {}
+
+    def client_metadata_document(self) -> dict[str, Any] | None:
+        """The client ID metadata document at `client_metadata_url` (None when there is none):
+        a public client (PKCE, no secret) that may only be redirected to this host's callback."""
+        if self.client_metadata_url is None:
+            return None
+        return {
+            "client_id": self.client_metadata_url,
+            "client_name": "Switchboard",
+            "redirect_uris": [self.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
+
+    def _provider(self, server: str, config: ServerConfig, user: str, redirect: Any, callback: Any) -> _Provider:
+        assert isinstance(config.auth, OAuthConfig) and config.url is not None
+        storage = _VaultStorage(self._vault, server, user, config.auth, self.redirect_uri)
+        provider = _Provider(config.url, self._metadata(config.auth), storage, redirect, callback,
+                             client_metadata_url=None if config.auth.client_id else self.client_metadata_url)  # fmt: skip
+        provider.preregistered = bool(config.auth.client_id)
+        return provider
+
+    def machine_auth(self, server: str, config: ServerConfig) -> httpx2.Auth:
+        """The httpx auth of a machine-to-machine server's shared session: the
+        `client_credentials` grant with the client from `auth`, its token kept in memory."""
+        auth = config.auth
+        assert isinstance(auth, OAuthConfig) and auth.client_id and config.url is not None
+        if auth.issuer is None:
+            log.warning("server %s: its client_credentials client has no 'issuer' in mcp.json, so its secret goes "
+                        "to whichever authorization server the MCP server names; set 'auth.issuer'", server,
+                        extra={"event": "oauth_no_issuer", "server": server})  # fmt: skip
+        with warnings.catch_warnings():
+            # Without `issuer` the SDK warns (once per provider); the config check says it once, in words.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            return ClientCredentialsOAuthProvider(
+                config.url, _MemoryStorage(), auth.client_id, auth.client_secret or "",
+                scope=" ".join(auth.scopes) if auth.scopes else None, issuer=auth.issuer,
+            )  # fmt: skip
 
     def _metadata(self, auth: OAuthConfig) -> OAuthClientMetadata:
         return OAuthClientMetadata(
@@ -139,8 +231,7 @@ class SignIns:
         async def no_callback() -> AuthorizationCodeResult:
             raise NeedsAuth(f"server '{server}' needs you to sign in again: press Connect")
 
-        storage = _VaultStorage(self._vault, server, user, config.auth, self.redirect_uri)
-        return _Provider(config.url, self._metadata(config.auth), storage, must_sign_in, no_callback)
+        return self._provider(server, config, user, must_sign_in, no_callback)
 
     async def begin(self, server: str, config: ServerConfig, user: str) -> str:
         """Start a sign-in; returns the authorization server's URL to send the browser to."""
@@ -156,8 +247,7 @@ class SignIns:
         async def callback() -> AuthorizationCodeResult:
             return await asyncio.wait_for(asyncio.shield(code), SIGN_IN_WAIT_S)
 
-        storage = _VaultStorage(self._vault, server, user, config.auth, self.redirect_uri)
-        provider = _Provider(config.url, self._metadata(config.auth), storage, redirect, callback)
+        provider = self._provider(server, config, user, redirect, callback)
         task = asyncio.create_task(self._drive(provider, config.url), name=f"oauth:{server}")
         waiting = asyncio.ensure_future(url_ready)
         done, _ = await asyncio.wait({waiting, task}, timeout=URL_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
