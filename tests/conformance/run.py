@@ -81,8 +81,11 @@ def main() -> None:
     parser.add_argument("--client", choices=[*CLIENTS, "both"], default="both")
     parser.add_argument("--scenario", action="append", help="a scenario (repeatable); default: every client scenario")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--install-only", action="store_true", help="install the suite and Node 22, run nothing")
     args = parser.parse_args()
     binary = install()
+    if args.install_only:
+        return
     names = args.scenario or scenarios(binary)
     clients = list(CLIENTS) if args.client == "both" else [args.client]
     results: dict[str, dict[str, dict[str, object]]] = {}

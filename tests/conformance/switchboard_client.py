@@ -57,6 +57,11 @@ class _UserSink:
 def server_entry(url: str, scenario: str, context: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """The scenario's server in mcp.json, and the environment its `${VAR}` references read."""
     entry: dict[str, Any] = {"url": url, "timeout_s": 20}
+    if scenario == "auth/client-credentials-jwt":
+        entry["auth"] = {"type": "oauth", "grant": "client_credentials", "client_id": context["client_id"],
+                         "private_key": "${CONFORMANCE_PRIVATE_KEY}",
+                         "signing_algorithm": context.get("signing_algorithm", "ES256")}  # fmt: skip
+        return entry, {"CONFORMANCE_PRIVATE_KEY": context["private_key_pem"]}
     if scenario.startswith("auth/client-credentials"):
         entry["auth"] = {"type": "oauth", "grant": "client_credentials", "client_id": context["client_id"],
                          "client_secret": "${CONFORMANCE_CLIENT_SECRET}"}  # fmt: skip

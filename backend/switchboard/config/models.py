@@ -55,6 +55,10 @@ class OAuthConfig(_Strict):
     # The authorization server the client (above) belongs to: with it, a client_credentials
     # secret is only ever sent to that server, whatever the MCP server's metadata names.
     issuer: str | None = None
+    # client_credentials with private_key_jwt (RFC 7523) instead of a secret: a PEM key, as an
+    # environment reference; the host signs a short-lived assertion for each token request.
+    private_key: str | None = None
+    signing_algorithm: str = "RS256"
 
     @field_validator("scopes", mode="before")
     @classmethod
@@ -63,9 +67,11 @@ class OAuthConfig(_Strict):
 
     @model_validator(mode="after")
     def _check_grant(self) -> OAuthConfig:
-        if self.grant == "client_credentials" and not (self.client_id and self.client_secret):
-            raise ValueError("grant 'client_credentials' needs 'client_id' and 'client_secret' (the secret as an "
+        if self.grant == "client_credentials" and not (self.client_id and (self.client_secret or self.private_key)):
+            raise ValueError("grant 'client_credentials' needs 'client_id' and 'client_secret' or 'private_key' (as an "
                              "environment reference, e.g. \"${SERVICE_CLIENT_SECRET}\")")
+        if self.private_key and self.grant != "client_credentials":
+            raise ValueError("'private_key' is for grant 'client_credentials'")
         return self
 
 

@@ -27,7 +27,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
@@ -199,15 +203,21 @@ class SignIns:
         auth = config.auth
         assert isinstance(auth, OAuthConfig) and auth.client_id and config.url is not None
         if auth.issuer is None:
-            log.warning("server %s: its client_credentials client has no 'issuer' in mcp.json, so its secret goes "
+            log.warning("server %s: its client_credentials client has no 'issuer' in mcp.json, so its credential goes "
                         "to whichever authorization server the MCP server names; set 'auth.issuer'", server,
                         extra={"event": "oauth_no_issuer", "server": server})  # fmt: skip
         with warnings.catch_warnings():
             # Without `issuer` the SDK warns (once per provider); the config check says it once, in words.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
+            scope = " ".join(auth.scopes) if auth.scopes else None
+            if auth.private_key:
+                signer = SignedJWTParameters(issuer=auth.client_id, subject=auth.client_id, signing_key=auth.private_key,
+                                             signing_algorithm=auth.signing_algorithm)  # fmt: skip
+                return PrivateKeyJWTOAuthProvider(config.url, _MemoryStorage(), auth.client_id,
+                                                  signer.create_assertion_provider(), scope=scope, issuer=auth.issuer)  # fmt: skip
             return ClientCredentialsOAuthProvider(
                 config.url, _MemoryStorage(), auth.client_id, auth.client_secret or "",
-                scope=" ".join(auth.scopes) if auth.scopes else None, issuer=auth.issuer,
+                scope=scope, issuer=auth.issuer,
             )  # fmt: skip
 
     def _metadata(self, auth: OAuthConfig) -> OAuthClientMetadata:
