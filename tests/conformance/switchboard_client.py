@@ -27,6 +27,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.support
 
+from switchboard.errors import NeedsAuth  # noqa: E402
 from tests.support.harness import make_settings, running_app, write_config  # noqa: E402
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the URL the suite's CIMD scenario expects
@@ -114,8 +115,13 @@ def main(url: str) -> None:
                 raise SystemExit(f"the server is {status.status} for the user: {status.reason}")
             tools = [t for t in pool.registry.all() if t.server == SERVER]
             for tool in tools:
-                outcome = client.portal.call(functools.partial(pool.call, tool, ARGUMENTS.get(tool.name, {}),
-                                                               _UserSink(), user=user))  # fmt: skip
+                call = functools.partial(pool.call, tool, ARGUMENTS.get(tool.name, {}), _UserSink(), user=user)
+                try:
+                    outcome = client.portal.call(call)
+                except NeedsAuth as exc:  # e.g. more permissions (step-up): the user presses Connect, tries again
+                    print(f"{tool.name}: {exc}")
+                    sign_in(client)
+                    outcome = client.portal.call(call)
                 print(f"{tool.name}: ok={outcome.ok} {outcome.text[:200]}")
 
 

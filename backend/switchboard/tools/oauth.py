@@ -32,8 +32,9 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.client.auth.utils import union_scopes
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from ..config.models import OAuthConfig, ServerConfig
 from ..errors import BadRequest, Forbidden, NeedsAuth, ToolError
@@ -50,15 +51,17 @@ URL_WAIT_S = 30.0  # discovery and registration, before the redirect is known
 class _VaultStorage:
     """The SDK's TokenStorage, on the vault: one token set per (server, user)."""
 
-    def __init__(self, vault: CredentialVault, server: str, user: str, auth: OAuthConfig, redirect_uri: str) -> None:
+    def __init__(self, vault: CredentialVault, server: str, user: str, auth: OAuthConfig, redirect_uri: str,
+                 *, fresh: bool = False) -> None:  # fmt: skip
         self._vault, self._server, self._user, self._auth, self._redirect = vault, server, user, auth, redirect_uri
+        self._fresh = fresh  # a step-up sign-in: start from no token, so the server asks again
 
     async def _stored(self) -> dict[str, Any] | None:
         raw = await self._vault.get(self._server, self._user, "oauth_tokens")
         return json.loads(raw) if raw else None
 
     async def get_tokens(self) -> OAuthToken | None:
-        stored = await self._stored()
+        stored = None if self._fresh else await self._stored()
         return OAuthToken.model_validate(stored["token"]) if stored else None
 
     async def expires_at(self) -> float | None:
@@ -120,6 +123,7 @@ class _Provider(OAuthClientProvider):
     sign-in instead of refreshing."""
 
     preregistered = False  # the client is the one in mcp.json (not registered by this host)
+    extra_scope: str | None = None  # a step-up: scopes the server asked for beyond what was granted
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -141,6 +145,11 @@ class _Provider(OAuthClientProvider):
             usable = [m for m in ("client_secret_basic", "client_secret_post") if m in supported]
             if usable:
                 info.token_endpoint_auth_method = usable[0]  # type: ignore[assignment]
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        if self.extra_scope:
+            self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self.extra_scope)
+        return await super()._perform_authorization()
 
     async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
         self._fit_client_authentication()
@@ -174,6 +183,12 @@ class SignIns:
         # authorization servers that advertise `client_id_metadata_document_supported`.
         self.client_metadata_url = client_metadata_url
         self._pending: dict[str, _Pending] = {}
+        # (server, user) -> the scopes a server asked for (403 insufficient_scope) during a call:
+        # the user's next Connect asks for them.
+        self._step_up: dict[tuple[str, str], str] = {}
+
+    def step_up_wanted(self, server: str, user: str) -> bool:
+        return (server, user) in self._step_up
 
     def client_metadata_document(self) -> dict[str, Any] | None:
         """The client ID metadata document at `client_metadata_url` (None when there is none):
@@ -189,12 +204,14 @@ class SignIns:
             "token_endpoint_auth_method": "none",
         }
 
-    def _provider(self, server: str, config: ServerConfig, user: str, redirect: Any, callback: Any) -> _Provider:
+    def _provider(self, server: str, config: ServerConfig, user: str, redirect: Any, callback: Any,
+                  *, step_up: str | None = None) -> _Provider:  # fmt: skip
         assert isinstance(config.auth, OAuthConfig) and config.url is not None
-        storage = _VaultStorage(self._vault, server, user, config.auth, self.redirect_uri)
+        storage = _VaultStorage(self._vault, server, user, config.auth, self.redirect_uri, fresh=step_up is not None)
         provider = _Provider(config.url, self._metadata(config.auth), storage, redirect, callback,
                              client_metadata_url=None if config.auth.client_id else self.client_metadata_url)  # fmt: skip
         provider.preregistered = bool(config.auth.client_id)
+        provider.extra_scope = step_up
         return provider
 
     def machine_auth(self, server: str, config: ServerConfig) -> httpx2.Auth:
@@ -236,12 +253,21 @@ class SignIns:
         assert isinstance(config.auth, OAuthConfig) and config.url is not None
 
         async def must_sign_in(url: str) -> None:
+            scope = parse_qs(urlsplit(url).query).get("scope", [""])[0]
+            granted = await storage.get_tokens()
+            if granted is not None and set(scope.split()) - set((granted.scope or "").split()):
+                # the server wants more than the user granted (step-up): their next Connect asks for it
+                self._step_up[(server, user)] = scope
+                raise NeedsAuth(f"server '{server}' needs more permissions for this ({scope}): press Connect next "
+                                f"to '{server}' to allow them, then try again")  # fmt: skip
             raise NeedsAuth(f"server '{server}' needs you to sign in again: press Connect")
 
         async def no_callback() -> AuthorizationCodeResult:
             raise NeedsAuth(f"server '{server}' needs you to sign in again: press Connect")
 
-        return self._provider(server, config, user, must_sign_in, no_callback)
+        provider = self._provider(server, config, user, must_sign_in, no_callback)
+        storage = provider.context.storage
+        return provider
 
     async def begin(self, server: str, config: ServerConfig, user: str) -> str:
         """Start a sign-in; returns the authorization server's URL to send the browser to."""
@@ -257,7 +283,7 @@ class SignIns:
         async def callback() -> AuthorizationCodeResult:
             return await asyncio.wait_for(asyncio.shield(code), SIGN_IN_WAIT_S)
 
-        provider = self._provider(server, config, user, redirect, callback)
+        provider = self._provider(server, config, user, redirect, callback, step_up=self._step_up.get((server, user)))
         task = asyncio.create_task(self._drive(provider, config.url), name=f"oauth:{server}")
         waiting = asyncio.ensure_future(url_ready)
         done, _ = await asyncio.wait({waiting, task}, timeout=URL_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
@@ -305,6 +331,7 @@ class SignIns:
                              action="Press Connect to try again.") from None  # fmt: skip
         if await self._vault.get(pending.server, user, "oauth_tokens") is None:
             raise BadRequest(f"signing in to '{pending.server}' did not give a token", action="Press Connect to try again.")
+        self._step_up.pop((pending.server, user), None)
         return pending.server
 
     def _drop_stale(self) -> None:

@@ -16,7 +16,7 @@ from mcp import MCPError
 
 from ..config.loader import McpConfig
 from ..config.models import ServerConfig
-from ..errors import NeedsAuth, ToolError
+from ..errors import NeedsAuth, ServerUnavailable, ToolError
 from .connection import ServerConnection
 from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
@@ -341,7 +341,13 @@ class ServerPool:
         conn = await self._session(tool.server, user)
         key = tool.server if conn.user is None else f"{tool.server}\n{conn.user}"  # per session
         async with self._limits.setdefault(key, asyncio.Semaphore(self._concurrency)):
-            result = await conn.call(tool.name, arguments, sink)
+            try:
+                result = await conn.call(tool.name, arguments, sink)
+            except ServerUnavailable:
+                if user is not None and self.sign_ins.step_up_wanted(tool.server, user):
+                    raise NeedsAuth(f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
+                                    f"next to '{tool.server}' to allow them, then try again") from None  # fmt: skip
+                raise
         outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
         for name, uri in outcome.resource_links[:MAX_RESOURCE_LINKS]:
             try:
