@@ -2,7 +2,8 @@
 test server (and authorization server), Switchboard signs a user in through its own routes
 and calls the server's tools; every check of these scenarios must pass.  A few scenarios
 only (the whole list: `uv run python tests/conformance/run.py`): the browser sign-in with a
-client ID metadata document, a pre-registered client, and the client_credentials grant.
+client ID metadata document, a pre-registered client, step-up to more scopes (the user presses
+Connect again), and the client_credentials grant.
 
 Needs npm (the suite and Node 22 are installed on first use); skipped without it, except
 under CI=true, where a missing suite is a failure."""
@@ -17,7 +18,7 @@ import pytest
 
 from tests.conformance import run
 
-SCENARIOS = ["auth/basic-cimd", "auth/pre-registration", "auth/client-credentials-basic"]
+SCENARIOS = ["auth/basic-cimd", "auth/pre-registration", "auth/scope-step-up", "auth/client-credentials-basic"]
 
 
 @pytest.fixture(scope="module")
