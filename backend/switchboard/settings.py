@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     # The OAuth client ID of this host as a URL (a client ID metadata document): by default the
     # document the app serves at {public_url}/oauth/client-metadata.json when PUBLIC_URL is https.
     oauth_client_metadata_url: str | None = None
+    oauth_client_metadata: bool = True  # false: never offer it (the authorization servers cannot reach this host)
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10
@@ -79,6 +80,8 @@ class Settings(BaseSettings):
     def client_metadata_url(self) -> str | None:
         """Where authorization servers that take client ID metadata documents read this host's:
         only an https URL qualifies, so none for a plain-http deployment (they register instead)."""
+        if not self.oauth_client_metadata:
+            return None
         if self.oauth_client_metadata_url:
             return self.oauth_client_metadata_url
         return f"{self.base_url}/oauth/client-metadata.json" if self.base_url.startswith("https://") else None

@@ -192,6 +192,7 @@ def test_client_id_metadata_document_is_served_from_the_public_url(tmp_path):
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
         }
+    assert make_settings(tmp_path, public_url="https://chat.example.org", oauth_client_metadata=False).client_metadata_url is None
     # plain http cannot be a client ID: no document, and sign-ins register the client instead
     plain = make_settings(tmp_path, public_url="http://chat.example.org")
     assert plain.client_metadata_url is None
