@@ -165,6 +165,7 @@ def build_services(
         concurrency_per_server=settings.tool_concurrency_per_server,
         on_status=_log_status,
         files_origin=settings.base_url,  # where stdio servers may fetch signed file links
+        client_metadata_url=settings.client_metadata_url,
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
     )

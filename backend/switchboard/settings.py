@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     # ("*.example.com" for subdomains, "*" for any): anything else is refused (DNS rebinding).
     allowed_hosts: list[str] = Field(default_factory=list)
     public_url: str | None = None
+    # The OAuth client ID of this host as a URL (a client ID metadata document): by default the
+    # document the app serves at {public_url}/oauth/client-metadata.json when PUBLIC_URL is https.
+    oauth_client_metadata_url: str | None = None
+    oauth_client_metadata: bool = True  # false: never offer it (the authorization servers cannot reach this host)
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10
@@ -73,3 +77,13 @@ class Settings(BaseSettings):
     @property
     def base_url(self) -> str:
         return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def client_metadata_url(self) -> str | None:
+        """Where authorization servers that take client ID metadata documents read this host's:
+        only an https URL qualifies, so none for a plain-http deployment (they register instead)."""
+        if not self.oauth_client_metadata:
+            return None
+        if self.oauth_client_metadata_url:
+            return self.oauth_client_metadata_url
+        return f"{self.base_url}/oauth/client-metadata.json" if self.base_url.startswith("https://") else None

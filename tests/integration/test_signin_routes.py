@@ -173,3 +173,28 @@ def test_a_chat_call_before_connecting_tells_the_user_to_connect(tmp_path, token
         assert bob["ok"] is False and "press Connect" in bob["content"] and "tok-alice" not in bob["content"]
         alice = run_as(ALICE)
         assert alice["ok"] is True and "tok-alice-own" in alice["content"]
+
+
+@pytest.mark.timeout(180)
+def test_client_id_metadata_document_is_served_from_the_public_url(tmp_path):
+    write_config(tmp_path / "defaults")
+    write_config(tmp_path / "overrides")
+    public = make_settings(tmp_path, public_url="https://chat.example.org/")
+    assert public.client_metadata_url == "https://chat.example.org/oauth/client-metadata.json"
+    with running_app(public) as (client, _services):
+        answer = client.get("/oauth/client-metadata.json")  # no user: authorization servers fetch it
+        assert answer.status_code == 200
+        assert answer.json() == {
+            "client_id": "https://chat.example.org/oauth/client-metadata.json",
+            "client_name": "Switchboard",
+            "redirect_uris": ["https://chat.example.org/oauth/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
+    assert make_settings(tmp_path, public_url="https://chat.example.org", oauth_client_metadata=False).client_metadata_url is None
+    # plain http cannot be a client ID: no document, and sign-ins register the client instead
+    plain = make_settings(tmp_path, public_url="http://chat.example.org")
+    assert plain.client_metadata_url is None
+    with running_app(plain) as (client, _services):
+        assert client.get("/oauth/client-metadata.json").status_code == 404

@@ -52,6 +52,13 @@ class OAuthConfig(_Strict):
     client_id: str | None = None  # a pre-registered client; else dynamic client registration
     client_secret: str | None = None
     grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    # The authorization server the client (above) belongs to: with it, a client_credentials
+    # secret is only ever sent to that server, whatever the MCP server's metadata names.
+    issuer: str | None = None
+    # client_credentials with private_key_jwt (RFC 7523) instead of a secret: a PEM key, as an
+    # environment reference; the host signs a short-lived assertion for each token request.
+    private_key: str | None = None
+    signing_algorithm: str = "RS256"
 
     @field_validator("scopes", mode="before")
     @classmethod
@@ -60,10 +67,11 @@ class OAuthConfig(_Strict):
 
     @model_validator(mode="after")
     def _check_grant(self) -> OAuthConfig:
-        if self.grant == "client_credentials":
-            # Not built yet: refuse it loudly rather than connect without the credential.
-            raise ValueError("grant 'client_credentials' is not supported yet; use 'headers' with a "
-                             "service token for a machine-to-machine server")
+        if self.grant == "client_credentials" and not (self.client_id and (self.client_secret or self.private_key)):
+            raise ValueError("grant 'client_credentials' needs 'client_id' and 'client_secret' or 'private_key' (as an "
+                             "environment reference, e.g. \"${SERVICE_CLIENT_SECRET}\")")
+        if self.private_key and self.grant != "client_credentials":
+            raise ValueError("'private_key' is for grant 'client_credentials'")
         return self
 
 

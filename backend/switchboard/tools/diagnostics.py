@@ -19,6 +19,7 @@ from typing import Any
 import httpx2
 import mcp_types
 from mcp import MCPError
+from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
 from ..errors import ConfigError
 
@@ -117,6 +118,11 @@ def describe_failure(exc: BaseException, *, url: str = "", trace: HttpTrace | No
         exc = ExceptionGroup("connection attempt", [exc, *(e for e in trace.errors if isinstance(e, Exception))])
     if (config := _first(exc, ConfigError)) is not None:
         return config.message
+    if (oauth := _first(exc, (OAuthTokenError, OAuthRegistrationError))) is not None:
+        # the authorization server's answer (e.g. invalid_client): the server's own 401 says less
+        return f"the authorization server refused this host's client: {oauth}"
+    if (flow := _first(exc, OAuthFlowError)) is not None:
+        return f"OAuth sign-in to {url or 'the server'} failed: {flow}"
     if (status_error := _first(exc, httpx2.HTTPStatusError)) is not None:
         return _http_status(status_error.response.status_code, url)
     if trace is not None and trace.status is not None:

@@ -16,7 +16,7 @@ from mcp import MCPError
 
 from ..config.loader import McpConfig
 from ..config.models import ServerConfig
-from ..errors import NeedsAuth, ToolError
+from ..errors import NeedsAuth, ServerUnavailable, ToolError
 from .connection import ServerConnection
 from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
@@ -72,10 +72,11 @@ class ServerPool:
         in_memory: Mapping[str, Any] | None = None,
         files_origin: str | None = None,
         vault: CredentialVault | None = None,
+        client_metadata_url: str | None = None,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
-        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback")
+        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url)
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
@@ -97,7 +98,10 @@ class ServerPool:
         transport = FastMCPTransport(server) if server is not None else None
         if config.sessions_per_user:
             return self._user_sessions(name, config, transport)
-        return ServerConnection(name, config, on_status=self._on_status, transport=transport, **self._connection_args)  # type: ignore[arg-type]
+        auth = config.auth
+        machine = self.sign_ins.machine_auth(name, config) if auth is not None and auth.type == "oauth" else None
+        return ServerConnection(name, config, on_status=self._on_status, transport=transport, http_auth=machine,
+                                **self._connection_args)  # type: ignore[arg-type]  # fmt: skip
 
     def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
         async def changed() -> None:
@@ -337,7 +341,13 @@ class ServerPool:
         conn = await self._session(tool.server, user)
         key = tool.server if conn.user is None else f"{tool.server}\n{conn.user}"  # per session
         async with self._limits.setdefault(key, asyncio.Semaphore(self._concurrency)):
-            result = await conn.call(tool.name, arguments, sink)
+            try:
+                result = await conn.call(tool.name, arguments, sink)
+            except ServerUnavailable:
+                if user is not None and self.sign_ins.step_up_wanted(tool.server, user):
+                    raise NeedsAuth(f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
+                                    f"next to '{tool.server}' to allow them, then try again") from None  # fmt: skip
+                raise
         outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
         for name, uri in outcome.resource_links[:MAX_RESOURCE_LINKS]:
             try:

@@ -111,8 +111,11 @@ class UserSessions:
         while True:
             await asyncio.sleep(interval)
             now = time.monotonic()
+            # A session still starting is not idle: its user is waiting for it (on a slow machine
+            # a start can take longer than idle_close_s).
             idle = [user for user, conn in self._sessions.items()
-                    if not conn.busy and now - self._last_used.get(user, now) >= self.config.idle_close_s]  # fmt: skip
+                    if not conn.busy and conn.status.status != "starting"
+                    and now - self._last_used.get(user, now) >= self.config.idle_close_s]  # fmt: skip
             for user in idle:
                 log.info("server %s: closing an idle user session", self.name,
                          extra={"event": "user_session_closed", "server": self.name, "why": "idle"})  # fmt: skip
@@ -164,6 +167,8 @@ class UserSessions:
             await asyncio.sleep(0.05)
         status = conn.status
         if status.status == "ready":
+            if conn.user is not None and self._sessions.get(conn.user) is conn:
+                self._last_used[conn.user] = time.monotonic()  # idle from now, not from when it was opened
             return conn
         if status.status == "needs_auth":
             raise NeedsAuth(f"server '{self.name}' refused your credential: {status.reason}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field
 
 from ..access import Access
@@ -81,6 +81,17 @@ async def connect(name: str, request: Request, user: UserDep) -> RedirectRespons
         raise BadRequest(f"server '{name}' takes a token, not a sign-in", action="Enter your token in the tools panel.")
     url = await services.pool.begin_sign_in(name, user.email)
     return RedirectResponse(url, status_code=302)
+
+
+@router.get("/oauth/client-metadata.json")
+async def client_metadata(request: Request) -> JSONResponse:
+    """This host's client ID metadata document: authorization servers that take one fetch it
+    to learn the client (its name and the only callback it may be sent back to).  Public, as
+    the OAuth client ID it describes is."""
+    document = services_of(request).pool.sign_ins.client_metadata_document()
+    if document is None:
+        raise NotFound("this host publishes no client ID metadata document (PUBLIC_URL is not https)")
+    return JSONResponse(document, headers={"Cache-Control": "public, max-age=3600"})
 
 
 @router.get("/oauth/callback")

@@ -4,6 +4,9 @@
 `--oauth PORT [--token-ttl S]`: a real OAuth 2.1 authorization server and protected resource
 (fastmcp's in-memory provider: dynamic client registration, PKCE, refresh; it approves every
 authorization request at once, as a user who clicks "Allow" would).
+`--machine PORT --client-id ID --client-secret SECRET`: a protected resource whose authorization
+server (on the same port) has one token endpoint for the `client_credentials` grant, with the
+client authenticated by HTTP Basic; it issues random tokens that live `--token-ttl` seconds.
 
 Tools say which token and which MCP session served the call, so tests can check that two
 users never share either.
@@ -12,12 +15,17 @@ users never share either.
 from __future__ import annotations
 
 import argparse
+import base64
+import secrets
+import time
 
 from fastmcp import Context, FastMCP
-from fastmcp.server.auth.auth import ClientRegistrationOptions
+from fastmcp.server.auth.auth import ClientRegistrationOptions, RemoteAuthProvider
 from fastmcp.server.auth.providers import in_memory
 from fastmcp.server.auth.providers.debug import DebugTokenVerifier
 from fastmcp.server.dependencies import get_access_token
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 
 def build(auth: object) -> FastMCP:
@@ -37,13 +45,48 @@ def build(auth: object) -> FastMCP:
     return mcp
 
 
+def machine(port: int, client_id: str, client_secret: str, ttl: int) -> FastMCP:
+    """A resource server with its own client_credentials token endpoint."""
+    base = f"http://127.0.0.1:{port}"
+    issued: dict[str, float] = {}  # token -> when it ends
+    verifier = DebugTokenVerifier(validate=lambda token: issued.get(token, 0) > time.time())
+    mcp = build(RemoteAuthProvider(token_verifier=verifier, authorization_servers=[base], base_url=base))  # type: ignore[list-item]
+
+    @mcp.custom_route("/.well-known/oauth-authorization-server", methods=["GET"])
+    async def metadata(request: Request) -> JSONResponse:
+        return JSONResponse({"issuer": base, "token_endpoint": f"{base}/token",
+                             "authorization_endpoint": f"{base}/authorize", "response_types_supported": ["code"],
+                             "grant_types_supported": ["client_credentials"],
+                             "token_endpoint_auth_methods_supported": ["client_secret_basic"]})  # fmt: skip
+
+    @mcp.custom_route("/token", methods=["POST"])
+    async def token(request: Request) -> JSONResponse:
+        form = await request.form()
+        expected = "Basic " + base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
+        if request.headers.get("authorization") != expected:
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        if form.get("grant_type") != "client_credentials":
+            return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+        value = "m2m-" + secrets.token_urlsafe(16)
+        issued[value] = time.time() + ttl
+        return JSONResponse({"access_token": value, "token_type": "Bearer", "expires_in": ttl})
+
+    return mcp
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--token", type=int)
     parser.add_argument("--oauth", type=int)
+    parser.add_argument("--machine", type=int)
+    parser.add_argument("--client-id", default="")
+    parser.add_argument("--client-secret", default="")
     parser.add_argument("--token-ttl", type=int, default=3600)
     args = parser.parse_args()
-    if args.token:
+    if args.machine:
+        mcp = machine(args.machine, args.client_id, args.client_secret, args.token_ttl)
+        port = args.machine
+    elif args.token:
         mcp = build(DebugTokenVerifier(validate=lambda token: token.startswith("tok-")))
         port = args.token
     else:

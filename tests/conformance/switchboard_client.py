@@ -1,0 +1,130 @@
+"""Switchboard as the "client" of the MCP conformance suite's client scenarios.
+
+The suite starts a test server per scenario and runs `python switchboard_client.py
+<server url>`.  This starts the real app in-process with that server in `mcp.json`
+(`auth` as the scenario needs), signs a user in the way a browser would (the
+app's `GET /api/servers/{name}/connect`, the authorization server's redirect,
+the app's `GET /oauth/callback`), then lists the server's tools and calls them
+on that user's session through the host's server pool, as a chat turn does.
+
+Scenario data (pre-registered clients) comes in MCP_CONFORMANCE_CONTEXT.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.support
+
+from switchboard.errors import NeedsAuth  # noqa: E402
+from tests.support.harness import make_settings, running_app, write_config  # noqa: E402
+
+CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the URL the suite's CIMD scenario expects
+SERVER = "conformance"
+SECRET = "conformance-proxy-secret"
+USER = {"X-User-Email": "tester@example.com", "X-Proxy-Secret": SECRET}
+ARGUMENTS = {"add_numbers": {"a": 1, "b": 2}}
+
+
+class _UserSink:
+    """The user's side of a call: submits a question's form as the page offers it (the page's
+    form is pre-filled with the schema's defaults)."""
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async def log(self, level: str, message: str) -> None:
+        pass
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        fields = schema.get("properties", {})
+        return ("accept", {name: field["default"] for name, field in fields.items() if "default" in field})
+
+    async def sample(self, messages: list[dict[str, Any]], system_prompt: str | None, max_tokens: int) -> str:
+        return "ok"
+
+
+def server_entry(url: str, scenario: str, context: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The scenario's server in mcp.json, and the environment its `${VAR}` references read."""
+    entry: dict[str, Any] = {"url": url, "timeout_s": 20}
+    if scenario == "auth/client-credentials-jwt":
+        entry["auth"] = {"type": "oauth", "grant": "client_credentials", "client_id": context["client_id"],
+                         "private_key": "${CONFORMANCE_PRIVATE_KEY}",
+                         "signing_algorithm": context.get("signing_algorithm", "ES256")}  # fmt: skip
+        return entry, {"CONFORMANCE_PRIVATE_KEY": context["private_key_pem"]}
+    if scenario.startswith("auth/client-credentials"):
+        entry["auth"] = {"type": "oauth", "grant": "client_credentials", "client_id": context["client_id"],
+                         "client_secret": "${CONFORMANCE_CLIENT_SECRET}"}  # fmt: skip
+        return entry, {"CONFORMANCE_CLIENT_SECRET": context.get("client_secret", "")}
+    if scenario == "auth/pre-registration":
+        entry["auth"] = {"type": "oauth", "client_id": context["client_id"],
+                         "client_secret": "${CONFORMANCE_CLIENT_SECRET}"}  # fmt: skip
+        return entry, {"CONFORMANCE_CLIENT_SECRET": context.get("client_secret", "")}
+    if scenario.startswith("auth/"):
+        entry["auth"] = {"type": "oauth"}
+    return entry, {}
+
+
+def sign_in(client: Any) -> None:
+    """A browser's part: Connect, the authorization server (which approves at once), the callback."""
+    start = client.get(f"/api/servers/{SERVER}/connect", headers=USER, follow_redirects=False)
+    if start.status_code != 302:
+        raise SystemExit(f"Connect did not redirect: HTTP {start.status_code} {start.text}")
+    answer = httpx.get(start.headers["location"], follow_redirects=False)
+    back = urlsplit(answer.headers.get("location", ""))
+    if not back.query:
+        raise SystemExit(f"the authorization server did not redirect back: HTTP {answer.status_code} {answer.text}")
+    done = client.get(f"/oauth/callback?{back.query}", headers=USER, follow_redirects=False)
+    if done.status_code != 303:
+        raise SystemExit(f"the callback failed: HTTP {done.status_code} {done.text}")
+
+
+def main(url: str) -> None:
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    entry, environ = server_entry(url, scenario, context)
+    with tempfile.TemporaryDirectory(prefix="switchboard-conformance-") as folder:
+        tmp = Path(folder)
+        write_config(tmp / "defaults")
+        write_config(tmp / "overrides", servers={SERVER: entry})
+        settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, oauth_client_metadata_url=CIMD_URL)
+        with running_app(settings, environ=environ) as (client, services):
+            status = next(s for s in client.get("/api/config", headers=USER).json()["servers"] if s["name"] == SERVER)
+            if status["status"] == "needs_auth":
+                sign_in(client)
+            pool = services.pool
+            user = USER["X-User-Email"]
+            client.portal.call(pool.open_for_server, SERVER, user)
+            deadline = time.monotonic() + 30
+            while (status := client.portal.call(pool.user_status, SERVER, user)).status == "starting":
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            if status.status != "ready":
+                raise SystemExit(f"the server is {status.status} for the user: {status.reason}")
+            tools = [t for t in pool.registry.all() if t.server == SERVER]
+            for tool in tools:
+                call = functools.partial(pool.call, tool, ARGUMENTS.get(tool.name, {}), _UserSink(), user=user)
+                try:
+                    outcome = client.portal.call(call)
+                except NeedsAuth as exc:  # e.g. more permissions (step-up): the user presses Connect, tries again
+                    print(f"{tool.name}: {exc}")
+                    sign_in(client)
+                    outcome = client.portal.call(call)
+                print(f"{tool.name}: ok={outcome.ok} {outcome.text[:200]}")
+
+
+if __name__ == "__main__":
+    warnings.simplefilter("ignore")
+    main(sys.argv[1])
