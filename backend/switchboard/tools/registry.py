@@ -67,7 +67,7 @@ class ToolRegistry:
     def index(self) -> ToolIndex:
         """The search index of the whole catalogue (callers filter by what a user may use)."""
         if self._index is None:
-            self._index = ToolIndex(self._tools.values())
+            self._index = ToolIndex(self._tools.values(), {s: c.description for s, c in self._configs.items()})
         return self._index
 
     def get(self, name: str) -> ToolInfo | None:
