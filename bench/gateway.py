@@ -31,6 +31,7 @@ import _support as S
 import mcp_types
 from catalogue import server_source
 
+from switchboard.chat.gateway import ToolTokenEstimates, estimate_tokens
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ToolRegistry
 from switchboard.tools.search import ToolIndex
@@ -104,6 +105,26 @@ def latency(registry: ToolRegistry, rounds: int, requests: list[str]) -> dict[st
             "query_cpu_us_all": runs["all_cpu"], "query_cpu_us_half_offered": runs["half_cpu"], "index_build_ms": builds}
 
 
+def exposure_cost(registry: ToolRegistry, rounds: int, turns: int = 200) -> dict[str, list[float]]:
+    """What `auto` exposure pays per turn to decide (µs): the tokens of every offered tool's
+    definition, measured from their JSON each turn (before) or remembered per catalogue
+    version and offered set (now); interleaved, round by round."""
+    tools = registry.all()
+    estimates = ToolTokenEstimates()
+    runs: dict[str, list[float]] = {"measured_each_turn_us": [], "remembered_us": []}
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for _ in range(turns):
+            measured = estimate_tokens([tool.openai_schema() for tool in tools])
+        runs["measured_each_turn_us"].append((time.perf_counter() - started) * 1e6 / turns)
+        started = time.perf_counter()
+        for _ in range(turns):
+            remembered = estimates.tokens(registry.version, tools)
+        runs["remembered_us"].append((time.perf_counter() - started) * 1e6 / turns)
+        assert measured == remembered
+    return runs
+
+
 def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
@@ -124,7 +145,8 @@ def main() -> None:
         for miss in misses if name in shown else []:
             print(f"  {name} top-1 miss: {miss['request']!r}: expected {miss['expected']}, got {miss['top5']}")
     requests = [request for tasks in sets.values() for request, _ in tasks]
-    timing = latency(_registry(1000), args.rounds, requests)
+    thousand = _registry(1000)
+    timing = latency(thousand, args.rounds, requests)
     print(f"\nSearch latency over {timing['tools']} tools (µs per query, mean of {len(requests)} queries; one value per round)\n")
     rows = [[label, f"{min(v):.0f}", f"{statistics.median(v):.0f}", f"{max(v):.0f}"]
             for label, v in (("every tool usable", timing["query_us_all"]), ("half usable", timing["query_us_half_offered"]),
@@ -132,8 +154,14 @@ def main() -> None:
                              ("half usable, CPU time", timing["query_cpu_us_half_offered"]),
                              ("index build (ms)", timing["index_build_ms"]))]  # fmt: skip
     S.print_table(["", "min", "median", "max"], rows)
+    cost = exposure_cost(thousand, args.rounds)
+    print(f"\n`auto` exposure: deciding per turn over {timing['tools']} offered tools (µs per turn; one value per round)\n")
+    S.print_table(["", "min", "median", "max"], [[label, f"{min(v):.1f}", f"{statistics.median(v):.1f}", f"{max(v):.1f}"]
+                                                 for label, v in (("JSON measured each turn (before)", cost["measured_each_turn_us"]),
+                                                                  ("remembered per version and set", cost["remembered_us"]))])  # fmt: skip
     S.report("gateway", {"sets": {name: s for name, (s, _) in results.items()},
-                         "misses": {name: m for name, (_, m) in results.items()}, "latency": timing}, args, started, load)
+                         "misses": {name: m for name, (_, m) in results.items()}, "latency": timing,
+                         "auto_exposure": cost}, args, started, load)
 
 
 if __name__ == "__main__":
