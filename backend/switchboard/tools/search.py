@@ -14,6 +14,7 @@ tools filters the ranked list afterwards, so one index serves every user.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
@@ -71,6 +72,7 @@ def _words(text: str) -> str:
     return " ".join(_WORD.findall(_CAMEL.sub(" ", text)))
 
 
+@functools.lru_cache(maxsize=16384)  # a catalogue says the same few thousand words again and again
 def _stem(word: str) -> str:
     """A crude plural/tense fold, enough to compare query words with name words."""
     for suffix, repl in (("ies", "y"), ("ys", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("e", "")):
