@@ -38,6 +38,7 @@ _PREFIX_FROM = 4  # shorter words match whole only ("add" must not find "address
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _QUOTED = re.compile(r"(?<![A-Za-z])'[^']*'(?![A-Za-z])|\"[^\"]*\"")
+_CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\b\.?)|\b\d{1,2}:\d{2}\b", re.IGNORECASE)  # 5pm, 9 a.m., 14:00
 _EMAIL = re.compile(r"\S+@\S+")
 _FILENAME = re.compile(r"(?<![\w.])[\w-]+\.([A-Za-z][A-Za-z0-9]{0,4})\b")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -96,11 +97,13 @@ def _related(words: Iterable[str]) -> set[str]:
 def _query_words(query: str, known: Callable[[str], bool]) -> list[str]:
     """The words of a request that can say which tool is meant.  Quoted text, e-mail
     addresses and a file's own name ("notes" in "notes.txt") say which item, not which
-    tool, so they go (a file name leaves "file" and its extension); so do ids, numbers
+    tool, so they go (a file name leaves "file" and its extension, a time of day "time");
+    so do ids, numbers
     and names ("INV-22", "abc123", a capitalised word inside the sentence) unless the
     catalogue itself uses the word (`known`)."""
     text = _QUOTED.sub(" ", query)
     text = _EMAIL.sub(" ", text)
+    text = _CLOCK.sub(" time ", text)
     text = _FILENAME.sub(lambda m: f" file {m.group(1)} ", text)
     words: list[str] = []
     for i, raw in enumerate(_TOKEN.findall(text)):

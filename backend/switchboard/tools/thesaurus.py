@@ -4,7 +4,8 @@ Each line is one group of related words (not strict synonyms: "show" and "get" n
 the same action in tool land).  The search index adds, next to a tool's name, the
 other words of every group a word of its name belongs to, so "make a folder" finds
 `create_directory` without naming it.  The groups are kept generic: common verbs and
-nouns of software tools, nothing about a particular server or request.
+nouns of software tools (and the shell commands people type for them: ls, mkdir, mv, rm),
+nothing about a particular server or request.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ __all__ = ["GROUPS"]
 
 GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(line.split()) for line in """
 search find lookup look seek query discover hunt filter match
-delete remove erase destroy wipe purge discard forget trash drop
-create make new add put build generate start open register compose
+delete remove erase destroy wipe purge discard forget trash drop rm
+create make new add put build generate start open register compose touch
 get read show view display fetch open retrieve see print load inspect
 update change edit modify set alter adjust tweak patch mark rename
-rename move transfer
+rename move transfer mv
 list enumerate browse all every page index
-folder directory dir path
+folder directory dir path mkdir ls
 file document doc
 commit save snapshot
 write save store put overwrite
@@ -44,12 +45,12 @@ repository repo
 stage staging staged
 reset unstage undo revert
 echo repeat
-sum add plus total addition
+sum add plus total addition calculate compute arithmetic
 env environment variable
 text plain content contents words
 csv spreadsheet table column columns
 tree hierarchy structure recursive
-size big large bytes
+size big bigger biggest large larger largest small smallest bytes
 info information metadata details properties
 analyze analyse statistics stats examine
 allowed permitted access accessible

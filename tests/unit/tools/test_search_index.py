@@ -109,3 +109,13 @@ def test_related_words_prefixes_and_item_names_in_requests():
     assert names(reg.index.search("show the config", everyone))[0] == "fs_get_configuration"
     # a number the catalogue does not use says which item, and matches no tool on its own
     assert reg.index.search("5521", everyone) == []
+
+
+def test_a_time_of_day_and_shell_commands_say_what_is_meant():
+    reg = registry(("time", TIME), ("git", GIT), ("fs", [tool("create_directory", "Create a directory.", path="Path."),
+                                                          tool("create_note", "Create a note.")]))  # fmt: skip
+    everyone = {t.qualified_name for t in reg.all()}
+
+    assert names(reg.index.search("9am in Oslo", everyone))[0] in {"time_get_current_time", "time_convert_time"}
+    assert names(reg.index.search("14:30 for Lima", everyone))[0] in {"time_get_current_time", "time_convert_time"}
+    assert names(reg.index.search("mkdir reports", everyone))[0] == "fs_create_directory"
