@@ -34,6 +34,7 @@ _RERANK = 40  # how many BM25 candidates the name check reorders
 _WEIGHTS = (5.0, 2.0, 1.0, 0.2, 0.5)
 _FIELD_SCORES = (1.0, 0.7, 0.4, 0.4)  # a query word found in: name, related words, description, server
 _BM25_SHARE = 1.0  # the best BM25 candidate gets this much on top
+_SAME_SERVER = 0.05  # less per result already listed from the same server
 _PREFIX_FROM = 4  # shorter words match whole only ("add" must not find "address")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -222,4 +223,16 @@ class ToolIndex:
         best = candidates[0][1] or -1.0
         scored = sorted(((self._score(name, forms) + _BM25_SHARE * bm25 / best, -i, name)
                          for i, (name, bm25) in enumerate(candidates)), reverse=True)  # fmt: skip
-        return [self.hit(name) for _, _, name in scored[:limit]]
+        # Then a server's tools give way a little for each one already listed, so one server's
+        # look-alikes (ten "folder" tools) do not fill the list while another has a close match.
+        queues: dict[str, list[tuple[float, str]]] = {}
+        for score, _, name in scored:
+            queues.setdefault(self._tools[name].server, []).append((score, name))
+        taken = dict.fromkeys(queues, 0)
+        picked: list[str] = []
+        while len(picked) < limit and any(taken[s] < len(q) for s, q in queues.items()):
+            server = max((s for s, q in queues.items() if taken[s] < len(q)),
+                         key=lambda s: queues[s][taken[s]][0] - _SAME_SERVER * taken[s])  # fmt: skip
+            picked.append(queues[server][taken[server]][1])
+            taken[server] += 1
+        return [self.hit(name) for name in picked]

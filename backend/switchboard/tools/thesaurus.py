@@ -28,7 +28,7 @@ time clock timezone zone hour date day
 convert transform
 current now present today latest
 archive hide restore deactivate
-assign give hand delegate reassign allocate owner responsible
+assign give hand delegate reassign allocate owner responsible transfer
 summarize summarise summary recap brief overview digest gist
 export download extract backup
 image picture photo png jpg jpeg gif media logo icon
