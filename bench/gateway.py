@@ -7,9 +7,10 @@ and the bundled servers (pdfbasic, dataviz), snapshotted in bench/catalogues.jso
 by bench/snapshot_catalogues.py, plus the generated 300-tool server of
 bench/catalogue.py (`cat`).  recall@k: the share of requests with an expected
 tool among the first k results.  The sets live in bench/gateway_tasks.json:
-`tuned` (110 requests the search was tuned on) and two held-out sets, each
-written before a round of ranking changes and never tuned on, which estimate
-recall for unseen requests.
+`tuned` (110 requests the search was tuned on), `dev` (44 more, to develop on)
+and two held-out sets, each written before a round of ranking changes and never
+tuned on, which estimate recall for unseen requests: `--misses` prints only the
+misses of the sets one may look at.
 
 Latency: a query over 1,000 generated tools (plus the real ones), `--rounds`
 runs of the tuned requests; also the index build time and filtering by a user's
@@ -128,7 +129,7 @@ def exposure_cost(registry: ToolRegistry, rounds: int, turns: int = 200) -> dict
 def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--misses", default="tuned", help="print the top-1 misses of these sets (comma-separated, or 'all'); "
+    p.add_argument("--misses", default="tuned,dev", help="print the top-1 misses of these sets (comma-separated, or 'all'); "
                    "held-out sets stay unseen while the search is tuned")  # fmt: skip
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
