@@ -1,6 +1,7 @@
 """A server that changes its tool list while pages are open: the registry and the
 gateway's index follow, and every open websocket of a user who may use that server
-hears `catalogue_changed`, so the page lists the tools again without a reload."""
+hears `catalogue_changed` (an administrator's of every server), so the page lists the
+tools again without a reload."""
 
 from __future__ import annotations
 
@@ -43,11 +44,12 @@ def grow(ws, tool):
 
 
 def test_a_tool_added_at_run_time_reaches_every_open_page_that_may_use_it(app):
-    ann, boss = who("ann@example.com"), who("boss@example.com", "staff")
+    ann, boss, root = who("ann@example.com"), who("boss@example.com", "staff"), who("root@example.com", "admin")
     assert "live_count_words" not in tools(app, ann)
-    with app.websocket_connect("/ws", headers=ann) as ann_ws, app.websocket_connect("/ws", headers=boss) as boss_ws:
-        ann_ws.receive_json()
-        boss_ws.receive_json()
+    with app.websocket_connect("/ws", headers=ann) as ann_ws, app.websocket_connect("/ws", headers=boss) as boss_ws, \
+            app.websocket_connect("/ws", headers=root) as root_ws:  # fmt: skip
+        for ws in (ann_ws, boss_ws, root_ws):
+            ws.receive_json()
 
         assert grow(ann_ws, "live_grow") == [{"type": "catalogue_changed", "server": "live"}]
         # the other page hears it too, without asking
@@ -62,3 +64,6 @@ def test_a_tool_added_at_run_time_reaches_every_open_page_that_may_use_it(app):
         assert grow(boss_ws, "live_grow") == [{"type": "catalogue_changed", "server": "live"}]
         assert until(ann_ws, "catalogue_changed")[-1] == {"type": "catalogue_changed", "server": "live"}
         assert "staff_count_words" in tools(app, boss) and "staff_count_words" not in tools(app, ann)
+        # an administrator's page hears of every server (it shows their status)
+        heard = [until(root_ws, "catalogue_changed")[-1]["server"] for _ in range(3)]
+        assert heard == ["live", "staff", "live"]

@@ -104,6 +104,7 @@ async def _forward_catalogue_changes(connection: _Connection) -> None:
     """Tell the page when a server it may use changed its catalogue, so it lists the tools
     again without waiting for a reload (`notifications/tools/list_changed` and the like)."""
     services = connection.services
+    admin = services.auth.is_admin(connection.user)
     with services.pool.watch.listen() as queue:
         while True:
             servers = {await queue.get()}
@@ -114,7 +115,7 @@ async def _forward_catalogue_changes(connection: _Connection) -> None:
                 config = services.pool.server_config(server)
                 if config is None:  # removed: its users' pages refresh, nobody learns its name
                     await connection.send_text(CatalogueChanged().to_json())
-                elif config.admits_group(connection.user.groups):
+                elif config.admits_group(connection.user.groups) or admin:  # administrators see every server's status
                     await connection.send_text(CatalogueChanged(server=server).to_json())
 
 
