@@ -130,6 +130,10 @@ class ChatEngine:
         data = {"files": [_file_ref(f) for f in session.turn_files], "resources": [r.model_dump() for r in request.resources]}
         return PreparedTurn(model, user, data)
 
+    def tool_tokens(self, tools: Sequence[ToolInfo]) -> int:
+        """The estimated tokens of these tools' definitions (what `auto` exposure compares)."""
+        return self._tool_tokens.tokens(self._pool.registry.version, tools)
+
     async def run_turn(self, session: ChatSession, request: ChatMessage, state: TurnState, recorder: Recorder,
                        prepared: PreparedTurn | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
         try:
@@ -146,7 +150,7 @@ class ChatEngine:
         session.model = model.name
         tools = self.tools_for(session, request.tools)
         offered = {tool.qualified_name for tool in tools}
-        tool_tokens = self._tool_tokens.tokens(self._pool.registry.version, tools)
+        tool_tokens = self.tool_tokens(tools)
         wanted = gateway_wanted(model, self._config.llm, request.tool_exposure, tool_tokens)
         gateway = Gateway(self._pool.registry, tools) if wanted else None
         schemas = None if wanted else [tool.openai_schema() for tool in tools] or None
