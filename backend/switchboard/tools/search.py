@@ -1,12 +1,15 @@
 """Ranked search over the tool catalogue (the gateway's `switchboard_search_tools`).
 
 SQLite's FTS5 (in Python's standard library: no new dependency, BM25 ranking in C)
-indexes, per tool, five weighted fields: its qualified name split into words (and its
-title); the related words of those name words (`thesaurus.GROUPS`: "folder" for
+indexes, per tool, five weighted fields: the server's own name for it split into words
+(and its title); the related words of those name words (`thesaurus.GROUPS`: "folder" for
 `create_directory`); its description; its parameters' names and descriptions; and its
 server's name and description.  The Porter stemmer folds "listing" onto "list"; query
-words of four letters or more also match as prefixes ("repo" finds "repository").  The
-index is built once per catalogue (the registry drops it when it rebuilds) and is only
+words of four letters or more also match as prefixes ("repo" finds "repository").  A
+request loses the words that name an item rather than a tool (ids, quoted text, file
+names).  BM25 picks the candidates; a second look orders them by which field says each
+request word (the name most), and one server's look-alikes give way a little to other
+servers' matches.  The index is built once per catalogue (the registry drops it when it rebuilds) and is only
 read by queries.  Ranking runs over the whole catalogue; the caller's set of usable
 tools filters the ranked list afterwards, so one index serves every user.
 """
@@ -27,7 +30,7 @@ from .thesaurus import GROUPS
 __all__ = ["SearchHit", "ToolIndex", "summary_of"]
 
 SUMMARY_CHARS = 160
-_RERANK = 40  # how many BM25 candidates the name check reorders
+_RERANK = 40  # how many BM25 candidates the second look reorders
 # Column weights for bm25(): name, related words, description, parameters, server.
 # Parameter text is weighed low: it often names other tools ("the id, as returned by
 # search_tickets"); the server's words only break ties between servers.
@@ -99,9 +102,8 @@ def _query_words(query: str, known: Callable[[str], bool]) -> list[str]:
     """The words of a request that can say which tool is meant.  Quoted text, e-mail
     addresses and a file's own name ("notes" in "notes.txt") say which item, not which
     tool, so they go (a file name leaves "file" and its extension, a time of day "time");
-    so do ids, numbers
-    and names ("INV-22", "abc123", a capitalised word inside the sentence) unless the
-    catalogue itself uses the word (`known`)."""
+    so do ids, numbers and names ("INV-22", "abc123", a capitalised word inside the
+    sentence) unless the catalogue itself uses the word (`known`)."""
     text = _QUOTED.sub(" ", query)
     text = _EMAIL.sub(" ", text)
     text = _CLOCK.sub(" time ", text)
