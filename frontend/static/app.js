@@ -205,6 +205,10 @@ function onEvent(event) {
     opener.connected(reconnected);
     return;
   }
+  if (event.type === "catalogue_changed") {
+    tools.load(); // a server's tools, resources or prompts changed (list_changed, restart, reload)
+    return;
+  }
   if (event.type === "attached") {
     opener.attached(event);
     return;

@@ -15,6 +15,7 @@ __all__ = [
     "ApprovalResponse",
     "AttachMessage",
     "AttachedEvent",
+    "CatalogueChanged",
     "ConversationEvent",
     "CancelMessage",
     "ChatMessage",
@@ -246,6 +247,14 @@ class ErrorEvent(_Event):
     action: str | None = None
 
 
+class CatalogueChanged(_Event):
+    """A server's tools, resources, prompts or status changed: the page lists them again.
+    No `server` when the server left the configuration."""
+
+    type: Literal["catalogue_changed"] = "catalogue_changed"
+    server: str | None = None
+
+
 ServerEvent = (
     SessionEvent
     | TokenEvent
@@ -261,4 +270,5 @@ ServerEvent = (
     | ErrorEvent
     | ConversationEvent
     | AttachedEvent
+    | CatalogueChanged
 )

@@ -16,7 +16,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..config.models import LLMConfig, ModelConfig
@@ -26,7 +27,8 @@ from .calls import ExecutedCall, frame_for_model
 from .events import ServerEvent, ToolResultEvent, ToolStart
 from .host_args import parse_arguments
 
-__all__ = ["GATEWAY_SERVER", "GATEWAY_TOOLS", "Gateway", "estimate_tokens", "exposure_report", "gateway_wanted"]
+__all__ = ["GATEWAY_SERVER", "GATEWAY_TOOLS", "Gateway", "ToolTokenEstimates", "estimate_tokens", "exposure_report",
+           "gateway_wanted"]
 
 log = logging.getLogger("switchboard.chat")
 
@@ -72,6 +74,41 @@ def estimate_tokens(schemas: list[dict[str, Any]]) -> int:
     """A cheap estimate of what tool definitions cost per model call: JSON length / 4
     (measured against OpenAI's tokenizer in docs/benchmarks.md; close enough to pick a mode)."""
     return len(json.dumps(schemas, separators=(",", ":"))) // 4 if schemas else 0
+
+
+class ToolTokenEstimates:
+    """`estimate_tokens` of a set of offered tools, remembered per (catalogue version, set of
+    tools): `auto` asks on every turn, and at 1,000 tools the JSON costs milliseconds.  A
+    user's offered set rarely changes between turns, so a turn pays a set lookup."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self._max = max_entries
+        self._totals: OrderedDict[tuple[int, frozenset[str]], int] = OrderedDict()
+        self._sizes: dict[str, tuple[str, int]] = {}  # name -> (definition hash, JSON characters)
+        self._sizes_version = -1
+
+    def tokens(self, version: int, tools: Sequence[ToolInfo]) -> int:
+        key = (version, frozenset(tool.qualified_name for tool in tools))
+        total = self._totals.get(key)
+        if total is not None:
+            self._totals.move_to_end(key)
+            return total
+        if version != self._sizes_version:
+            self._sizes, self._sizes_version = {}, version
+        # JSON of the list = "[" + the schemas joined by "," + "]": the same number as
+        # estimate_tokens, from each tool's size, measured once per definition.
+        chars = 1 + len(tools) if tools else 0
+        for tool in tools:
+            size = self._sizes.get(tool.qualified_name)
+            if size is None or size[0] != tool.definition_hash:
+                size = (tool.definition_hash, len(json.dumps(tool.openai_schema(), separators=(",", ":"))))
+                self._sizes[tool.qualified_name] = size
+            chars += size[1]
+        total = chars // 4
+        self._totals[key] = total
+        if len(self._totals) > self._max:
+            self._totals.popitem(last=False)
+        return total
 
 
 def gateway_wanted(model: ModelConfig, llm: LLMConfig, requested: str | None, tool_tokens: int) -> bool:

@@ -30,7 +30,7 @@ from .attachments import attach
 from .calls import CallRunner, ExecutedCall
 from .context import fitting_context
 from .events import ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent, TokenEvent
-from .gateway import Gateway, estimate_tokens, gateway_wanted
+from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .render import render_markdown
 from .session import ChatSession, new_id
 
@@ -94,6 +94,7 @@ class ChatEngine:
         self._files = files
         self._models = models
         self._pool = pool
+        self._tool_tokens = ToolTokenEstimates()
         self._calls = calls
         self._config = config
         self._limits = limits or TurnLimits()
@@ -129,6 +130,10 @@ class ChatEngine:
         data = {"files": [_file_ref(f) for f in session.turn_files], "resources": [r.model_dump() for r in request.resources]}
         return PreparedTurn(model, user, data)
 
+    def tool_tokens(self, tools: Sequence[ToolInfo]) -> int:
+        """The estimated tokens of these tools' definitions (what `auto` exposure compares)."""
+        return self._tool_tokens.tokens(self._pool.registry.version, tools)
+
     async def run_turn(self, session: ChatSession, request: ChatMessage, state: TurnState, recorder: Recorder,
                        prepared: PreparedTurn | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
         try:
@@ -145,9 +150,10 @@ class ChatEngine:
         session.model = model.name
         tools = self.tools_for(session, request.tools)
         offered = {tool.qualified_name for tool in tools}
-        schemas = [tool.openai_schema() for tool in tools] or None
-        wanted = gateway_wanted(model, self._config.llm, request.tool_exposure, estimate_tokens(schemas or []))
+        tool_tokens = self.tool_tokens(tools)
+        wanted = gateway_wanted(model, self._config.llm, request.tool_exposure, tool_tokens)
         gateway = Gateway(self._pool.registry, tools) if wanted else None
+        schemas = None if wanted else [tool.openai_schema() for tool in tools] or None
 
         finish = "stop"
         for round_no in range(self._limits.round_limit + 1):

@@ -17,6 +17,7 @@ from mcp import MCPError
 from ..config.loader import McpConfig
 from ..config.models import ServerConfig
 from ..errors import NeedsAuth, ServerUnavailable, ToolError
+from .catalogue_watch import CatalogueWatch
 from .connection import ServerConnection
 from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
@@ -86,6 +87,7 @@ class ServerPool:
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
         self.pins = ToolPins(on_change=self._rebuild)
+        self.watch = CatalogueWatch()  # the pages hear of every change of a server's lists or status
         self.registry = ToolRegistry(self.pins)
         self.connections: dict[str, ServerConnection | UserSessions] = {
             name: self._connection(name, c) for name, c in mcp.servers.items()
@@ -106,6 +108,7 @@ class ServerPool:
     def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
         async def changed() -> None:
             self._rebuild()
+            self.watch.changed(name)
 
         def make(user: str, headers: dict[str, str], auth: Any) -> ServerConnection:
             async def on_status(status: ServerStatus) -> None:
@@ -205,6 +208,7 @@ class ServerPool:
 
     async def _on_status(self, status: ServerStatus) -> None:
         self._rebuild()
+        self.watch.changed(status.name)
         if self._on_status_cb is not None:
             self._on_status_cb(status)
         self._say_when_settled()
@@ -248,6 +252,7 @@ class ServerPool:
         self._settled_said = False
         log.info("server %s restarting", name, extra={"event": "server_restart", "server": name})
         self._rebuild()
+        self.watch.changed(name)
         fresh.start()
 
     async def stop(self) -> None:
@@ -286,6 +291,9 @@ class ServerPool:
         self._mcp = mcp
         self._settled_said = False
         self._rebuild()
+        for name, what in report.items():
+            if what != "unchanged":
+                self.watch.changed(name)
         self._say_when_settled()
         return report
 

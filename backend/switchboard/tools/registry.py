@@ -32,6 +32,7 @@ class ToolRegistry:
         self._tools: dict[str, ToolInfo] = {}
         self._configs: dict[str, ServerConfig] = {}
         self._index: ToolIndex | None = None
+        self.version = 0  # bumps whenever a tool is added, removed or redefined
 
     def rebuild(self, servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]]) -> None:
         tools: dict[str, ToolInfo] = {}
@@ -61,13 +62,14 @@ class ToolRegistry:
                     definition_changed=changed,
                 )
         self._tools, self._configs = tools, configs
+        self.version += 1
         self._index = None  # built again on the next search, not per query
 
     @property
     def index(self) -> ToolIndex:
         """The search index of the whole catalogue (callers filter by what a user may use)."""
         if self._index is None:
-            self._index = ToolIndex(self._tools.values())
+            self._index = ToolIndex(self._tools.values(), {s: c.description for s, c in self._configs.items()})
         return self._index
 
     def get(self, name: str) -> ToolInfo | None:
@@ -77,6 +79,7 @@ class ToolRegistry:
         """Pin a changed definition as the trusted one (an administrator approved it)."""
         self._pins.accept(tool.server, tool.name, tool.description, tool.input_schema, tool.annotations)
         self._tools[tool.qualified_name] = replace(tool, definition_changed=False)
+        self.version += 1
 
     def all(self) -> list[ToolInfo]:
         return list(self._tools.values())

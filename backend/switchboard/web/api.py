@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from ..access import Access
 from ..auth import User
 from ..chat.approvals import approval_reason
-from ..chat.gateway import estimate_tokens, exposure_report
+from ..chat.gateway import exposure_report
 from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
 from .connect import auth_entry
@@ -51,7 +51,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     models = services.models.entries(access)
     tools = services.pool.registry.visible(access)
     configured = {model.name: model for model in cfg.llm.models}
-    tool_tokens = estimate_tokens([tool.openai_schema() for tool in tools])
+    tool_tokens = services.engine.tool_tokens(tools)  # remembered: every open page asks after a catalogue change
     servers = []
     for status in services.pool.statuses():
         server_cfg = cfg.mcp.servers.get(status.name)

@@ -20,6 +20,7 @@ from ..chat.events import (
     AttachedEvent,
     AttachMessage,
     CancelMessage,
+    CatalogueChanged,
     ChatMessage,
     ElicitationResponse,
     ErrorEvent,
@@ -36,6 +37,7 @@ log = logging.getLogger("switchboard.web")
 router = APIRouter()
 
 MAX_MESSAGE_BYTES = 1_000_000
+CATALOGUE_SETTLE_S = 0.2  # a burst of changes (start-up, reload) reaches the page as one event per server
 
 
 class _Connection:
@@ -98,6 +100,25 @@ class _Connection:
                 await pump
 
 
+async def _forward_catalogue_changes(connection: _Connection) -> None:
+    """Tell the page when a server it may use changed its catalogue, so it lists the tools
+    again without waiting for a reload (`notifications/tools/list_changed` and the like)."""
+    services = connection.services
+    admin = services.auth.is_admin(connection.user)
+    with services.pool.watch.listen() as queue:
+        while True:
+            servers = {await queue.get()}
+            await asyncio.sleep(CATALOGUE_SETTLE_S)
+            while not queue.empty():
+                servers.add(queue.get_nowait())
+            for server in sorted(servers):
+                config = services.pool.server_config(server)
+                if config is None:  # removed: its users' pages refresh, nobody learns its name
+                    await connection.send_text(CatalogueChanged().to_json())
+                elif config.admits_group(connection.user.groups) or admin:  # administrators see every server's status
+                    await connection.send_text(CatalogueChanged(server=server).to_json())
+
+
 @router.websocket("/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
@@ -112,6 +133,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     connection = _Connection(websocket, services, user)
     await connection.send_text(SessionEvent(user=user.email, groups=sorted(user.groups),
                                             conversation_id=connection.conversation_id).to_json())  # fmt: skip
+    catalogue = asyncio.create_task(_forward_catalogue_changes(connection), name=f"catalogue:{user.email}")
     try:
         while True:
             message = await websocket.receive()
@@ -129,4 +151,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         pass
     finally:
         # The turn goes on for a while without listeners (a reload attaches again).
+        catalogue.cancel()
+        with suppress(asyncio.CancelledError, Exception):
+            await catalogue
         await connection.unfollow()

@@ -88,3 +88,34 @@ def test_a_query_over_a_thousand_tools_is_fast():
     per_query_ms = (time.perf_counter() - started) * 1000 / 50
     assert hits[0].name == "big_export_thing42"
     assert per_query_ms < 20  # sub-millisecond on an idle machine; generous for a shared one
+
+
+def test_related_words_prefixes_and_item_names_in_requests():
+    files = [
+        tool("delete_directory", "Delete a directory and everything in it, recursively, after checking permissions.", path="Path."),
+        tool("read_file", "Read the complete contents of a file as text, in any of the usual encodings.", path="Path."),
+        tool("get_configuration", "Get the whole configuration of this account, with the defaults filled in."),
+    ]
+    other = [tool("delete_note", "Delete a note."), tool("create_note", "Create a note."), tool("get_status", "Get the status.")]
+    reg = ToolRegistry()
+    reg.rebuild([("fs", ServerConfig(command="x", description="Files on disk"), files), ("notes", ServerConfig(command="x"), other)])
+    everyone = {t.qualified_name for t in reg.all()}
+
+    # "folder" is a related word of "directory" (the thesaurus), whatever the server calls it
+    assert names(reg.index.search("remove the folder Old Stuff", everyone))[0] == "fs_delete_directory"
+    # "notes" in "notes.txt" names the file, not the tool: what is asked is to read a file
+    assert names(reg.index.search("open notes.txt", everyone))[0] == "fs_read_file"
+    # four letters or more match as a prefix: "config" finds "configuration"
+    assert names(reg.index.search("show the config", everyone))[0] == "fs_get_configuration"
+    # a number the catalogue does not use says which item, and matches no tool on its own
+    assert reg.index.search("5521", everyone) == []
+
+
+def test_a_time_of_day_and_shell_commands_say_what_is_meant():
+    reg = registry(("time", TIME), ("git", GIT), ("fs", [tool("create_directory", "Create a directory.", path="Path."),
+                                                          tool("create_note", "Create a note.")]))  # fmt: skip
+    everyone = {t.qualified_name for t in reg.all()}
+
+    assert names(reg.index.search("9am in Oslo", everyone))[0] in {"time_get_current_time", "time_convert_time"}
+    assert names(reg.index.search("14:30 for Lima", everyone))[0] in {"time_get_current_time", "time_convert_time"}
+    assert names(reg.index.search("mkdir reports", everyone))[0] == "fs_create_directory"

@@ -1,0 +1,46 @@
+"""The tools panel follows a server whose tool list changes while the page is open
+(`catalogue_changed` on the websocket), without a reload."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from playwright.sync_api import expect
+
+from switchboard.services import build_services
+from switchboard.web.app import create_app
+from tests.browser.conftest import LiveServer
+from tests.browser.helpers import send, wait_finished
+from tests.support.harness import PROJECT_ROOT, free_port, make_settings, write_config
+
+GROWING = PROJECT_ROOT / "tests" / "support" / "servers" / "growing.py"
+
+
+@pytest.fixture
+def growing_app(tmp_path):
+    write_config(tmp_path / "defaults", servers={"live": {"command": sys.executable, "args": [str(GROWING)],
+                                                          "approval": "never", "description": "Grows"}},
+                 groups={"dev@localhost": ["users"]})  # fmt: skip
+    settings = make_settings(tmp_path)
+    server = LiveServer(create_app(settings, services=build_services(settings, environ={})), free_port())
+    server.start()
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_the_tools_panel_shows_a_tool_the_server_added_while_the_page_was_open(open_page, growing_app):
+    watching = open_page(url=growing_app.url)
+    acting = open_page(url=growing_app.url)
+    live = watching.locator('details.server[data-server="live"]')
+    expect(live.locator('input[data-tool="live_grow"]')).to_have_count(1)
+    expect(live.locator('input[data-tool="live_count_words"]')).to_have_count(0)
+
+    send(acting, "run live_grow")  # the demo model calls the tool; the server adds count_words
+    wait_finished(acting)
+
+    expect(live.locator('input[data-tool="live_count_words"]')).to_have_count(1)
+    expect(acting.locator('details.server[data-server="live"] input[data-tool="live_count_words"]')).to_have_count(1)
