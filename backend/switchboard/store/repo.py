@@ -4,9 +4,8 @@ Every write is one transaction, committed when the method returns, so the caller
 what it wrote. Database errors are translated in ``_base.py``; ids that are taken or missing are
 ``Conflict`` and ``NotFound``.
 
-Each method's work is a plain function of a connection (``_base.StoreBase._run``), and the
-statements of the frequent calls are built once, here, with bound parameters: a call only binds
-values to an already compiled statement."""
+Each method's work is a plain function of a connection (``_base.StoreBase._run``); the
+statements of the frequent calls are built once (``statements.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
 
-from sqlalchemy import Connection, String, Text, bindparam, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -22,7 +21,8 @@ from ..errors import BadRequest, Conflict, NotFound
 from ._base import StoreBase
 from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
-from .models import UTCDateTime, allowances, conversations, files, messages, tool_pins
+from . import statements as S
+from .models import allowances, conversations, files, messages, tool_pins
 from .records import ROLES, Conversation, Message, StoredConversation
 from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
@@ -44,47 +44,6 @@ class _Refused(Exception):
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-_c, _m = conversations.c, messages.c
-_CONVERSATION = select(conversations).where(_c.id == bindparam("cid"))
-_MESSAGES = select(messages).where(_m.conversation_id == bindparam("cid")).order_by(_m.seq)
-_ALLOWANCES = select(allowances.c.key).where(allowances.c.conversation_id == bindparam("cid"))
-_FILES = select(files.c.file_id).where(files.c.conversation_id == bindparam("cid")).order_by(files.c.file_id)
-_INSERT_CONVERSATION = insert(conversations)
-# A new message moves the conversation's leaf. Updating the row first takes its lock (Postgres) or
-# the write lock (SQLite), so concurrent writers take turns and each then reads the highest seq
-# after the other's commit (the unique index on (conversation_id, seq) backs this up).
-_BUMP = (
-    update(conversations)
-    .where(_c.id == bindparam("cid"))
-    .values(leaf_id=bindparam("new_leaf"), updated_at=bindparam("now"), message_count=_c.message_count + 1)
-)
-_BUMP_UNDER_PARENT = _BUMP.where(exists().where(_m.id == bindparam("parent"), _m.conversation_id == bindparam("cid")))
-_NEXT_SEQ = select(func.coalesce(func.max(_m.seq), 0) + 1).where(_m.conversation_id == bindparam("seq_of"))
-_INSERT_MESSAGE = insert(messages).values(seq=_NEXT_SEQ.scalar_subquery()).returning(_m.seq)
-
-
-def _bump_and_insert(under_parent: bool) -> Any:
-    """Postgres: ``add_message`` as one statement, ``WITH bumped AS (UPDATE conversations ...)
-    INSERT INTO messages ... SELECT ... FROM bumped`` (one round trip, no BEGIN/COMMIT). The seq is
-    the count the UPDATE returns: it reads the row after any concurrent writer's commit (row lock),
-    where the statement's own snapshot of ``messages`` may be older; max(seq) + 1 guards a
-    conversation whose count is behind its messages."""
-    bumped = (_BUMP_UNDER_PARENT if under_parent else _BUMP).returning(_c.message_count).cte("bumped")
-    values = select(
-        bindparam("mid", type_=String), bindparam("cid", type_=String), bindparam("parent", type_=String),
-        func.greatest(bumped.c.message_count, _NEXT_SEQ.scalar_subquery()),
-        bindparam("m_role", type_=String), bindparam("m_content", type_=Text),
-        bindparam("m_data", type_=messages.c.data.type), bindparam("now", type_=UTCDateTime()),
-    ).select_from(bumped)  # fmt: skip
-    columns = ["id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"]
-    return insert(messages).from_select(columns, values).add_cte(bumped).returning(_m.seq)
-
-
-_SET_MODEL = update(conversations).where(_c.id == bindparam("cid")).values(model=bindparam("new_model"))
-_EXISTS = select(_c.id).where(_c.id == bindparam("cid"))
-_ONE_STATEMENT_ADD = {False: _bump_and_insert(False), True: _bump_and_insert(True)}
 
 
 def _conversation(row: Mapping[str, Any]) -> Conversation:
@@ -168,7 +127,7 @@ class ConversationStore(StoreBase):
 
         def work(conn: Connection) -> None:
             try:
-                conn.execute(_INSERT_CONVERSATION, row)
+                conn.execute(S.INSERT_CONVERSATION, row)
             except IntegrityError as exc:
                 raise Conflict(f"a conversation with id '{id}' exists already; pick another id") from exc
 
@@ -177,7 +136,7 @@ class ConversationStore(StoreBase):
 
     async def get_conversation(self, id: str) -> Conversation | None:
         def work(conn: Connection) -> Conversation | None:
-            row = conn.execute(_CONVERSATION, {"cid": id}).mappings().first()
+            row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
             return _conversation(row) if row else None
 
         return await self._run("read the conversation", work, write=False)
@@ -187,15 +146,15 @@ class ConversationStore(StoreBase):
         from one snapshot; None when it is not stored."""
 
         def work(conn: Connection) -> StoredConversation | None:
-            row = conn.execute(_CONVERSATION, {"cid": id}).mappings().first()
+            row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
             if row is None:
                 return None
             params = {"cid": id}
             return StoredConversation(
                 conversation=_conversation(row),
-                messages=[_message(m) for m in conn.execute(_MESSAGES, params).mappings()],
-                allowances=set(conn.execute(_ALLOWANCES, params).scalars()),
-                files=list(conn.execute(_FILES, params).scalars()),
+                messages=[_message(m) for m in conn.execute(S.MESSAGES, params).mappings()],
+                allowances=set(conn.execute(S.ALLOWANCES, params).scalars()),
+                files=list(conn.execute(S.FILES, params).scalars()),
             )
 
         return await self._run("read the conversation", work, write=False)
@@ -256,7 +215,7 @@ class ConversationStore(StoreBase):
                 stmt = update(conversations).where(conversations.c.id == id).values(**changes)
                 row = conn.execute(stmt.returning(*conversations.c)).mappings().first()
             else:
-                row = conn.execute(_CONVERSATION, {"cid": id}).mappings().first()
+                row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
             if row is None:
                 raise NotFound(f"conversation '{id}' does not exist")
             return _conversation(row)
@@ -268,7 +227,7 @@ class ConversationStore(StoreBase):
         linked file ids so that the caller can delete the files. Unknown ids delete nothing."""
 
         def work(conn: Connection) -> list[str]:
-            file_ids = list(conn.execute(_FILES, {"cid": id}).scalars())
+            file_ids = list(conn.execute(S.FILES, {"cid": id}).scalars())
             conn.execute(delete(conversations).where(conversations.c.id == id))
             return file_ids
 
@@ -301,15 +260,15 @@ class ConversationStore(StoreBase):
         bump = {"cid": conversation_id, "new_leaf": id, "now": now, "parent": parent_id}
 
         def refuse(conn: Connection) -> NoReturn:
-            if conn.execute(_EXISTS, {"cid": conversation_id}).first() is None:
+            if conn.execute(S.EXISTS, {"cid": conversation_id}).first() is None:
                 raise NotFound(f"conversation '{conversation_id}' does not exist")
             raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
 
         def work(conn: Connection) -> int:
-            if conn.execute(_BUMP if parent_id is None else _BUMP_UNDER_PARENT, bump).rowcount != 1:
+            if conn.execute(S.BUMP if parent_id is None else S.BUMP_UNDER_PARENT, bump).rowcount != 1:
                 refuse(conn)
             try:
-                seq = int(conn.execute(_INSERT_MESSAGE, row).scalar_one())
+                seq = int(conn.execute(S.INSERT_MESSAGE, row).scalar_one())
             except IntegrityError as exc:  # a taken id, or a constraint the database adds
                 raise _Refused from exc
             if files:
@@ -317,12 +276,12 @@ class ConversationStore(StoreBase):
             if allowances:
                 conn.execute(self._link_allowance, [{"conversation_id": conversation_id, "key": k} for k in allowances])
             if model is not UNSET:
-                conn.execute(_SET_MODEL, {"cid": conversation_id, "new_model": model})
+                conn.execute(S.SET_MODEL, {"cid": conversation_id, "new_model": model})
             return seq
 
         def one_statement(conn: Connection) -> int:
             try:
-                added = conn.execute(_ONE_STATEMENT_ADD[parent_id is not None], one).first()
+                added = conn.execute(S.ONE_STATEMENT_ADD[parent_id is not None], one).first()
             except IntegrityError as exc:
                 raise _Refused from exc
             if added is None:  # the UPDATE matched nothing, so nothing was written
@@ -345,7 +304,7 @@ class ConversationStore(StoreBase):
 
     async def _message_exists(self, id: str) -> bool:
         def work(conn: Connection) -> bool:
-            return conn.execute(select(_m.id).where(_m.id == id)).first() is not None
+            return conn.execute(select(messages.c.id).where(messages.c.id == id)).first() is not None
 
         return await self._run("check the message id", work, write=False)
 
@@ -353,7 +312,7 @@ class ConversationStore(StoreBase):
         """Every message of every branch, in the order written."""
 
         def work(conn: Connection) -> list[Message]:
-            return [_message(row) for row in conn.execute(_MESSAGES, {"cid": conversation_id}).mappings()]
+            return [_message(row) for row in conn.execute(S.MESSAGES, {"cid": conversation_id}).mappings()]
 
         return await self._run("read the conversation's messages", work, write=False)
 
@@ -373,7 +332,7 @@ class ConversationStore(StoreBase):
 
     async def allowances(self, conversation_id: str) -> set[str]:
         def work(conn: Connection) -> set[str]:
-            return set(conn.execute(_ALLOWANCES, {"cid": conversation_id}).scalars())
+            return set(conn.execute(S.ALLOWANCES, {"cid": conversation_id}).scalars())
 
         return await self._run("read the conversation's allowances", work, write=False)
 
@@ -382,7 +341,7 @@ class ConversationStore(StoreBase):
 
     async def files(self, conversation_id: str) -> list[str]:
         def work(conn: Connection) -> list[str]:
-            return list(conn.execute(_FILES, {"cid": conversation_id}).scalars())
+            return list(conn.execute(S.FILES, {"cid": conversation_id}).scalars())
 
         return await self._run("read the conversation's files", work, write=False)
 
