@@ -11,11 +11,17 @@ Then, through the real `ConversationStore`:
            of them, a substring inside words, a two-letter query (no trigram index: a scan),
            and a word nobody wrote
   add      one `add_message` (a committed transaction) to a conversation of the full database
-Each figure is the p50 and p99 over `--reps` calls, one after another. Postgres runs with
+  turn     what storing one tool turn costs, through the real `Conversations` as the turn engine
+           calls it: a new conversation (`session_for`, `begin`), then its user message, the
+           assistant message with its tool call, the tool result and the final answer, each
+           committed (`record`); CPU (this process) and wall time per turn
+Each figure is the p50 and p99 over `--reps` calls, one after another (`--parts` picks parts;
+`--parts turn` needs no bulk fill and runs in seconds). Postgres runs with
 its default settings (fsync on) and is ANALYZEd after the bulk load (autovacuum would do it in
 service); SQLite runs as the app opens it (WAL, synchronous=NORMAL).
 
-    uv run python bench/store.py [--conversations 10000] [--reps 200] [--backends sqlite,postgres] [--json]
+    uv run python bench/store.py [--conversations 10000] [--reps 200] [--backends sqlite,postgres]
+                                 [--parts list,search,add,turn] [--json]
 """
 
 from __future__ import annotations
@@ -27,10 +33,17 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import _support as S
 from sqlalchemy import insert, text
+from switchboard.artifacts import ArtifactStore
+from switchboard.auth import User
+from switchboard.chat.conversations import Conversations
+from switchboard.chat.events import ChatMessage
+from switchboard.config.models import ComplianceLevels
+from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
 from switchboard.store import open_store
 from switchboard.store.engine import WRITE, make_engine
 from switchboard.store.models import conversations, messages
@@ -108,7 +121,49 @@ async def _timed(reps: int, call: Any) -> tuple[list[float], Any]:
     return times, result
 
 
-async def _measure(url: str, reps: int) -> list[dict[str, Any]]:
+async def _tool_turn(conversations: Conversations, user: User, compliance: ComplianceLevels, n: int) -> None:
+    """The store's part of one tool turn, as the turn engine makes it (chat/turns.py, chat/loop.py)."""
+    request = ChatMessage(type="chat", content="Please echo hello with the toolbox.", conversation_id=f"bench-turn-{n:08d}")
+    session, _ = await conversations.session_for(user, False, request, "unused-current-id", compliance)
+    session.model = "double"
+    await conversations.begin(session, request.content)
+    turn = f"answer-{n}"
+    await conversations.record(session, UserText(id=f"u-{n}", text=request.content), {"files": [], "resources": []})
+    call = CallRecord(f"call_{n}", "toolbox_echo", '{"text": "hello"}')
+    await conversations.record(session, AssistantText(id=f"a-{n}", text="", calls=(call,)), {"turn": turn})
+    await conversations.record(session, ToolReply(id=f"t-{n}", call_id=call.call_id, tool="toolbox_echo", server="toolbox",
+                                                  ok=True, text="hello"),
+                               {"results": None, "duration_ms": 3, "artifacts": [], "content": "hello",
+                                "arguments": {"text": "hello"}, "turn": turn})  # fmt: skip
+    usage = {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}
+    await conversations.record(session, AssistantText(id=turn, text="hello", finish_reason="stop"),
+                               {"turn": turn, "usage": usage})  # fmt: skip
+
+
+async def _turns(url: str, reps: int, files_dir: str) -> dict[str, Any]:
+    """CPU and wall time per tool turn's store work (p50/p99 of each turn, and the mean CPU)."""
+    store = await open_store(url)
+    try:
+        conversations = Conversations(store, ArtifactStore(Path(files_dir)))
+        user, compliance = User(email=OWNER, groups=frozenset({"users"})), ComplianceLevels()
+        for n in range(20):  # warm the pool and caches
+            await _tool_turn(conversations, user, compliance, 10**7 + n)
+        cpu_ms, wall_ms = [], []
+        for n in range(reps):
+            c0, t0 = time.process_time(), time.perf_counter()
+            await _tool_turn(conversations, user, compliance, n)
+            wall_ms.append((time.perf_counter() - t0) * 1000)
+            cpu_ms.append((time.process_time() - c0) * 1000)
+        stored = await store.messages(f"bench-turn-{reps - 1:08d}")
+        assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"], stored
+    finally:
+        await store.close()
+    return {"what": "tool turn: a new conversation and 4 messages", "p50_ms": S.percentile(wall_ms, 50),
+            "p99_ms": S.percentile(wall_ms, 99), "cpu_p50_ms": S.percentile(cpu_ms, 50),
+            "cpu_mean_ms": sum(cpu_ms) / len(cpu_ms), "found": "", "goal_ms": None}  # fmt: skip
+
+
+async def _measure(url: str, reps: int, parts: set[str]) -> list[dict[str, Any]]:
     store = await open_store(url)
     out: list[dict[str, Any]] = []
     try:
@@ -117,18 +172,21 @@ async def _measure(url: str, reps: int) -> list[dict[str, Any]]:
             out.append({"what": what, "p50_ms": S.percentile(times, 50), "p99_ms": S.percentile(times, 99),
                         "found": found, "goal_ms": goal})  # fmt: skip
 
-        times, page = await _timed(reps, lambda: store.list_conversations(OWNER, limit=50))
-        row("list: first page of 50", times, len(page), GOAL_LIST_MS)
-        before = page[-1].updated_at
-        for _ in range(8):
-            before = (await store.list_conversations(OWNER, limit=50, before=before))[-1].updated_at
-        times, page = await _timed(reps, lambda: store.list_conversations(OWNER, limit=50, before=before))
-        row("list: tenth page (before=)", times, len(page), GOAL_LIST_MS)
+        if "list" in parts:
+            times, page = await _timed(reps, lambda: store.list_conversations(OWNER, limit=50))
+            row("list: first page of 50", times, len(page), GOAL_LIST_MS)
+            before = page[-1].updated_at
+            for _ in range(8):
+                before = (await store.list_conversations(OWNER, limit=50, before=before))[-1].updated_at
+            times, page = await _timed(reps, lambda: store.list_conversations(OWNER, limit=50, before=before))
+            row("list: tenth page (before=)", times, len(page), GOAL_LIST_MS)
         for label, q in ((f"rare word ({RARE})", RARE), (f"common word ({COMMON})", COMMON),
                          ("substring inside words (anter)", "anter"), ("two letters (zq)", "zq"),
-                         ("nobody wrote it (xylophone)", "xylophone")):  # fmt: skip
+                         ("nobody wrote it (xylophone)", "xylophone")) if "search" in parts else ():  # fmt: skip
             times, found = await _timed(max(20, reps // 4), lambda q=q: store.list_conversations(OWNER, q=q, limit=50))
             row(f"search: {label}", times, len(found), GOAL_SEARCH_MS)
+        if "add" not in parts:
+            return out
         await store.create_conversation(id="bench-add", owner=OWNER, title="adds", model=None, compliance_level=None)
         counter = iter(range(10**6))
         parent: list[str | None] = [None]
@@ -146,7 +204,8 @@ async def _measure(url: str, reps: int) -> list[dict[str, Any]]:
 
 
 async def run(args: Any) -> dict[str, Any]:
-    convs, msgs = _rows(args.conversations, args.per_conversation)
+    parts = set(args.parts.split(","))
+    convs, msgs = _rows(args.conversations, args.per_conversation) if parts & {"list", "search", "add"} else ([], [])
     results: dict[str, Any] = {
         "conversations": args.conversations,
         "messages": args.conversations * args.per_conversation,
@@ -165,14 +224,21 @@ async def run(args: Any) -> dict[str, Any]:
                 cluster.start()
                 url = cluster.create_database()
             try:
-                fill_s = await _fill(url, convs, msgs)
-                print(f"\n{backend}: filled {len(convs):,} conversations, {len(msgs):,} messages in {fill_s:.1f} s")
-                rows = await _measure(url, args.reps)
+                fill_s = 0.0
+                if parts & {"list", "search", "add"}:
+                    fill_s = await _fill(url, convs, msgs)
+                    print(f"\n{backend}: filled {len(convs):,} conversations, {len(msgs):,} messages in {fill_s:.1f} s")
+                else:
+                    print(f"\n{backend}: an empty database")
+                rows = await _measure(url, args.reps, parts)
+                if "turn" in parts:
+                    rows.append(await _turns(url, args.reps, f"{tmp}/files"))
             finally:
                 if cluster:
                     cluster.stop()
-        S.print_table(["what", "p50 ms", "p99 ms", "found", "goal ms"],
-                      [[r["what"], r["p50_ms"], r["p99_ms"], r["found"], r["goal_ms"] or "-"] for r in rows])  # fmt: skip
+        S.print_table(["what", "p50 ms", "p99 ms", "CPU p50 ms", "CPU mean ms", "found", "goal ms"],
+                      [[r["what"], r["p50_ms"], r["p99_ms"], r.get("cpu_p50_ms", "-"), r.get("cpu_mean_ms", "-"),
+                        r["found"], r["goal_ms"] or "-"] for r in rows])  # fmt: skip
         results[backend] = {"fill_s": round(fill_s, 1), "rows": rows}
     return results
 
@@ -183,6 +249,7 @@ def main() -> int:
     p.add_argument("--per-conversation", type=int, default=10)
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--backends", default="sqlite,postgres")
+    p.add_argument("--parts", default="list,search,add,turn", help="which measurements (comma-separated)")
     args = p.parse_args()
     started, load_before = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     data = asyncio.run(run(args))

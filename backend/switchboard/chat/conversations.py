@@ -6,6 +6,7 @@ with the new one is not continued: a new one starts)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from typing import Any
@@ -15,7 +16,7 @@ from ..auth import User
 from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
-from ..store import ConversationStore, Message, active_path
+from ..store import UNSET, ConversationStore, Message, active_path
 from .events import ChatMessage
 from .session import ChatSession, new_id
 
@@ -112,29 +113,30 @@ class Conversations:
                 raise NotFound("there is no such conversation")
             self._memory.move_to_end(conversation_id)
             return _fresh(remembered, admin)
-        stored = await self.store.get_conversation(conversation_id)
         if incognito:
             # A stored conversation never turns incognito: an incognito chat there starts its own.
-            session = ChatSession(user=user, conversation_id=new_id() if stored else conversation_id, admin=admin,
+            stored_id = await self.store.get_conversation(conversation_id) is not None
+            session = ChatSession(user=user, conversation_id=new_id() if stored_id else conversation_id, admin=admin,
                                   incognito=True)  # fmt: skip
             self._memory[session.conversation_id] = session
             while len(self._memory) > MAX_INCOGNITO:
                 self._memory.popitem(last=False)  # the least recently used goes
             return session
-        if stored is None:
+        loaded = await self.store.load(conversation_id)  # one read: the row, messages, allowances, files
+        if loaded is None:
             return ChatSession(user=user, conversation_id=conversation_id, admin=admin, levels_used=[])
+        stored = loaded.conversation
         if stored.owner != user.email:
             raise NotFound("there is no such conversation", action="Start a new conversation.")
-        messages = await self.store.messages(conversation_id)
         session = ChatSession(
             user=user, conversation_id=conversation_id, admin=admin, stored=True, title=stored.title,
             model=stored.model, saved_model=stored.model, compliance_level=stored.compliance_level,
             levels_used=list(stored.levels_used),
-            leaf_id=stored.leaf_id, history=[record_of(m) for m in active_path(messages, stored.leaf_id)],
-            allowed_tools=await self.store.allowances(conversation_id),
+            leaf_id=stored.leaf_id, history=[record_of(m) for m in active_path(loaded.messages, stored.leaf_id)],
+            allowed_tools=loaded.allowances,
         )  # fmt: skip
-        session.branches = messages
-        for file_id in await self.store.files(conversation_id):
+        session.branches = loaded.messages
+        for file_id in loaded.files:
             try:
                 session.files[file_id] = self._files.get(file_id, owner=user.email)[0]
             except SwitchboardError:
@@ -175,29 +177,51 @@ class Conversations:
         if not session.levels_used:
             session.levels_used = [session.compliance_level]
         await self.store.create_conversation(id=session.conversation_id, owner=session.user.email, title=session.title,
-                                             model=session.model, compliance_level=session.compliance_level)  # fmt: skip
-        if session.levels_used != [session.compliance_level]:
-            await self.store.update_conversation(session.conversation_id, levels_used=session.levels_used)
+                                             model=session.model, compliance_level=session.compliance_level,
+                                             levels_used=session.levels_used)  # fmt: skip
         session.stored, session.saved_model, session.levels_changed = True, session.model, False
         return True
 
     async def record(self, session: ChatSession, record: HistoryRecord, data: dict[str, Any]) -> None:
-        """Keep a record of the running turn: stored (and committed) first, then in memory."""
+        """Keep a record of the running turn: stored (and committed) first, then in memory.
+
+        One transaction stores the message with what came with it: the files it attaches, the
+        allowances granted since the last record, and the model when it changed."""
         if session.stored:
             role, content, payload = _stored_form(record, data)
-            await self.store.add_message(session.conversation_id, id=record.id, parent_id=session.leaf_id,
-                                         role=role, content=content, data=payload)  # fmt: skip
-            if isinstance(record, UserText):
-                for file in payload.get("files", []):
-                    await self.store.link_file(session.conversation_id, file["id"])
-            for key in session.new_allowances:
-                await self.store.add_allowance(session.conversation_id, key)
-            session.new_allowances.clear()
-            if isinstance(record, AssistantText) and record.finish_reason and session.model != session.saved_model:
-                await self.store.update_conversation(session.conversation_id, model=session.model)
-                session.saved_model = session.model
-        session.history.append(record)
-        session.leaf_id = record.id
+            files = [f["id"] for f in payload.get("files", [])] if isinstance(record, UserText) else []
+            allowances = list(session.new_allowances)
+            new_model = isinstance(record, AssistantText) and record.finish_reason and session.model != session.saved_model
+            write = asyncio.ensure_future(self.store.add_message(
+                session.conversation_id, id=record.id, parent_id=session.leaf_id, role=role, content=content,
+                data=payload, files=files, allowances=allowances, model=session.model if new_model else UNSET))  # fmt: skip
+            try:
+                await asyncio.shield(write)
+            except asyncio.CancelledError:
+                # The turn was stopped while the write ran: wait for it, and keep memory in step
+                # with the store if it committed (the cancelled answer is stored after it).
+                if await _committed(write):
+                    _remember(session, record, allowances, bool(new_model))
+                raise
+            _remember(session, record, allowances, bool(new_model))
+        else:
+            _remember(session, record, [], False)
+
+
+def _remember(session: ChatSession, record: HistoryRecord, allowances_stored: list[str], model_stored: bool) -> None:
+    del session.new_allowances[: len(allowances_stored)]
+    if model_stored:
+        session.saved_model = session.model
+    session.history.append(record)
+    session.leaf_id = record.id
+
+
+async def _committed(write: asyncio.Future[Any]) -> bool:
+    try:
+        await write
+    except (asyncio.CancelledError, Exception):  # noqa: BLE001 - a failed write is one that did not commit
+        return False
+    return True
 
 
 def _fresh(session: ChatSession, admin: bool) -> ChatSession:

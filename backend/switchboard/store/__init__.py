@@ -1,7 +1,7 @@
 """The durable conversation store (SQLAlchemy async; SQLite by default, Postgres for teams)."""
 
 from .migrate import upgrade
-from .records import Conversation, Message, active_path, latest_leaf
+from .records import Conversation, Message, StoredConversation, active_path, latest_leaf
 from .repo import UNSET, ConversationStore, open_store
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "Conversation",
     "ConversationStore",
     "Message",
+    "StoredConversation",
     "active_path",
     "latest_leaf",
     "open_store",

@@ -1,27 +1,38 @@
 """Engines for the two backends, with the per-connection settings each needs.
 
-SQLite: WAL (readers never wait for the writer), foreign keys ON (cascades), a busy timeout,
-and write transactions that start with ``BEGIN IMMEDIATE`` so that two processes writing the same
-file queue for the lock instead of failing when a read turns into a write. Postgres: a connect
-timeout, and a ping before a pooled connection is reused (the server may have restarted)."""
+SQLite: WAL (readers never wait for the writer), ``synchronous=NORMAL``, foreign keys ON
+(cascades), a busy timeout, and write transactions that start with ``BEGIN IMMEDIATE`` so that two
+processes writing the same file queue for the lock instead of failing when a read turns into a
+write. Besides the async engine (migrations, tokens, credentials), a file database gets a plain
+sqlite3 engine with the same settings (``make_sqlite_sync_engine``): the conversation store runs
+each of its transactions as one call on its own threads, one thread hop per transaction instead of
+one per statement. Postgres: a connect timeout, and a check before a pooled connection is reused
+(the server may have restarted): a connection the server closed is replaced without a round trip,
+and one idle for ``PING_AFTER_IDLE_S`` or more is pinged first (one round trip; SQLAlchemy's own
+``pool_pre_ping`` made three, BEGIN, a ping and ROLLBACK, on every use)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.util import await_
 
 from ..errors import StoreUnavailable
 
-__all__ = ["WRITE", "cause_name", "describe", "make_engine", "unavailable"]
+__all__ = ["WRITE", "cause_name", "describe", "make_engine", "make_sqlite_sync_engine", "unavailable"]
 
 # Execution option that marks a connection as a writer (SQLite: BEGIN IMMEDIATE).
 WRITE = {"switchboard_write": True}
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
+PING_AFTER_IDLE_S = 10.0  # a pooled Postgres connection idle this long is pinged before it is used
+PING_TIMEOUT_S = 5.0
 
 
 def describe(url: str | URL) -> str:
@@ -80,11 +91,19 @@ def make_engine(url: str) -> AsyncEngine:
     )
 
 
+def _sqlite_file(url: URL) -> str | None:
+    """The file of a SQLite URL, or None for an in-memory or URI database."""
+    database = url.database or ""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database
+
+
 def _sqlite_engine(url: URL) -> AsyncEngine:
     if url.drivername != "sqlite+aiosqlite":
         url = url.set(drivername="sqlite+aiosqlite")
-    database = url.database or ""
-    if database and database != ":memory:" and not database.startswith("file:"):
+    database = _sqlite_file(url)
+    if database:
         try:
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -93,8 +112,24 @@ def _sqlite_engine(url: URL) -> AsyncEngine:
                 "check that the data directory (SWITCHBOARD_DATA_DIR) is writable"
             ) from exc
     engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
-    sync_engine = engine.sync_engine
+    _configure_sqlite(engine.sync_engine)
+    return engine
 
+
+def make_sqlite_sync_engine(url: str | URL) -> Engine | None:
+    """A plain (sqlite3) engine on the same file with the same settings, for transactions run
+    whole on the store's own threads; None for a database that is not a file (in memory)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or _sqlite_file(parsed) is None:
+        return None
+    parsed = parsed.set(drivername="sqlite+pysqlite")
+    # A connection moves between the store's threads, one at a time (the pool hands it out).
+    engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False})
+    _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(sync_engine: Engine) -> None:
     @event.listens_for(sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transactions out of the driver's hands so that BEGIN is ours (see _on_begin).
@@ -103,7 +138,10 @@ def _sqlite_engine(url: URL) -> AsyncEngine:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA synchronous=NORMAL")  # safe with WAL: a crash loses no committed data of a consistent db
+        # With WAL, NORMAL syncs the log at checkpoints, not at every commit: a committed
+        # transaction survives the app crashing, but the last ones may be lost if the machine
+        # loses power or the OS crashes (the database itself stays consistent).
+        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
     @event.listens_for(sync_engine, "begin")
@@ -111,12 +149,26 @@ def _sqlite_engine(url: URL) -> AsyncEngine:
         immediate = connection.get_execution_options().get("switchboard_write")
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
-    return engine
-
 
 def _postgres_engine(url: URL) -> AsyncEngine:
     if url.drivername != "postgresql+asyncpg":
         url = url.set(drivername="postgresql+asyncpg")
-    return create_async_engine(
-        url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args={"timeout": CONNECT_TIMEOUT_S}
-    )
+    engine = create_async_engine(url, pool_size=10, max_overflow=20, connect_args={"timeout": CONNECT_TIMEOUT_S})
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        # Raising DisconnectionError makes the pool drop this connection and hand out a new one.
+        driver = dbapi_connection.driver_connection
+        if driver.is_closed():  # the server closed it (a restart): asyncpg saw the socket close
+            raise DisconnectionError("the server closed the connection")
+        if time.monotonic() - record.info.get("idle_since", time.monotonic()) >= PING_AFTER_IDLE_S:
+            try:
+                await_(driver.fetchrow(";", timeout=PING_TIMEOUT_S))  # outside a transaction: one round trip
+            except Exception as exc:
+                raise DisconnectionError("the connection did not answer a ping") from exc
+
+    return engine

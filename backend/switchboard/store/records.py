@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["Conversation", "Message", "Role", "active_path", "latest_leaf"]
+__all__ = ["Conversation", "Message", "Role", "StoredConversation", "active_path", "latest_leaf"]
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"user", "assistant", "tool"})
@@ -67,6 +67,16 @@ class Message:
         }
         out.update((k, v) for k, v in self.data.items() if k not in _MESSAGE_FIELDS)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class StoredConversation:
+    """A conversation with everything a turn needs of it, read in one transaction."""
+
+    conversation: Conversation
+    messages: list[Message]  # every branch, in the order written
+    allowances: set[str]
+    files: list[str]  # linked file ids, sorted
 
 
 def active_path(messages: Iterable[Message], leaf_id: str | None) -> list[Message]:

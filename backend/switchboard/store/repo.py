@@ -2,15 +2,18 @@
 
 Every write is one transaction, committed when the method returns, so the caller may announce
 what it wrote. Database errors are translated in ``_base.py``; ids that are taken or missing are
-``Conflict`` and ``NotFound``."""
+``Conflict`` and ``NotFound``.
+
+Each method's work is a plain function of a connection (``_base.StoreBase._run``); the
+statements of the frequent calls are built once (``statements.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -18,8 +21,9 @@ from ..errors import BadRequest, Conflict, NotFound
 from ._base import StoreBase
 from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
+from . import statements as S
 from .models import allowances, conversations, files, messages, tool_pins
-from .records import ROLES, Conversation, Message
+from .records import ROLES, Conversation, Message, StoredConversation
 from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
 __all__ = ["UNSET", "ConversationStore", "open_store"]
@@ -31,6 +35,11 @@ class _Unset:
 
 
 UNSET: Final = _Unset()
+
+
+class _Refused(Exception):
+    """A statement the database refused (its cause: the IntegrityError), to be explained after
+    the rollback."""
 
 
 def _now() -> datetime:
@@ -83,11 +92,25 @@ async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
 
 
 class ConversationStore(StoreBase):
+    def __init__(self, engine: Any, url: str) -> None:
+        super().__init__(engine, url)
+        dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
+        self._link_file = dialect_insert(files).on_conflict_do_nothing()
+        self._link_allowance = dialect_insert(allowances).on_conflict_do_nothing()
+
     # -- conversations ------------------------------------------------------------------------
 
     async def create_conversation(
-        self, *, id: str, owner: str, title: str, model: str | None, compliance_level: str | None
+        self,
+        *,
+        id: str,
+        owner: str,
+        title: str,
+        model: str | None,
+        compliance_level: str | None,
+        levels_used: Sequence[str | None] | None = None,
     ) -> Conversation:
+        """``levels_used`` defaults to ``[compliance_level]``."""
         now = _now()
         row = {
             "id": id,
@@ -95,23 +118,46 @@ class ConversationStore(StoreBase):
             "title": title,
             "model": model,
             "compliance_level": compliance_level,
-            "levels_used": [compliance_level],
+            "levels_used": [compliance_level] if levels_used is None else list(levels_used),
             "leaf_id": None,
             "message_count": 0,
             "created_at": now,
             "updated_at": now,
         }
-        async with self._write("save the new conversation") as conn:
+
+        def work(conn: Connection) -> None:
             try:
-                await conn.execute(insert(conversations).values(**row))
+                conn.execute(S.INSERT_CONVERSATION, row)
             except IntegrityError as exc:
                 raise Conflict(f"a conversation with id '{id}' exists already; pick another id") from exc
+
+        await self._run("save the new conversation", work, write=True, single=True)
         return _conversation(row)
 
     async def get_conversation(self, id: str) -> Conversation | None:
-        async with self._read("read the conversation") as conn:
-            row = (await conn.execute(select(conversations).where(conversations.c.id == id))).mappings().first()
-        return _conversation(row) if row else None
+        def work(conn: Connection) -> Conversation | None:
+            row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
+            return _conversation(row) if row else None
+
+        return await self._run("read the conversation", work, write=False)
+
+    async def load(self, id: str) -> StoredConversation | None:
+        """The conversation with its messages (every branch, in order), allowances and file links,
+        from one snapshot; None when it is not stored."""
+
+        def work(conn: Connection) -> StoredConversation | None:
+            row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
+            if row is None:
+                return None
+            params = {"cid": id}
+            return StoredConversation(
+                conversation=_conversation(row),
+                messages=[_message(m) for m in conn.execute(S.MESSAGES, params).mappings()],
+                allowances=set(conn.execute(S.ALLOWANCES, params).scalars()),
+                files=list(conn.execute(S.FILES, params).scalars()),
+            )
+
+        return await self._run("read the conversation", work, write=False)
 
     async def list_conversations(
         self, owner: str, *, q: str | None = None, limit: int = 50, before: datetime | None = None
@@ -125,16 +171,19 @@ class ConversationStore(StoreBase):
         if before is not None:
             stmt = stmt.where(conversations.c.updated_at < before)
         q = (q or "").strip()
-        async with self._read("list conversations") as conn:
+
+        def work(conn: Connection) -> list[Conversation]:
+            query = stmt
             if q:
                 common = False
                 if len(q) >= SHORTEST_TEXT_QUERY:
                     probe = common_in_messages(q, self._dialect)
-                    common = (await conn.execute(probe)).scalar_one() >= COMMON_MATCHES
-                stmt = stmt.where(matches(q, self._dialect, common=common))
-            stmt = stmt.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
-            rows = (await conn.execute(stmt)).mappings().all()
-        return [_conversation(row) for row in rows]
+                    common = conn.execute(probe).scalar_one() >= COMMON_MATCHES
+                query = query.where(matches(q, self._dialect, common=common))
+            query = query.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
+            return [_conversation(row) for row in conn.execute(query).mappings()]
+
+        return await self._run("list conversations", work, write=False)
 
     async def update_conversation(
         self,
@@ -160,25 +209,29 @@ class ConversationStore(StoreBase):
         }
         if set(changes) - {"title"}:
             changes["updated_at"] = _now()
-        async with self._write("save the conversation's changes") as conn:
+
+        def work(conn: Connection) -> Conversation:
             if changes:
                 stmt = update(conversations).where(conversations.c.id == id).values(**changes)
-                row = (await conn.execute(stmt.returning(*conversations.c))).mappings().first()
+                row = conn.execute(stmt.returning(*conversations.c)).mappings().first()
             else:
-                row = (await conn.execute(select(conversations).where(conversations.c.id == id))).mappings().first()
+                row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
             if row is None:
                 raise NotFound(f"conversation '{id}' does not exist")
-        return _conversation(row)
+            return _conversation(row)
+
+        return await self._run("save the conversation's changes", work, write=True, single=True)
 
     async def delete_conversation(self, id: str) -> list[str]:
         """Deletes the conversation with its messages, allowances and file links; returns the
         linked file ids so that the caller can delete the files. Unknown ids delete nothing."""
-        async with self._write("delete the conversation") as conn:
-            file_ids = (
-                (await conn.execute(select(files.c.file_id).where(files.c.conversation_id == id))).scalars().all()
-            )
-            await conn.execute(delete(conversations).where(conversations.c.id == id))
-        return sorted(file_ids)
+
+        def work(conn: Connection) -> list[str]:
+            file_ids = list(conn.execute(S.FILES, {"cid": id}).scalars())
+            conn.execute(delete(conversations).where(conversations.c.id == id))
+            return file_ids
+
+        return sorted(await self._run("delete the conversation", work, write=True))
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -191,107 +244,137 @@ class ConversationStore(StoreBase):
         role: str,
         content: str,
         data: Mapping[str, Any] | None = None,
+        files: Sequence[str] = (),
+        allowances: Sequence[str] = (),
+        model: str | None | _Unset = UNSET,
     ) -> Message:
-        """Appends a message and makes it the conversation's leaf, in one transaction.
-
-        The conversation row is updated first: its row lock (Postgres) or the write lock (SQLite)
-        makes concurrent writers take turns, so each reads the highest seq after the other's commit."""
+        """Appends a message and makes it the conversation's leaf, in one transaction, together
+        with what came with it: ``files`` linked to the conversation, ``allowances`` granted in it,
+        and the conversation's ``model`` when it changed."""
         if role not in ROLES:
             raise BadRequest(f"a message's role is one of {sorted(ROLES)}, not '{role}'")
         now = _now()
-        async with self._write("save the message") as conn:
-            bumped = await conn.execute(
-                update(conversations)
-                .where(conversations.c.id == conversation_id)
-                .values(leaf_id=id, updated_at=now, message_count=conversations.c.message_count + 1)
-                .returning(conversations.c.id)
-            )
-            if bumped.first() is None:
+        body = dict(data or {})
+        row = {"id": id, "conversation_id": conversation_id, "parent_id": parent_id, "role": role,
+               "content": content, "data": body, "created_at": now, "seq_of": conversation_id}  # fmt: skip
+        bump = {"cid": conversation_id, "new_leaf": id, "now": now, "parent": parent_id}
+
+        def refuse(conn: Connection) -> NoReturn:
+            if conn.execute(S.EXISTS, {"cid": conversation_id}).first() is None:
                 raise NotFound(f"conversation '{conversation_id}' does not exist")
-            if parent_id is not None:
-                parent = await conn.execute(
-                    select(messages.c.id).where(
-                        messages.c.id == parent_id, messages.c.conversation_id == conversation_id
-                    )
-                )
-                if parent.first() is None:
-                    raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
-            if (await conn.execute(select(messages.c.id).where(messages.c.id == id))).first() is not None:
-                raise Conflict(f"a message with id '{id}' exists already")
-            last = select(func.coalesce(func.max(messages.c.seq), 0)).where(
-                messages.c.conversation_id == conversation_id
-            )
-            seq = int((await conn.execute(last)).scalar_one()) + 1
-            record = Message(id, conversation_id, parent_id, seq, role, content, dict(data or {}), now)  # type: ignore[arg-type]
-            await conn.execute(
-                insert(messages).values(
-                    id=id,
-                    conversation_id=conversation_id,
-                    parent_id=parent_id,
-                    seq=seq,
-                    role=role,
-                    content=content,
-                    data=record.data,
-                    created_at=now,
-                )
-            )
-        return record
+            raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
+
+        def work(conn: Connection) -> int:
+            if conn.execute(S.BUMP if parent_id is None else S.BUMP_UNDER_PARENT, bump).rowcount != 1:
+                refuse(conn)
+            try:
+                seq = int(conn.execute(S.INSERT_MESSAGE, row).scalar_one())
+            except IntegrityError as exc:  # a taken id, or a constraint the database adds
+                raise _Refused from exc
+            if files:
+                conn.execute(self._link_file, [{"conversation_id": conversation_id, "file_id": f} for f in files])
+            if allowances:
+                conn.execute(self._link_allowance, [{"conversation_id": conversation_id, "key": k} for k in allowances])
+            if model is not UNSET:
+                conn.execute(S.SET_MODEL, {"cid": conversation_id, "new_model": model})
+            return seq
+
+        def one_statement(conn: Connection) -> int:
+            try:
+                added = conn.execute(S.ONE_STATEMENT_ADD[parent_id is not None], one).first()
+            except IntegrityError as exc:
+                raise _Refused from exc
+            if added is None:  # the UPDATE matched nothing, so nothing was written
+                refuse(conn)
+            return int(added[0])
+
+        # (no key of `one` may be a column name: SQLAlchemy would take it for an INSERT value)
+        one = {**bump, "mid": id, "m_role": role, "m_content": content, "m_data": body, "seq_of": conversation_id}
+        single = self._dialect == "postgresql" and not files and not allowances and model is UNSET
+        try:
+            seq = await self._run("save the message", one_statement if single else work, write=True, single=single)
+        except _Refused as refused:
+            # Rolled back. A taken id is the caller's mistake, not the store's: say so (checked
+            # after the fact, so that the usual write needs no look-up first).
+            cause = refused.__cause__
+            if await self._message_exists(id):
+                raise Conflict(f"a message with id '{id}' exists already") from cause
+            raise self._failed("save the message", cause, write=True) from cause  # type: ignore[arg-type]
+        return Message(id, conversation_id, parent_id, seq, role, content, body, now)  # type: ignore[arg-type]
+
+    async def _message_exists(self, id: str) -> bool:
+        def work(conn: Connection) -> bool:
+            return conn.execute(select(messages.c.id).where(messages.c.id == id)).first() is not None
+
+        return await self._run("check the message id", work, write=False)
 
     async def messages(self, conversation_id: str) -> list[Message]:
         """Every message of every branch, in the order written."""
-        stmt = select(messages).where(messages.c.conversation_id == conversation_id).order_by(messages.c.seq)
-        async with self._read("read the conversation's messages") as conn:
-            rows = (await conn.execute(stmt)).mappings().all()
-        return [_message(row) for row in rows]
+
+        def work(conn: Connection) -> list[Message]:
+            return [_message(row) for row in conn.execute(S.MESSAGES, {"cid": conversation_id}).mappings()]
+
+        return await self._run("read the conversation's messages", work, write=False)
 
     # -- allowances and files -----------------------------------------------------------------
 
-    async def _link(self, table: Any, doing: str, conversation_id: str, **values: Any) -> None:
-        async with self._write(doing) as conn:
+    async def _link(self, stmt: Any, doing: str, conversation_id: str, **values: Any) -> None:
+        def work(conn: Connection) -> None:
             try:
-                await conn.execute(self._insert_ignoring_duplicates(table, conversation_id=conversation_id, **values))
+                conn.execute(stmt, {"conversation_id": conversation_id, **values})
             except IntegrityError as exc:  # only the foreign key can fail: duplicates are ignored
                 raise NotFound(f"conversation '{conversation_id}' does not exist") from exc
 
+        await self._run(doing, work, write=True, single=True)
+
     async def add_allowance(self, conversation_id: str, key: str) -> None:
-        await self._link(allowances, "save the allowance", conversation_id, key=key)
+        await self._link(self._link_allowance, "save the allowance", conversation_id, key=key)
 
     async def allowances(self, conversation_id: str) -> set[str]:
-        stmt = select(allowances.c.key).where(allowances.c.conversation_id == conversation_id)
-        async with self._read("read the conversation's allowances") as conn:
-            return set((await conn.execute(stmt)).scalars().all())
+        def work(conn: Connection) -> set[str]:
+            return set(conn.execute(S.ALLOWANCES, {"cid": conversation_id}).scalars())
+
+        return await self._run("read the conversation's allowances", work, write=False)
 
     async def link_file(self, conversation_id: str, file_id: str) -> None:
-        await self._link(files, "link the file to the conversation", conversation_id, file_id=file_id)
+        await self._link(self._link_file, "link the file to the conversation", conversation_id, file_id=file_id)
 
     async def files(self, conversation_id: str) -> list[str]:
-        stmt = select(files.c.file_id).where(files.c.conversation_id == conversation_id).order_by(files.c.file_id)
-        async with self._read("read the conversation's files") as conn:
-            return list((await conn.execute(stmt)).scalars().all())
+        def work(conn: Connection) -> list[str]:
+            return list(conn.execute(S.FILES, {"cid": conversation_id}).scalars())
+
+        return await self._run("read the conversation's files", work, write=False)
 
     # -- tool pins ----------------------------------------------------------------------------
 
     async def pins(self) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
-        async with self._read("read the tool pins") as conn:
-            rows = (await conn.execute(select(tool_pins))).mappings().all()
-        return {(r["server"], r["tool"]): (r["digest"], dict(r["definition"])) for r in rows}
+        def work(conn: Connection) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+            rows = conn.execute(select(tool_pins)).mappings()
+            return {(r["server"], r["tool"]): (r["digest"], dict(r["definition"])) for r in rows}
+
+        return await self._run("read the tool pins", work, write=False)
 
     async def pin_if_absent(self, server: str, tool: str, digest: str, definition: Mapping[str, Any]) -> str:
         """Pins the definition unless one is pinned already; returns the digest pinned (the first
         writer's, across processes)."""
-        async with self._write("pin the tool") as conn:
-            await conn.execute(
-                self._insert_ignoring_duplicates(
-                    tool_pins, server=server, tool=tool, digest=digest, definition=dict(definition), pinned_at=_now()
-                )
-            )
-            stored = select(tool_pins.c.digest).where(tool_pins.c.server == server, tool_pins.c.tool == tool)
-            return str((await conn.execute(stored)).scalar_one())
+        insert_stmt = self._insert_ignoring_duplicates(
+            tool_pins, server=server, tool=tool, digest=digest, definition=dict(definition), pinned_at=_now()
+        )
+        stored = select(tool_pins.c.digest).where(tool_pins.c.server == server, tool_pins.c.tool == tool)
+
+        def work(conn: Connection) -> str:
+            conn.execute(insert_stmt)
+            return str(conn.execute(stored).scalar_one())
+
+        return await self._run("pin the tool", work, write=True)
 
     async def replace_pin(self, server: str, tool: str, digest: str, definition: Mapping[str, Any]) -> None:
         values = {"digest": digest, "definition": dict(definition), "pinned_at": _now()}
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
         stmt = dialect_insert(tool_pins).values(server=server, tool=tool, **values)
         stmt = stmt.on_conflict_do_update(index_elements=[tool_pins.c.server, tool_pins.c.tool], set_=values)
-        async with self._write("re-pin the tool") as conn:
-            await conn.execute(stmt)
+
+        def work(conn: Connection) -> None:
+            conn.execute(stmt)
+
+        await self._run("re-pin the tool", work, write=True, single=True)

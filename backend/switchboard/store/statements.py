@@ -1,0 +1,53 @@
+"""The statements of the store's frequent calls, built once with bound parameters: a call binds
+values to an already compiled statement (SQLAlchemy's compiled cache), and builds nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import String, Text, bindparam, exists, func, insert, select, update
+
+from .models import UTCDateTime, allowances, conversations, files, messages
+
+__all__ = ["ALLOWANCES", "BUMP", "BUMP_UNDER_PARENT", "CONVERSATION", "EXISTS", "FILES", "INSERT_CONVERSATION",
+           "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "SET_MODEL"]  # fmt: skip
+
+_c, _m = conversations.c, messages.c
+CONVERSATION = select(conversations).where(_c.id == bindparam("cid"))
+MESSAGES = select(messages).where(_m.conversation_id == bindparam("cid")).order_by(_m.seq)
+ALLOWANCES = select(allowances.c.key).where(allowances.c.conversation_id == bindparam("cid"))
+FILES = select(files.c.file_id).where(files.c.conversation_id == bindparam("cid")).order_by(files.c.file_id)
+INSERT_CONVERSATION = insert(conversations)
+# A new message moves the conversation's leaf. Updating the row first takes its lock (Postgres) or
+# the write lock (SQLite), so concurrent writers take turns and each then reads the highest seq
+# after the other's commit (the unique index on (conversation_id, seq) backs this up).
+BUMP = (
+    update(conversations)
+    .where(_c.id == bindparam("cid"))
+    .values(leaf_id=bindparam("new_leaf"), updated_at=bindparam("now"), message_count=_c.message_count + 1)
+)
+BUMP_UNDER_PARENT = BUMP.where(exists().where(_m.id == bindparam("parent"), _m.conversation_id == bindparam("cid")))
+NEXT_SEQ = select(func.coalesce(func.max(_m.seq), 0) + 1).where(_m.conversation_id == bindparam("seq_of"))
+INSERT_MESSAGE = insert(messages).values(seq=NEXT_SEQ.scalar_subquery()).returning(_m.seq)
+
+
+def _bump_and_insert(under_parent: bool) -> Any:
+    """Postgres: ``add_message`` as one statement, ``WITH bumped AS (UPDATE conversations ...)
+    INSERT INTO messages ... SELECT ... FROM bumped`` (one round trip, no BEGIN/COMMIT). The seq is
+    the count the UPDATE returns: it reads the row after any concurrent writer's commit (row lock),
+    where the statement's own snapshot of ``messages`` may be older; max(seq) + 1 guards a
+    conversation whose count is behind its messages."""
+    bumped = (BUMP_UNDER_PARENT if under_parent else BUMP).returning(_c.message_count).cte("bumped")
+    values = select(
+        bindparam("mid", type_=String), bindparam("cid", type_=String), bindparam("parent", type_=String),
+        func.greatest(bumped.c.message_count, NEXT_SEQ.scalar_subquery()),
+        bindparam("m_role", type_=String), bindparam("m_content", type_=Text),
+        bindparam("m_data", type_=messages.c.data.type), bindparam("now", type_=UTCDateTime()),
+    ).select_from(bumped)  # fmt: skip
+    columns = ["id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"]
+    return insert(messages).from_select(columns, values).add_cte(bumped).returning(_m.seq)
+
+
+SET_MODEL = update(conversations).where(_c.id == bindparam("cid")).values(model=bindparam("new_model"))
+EXISTS = select(_c.id).where(_c.id == bindparam("cid"))
+ONE_STATEMENT_ADD = {False: _bump_and_insert(False), True: _bump_and_insert(True)}
