@@ -47,12 +47,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         for error in services.config.all_errors():
             log.warning("config error: %s", error, extra={"event": "config_error"})
         log.info("switchboard %s starting", __version__, extra={"event": "startup", "servers": len(services.pool.connections)})
-        await services.open_store()
-        services.pool.start()  # in the background: the app serves at once
+        await services.start()  # servers start in the background: the app serves at once
         retention = asyncio.create_task(_retention(services), name="retention")
-        warm_up = getattr(services.llm, "warm_up", None)
-        if warm_up is not None:
-            warm_up()  # load the model library off the event loop
         try:
             yield
         finally:
