@@ -21,6 +21,7 @@ from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, open_store
 from .tools import ServerPool, ServerStatus
+from .tools.launch import EarlyStarts
 
 __all__ = ["Services", "build_services"]
 
@@ -166,7 +167,10 @@ def build_services(
     config: AppConfig | None = None,
     llm: LLMStream | None = None,
     environ: Mapping[str, str] | None = None,
+    early: EarlyStarts | None = None,
 ) -> Services:
+    """`early`: stdio server processes already started (`switchboard serve` starts them before
+    it imports the app), for the pool's connections to adopt."""
     environ = os.environ if environ is None else environ
     config = config or load_app_config(settings.defaults_dir, settings.config_dir, environ)
     pool = ServerPool(
@@ -180,6 +184,7 @@ def build_services(
         files_origin=settings.base_url,  # where stdio servers may fetch signed file links
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
+        early=early,
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (

@@ -18,6 +18,7 @@ from ..config.loader import McpConfig
 from ..config.models import ServerConfig
 from ..errors import NeedsAuth, ToolError
 from .connection import ServerConnection
+from .launch import EarlyStarts
 from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
 from .registry import ToolRegistry
@@ -72,6 +73,7 @@ class ServerPool:
         in_memory: Mapping[str, Any] | None = None,
         files_origin: str | None = None,
         vault: CredentialVault | None = None,
+        early: EarlyStarts | None = None,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
@@ -79,6 +81,8 @@ class ServerPool:
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
+        # early: stdio processes started before the app was built (launch.py), adopted by their connections.
+        self._early = early
         self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s,
                                  "files_origin": files_origin}  # fmt: skip
         self._concurrency = concurrency_per_server
@@ -97,7 +101,8 @@ class ServerPool:
         transport = FastMCPTransport(server) if server is not None else None
         if config.sessions_per_user:
             return self._user_sessions(name, config, transport)
-        return ServerConnection(name, config, on_status=self._on_status, transport=transport, **self._connection_args)  # type: ignore[arg-type]
+        return ServerConnection(name, config, on_status=self._on_status, transport=transport, early=self._early,
+                                **self._connection_args)  # type: ignore[arg-type]  # fmt: skip
 
     def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
         async def changed() -> None:
@@ -248,6 +253,8 @@ class ServerPool:
 
     async def stop(self) -> None:
         await asyncio.gather(*(conn.stop() for conn in self.connections.values()))
+        if self._early is not None:
+            await self._early.close()  # processes started early that no connection adopted
 
     async def wait_settled(self, timeout_s: float) -> None:
         """Wait until no enabled server is still `starting` (or the timeout)."""

@@ -17,6 +17,7 @@ from ..errors import SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
+from ..tools.launch import EarlyStarts
 from . import admin, api, connect, conversations, http_chat, openai_compat, pages, tokens, ws
 from .docs_page import mount_docs
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
@@ -37,10 +38,12 @@ async def _retention(services: Services) -> None:
         await asyncio.sleep(6 * 3600)
 
 
-def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, services: Services | None = None,
+               early: EarlyStarts | None = None) -> FastAPI:  # fmt: skip
+    """`early`: stdio server processes `switchboard serve` started before the app was built."""
     settings = settings or (services.settings if services else Settings())
     setup_logging(settings.log_dir)
-    services = services or build_services(settings)
+    services = services or build_services(settings, early=early)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
