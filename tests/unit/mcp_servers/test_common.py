@@ -171,3 +171,12 @@ def test_a_bundled_server_loads_at_start_what_its_first_session_needs(server):
     out = subprocess.run([sys.executable, "-c", _FIRST_SESSION], cwd=cwd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_pdfbasic_starts_without_its_pdf_library():
+    # pypdf (~0.1 s of CPU) loads with the first PDF, not while the host waits for the server.
+    cwd = Path(__file__).resolve().parents[3] / "backend" / "mcp" / "pdfbasic"
+    code = "import sys; sys.path.insert(0, '.'); import main; print('pypdf' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
