@@ -48,6 +48,26 @@ class RoutingDouble(LLMDouble):
         return self.tool_reply
 
 
+_WORDS = "the host streams every token of a long answer to the page while it renders markdown".split()
+
+
+def long_markdown(tokens: int) -> str:
+    """Markdown of about `tokens` tokens (a word and its space each, ~5 characters): sections
+    with a heading, a paragraph, a list and now and then a code block, as long answers have."""
+    out: list[str] = []
+    count = 0
+    while count < tokens:
+        section = len(out)
+        out.append(f"## Part {section}\n\n")
+        paragraph = [_WORDS[(section + i) % len(_WORDS)] for i in range(60)]
+        out.append(" ".join(paragraph) + ".\n\n")
+        out.append("".join(f"- item {i}: **{_WORDS[i]}** and `{_WORDS[i + 1]}`\n" for i in range(5)) + "\n")
+        if section % 3 == 0:
+            out.append("```python\nfor token in answer:\n    render(token)\n```\n\n")
+        count += 3 + 60 + 5 * 6 + (8 if section % 3 == 0 else 0)
+    return "".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tool", default="toolbox_echo")
@@ -56,9 +76,13 @@ def main() -> None:
     parser.add_argument("--chunk-delay", type=float, default=0.0)
     parser.add_argument("--response-delay", type=float, default=0.0)
     parser.add_argument("--max-seconds", type=float, default=900.0, help="stop by itself after this long")
+    parser.add_argument("--answer-tokens", type=int, default=0,
+                        help="answer with markdown of this many tokens (~5 characters each), one chunk per token")  # fmt: skip
     args = parser.parse_args()
     double = RoutingDouble(args.tool, args.arguments, chunk_delay_s=args.chunk_delay, response_delay_s=args.response_delay)
     double.keep_requests = False
+    if args.answer_tokens:
+        double.text_reply = TextReply(long_markdown(args.answer_tokens), chunks=args.answer_tokens)
     if args.text_only:
         double.tool_reply = double.text_reply
     with double:

@@ -227,10 +227,12 @@ class Double:
 
 @contextmanager
 def double_process(*, tool: str = "toolbox_echo", text_only: bool = False, chunk_delay_s: float = 0.0, response_delay_s: float = 0.0,
-                   max_seconds: float = 900.0) -> Iterator[Double]:  # fmt: skip
+                   max_seconds: float = 900.0, answer_tokens: int = 0) -> Iterator[Double]:  # fmt: skip
     """The routing LLM double (bench/_double.py) in its own process."""
     argv = [sys.executable, str(BENCH_DIR / "_double.py"), "--tool", tool, "--chunk-delay", str(chunk_delay_s),
             "--response-delay", str(response_delay_s), "--max-seconds", str(max_seconds)] + (["--text-only"] if text_only else [])  # fmt: skip
+    if answer_tokens:
+        argv += ["--answer-tokens", str(answer_tokens)]
     proc = subprocess.Popen(argv, cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_base_env())
     try:
         assert proc.stdout is not None

@@ -1,6 +1,12 @@
 """Start-up: time from process start to `/healthz` 200 and to `/readyz` 200
-(every server ready) with 1, 4 and 8 stdio servers (copies of the test
-toolbox under different names).
+(every server ready) with the bundled servers (`config/defaults/mcp.json`: pdfbasic,
+dataviz) and with 1, 4 and 8 stdio servers (copies of the test toolbox under
+different names).
+
+  * bundled: the shipped defaults as they are, `python -m switchboard serve` with only
+    CONFIG_DIR / DATA_DIR / LOG_DIR in temp folders; the timeline from process start to
+    /healthz, the app built (its `startup` log line), each server ready, /readyz; and
+    each bundled server's own `python main.py` import time;
 
   * the app as a real subprocess, `uv run switchboard serve --port P`, and (to
     /healthz only) the venv's `switchboard` script directly (no `uv run`), with
@@ -11,12 +17,13 @@ toolbox under different names).
   * where the time before /healthz goes: `python -X importtime` of the app's
     imports, summed by top-level package.
 
-    uv run python bench/startup.py [--servers 0,1,4,8] [--repeat 1] [--json]
+    uv run python bench/startup.py [--bundled-only] [--against ../main] [--servers 0,1,4,8] [--repeat 1] [--json]
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -29,6 +36,8 @@ from typing import Any
 import _support as S
 
 TARGET_HEALTHZ_S = 1.0
+TARGET_BUNDLED_READY_S = 2.0
+BUNDLED = ("pdfbasic", "dataviz")
 
 
 def _servers(n: int) -> dict[str, Any]:
@@ -76,9 +85,91 @@ async def _pool_start(n: int, sequential: bool) -> float:
             await pool.stop()
 
 
-def _timed(argv: list[str]) -> float:
+def _bundled_start(root: Path) -> dict[str, float]:
+    """The shipped defaults (bundled servers) of the checkout at `root`, run by its own venv;
+    the timeline in seconds from process start."""
+    with tempfile.TemporaryDirectory(prefix="bench-startup-bundled-") as tmp:
+        folder = Path(tmp)
+        env = {"SWITCHBOARD_CONFIG_DIR": str(folder / "overrides"), "SWITCHBOARD_DATA_DIR": str(folder / "data"),
+               "SWITCHBOARD_LOG_DIR": str(folder / "logs")}  # fmt: skip
+        (folder / "overrides").mkdir()
+        port = S.free_port()
+        argv = [str(_python(root)), "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(port)]
+        log = (folder / "app.out").open("wb")
+        wall, started = time.time(), time.monotonic()
+        proc = subprocess.Popen(argv, cwd=root, env={**S._base_env(), **env}, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            healthz = S.wait_http(f"http://127.0.0.1:{port}/healthz", timeout_s=120, interval_s=0.01, proc=proc)
+            readyz = S.wait_http(f"http://127.0.0.1:{port}/readyz", timeout_s=120, interval_s=0.01, proc=proc)
+            cpu = {"app_cpu_s": S.proc_cpu_s(proc.pid), "servers_cpu_s": sum(S.proc_cpu_s(c) for c in S.children(proc.pid))}
+        finally:
+            S.stop(proc)
+            log.close()
+        out = {"healthz_s": healthz - started, "readyz_s": readyz - started, **cpu}
+        for line in (folder / "logs" / "app.jsonl").read_text().splitlines():
+            entry = json.loads(line)
+            at = _log_time(entry["ts"]) - wall
+            if entry.get("event") == "startup":
+                out["app_built_s"] = at
+            elif entry.get("event") == "server_status" and entry.get("status") == "ready":
+                out[f"{entry['server']}_ready_s"] = at
+                out[f"{entry['server']}_connect_s"] = entry["ready_after_s"]
+        return out
+
+
+def _python(root: Path) -> Path:
+    return root / ".venv" / "bin" / "python" if root != S.PROJECT_ROOT else Path(sys.executable)
+
+
+def _log_time(ts: str) -> float:
+    import calendar
+
+    whole, ms = ts.rstrip("Z").split(".")
+    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + int(ms) / 1000
+
+
+def _bundled(repeat: int, against: Path | None) -> dict[str, Any]:
+    """Each run: this checkout, then (with `against`) the other one, turn by turn."""
+    roots = {"this": S.PROJECT_ROOT} | ({"against": against} if against else {})
+    runs: dict[str, dict[str, list[float]]] = {label: {} for label in roots}
+    for _ in range(repeat):
+        for label, root in roots.items():
+            for key, value in _bundled_start(root).items():
+                runs[label].setdefault(key, []).append(value)
+            for name in BUNDLED:  # the child's own start: its imports, before it reads stdin
+                cwd = root / "backend" / "mcp" / name
+                runs[label].setdefault(f"{name}_import_s", []).append(_timed([str(_python(root)), "-c", "import main"], cwd=cwd))
+    out: dict[str, Any] = {}
+    for label, root in roots.items():
+        median = {k: sorted(v)[len(v) // 2] for k, v in runs[label].items()}
+        out[label] = {"root": str(root), "median": median, "best": {k: min(v) for k, v in runs[label].items()},
+                      "runs": runs[label]}  # fmt: skip
+    print(f"\nBundled servers (shipped defaults): seconds from process start, median of {repeat} "
+          f"(min-max){'; runs interleaved with ' + str(against) if against else ''}\n")  # fmt: skip
+    steps = [("/healthz", "healthz_s"), ("app built (lifespan starts)", "app_built_s")]
+    steps += [(f"{name} ready", f"{name}_ready_s") for name in BUNDLED]
+    steps += [(f"{name}: connect + handshake", f"{name}_connect_s") for name in BUNDLED]
+    steps += [("/readyz", "readyz_s"), ("CPU s used by then: the app", "app_cpu_s"),
+              ("CPU s used by then: its servers", "servers_cpu_s")]
+    steps += [(f"`python -c 'import main'` in backend/mcp/{n}", f"{n}_import_s") for n in BUNDLED]
+    rows = [[step] + [_spread(runs[label].get(key, [])) for label in roots] for step, key in steps]
+    S.print_table(["step"] + list(roots), rows)
+    readyz = out["this"]["median"]["readyz_s"]
+    print(f"\nbundled /readyz target < {TARGET_BUNDLED_READY_S} s: median {readyz:.2f} s "
+          f"({'ok' if readyz < TARGET_BUNDLED_READY_S else 'MISSED'})")  # fmt: skip
+    return out
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    return f"{ordered[len(ordered) // 2]:.2f} ({ordered[0]:.2f}-{ordered[-1]:.2f})"
+
+
+def _timed(argv: list[str], cwd: Path = S.PROJECT_ROOT) -> float:
     started = time.monotonic()
-    subprocess.run(argv, cwd=S.PROJECT_ROOT, env=S._base_env(), check=True, capture_output=True, timeout=120)
+    subprocess.run(argv, cwd=cwd, env=S._base_env(), check=True, capture_output=True, timeout=120)
     return time.monotonic() - started
 
 
@@ -103,12 +194,18 @@ def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
     p.add_argument("--servers", default="0,1,4,8")
     p.add_argument("--repeat", type=int, default=1, help="runs of each case; the best is reported")
+    p.add_argument("--bundled-only", action="store_true", help="only the bundled servers' case")
+    p.add_argument("--against", type=Path, help="another checkout (with its own .venv) to run turn by turn with this one")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
+    bundled = _bundled(max(args.repeat, 3), args.against)
+    if args.bundled_only:
+        S.report("startup", {"bundled": bundled}, args, started, load)
+        return
     counts = [int(x) for x in args.servers.split(",")]
     uv = ["uv", "run", "--project", str(S.PROJECT_ROOT), "switchboard"]
     direct = [str(Path(sys.executable).with_name("switchboard"))]
-    rows, data = [], {"servers": {}}
+    rows, data = [], {"bundled": bundled, "servers": {}}
     for n in counts:
         figures: dict[str, list[float]] = {}
         for _ in range(args.repeat):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .artifacts import ArtifactStore
@@ -21,6 +21,7 @@ from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, open_store
 from .tools import ServerPool, ServerStatus
+from .tools.launch import EarlyStarts
 
 __all__ = ["Services", "build_services"]
 
@@ -43,10 +44,25 @@ class Services:
     environ: Mapping[str, str]
     store_error: str | None = None  # why the conversation store could not be opened
     _store_retry: asyncio.Task[None] | None = None
+    _warm_up: asyncio.Task[None] | None = None
 
     @property
     def store(self) -> ConversationStore:
         return self.conversations.store
+
+    async def start(self) -> None:
+        """Open the store, then start every server in the background. The model library (seconds
+        of CPU to import) loads only once the servers have settled, so that it does not hold back
+        their start-up; a turn that comes first loads it itself."""
+        await self.open_store()
+        self.pool.start()
+        warm_up = getattr(self.llm, "warm_up", None)
+        if warm_up is not None:
+            self._warm_up = asyncio.create_task(self._warm_up_after_servers(warm_up), name="llm-warm-up")
+
+    async def _warm_up_after_servers(self, warm_up: Callable[[], None]) -> None:
+        await self.pool.wait_settled(self.settings.server_start_timeout_s)
+        warm_up()
 
     async def open_store(self) -> None:
         """Open (and migrate) the conversation store. When that fails the app still serves,
@@ -82,8 +98,9 @@ class Services:
             delay = min(delay * 2, 60.0)
 
     async def close(self) -> None:
-        if self._store_retry is not None:
-            self._store_retry.cancel()
+        for task in (self._store_retry, self._warm_up):
+            if task is not None:
+                task.cancel()
         await self.turns.stop()
         close_llm = getattr(self.llm, "aclose", None)  # the model client's connection pools
         if close_llm is not None:
@@ -153,7 +170,10 @@ def build_services(
     config: AppConfig | None = None,
     llm: LLMStream | None = None,
     environ: Mapping[str, str] | None = None,
+    early: EarlyStarts | None = None,
 ) -> Services:
+    """`early`: stdio server processes already started (`switchboard serve` starts them before
+    it imports the app), for the pool's connections to adopt."""
     environ = os.environ if environ is None else environ
     config = config or load_app_config(settings.defaults_dir, settings.config_dir, environ)
     pool = ServerPool(
@@ -168,6 +188,7 @@ def build_services(
         client_metadata_url=settings.client_metadata_url,
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
+        early=early,
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (

@@ -14,7 +14,7 @@ import re
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 _MCP_DIR = str(Path(__file__).resolve().parents[1])  # backend/mcp, home of _common
 if _MCP_DIR not in sys.path:
@@ -24,8 +24,9 @@ from _common import artifact, fetch_file, file_stem, local_files_allowed, v2_res
 from fastmcp import Context, FastMCP  # noqa: E402
 from fastmcp.exceptions import ToolError  # noqa: E402
 from pydantic import Field  # noqa: E402
-from pypdf import PdfReader  # noqa: E402
-from pypdf.errors import PyPdfError  # noqa: E402
+
+if TYPE_CHECKING:  # pypdf loads with the first PDF: the server starts sooner without it
+    from pypdf import PdfReader
 
 ALLOW_LOCAL_ENV = "PDFBASIC_ALLOW_LOCAL"
 MAX_ANALYZE_PAGES = 500
@@ -124,6 +125,9 @@ async def extract_pdf_text(
 
 
 def _open_pdf(data: bytes) -> PdfReader:
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
     if b"%PDF-" not in data[:1024]:
         raise ToolError("the file is not a PDF; attach a PDF file")
     try:
@@ -138,6 +142,8 @@ def _open_pdf(data: bytes) -> PdfReader:
 
 async def _page_texts(reader: PdfReader, count: int, ctx: Context) -> list[str]:
     """The text of the first ``count`` pages; extraction runs in a thread, one page at a time."""
+    from pypdf.errors import PyPdfError
+
     texts: list[str] = []
     for index in range(count):
         try:

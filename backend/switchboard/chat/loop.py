@@ -79,12 +79,49 @@ class TurnState:
 
     message_id: str = field(default_factory=lambda: secrets.token_urlsafe(9))
     user_message_id: str | None = None
-    text: str = ""  # the whole answer shown so far
-    round_text: str = ""  # the part of it from the model call now streaming
+    answer: GrowingText = field(default_factory=lambda: GrowingText())  # the whole answer shown so far
+    round_answer: GrowingText = field(default_factory=lambda: GrowingText())  # its part from the model call now streaming
     open_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage | None = None
     calls_run: int = 0
     completed: Completed | None = None  # the last event of the model call just made
+
+    @property
+    def text(self) -> str:
+        return self.answer.text()
+
+    @property
+    def round_text(self) -> str:
+        return self.round_answer.text()
+
+
+class GrowingText:
+    """Text that grows piece by piece. `text += piece` on an attribute copies the whole text
+    every time (CPython extends a string in place only in a local variable), which made a
+    20,000-token answer quadratic; here a piece costs its own length and the text is joined
+    when read (a live render, the end of a round)."""
+
+    __slots__ = ("_parts", "_length")
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._length = 0
+
+    def add(self, piece: str) -> None:
+        if piece:
+            self._parts.append(piece)
+            self._length += len(piece)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def endswith(self, suffix: str) -> bool:
+        return bool(self._parts) and self.text().endswith(suffix)
+
+    def text(self) -> str:
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
 
 
 class ChatEngine:
@@ -190,7 +227,7 @@ class ChatEngine:
                 yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
                 finish = "error"
                 break
-            state.round_text = ""
+            state.round_answer = GrowingText()
             if dropped:
                 why = (f"The model asked for {len(asked):,} tool calls in one reply; the host runs at most "
                        f"{self._limits.calls_per_round} per reply and {self._limits.calls_per_turn} per answer, "
@@ -199,8 +236,8 @@ class ChatEngine:
             if not calls:
                 finish = "round_limit"
                 break
-            if state.text and not state.text.endswith("\n"):
-                state.text += "\n\n"
+            if state.answer and not state.answer.endswith("\n"):
+                state.answer.add("\n\n")
             state.open_calls = list(calls)
             try:
                 async for event in self._run_calls(calls, session, offered, model, recorder, state,
@@ -217,7 +254,7 @@ class ChatEngine:
                             state: TurnState) -> AsyncIterator[ServerEvent]:  # fmt: skip
         """One model call: tokens (cut at the answer limit), notices and now and then a live
         render; its last event goes to `state.completed`."""
-        state.round_text = ""
+        state.round_answer = GrowingText()
         rendered_at, rendered_len = time.monotonic(), 0
         stream = fitting_context(self._llm, model, self._config.system_prompt.strip(), session, tools)
         async with aclosing(stream) as events:  # closed (the provider's stream too) when cut short
@@ -228,12 +265,13 @@ class ChatEngine:
                 if not isinstance(event, TextDelta):
                     state.completed = event
                     continue
-                text = event.text[: max(self._limits.answer_chars - len(state.text), 0)]
-                state.round_text += text
-                state.text += text
+                room = max(self._limits.answer_chars - len(state.answer), 0)
+                text = event.text if len(event.text) <= room else event.text[:room]
+                state.round_answer.add(text)
+                state.answer.add(text)
                 if text:
                     yield TokenEvent(text=text)
-                if len(state.text) >= self._limits.answer_chars:
+                if len(state.answer) >= self._limits.answer_chars:
                     yield NoticeEvent(code="answer_cut", message=f"The answer reached the limit of "
                                       f"{self._limits.answer_chars:,} characters and was cut there.")  # fmt: skip
                     state.completed = Completed(finish_reason="length")
@@ -241,8 +279,8 @@ class ChatEngine:
                 # Re-rendering the whole answer costs time in its length: render only when it has
                 # grown by a quarter (linear in all), and off the event loop.
                 now = time.monotonic()
-                if now - rendered_at >= self._limits.render_interval_s and len(state.text) >= rendered_len * 1.25 + 64:
-                    rendered_at, rendered_len = now, len(state.text)
+                if now - rendered_at >= self._limits.render_interval_s and len(state.answer) >= rendered_len * 1.25 + 64:
+                    rendered_at, rendered_len = now, len(state.answer)
                     yield RenderEvent(message_id=state.message_id, html=await asyncio.to_thread(render_markdown, state.text))
 
     async def finish(self, session: ChatSession, state: TurnState, finish: str,

@@ -1,11 +1,20 @@
-"""MCP servers and their tools: the only package that imports fastmcp."""
+"""MCP servers and their tools: the only package that imports fastmcp.
 
-from .connection import ServerConnection
-from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
-from .naming import qualify
-from .pool import ServerPool
-from .registry import ToolRegistry
-from .results import parse_result
+The names below load on first use, so that `tools.launch` (which starts stdio servers
+before the app is built) can be imported without fastmcp and the MCP SDK."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+    from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
+    from .naming import qualify
+    from .pool import ServerPool
+    from .registry import ToolRegistry
+    from .results import parse_result
 
 __all__ = [
     "CallSink",
@@ -19,3 +28,25 @@ __all__ = [
     "parse_result",
     "qualify",
 ]
+
+_HOMES = {
+    "ServerConnection": "connection",
+    "CallSink": "models",
+    "RawArtifact": "models",
+    "ServerStatus": "models",
+    "ToolInfo": "models",
+    "ToolOutcome": "models",
+    "qualify": "naming",
+    "ServerPool": "pool",
+    "ToolRegistry": "registry",
+    "parse_result": "results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value

@@ -30,6 +30,7 @@ from ..config.models import ServerConfig
 from ..errors import ServerUnavailable, ToolError, ToolTimeout
 from .call_traffic import Activity, CallTraffic
 from .diagnostics import HttpTrace, describe_failure
+from .launch import EarlyStarts
 from .models import CallSink, ServerStatus
 from .transports import build_transport, stderr_path
 
@@ -69,8 +70,10 @@ class ServerConnection:
         user: str | None = None,
         headers: dict[str, str] | None = None,
         http_auth: httpx2.Auth | None = None,
+        early: EarlyStarts | None = None,
     ) -> None:
         self.name = name
+        self._early = early  # a process started before the app was built, for the first session
         # A per-user session: the user's own headers/auth, and a refused credential ends it
         # (status needs_auth) instead of being retried.
         self.user = user
@@ -143,7 +146,7 @@ class ServerConnection:
     def _make_client(self) -> Client[Any]:
         transport = self._transport or build_transport(
             self.name, self.config, project_root=self._project_root, log_dir=self._log_dir, files_origin=self._files_origin,
-            trace=self._trace, headers=self._headers, auth=self._http_auth,
+            trace=self._trace, headers=self._headers, auth=self._http_auth, early=self._early,
         )
         roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
         return Client(
@@ -162,8 +165,6 @@ class ServerConnection:
         attempt = 0
         while True:
             started = time.monotonic()
-            if self.config.transport == "stdio":
-                stderr_path(self._log_dir, self.name).unlink(missing_ok=True)
             try:
                 self._trace.reset()
                 client = self._make_client()

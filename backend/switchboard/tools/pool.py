@@ -19,6 +19,7 @@ from ..config.models import ServerConfig
 from ..errors import NeedsAuth, ServerUnavailable, ToolError
 from .catalogue_watch import CatalogueWatch
 from .connection import ServerConnection
+from .launch import EarlyStarts
 from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
 from .registry import ToolRegistry
@@ -74,6 +75,7 @@ class ServerPool:
         files_origin: str | None = None,
         vault: CredentialVault | None = None,
         client_metadata_url: str | None = None,
+        early: EarlyStarts | None = None,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
@@ -81,6 +83,8 @@ class ServerPool:
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
+        # early: stdio processes started before the app was built (launch.py), adopted by their connections.
+        self._early = early
         self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s,
                                  "files_origin": files_origin}  # fmt: skip
         self._concurrency = concurrency_per_server
@@ -103,6 +107,7 @@ class ServerPool:
         auth = config.auth
         machine = self.sign_ins.machine_auth(name, config) if auth is not None and auth.type == "oauth" else None
         return ServerConnection(name, config, on_status=self._on_status, transport=transport, http_auth=machine,
+                                early=self._early,
                                 **self._connection_args)  # type: ignore[arg-type]  # fmt: skip
 
     def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
@@ -257,6 +262,8 @@ class ServerPool:
 
     async def stop(self) -> None:
         await asyncio.gather(*(conn.stop() for conn in self.connections.values()))
+        if self._early is not None:
+            await self._early.close()  # processes started early that no connection adopted
 
     async def wait_settled(self, timeout_s: float) -> None:
         """Wait until no enabled server is still `starting` (or the timeout)."""

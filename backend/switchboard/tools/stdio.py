@@ -29,6 +29,8 @@ from mcp.client import stdio as sdk
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.message import SessionMessage
 
+from .launch import child_environment
+
 __all__ = ["LineSplitter", "stdio_streams"]
 
 log = logging.getLogger(__name__)
@@ -56,14 +58,15 @@ class LineSplitter:
 
 @asynccontextmanager
 async def stdio_streams(
-    server: StdioServerParameters, errlog: TextIO
+    server: StdioServerParameters, errlog: TextIO, process: anyio.abc.Process | None = None
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream[SessionMessage | Exception], anyio.abc.ObjectSendStream[SessionMessage]]]:
-    """Spawn the server and yield (read stream, write stream) for a ClientSession."""
-    command = await sdk._get_executable_command(server.command)
-    process = await sdk._create_platform_compatible_process(
-        command=command, args=server.args, env=sdk.get_default_environment() | (server.env or {}),
-        errlog=errlog, cwd=server.cwd,
-    )  # fmt: skip
+    """Spawn the server (or use `process`, already spawned for it) and yield (read stream,
+    write stream) for a ClientSession."""
+    if process is None:
+        command = await sdk._get_executable_command(server.command)
+        process = await sdk._create_platform_compatible_process(
+            command=command, args=server.args, env=child_environment(server.env), errlog=errlog, cwd=server.cwd,
+        )  # fmt: skip
     # No awaits from here until the task group is entered, or a cancellation
     # delivered in the gap would leak the live process.
     read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)

@@ -17,6 +17,7 @@ from ..errors import SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
+from ..tools.launch import EarlyStarts
 from . import admin, api, connect, conversations, http_chat, openai_compat, pages, tokens, ws
 from .docs_page import mount_docs
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
@@ -37,22 +38,20 @@ async def _retention(services: Services) -> None:
         await asyncio.sleep(6 * 3600)
 
 
-def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, services: Services | None = None,
+               early: EarlyStarts | None = None) -> FastAPI:  # fmt: skip
+    """`early`: stdio server processes `switchboard serve` started before the app was built."""
     settings = settings or (services.settings if services else Settings())
     setup_logging(settings.log_dir)
-    services = services or build_services(settings)
+    services = services or build_services(settings, early=early)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for error in services.config.all_errors():
             log.warning("config error: %s", error, extra={"event": "config_error"})
         log.info("switchboard %s starting", __version__, extra={"event": "startup", "servers": len(services.pool.connections)})
-        await services.open_store()
-        services.pool.start()  # in the background: the app serves at once
+        await services.start()  # servers start in the background: the app serves at once
         retention = asyncio.create_task(_retention(services), name="retention")
-        warm_up = getattr(services.llm, "warm_up", None)
-        if warm_up is not None:
-            warm_up()  # load the model library off the event loop
         try:
             yield
         finally:

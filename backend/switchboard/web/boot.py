@@ -44,8 +44,12 @@ class BootingApp:
         *,
         wait_s: float = 120.0,
         on_failure: Callable[[str], None] | None = None,
+        prepare: Callable[[], Awaitable[None]] | None = None,
+        cleanup: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._factory = factory
+        self._prepare = prepare  # runs on the event loop before the build (must not raise)
+        self._cleanup = cleanup  # undoes `prepare` when the build fails
         self._wait_s = wait_s
         self.on_failure = on_failure
         self._app: ASGIApp | None = None
@@ -102,6 +106,8 @@ class BootingApp:
     async def _load(self) -> None:
         assert self._settled is not None
         try:
+            if self._prepare is not None:
+                await self._prepare()
             app = await asyncio.to_thread(self._factory)
             lifespan = _Lifespan(app)
             await lifespan.startup()
@@ -112,6 +118,8 @@ class BootingApp:
         except BaseException as exc:  # noqa: BLE001 - reported on /healthz, stderr and the log
             self._error = f"{type(exc).__name__}: {exc}"
             self._settled.set()
+            if self._cleanup is not None:
+                await self._cleanup()
             self._report(exc)
             if not isinstance(exc, Exception):
                 raise
@@ -152,14 +160,28 @@ def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) 
 
     from ..logs import enable_console
 
+    from ..tools.launch import EarlyStarts
+
     enable_console()  # the operator sees servers come up or fail, and config errors
+    early = EarlyStarts()
+
+    async def start_servers() -> None:
+        """Start the stdio servers' processes now, so that their imports run while the app's do."""
+        try:
+            from ..config.loader import load_mcp_config
+
+            mcp = await asyncio.to_thread(load_mcp_config, settings.defaults_dir, settings.config_dir)
+            await early.start(mcp, project_root=settings.project_root, log_dir=settings.log_dir,
+                              files_origin=settings.base_url)  # fmt: skip
+        except Exception:  # noqa: BLE001 - only a head start: the pool starts whatever is missing
+            log.debug("starting the stdio servers early failed", exc_info=True)
 
     def build() -> ASGIApp:  # runs in a worker thread while /healthz already answers
         from .app import create_app
 
-        return create_app(settings)
+        return create_app(settings, early=early)
 
-    return BootingApp(build, on_failure=on_failure)
+    return BootingApp(build, on_failure=on_failure, prepare=start_servers, cleanup=early.close)
 
 
 def _end_worker(reason: str) -> None:

@@ -200,3 +200,33 @@ async def test_live_rendering_costs_time_linear_in_the_answer(make):
     assert answer > 200_000 and events[-1].finish_reason == "stop"
     assert len(renders) < 40, len(renders)
     assert rendered < 6 * len(events[-1].html), (rendered, len(events[-1].html))
+
+
+
+class CopyCountingState(TurnState):
+    """A turn's state that counts the characters of every string stored into it: storing
+    `state.text + piece` for each piece copies the whole answer each time."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "stored", [])
+        super().__init__()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if isinstance(value, str):
+            self.stored.append(len(value))
+        super().__setattr__(name, value)
+
+
+async def test_gathering_a_long_answer_costs_work_linear_in_its_length(make):
+    # `state.text += piece` copied the whole answer for every piece: quadratic, seconds of CPU
+    # for a 20,000-token answer (bench/long_answer.py). Count the characters so copied.
+    llm = ScriptedLLM(["word " * 20 + "\n"] * 2000)  # about 200 KB in 2,000 pieces
+    engine, conversations = await make(llm, limits=TurnLimits(answer_chars=400_000))
+    state = CopyCountingState()
+
+    events = [e async for e in engine.run_turn(new_session(), ChatMessage(type="chat", content="hi"), state, conversations)]
+
+    answer = sum(len(e.text) for e in events if e.type == "token")
+    assert answer > 200_000 and events[-1].finish_reason == "stop"
+    assert state.text == "".join(e.text for e in events if e.type == "token")
+    assert sum(state.stored) <= 2 * answer, sum(state.stored)

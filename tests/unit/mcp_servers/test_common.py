@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from fastmcp.exceptions import ToolError
@@ -142,3 +145,38 @@ def test_artifact_and_file_stem(common):
     assert common.file_stem("C:\\Users\\me\\Q3 report.final.pdf") == "Q3 report.final"
     assert common.file_stem("../../etc/passwd") == "passwd"
     assert common.file_stem("") == common.file_stem("...") == "document"
+
+
+_FIRST_SESSION = """
+import asyncio, sys
+sys.path.insert(0, ".")
+import main
+before = set(sys.modules)
+from fastmcp import Client
+
+async def first_session():
+    async with Client(main.mcp) as client:
+        await client.list_tools()
+
+asyncio.run(first_session())
+print(sorted(m for m in set(sys.modules) - before if m.startswith("key_value")))
+"""
+
+
+@pytest.mark.parametrize("server", ["pdfbasic", "dataviz"])
+def test_a_bundled_server_loads_at_start_what_its_first_session_needs(server):
+    # The host starts its stdio servers while it is still loading itself: what fastmcp would
+    # import on the first request (its session state store) is loaded before the host connects.
+    cwd = Path(__file__).resolve().parents[3] / "backend" / "mcp" / server
+    out = subprocess.run([sys.executable, "-c", _FIRST_SESSION], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_pdfbasic_starts_without_its_pdf_library():
+    # pypdf (~0.1 s of CPU) loads with the first PDF, not while the host waits for the server.
+    cwd = Path(__file__).resolve().parents[3] / "backend" / "mcp" / "pdfbasic"
+    code = "import sys; sys.path.insert(0, '.'); import main; print('pypdf' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
