@@ -175,6 +175,27 @@ async def run(args: Any) -> dict[str, Any]:
     if args.raised_at:
         runs.append((args.raised_at, 64))
     results = []
+    cluster = _postgres() if args.postgres else None
+    try:
+        return await _runs(args, runs, results, cluster)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def _postgres() -> Any:
+    """A throw-away PostgreSQL server (tests/support/postgres.py), fsync on as in service."""
+    from tests.support.postgres import PostgresCluster, find_bin_dir
+
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        raise SystemExit("--postgres needs PostgreSQL installed (apt-get install -y postgresql)")
+    cluster = PostgresCluster(bin_dir, durable=True)
+    cluster.start()
+    return cluster
+
+
+async def _runs(args: Any, runs: list[tuple[int, int]], results: list[dict[str, Any]], cluster: Any) -> dict[str, Any]:
     with S.double_process(response_delay_s=args.response_delay, chunk_delay_s=args.chunk_delay,
                           max_seconds=len(runs) * (args.max_seconds + 300)) as double:  # fmt: skip
         for sessions, limit in runs:
@@ -185,6 +206,8 @@ async def run(args: Any) -> dict[str, Any]:
                 env["SWITCHBOARD_WORKERS"] = str(args.workers)
                 if not args.one_user:
                     env |= {"SWITCHBOARD_AUTH_MODE": "proxy", "SWITCHBOARD_PROXY_SECRET": PROXY_SECRET}
+                if cluster is not None:
+                    env["SWITCHBOARD_DATABASE_URL"] = cluster.create_database()
                 with S.app_process(folder, env) as app:
                     result = await _level(app, double, sessions, args)
             result["tool_concurrency_per_server"] = limit
@@ -193,6 +216,7 @@ async def run(args: Any) -> dict[str, Any]:
                   f"p50 {result['p50_ms']:.0f} ms, errors {result['errors']}", flush=True)  # fmt: skip
     return {"turns_per_session": TURNS_PER_SESSION, "workers": args.workers, "response_delay_s": args.response_delay,
             "chunk_delay_s": args.chunk_delay, "clients": args.clients, "one_user": args.one_user,
+            "store": "postgres" if cluster is not None else "sqlite",
             "levels": results}  # fmt: skip
 
 
@@ -210,6 +234,7 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=1, help="client processes the sessions are split between")
     p.add_argument("--one-user", action="store_true", help="every session is the dev user (default: one user each)")
     p.add_argument("--no-compression", action="store_true", help="clients do not ask for permessage-deflate")
+    p.add_argument("--postgres", action="store_true", help="the conversation store on a throw-away PostgreSQL server")
     p.add_argument("--profile", metavar="DIR", help="py-spy each app process during the turns; raw stacks to DIR")
     p.add_argument("--response-delay", type=float, default=0.0, help="the double's seconds before its first chunk")
     p.add_argument("--chunk-delay", type=float, default=0.0, help="the double's seconds between chunks")
@@ -226,6 +251,7 @@ def main() -> None:
                      r["rss_idle_mib"], r["rss_connected_mib"], r["peak_rss_mib"]])  # fmt: skip
     print(f"\nConcurrency: each session does {TURNS_PER_SESSION} turns with one tool call; {args.workers} app "
           f"process(es); {args.clients} client process(es); {'one user' if args.one_user else 'one user per session'}; "
+          f"store {data['store']}; "
           f"the double waits {args.response_delay * 1000:.0f} ms before its first chunk and "
           f"{args.chunk_delay * 1000:.0f} ms between chunks\n")  # fmt: skip
     S.print_table(["sessions", "connected", "tool limit", "turns ok", "errors", "cut off", "turns/s", "p50 ms", "p99 ms",
