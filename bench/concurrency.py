@@ -1,23 +1,25 @@
-"""Concurrency: 1, 10, 50 and 200 websocket sessions at once, each doing 5
-turns with one tool call (the double asks for toolbox_echo, then answers).
+"""Concurrency: N websocket sessions at once (default 1, 10, 50 and 200; e.g.
+`--sessions 1,1000`), each doing 5 turns with one tool call (the double asks
+for toolbox_echo, then answers).
 
 Each level gets a fresh app process (`switchboard serve`, so its peak RSS,
 VmHWM from /proc, is that level's alone: it includes the app's own start-up
 and litellm, which every level shares). The LLM double runs in its own
-process with no delays; the clients run in this process. A last run repeats
-the 50-session level with `tool_concurrency_per_server` raised from 4 to 64 to
-show whether that limit is the bottleneck. Per row, "cores" is the CPU time
-each process used divided by the level's wall time (app, its toolbox
-server, the double, and the clients in this process).
+process; the clients run in `--clients` processes of their own
+(bench/_ws_clients.py), one user per session through the proxy identity
+header. Per row, CPU ms/turn and "cores" are given apart for the app, its
+toolbox server, the double and the clients. `--raised-at N` adds a run with
+`tool_concurrency_per_server` raised from 4 to 64.
 
 With no delays the double answers at once, so a turn is nothing but CPU and
 the benchmark measures throughput: N sessions queue for the app's core(s).
 `--response-delay` / `--chunk-delay` give the double a real provider's pace
 (time to first token, time between chunks), which is how a team's sessions
-actually overlap; `--workers N` runs N app processes (SWITCHBOARD_WORKERS).
+actually overlap; `--workers N` runs N app processes (SWITCHBOARD_WORKERS);
+`--postgres` puts the store on a throw-away PostgreSQL server.
 
-    uv run python bench/concurrency.py [--levels 1,10,50,200] [--workers 1]
-        [--response-delay 0] [--chunk-delay 0] [--json]
+    uv run python bench/concurrency.py [--sessions 1,10,50,200] [--workers 1] [--clients 1]
+        [--response-delay 0] [--chunk-delay 0] [--postgres] [--profile DIR] [--json]
 """
 
 from __future__ import annotations
