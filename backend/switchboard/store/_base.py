@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, text
@@ -61,12 +62,24 @@ class _SqliteThreads:
         self.engine.dispose()
 
 
+_WRITE_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _write_lock(engine: AsyncEngine) -> asyncio.Lock:
+    """One lock per engine (stores sharing an engine share its writer turn)."""
+    return _WRITE_LOCKS.setdefault(engine.sync_engine, asyncio.Lock())
+
+
 class StoreBase:
     def __init__(self, engine: AsyncEngine, url: str) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**WRITE)
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._dialect = engine.dialect.name
+        # SQLite has one writer at a time. Writers of this process queue here, in order, without
+        # holding a pooled connection: left to SQLite's busy handler they would hold every pooled
+        # connection while sleeping between retries, and under load fail (pool or busy timeout).
+        self._write_turn = _write_lock(engine) if self._dialect == "sqlite" else None
         self.url = url
         self.description = describe(url)
         self._threads: _SqliteThreads | None = None
@@ -120,7 +133,7 @@ class StoreBase:
     @asynccontextmanager
     async def _write(self, doing: str) -> AsyncIterator[AsyncConnection]:
         try:
-            async with self._writer.begin() as conn:
+            async with self._write_turn or nullcontext(), self._writer.begin() as conn:
                 yield conn
         except SwitchboardError:
             raise

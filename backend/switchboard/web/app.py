@@ -20,6 +20,7 @@ from ..settings import Settings
 from ..tools.launch import EarlyStarts
 from . import admin, api, connect, conversations, http_chat, openai_compat, pages, tokens, ws
 from .docs_page import mount_docs
+from .open_files import raise_open_files_limit
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         for error in services.config.all_errors():
             log.warning("config error: %s", error, extra={"event": "config_error"})
         log.info("switchboard %s starting", __version__, extra={"event": "startup", "servers": len(services.pool.connections)})
+        raise_open_files_limit()  # each websocket is a file descriptor
         await services.start()  # servers start in the background: the app serves at once
         retention = asyncio.create_task(_retention(services), name="retention")
         try:
