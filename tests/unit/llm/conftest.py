@@ -3,6 +3,8 @@ OpenAI-compatible endpoint: direct through the openai SDK, and through litellm."
 
 import pytest
 
+from tests.support.llm_double import LLMDouble
+
 PATHS = ["direct", "litellm"]
 
 
@@ -26,3 +28,16 @@ def proves_path(path):
     yield doubles.append
     for double in doubles:
         assert [path_taken(h) for h in double.request_headers] == [path] * len(double.request_headers)
+
+
+@pytest.fixture(scope="module")
+def running_double():
+    """One HTTP LLM double per test module, reset before each test."""
+    with LLMDouble() as double:
+        yield double
+
+
+@pytest.fixture
+def llm(running_double):
+    running_double.reset()
+    return running_double

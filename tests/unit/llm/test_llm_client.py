@@ -27,12 +27,6 @@ TOOLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def running_double():
-    with LLMDouble() as double:
-        yield double
-
-
 @pytest.fixture
 def llm(running_double, proves_path):
     running_double.reset()

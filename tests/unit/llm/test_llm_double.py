@@ -8,18 +8,6 @@ import pytest
 from tests.support.llm_double import ErrorReply, LLMDouble, TextReply, ToolCall, ToolCallReply
 
 
-@pytest.fixture(scope="module")
-def running_double():
-    with LLMDouble() as double:
-        yield double
-
-
-@pytest.fixture
-def llm(running_double):
-    running_double.reset()
-    return running_double
-
-
 def post(llm, **body):
     return httpx.post(f"{llm.base_url}/chat/completions", json={"model": "m", "messages": [], **body}, timeout=5)
 

@@ -22,18 +22,6 @@ OVERFLOW = ErrorReply(400, "This model's maximum context length is 128000 tokens
                       "in 131000 tokens.", code="context_length_exceeded")  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def running_double():
-    with LLMDouble() as double:
-        yield double
-
-
-@pytest.fixture
-def llm(running_double):
-    running_double.reset()
-    return running_double
-
-
 @pytest.fixture
 async def clients():
     made = {path: LLMClient(environ={"DOUBLE_KEY": SECRET}, direct=path == "direct", base_delay_s=0.001, max_delay_s=2.0)
