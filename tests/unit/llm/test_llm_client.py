@@ -11,7 +11,7 @@ from switchboard.config.models import ModelConfig
 from switchboard.errors import Cancelled, LLMError, LLMRateLimited, LLMStreamCut, LLMTimeout, LLMUnavailable
 from switchboard.llm import Completed, LLMClient, TextDelta, Usage
 
-from tests.support.llm_double import CutReply, ErrorReply, LLMDouble, TextReply, ToolCall, ToolCallReply
+from tests.support.llm_double import CutReply, ErrorReply, TextReply, ToolCall, ToolCallReply
 
 SECRET = "sk-test-double-0123456789"
 HELLO = [{"role": "user", "content": "Hello"}]

@@ -3,9 +3,8 @@
 import json
 
 import httpx
-import pytest
 
-from tests.support.llm_double import ErrorReply, LLMDouble, TextReply, ToolCall, ToolCallReply
+from tests.support.llm_double import ErrorReply, TextReply, ToolCall, ToolCallReply
 
 
 def post(llm, **body):

@@ -11,7 +11,7 @@ from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMError
 from switchboard.llm import Completed, LLMClient, Notice, TextDelta
 
-from tests.support.llm_double import CutReply, ErrorReply, LLMDouble, TextReply, ToolCall, ToolCallReply
+from tests.support.llm_double import CutReply, ErrorReply, TextReply, ToolCall, ToolCallReply
 from tests.unit.llm.conftest import path_taken
 
 SECRET = "sk-test-double-0123456789"

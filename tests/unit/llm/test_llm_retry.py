@@ -16,7 +16,7 @@ from switchboard.errors import Cancelled, LLMContextOverflow, LLMError, LLMRateL
 from switchboard.llm import LLMClient, TextDelta
 from switchboard.llm.retry import RetryPolicy
 
-from tests.support.llm_double import CutReply, ErrorReply, LLMDouble, TextReply
+from tests.support.llm_double import CutReply, ErrorReply, TextReply
 
 SECRET = "sk-test-double-0123456789"
 HELLO = [{"role": "user", "content": "Hello"}]
