@@ -1,5 +1,6 @@
 """Connecting one's own account in the page (real Chromium): OAuth sign-in through the
-authorization server and back, a user-entered token, and Disconnect."""
+authorization server and back, a tool call on the user's own session, a user-entered token,
+and Disconnect."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from playwright.sync_api import expect
 from switchboard.services import build_services
 from switchboard.web.app import create_app
 from tests.browser.conftest import LiveServer
+from tests.browser.helpers import card, send, wait_finished
 from tests.integration.test_per_user_sessions import run_signin
 from tests.support.harness import free_port, make_settings, write_config
 
@@ -58,6 +60,13 @@ def test_connect_and_disconnect_in_the_tools_panel(browser, signin_app):
         expect(remote.locator(".server-connect")).to_have_attribute("data-connected", "true")
         expect(remote).to_have_attribute("data-status", "ready", timeout=30_000)
         expect(remote.locator(".tool-item", has_text="Whoami")).to_be_visible(timeout=30_000)
+
+        # now the same call runs on this user's own session, with this user's token
+        send(page, 'run remote_echo {"text": "hi from the page"}')
+        called = card(page, "remote_echo")
+        expect(called).to_have_attribute("data-state", "done", timeout=30_000)
+        expect(called).to_contain_text("hi from the page")
+        wait_finished(page)
 
         # a user-entered token
         keyed = page.locator("details.server[data-server=keyed]")
