@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FILES_ORIGIN_ENV", "build_transport", "stderr_path"]
 
+
 class _StdioTransport(ClientTransport):
     """A child process over stdio, one session per `connect_session`, through the
     reader of `stdio.py` (bytes that are not UTF-8 and huge lines are handled there).
