@@ -15,8 +15,8 @@ from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, 
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
-from .chat.loop import LLMStream
 from .llm import DeferredLLMClient, ModelCatalogue
+from .llm.types import LLMStream
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, open_store
