@@ -15,6 +15,7 @@ from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, 
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
+from .filestore import open_files
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream
 from .settings import Settings
@@ -205,7 +206,7 @@ def build_services(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
         early=early,
     )
-    artifacts = ArtifactStore(settings.data_dir / "files")
+    artifacts = ArtifactStore(open_files(settings.files_url, settings.data_dir / "files"))
     key = (
         settings.secret_key.get_secret_value().encode()
         if settings.secret_key
