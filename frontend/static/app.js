@@ -13,7 +13,7 @@ import { Scroller } from "./scroll.js";
 import { Sidebar } from "./sidebar.js";
 import { Connection } from "./socket.js";
 import { Thread } from "./thread.js";
-import { ToolCards } from "./toolcards.js";
+import { ToolCards, setServerTime } from "./toolcards.js";
 import { ToolsPanel } from "./toolspanel.js";
 import { TURN_EVENTS, drawTurnEvent } from "./turnevents.js";
 import { Uploads } from "./uploads.js";
@@ -236,6 +236,7 @@ function onEvent(event) {
     return;
   }
   if (event.type === "attached") {
+    setServerTime(event.server_time);
     opener.attached(event);
     return;
   }
