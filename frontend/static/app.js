@@ -86,13 +86,14 @@ const opener = new Opener({ state, api, thread, view, sidebar, cards, canvas, up
   beginTurn, endTurn, updateControls, sendQueued: sendChat });
 
 // -- connection state --------------------------------------------------------
-function showConnection(status, { retryIn }) {
+function showConnection(status, { retryIn, attempt }) {
   const conn = $("conn");
   conn.dataset.state = status;
+  const tries = attempt > 1 ? ` (attempt ${attempt})` : "";
   const text = {
     connecting: "Connecting…",
     connected: "Connected",
-    reconnecting: retryIn ? `Reconnecting in ${retryIn} s` : "Reconnecting…",
+    reconnecting: retryIn ? `Reconnecting in ${retryIn} s${tries}` : `Reconnecting…${tries}`,
   }[status];
   $("conn-text").textContent = text;
   $("conn-retry").hidden = !(status === "reconnecting" && retryIn > 0);
