@@ -49,6 +49,7 @@ const library = new Library({
 const tools = new ToolsPanel({
   configUrl: page.config_url, servers: $("servers"), status: $("servers-status"), summary: $("tools-summary"), compliance: $("compliance"),
   complianceNote: $("compliance-note"), model: $("model"), modelNote: $("model-note"),
+  filter: $("tools-filter"), filterNote: $("tools-filter-note"),
   onConfig: (config) => {
     library.render(config);
     opener.configLoaded();
