@@ -4,6 +4,7 @@
 
 import { connectControls } from "./connect.js";
 import { el } from "./dom.js";
+import { reloadControl } from "./reload.js";
 import { ToolFilter } from "./toolfilter.js";
 
 const POLL_MS = 2500;
@@ -16,6 +17,7 @@ export class ToolsPanel {
     Object.assign(this, { configUrl, serversBox: servers, statusBox: status, summary, complianceSelect: compliance,
       complianceNote, modelSelect: model, modelNote, onConfig });
     this.filter = filter ? new ToolFilter({ input: filter, box: servers, note: filterNote }) : null;
+    this.reloader = null; // administrators' Reload button, made once so that its result stays through redraws
     this.config = null;
     this.excluded = new Set(); // qualified names the user unticked
     this.timer = null;
@@ -222,6 +224,10 @@ export class ToolsPanel {
     children.push(el("p", { class: "status-offers muted small", text: offers.join(" · ") }));
     const gw = (this.config.models || []).find((m) => m.name === this.modelSelect?.value)?.gateway;
     if (gw?.active) children.push(el("p", { class: "status-gateway muted small", text: `Tool gateway on: ${plural(gw.tools, "tool")} (about ${gw.tool_tokens.toLocaleString()} tokens of definitions) sit behind search, describe and call` }));
+    if (this.config.user?.admin) {
+      this.reloader ??= reloadControl(this.configUrl, () => this.load());
+      children.push(this.reloader);
+    }
     this.statusBox.replaceChildren(...children);
     this.statusBox.dataset.failed = String(failed.length);
   }
