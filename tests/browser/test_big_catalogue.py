@@ -39,7 +39,7 @@ def _panel_height(page) -> int:
     return page.locator("#tools-panel").evaluate("panel => panel.scrollHeight")
 
 
-def test_a_server_with_300_tools_is_collapsed_and_its_tools_can_be_filtered(browser, big_site, watch):
+def test_a_server_with_300_tools_is_collapsed_and_its_tools_can_be_filtered(browser, big_site, watch, shots):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
         page = context.new_page()
@@ -65,6 +65,7 @@ def test_a_server_with_300_tools_is_collapsed_and_its_tools_can_be_filtered(brow
         expect(toolbox).to_be_hidden()
         expect(page.locator("#tools-filter-note")).to_contain_text("30 tools match")
         print(f"filtered to 'invoice': {_panel_height(page)} px tall")
+        shots(page, "30-tools-filtered")
         # Descriptions count too; several words must all match.
         search.fill("back office archive")
         expect(shown).to_have_count(10)
