@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from contextlib import suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
@@ -69,8 +70,8 @@ class _Connection:
                                                   self.conversation_id))  # fmt: skip
             elif isinstance(message, AttachMessage):
                 subscription = hub.attach(self.user, message.conversation_id)
-                await self.send_text(AttachedEvent(conversation_id=message.conversation_id,
-                                                   running=subscription is not None).to_json())  # fmt: skip
+                await self.send_text(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
+                                                   server_time=time.time() * 1000).to_json())  # fmt: skip
                 if subscription is not None:
                     await self.follow(subscription)
             elif isinstance(message, CancelMessage):
