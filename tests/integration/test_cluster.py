@@ -15,10 +15,11 @@ from tests.support.harness import toolbox_entry, write_config
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]  # three app processes start (slowly on a busy machine)
 
 
-@pytest.fixture
-def cluster(tmp_path, postgres_url):
-    write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry(approval="never")})
-    with running_cluster(tmp_path, postgres_url, replicas=3) as running:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, postgres_cluster):
+    folder = tmp_path_factory.mktemp("cluster")
+    write_config(folder / "defaults", servers={"toolbox": toolbox_entry(approval="never")})
+    with running_cluster(folder, postgres_cluster.create_database(), replicas=3) as running:
         yield running
 
 

@@ -21,13 +21,14 @@ from tests.support.harness import free_port, wait_for_port
 __all__ = ["Cluster", "nginx_binary", "running_cluster"]
 
 _NGINX_CONF = """
+{user}
 worker_processes 1;
 error_log {dir}/error.log warn;
 pid {dir}/nginx.pid;
 events {{ worker_connections 1024; }}
 http {{
-  access_log {dir}/access.log upstreamlog;
   log_format upstreamlog '$request_method $uri $status $upstream_addr';
+  access_log {dir}/access.log upstreamlog;
   client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy;
   fastcgi_temp_path {dir}/fastcgi; uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
   map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
@@ -121,7 +122,10 @@ def running_cluster(folder: Path, database_url: str, replicas: int = 3,
     conf_dir = folder / "nginx"
     conf_dir.mkdir()
     servers = " ".join(f"server 127.0.0.1:{port} max_fails=0;" for port in cluster.ports)
-    (conf_dir / "nginx.conf").write_text(_NGINX_CONF.format(dir=conf_dir, servers=servers, port=nginx_port))
+    (conf_dir / "nginx.conf").write_text(_NGINX_CONF.format(
+        dir=conf_dir, servers=servers, port=nginx_port,
+        user="user root;" if os.geteuid() == 0 else "",  # its workers write temp files in this root-only folder
+    ))
     front: subprocess.Popen[bytes] | None = None
     try:
         for index in range(replicas):
