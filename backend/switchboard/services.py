@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from .artifacts import ArtifactStore
 from .auth import Authenticator
 from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, TurnLimits
+from .chat.relay import LOST as LOST_REASON
+from .chat.relay import LocalRelay
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
@@ -87,10 +89,24 @@ class Services:
             self.conversations.store = _UnavailableStore(exc)  # type: ignore[assignment]
             return False
         self.conversations.store = store
+        if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
+            await self._relay_on(store)
         if self.store_error is not None:
             log.info("conversation store reached", extra={"event": "store_available"})
         self.store_error = None
         return True
+
+    async def _relay_on(self, store: ConversationStore) -> None:
+        """Several processes may share this database: turns are reachable from each of them."""
+        from .chat.relay import PostgresRelay
+        from .store.live import LiveTurns
+
+        async def lost(conversation_id: str, owner: str) -> None:
+            await self.conversations.record_lost(conversation_id, LOST_REASON)
+
+        relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost)
+        await relay.start(self.turns)
+        self.turns.relay = relay
 
     async def _retry_store(self) -> None:
         delay = 2.0
@@ -249,7 +265,7 @@ def build_services(
         signer=signer,
         engine=engine,
         conversations=conversations,
-        turns=TurnHub(engine, conversations, grace_s=settings.turn_grace_s),
+        turns=TurnHub(engine, conversations, grace_s=settings.turn_grace_s, shutdown_grace_s=settings.shutdown_grace_s),
         environ=environ,
         tracing=Tracing.from_environment(environ),
     )

@@ -28,32 +28,14 @@ from .events import (
 )
 from .conversations import Conversations
 from .loop import ChatEngine, PreparedTurn, TurnState
+from .listeners import END as _END
+from .listeners import Subscription
+from .relay import LocalRelay, Relay
 from .session import ApprovalAnswer, ChatSession
 
 __all__ = ["Subscription", "Turn", "TurnHub"]
 
 log = logging.getLogger("switchboard.chat")
-
-_END = None
-
-
-class Subscription:
-    """One listener's view of a turn: the events so far, then the rest live (JSON text)."""
-
-    def __init__(self, turn: Turn) -> None:
-        self.turn = turn
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._events()
-
-    async def _events(self) -> AsyncIterator[str]:
-        try:
-            while (text := await self.queue.get()) is not _END:
-                yield text
-        finally:
-            self.turn.leave(self)
-
 
 class Turn:
     def __init__(self, hub: TurnHub, session: ChatSession) -> None:
@@ -117,6 +99,7 @@ class Turn:
             self.log.append(text)
         for listener in self.listeners:
             listener.queue.put_nowait(text)
+        self.hub.relay.published(self, text)
 
     def close(self) -> None:
         for listener in self.listeners:
@@ -124,10 +107,13 @@ class Turn:
 
 
 class TurnHub:
-    def __init__(self, engine: ChatEngine, conversations: Conversations, *, grace_s: float = 30.0) -> None:
+    def __init__(self, engine: ChatEngine, conversations: Conversations, *, grace_s: float = 30.0,
+                 relay: Relay | None = None, shutdown_grace_s: float = 10.0) -> None:  # fmt: skip
         self.engine = engine
         self.conversations = conversations
         self.grace_s = grace_s
+        self.shutdown_grace_s = shutdown_grace_s  # how long a stopping process lets running turns finish
+        self.relay: Relay = relay or LocalRelay()  # other processes (several on one Postgres)
         self._turns: dict[str, Turn] = {}  # running (or just finished) turns by conversation id
 
     def running(self, conversation_id: str) -> Turn | None:
@@ -150,6 +136,8 @@ class TurnHub:
                              action="Wait for it to finish, or press Stop.")  # fmt: skip
         prepared = await self.engine.prepare(session, request)
         session.model = prepared.model.name
+        if not session.incognito:
+            await self.relay.claim(session.conversation_id, user.email)  # one turn per conversation, across processes
         turn = Turn(self, session)
         self._turns[session.conversation_id] = turn
         turn.task = asyncio.create_task(self._run(turn, request, prepared, reason), name=f"turn:{user.email}")
@@ -186,6 +174,9 @@ class TurnHub:
             turn.close()
             if self._turns.get(session.conversation_id) is turn:
                 del self._turns[session.conversation_id]
+            if not session.incognito:
+                with suppress(Exception):
+                    await asyncio.shield(self.relay.released(turn))
 
     def attach(self, user: User, conversation_id: str) -> Subscription | None:
         """Join the turn running in this conversation of the user's, if any."""
@@ -194,10 +185,14 @@ class TurnHub:
             return None
         return turn.join()
 
-    async def cancel(self, user: User, conversation_id: str) -> bool:
+    async def attach_anywhere(self, user: User, conversation_id: str) -> Subscription | None:
+        """Join the turn running in this conversation of the user's, in this process or another."""
+        return self.attach(user, conversation_id) or await self.relay.attach(user, conversation_id)
+
+    async def cancel(self, user: User, conversation_id: str, *, local_only: bool = False) -> bool:
         turn = self.running(conversation_id)
         if turn is None or turn.owner != user.email or turn.task is None:
-            return False
+            return False if local_only else await self.relay.ask(user, "cancel", c=conversation_id)
         turn.task.cancel()
         with suppress(asyncio.CancelledError):
             await asyncio.shield(turn.task)
@@ -213,20 +208,36 @@ class TurnHub:
         what = "approval is waiting for call" if approvals else "question is waiting with id"
         raise NotFound(f"no {what} '{ask_id}'")
 
-    def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer) -> None:
-        """Answer an approval (any door, any connection of the user's); raises NotFound."""
-        turn = self._turn_asking(user, call_id, approvals=True)
+    async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None:
+        """Answer an approval (any door, any connection of the user's, any process); raises NotFound."""
+        try:
+            turn = self._turn_asking(user, call_id, approvals=True)
+        except NotFound:
+            if local_only or not await self.relay.ask(user, "approval", id=call_id, approved=answer.approved,
+                                                      arguments=answer.arguments, remember=answer.remember):  # fmt: skip
+                raise
+            return
         if not turn.session.answer_approval(call_id, answer):
             raise NotFound(f"no approval is waiting for call '{call_id}'")
 
-    def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None) -> None:
-        turn = self._turn_asking(user, request_id, approvals=False)
+    async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
+                                 local_only: bool = False) -> None:  # fmt: skip
+        try:
+            turn = self._turn_asking(user, request_id, approvals=False)
+        except NotFound:
+            if local_only or not await self.relay.ask(user, "elicitation", id=request_id, action=action, content=content):
+                raise
+            return
         if not turn.session.answer_elicitation(request_id, action, content):
             raise NotFound(f"no question is waiting with id '{request_id}'")
 
     async def stop(self) -> None:
-        """Cancel every running turn (app shutdown)."""
+        """App shutdown: running turns get `shutdown_grace_s` to finish (a rolling restart loses
+        nothing that can finish in time), then the rest are cancelled (stored as cancelled)."""
         tasks = self.tasks()
+        if tasks and self.shutdown_grace_s > 0:
+            await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.relay.stop()
