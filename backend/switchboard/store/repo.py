@@ -171,6 +171,8 @@ class ConversationStore(StoreBase):
         if before is not None:
             stmt = stmt.where(conversations.c.updated_at < before)
         q = (q or "").strip()
+        if "\x00" in q:
+            return []  # no stored text holds NUL (Postgres refuses it; FTS5 ends the phrase there)
 
         def work(conn: Connection) -> list[Conversation]:
             query = stmt
