@@ -2,7 +2,13 @@
 `ChatSession` at the start of a turn, kept there as it runs (`record`), and
 the rules for continuing one: ownership, edits and regeneration (branches),
 and compliance levels (a conversation that has run at a level not allowed
-with the new one is not continued: a new one starts)."""
+with the new one is not continued: a new one starts).
+
+An id a client picks is its user's own: the store keeps that conversation under
+`scoped_id(user, id)`, so no one can take or probe another user's names.
+Incognito conversations stay in memory (`IncognitoMemory`, per user) and their
+files are deleted when they leave it; a conversation past `max_chars` of stored
+text is not continued."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Stored conversations over HTTP: list and search, read, rename, switch
 branch, delete (with their files), export.  Only the owner sees one; anyone
-else gets 404, as for a conversation that does not exist."""
+else gets 404, as for a conversation that does not exist.  A conversation is
+read a page at a time (the newest messages of its shown branch first), so a
+long one costs a reader one page of memory, not the whole conversation."""
 
 from __future__ import annotations
 
