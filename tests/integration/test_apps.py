@@ -88,6 +88,15 @@ def test_the_app_event_follows_the_tool_result_on_the_websocket_and_api_chat_not
     assert "resource_uri" not in v1.text and "ui://" not in v1.text
 
 
+def test_the_config_marks_app_tools_and_who_may_call_them(site):
+    client, _ = site
+    tools = {t["name"]: t for t in client.get("/api/config", headers=ALICE).json()["tools"]}
+    assert tools["counter_show_counter"]["app"] == {"resource_uri": "ui://counter/app.html", "visibility": ["model", "app"]}
+    assert tools["counter_legacy_counter"]["app"]["resource_uri"] == "ui://counter/app.html"
+    assert tools["counter_bump"]["app"] == {"resource_uri": None, "visibility": ["app"]}
+    assert "app" not in tools["counter_ui_extension"]
+
+
 def test_a_stored_app_is_marked_and_mounts_for_its_owner_only(site, llm):
     client, _ = site
     conversation_id, call_id, (ws_cm, *_) = mount(client, llm, start=7)
