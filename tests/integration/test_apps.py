@@ -174,7 +174,7 @@ def test_an_apps_call_waits_for_the_users_approval(site, llm):
             thread = threading.Thread(target=lambda: answers.append(rpc(client, call_id, "tools/call", {"name": "reset"})))
             thread.start()
             request = until(ws, "approval_request")[-1]
-            assert request["tool"] == "counter_reset"
+            assert request["tool"] == "counter_reset" and request["from_app"] == call_id
             assert client.post(f"/api/calls/{request['call_id']}/approval", json={"approved": approved},
                                headers=ALICE).status_code == 204  # fmt: skip
             thread.join(30)

@@ -217,7 +217,7 @@ class CallRunner:
         config = self._pool.registry.config_of(tool.server)
         reason = approval_reason(tool, config, session.allowed_tools, app_digest, app_changed) if config else None
         if reason is not None:
-            answer = await self._ask(request.id, tool, arguments, reason, session, emit)
+            answer = await self._ask(request.id, tool, arguments, reason, session, emit, from_app)
             if not answer.approved:
                 return self._failed(request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.",
                                     started)  # fmt: skip
@@ -271,10 +271,10 @@ class CallRunner:
             return None
 
     async def _ask(self, call_id: str, tool: ToolInfo, arguments: dict[str, Any], reason: str,
-                   session: ChatSession, emit: Emit) -> ApprovalAnswer:  # fmt: skip
+                   session: ChatSession, emit: Emit, from_app: str | None) -> ApprovalAnswer:  # fmt: skip
         future = session.expect_approval(call_id)
         await emit(ApprovalRequest(call_id=call_id, tool=tool.qualified_name, server=tool.server,
-                                   arguments=arguments, reason=reason))  # fmt: skip
+                                   arguments=arguments, reason=reason, from_app=from_app))  # fmt: skip
         try:
             return await asyncio.wait_for(future, self._settings.approval_timeout_s)
         except TimeoutError:
