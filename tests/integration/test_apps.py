@@ -24,14 +24,15 @@ def headers(email: str) -> dict[str, str]:
 ALICE, BOB = headers("alice@example.com"), headers("bob@example.com")
 
 
-def build(tmp, llm, **settings):
+def build(tmp, llm, alice_groups=("users",), **settings):
     apps = {"command": "python", "args": [str(APPS)]}
     write_config(
         tmp / "defaults",
         servers={"counter": {**apps, "compliance_level": "Internal", "app_permissions": ["clipboard-write"]},
-                 "other": apps, "toolbox": toolbox_entry(groups=["research"], approval="never")},
+                 "other": apps, "team": {**apps, "groups": ["team"]},
+                 "toolbox": toolbox_entry(groups=["research"], approval="never")},
         models=[double_model(llm)], default_model="double",
-        groups={"alice@example.com": ["users"], "bob@example.com": ["users"]},
+        groups={"alice@example.com": list(alice_groups), "bob@example.com": ["users"]},
     )  # fmt: skip
     return make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, **settings)
 
@@ -47,9 +48,9 @@ def fresh(llm):
     llm.reset()
 
 
-def mount(client, llm, start: int = 1) -> tuple[str, str, Any]:
+def mount(client, llm, start: int = 1, tool: str = "counter_show_counter") -> tuple[str, str, Any]:
     """A turn of alice's that calls the app tool; (conversation id, app call id, open websocket cm)."""
-    llm.enqueue(ToolCallReply([ToolCall("counter_show_counter", json.dumps({"start": start}))]), TextReply("Shown."))
+    llm.enqueue(ToolCallReply([ToolCall(tool, json.dumps({"start": start}))]), TextReply("Shown."))
     ws_cm = client.websocket_connect("/ws", headers=ALICE)
     ws = ws_cm.__enter__()
     ws.receive_json()
@@ -233,3 +234,16 @@ def test_an_app_mounts_again_after_the_host_restarts(tmp_path, llm):
     assert app["conversation_id"] == conversation_id and app["tool_input"] == {"start": 9}
     assert app["tool_result"]["structuredContent"] == {"count": 9} and "ui/initialize" in app["html"]
     assert answer.json()["result"]["structuredContent"]["count"] == 10
+
+
+def test_an_app_is_refused_once_the_users_groups_no_longer_admit_its_server(tmp_path, llm):
+    with running_app(build(tmp_path, llm, alice_groups=("users", "team"))) as (client, services):
+        _, call_id, (ws_cm, *_) = mount(client, llm, tool="team_show_counter")
+        ws_cm.__exit__(None, None, None)
+        assert rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}}).status_code == 200
+
+        build(tmp_path, llm)  # alice leaves the team
+        client.portal.call(services.reload)
+        refused = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}})
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == -32000
+        assert client.get(f"/api/apps/{call_id}", headers=ALICE).status_code == 403

@@ -349,7 +349,7 @@ class ChatEngine:
                     await recorder.record(session, _reply_of(item, dropped_note if last else ""), _tool_data(item, state))
                     state.open_calls = [c for c in state.open_calls if c.id != item.request.id]
                     yield item.event
-                    if item.app_uri is not None:
+                    if item.app_uri is not None and session.stored:  # an app mounts from the store
                         yield AppEvent(call_id=item.event.call_id, server=item.event.server, tool=item.event.tool,
                                        resource_uri=item.app_uri)  # fmt: skip
                 else:

@@ -39,7 +39,7 @@ class ScriptedLLM:
 
 
 class Recorder(Conversations):
-    """Keeps what a turn would store."""
+    """Keeps what a turn would store (in a list)."""
 
     def __init__(self, files: ArtifactStore) -> None:
         super().__init__(None, files)  # type: ignore[arg-type]
@@ -47,7 +47,8 @@ class Recorder(Conversations):
 
     async def record(self, session, record, data):
         self.data.append((record, data))
-        await super().record(session, record, data)
+        session.history.append(record)
+        session.leaf_id = record.id
 
 
 def call(name: str, arguments: dict | None = None) -> ToolCallRequest:
@@ -86,8 +87,8 @@ async def run(engine, recorder, chat: ChatSession, approve: bool = True) -> list
     return events
 
 
-def session() -> ChatSession:
-    return ChatSession(user=User("a@example.com", frozenset({"users"})))
+def session(stored: bool = True) -> ChatSession:
+    return ChatSession(user=User("a@example.com", frozenset({"users"})), stored=stored)
 
 
 async def test_app_only_tools_are_never_offered_to_the_model_nor_run_for_it(make):
@@ -139,6 +140,15 @@ async def test_an_app_tools_result_is_followed_by_the_app_event_and_kept_for_rem
     assert data["app"]["resource_uri"] == "ui://counter/app.html" and len(data["app"]["digest"]) == 64
     plain = next(d for r, d in recorder.data if getattr(r, "tool", "") == "apps_model_only")
     assert "app" not in plain and "mcp_result" not in plain
+
+
+async def test_an_incognito_conversation_gets_no_app_event(make):
+    llm = ScriptedLLM([call("apps_show_counter")], ["ok"])
+    engine, recorder, _ = await make(llm)
+
+    events = await run(engine, recorder, session(stored=False))
+
+    assert any(e.type == "tool_result" and e.ok for e in events) and not any(e.type == "app" for e in events)
 
 
 async def test_a_changed_app_asks_for_approval_again_and_says_why(make, monkeypatch):
