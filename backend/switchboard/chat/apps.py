@@ -34,6 +34,7 @@ __all__ = ["AppBridge", "AppLimits", "RequestBuckets", "invalid_request"]
 
 log = logging.getLogger("switchboard.chat")
 
+USER_FACTOR = 5  # all of one user's apps together may send this many times one app's rate
 MAX_KEPT_CALLS = 100  # an app's own calls kept with its tool message (the log has every one)
 
 
@@ -59,12 +60,19 @@ class RequestBuckets:
         self._buckets: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
 
     def take(self, user: str, call_id: str) -> None:
-        key, now = (user, call_id), time.monotonic()
-        tokens, at = self._buckets.pop(key, (float(self._limits.burst), now))
-        tokens = min(float(self._limits.burst), tokens + (now - at) * self._limits.requests_per_s)
+        """One request of this app; RateLimited past its bucket, or past USER_FACTOR times it for
+        all of the user's apps together (made-up call ids get a bucket each, the user does not)."""
+        self._take((user, call_id), 1)
+        self._take((user, ""), USER_FACTOR)
+
+    def _take(self, key: tuple[str, str], factor: int) -> None:
+        now = time.monotonic()
+        rate, burst = self._limits.requests_per_s * factor, float(self._limits.burst * factor)
+        tokens, at = self._buckets.pop(key, (burst, now))
+        tokens = min(burst, tokens + (now - at) * rate)
         if tokens < 1:
             self._buckets[key] = (tokens, now)
-            raise RateLimited(f"too many requests from this app (at most {self._limits.requests_per_s:g} per second)")
+            raise RateLimited(f"too many requests from this app (at most {rate:g} per second)")
         self._buckets[key] = (tokens - 1, now)
         while len(self._buckets) > self._max_keys:
             self._buckets.popitem(last=False)
@@ -180,7 +188,7 @@ class AppBridge:
             self._refused(user, mounted, name, "not a tool of the app's own server that apps may call")
             raise Forbidden(f"an app may call only tools of its own server '{mounted.server}' that apps may "
                             f"call; '{name[:100]}' is not one")  # fmt: skip
-        session = await self._hub.conversations.stored_session(user, admin, mounted.conversation.id)
+        session = await self._hub.conversations.call_session(user, admin, mounted.conversation)
         access = self._access(user, admin, mounted.conversation)
         offered = {t.qualified_name for t in registry.visible(access) if t.server == mounted.server and "app" in t.visibility}
         request = ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=tool.qualified_name,
