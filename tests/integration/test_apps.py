@@ -157,6 +157,9 @@ def test_an_app_reaches_only_its_own_servers_tools_that_apps_may_call(site, llm)
         refused = rpc(client, call_id, "tools/call", {"name": name, "arguments": {}})
         assert refused.status_code == 403 and refused.json()["error"]["code"] == -32000, name
     assert "counter notes" in rpc(client, call_id, "resources/read", {"uri": "data://counter/notes"}).text
+    log = (services.settings.log_dir / "app.jsonl").read_text()
+    refusals = [json.loads(line) for line in log.splitlines() if '"app_request_refused"' in line]
+    assert any(r["app"] == call_id and r["method"] == "tools/call" and "other_bump" in r["error"] for r in refusals)
 
     # The conversation now runs at a level that does not admit the app's own server.
     client.portal.call(lambda: services.store.update_conversation(conversation_id, compliance_level="External"))

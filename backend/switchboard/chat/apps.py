@@ -20,7 +20,7 @@ from typing import Any
 
 from ..access import Access
 from ..auth import User
-from ..errors import BadRequest, Forbidden, NotFound, RateLimited, ToolError
+from ..errors import BadRequest, Forbidden, NotFound, RateLimited, SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
 from ..store import Conversation, Message
 from ..tools import ServerPool, ToolInfo
@@ -163,7 +163,17 @@ class AppBridge:
 
     async def rpc(self, user: User, admin: bool, call_id: str, body: Any) -> dict[str, Any]:
         """Answer one request of the app mounted for `call_id`: `{"result": ...}`; raises the
-        error tree (BadRequest, Forbidden, NotFound, RateLimited, ToolError)."""
+        error tree (BadRequest, Forbidden, NotFound, RateLimited, ToolError), each refusal logged."""
+        try:
+            return await self._answer(user, admin, call_id, body)
+        except SwitchboardError as exc:
+            method = body.get("method") if isinstance(body, dict) else None
+            log.warning("refused an app's request", extra={
+                "event": "app_request_refused", "user": user.email, "app": call_id[:100], "code": exc.code,
+                "method": str(method)[:100] if method is not None else None, "error": exc.message[:500]})  # fmt: skip
+            raise
+
+    async def _answer(self, user: User, admin: bool, call_id: str, body: Any) -> dict[str, Any]:
         self._buckets.take(user.email, call_id)
         if not isinstance(body, dict) or not isinstance(body.get("method"), str):
             raise invalid_request("send a JSON object with a 'method' (string) and 'params' (object)")
@@ -185,7 +195,6 @@ class AppBridge:
         registry = self._pool.registry
         tool = registry.of_server(mounted.server, name)
         if tool is None or "app" not in tool.visibility:
-            self._refused(user, mounted, name, "not a tool of the app's own server that apps may call")
             raise Forbidden(f"an app may call only tools of its own server '{mounted.server}' that apps may "
                             f"call; '{name[:100]}' is not one")  # fmt: skip
         session = await self._hub.conversations.call_session(user, admin, mounted.conversation)
@@ -258,9 +267,3 @@ class AppBridge:
             "event": "app_log", "user": user.email, "server": mounted.server, "app": mounted.call_id,
             "level": level[:20], "logger": str(params.get("logger") or "")[:200]})  # fmt: skip
         return {}
-
-    @staticmethod
-    def _refused(user: User, mounted: _Mounted, name: str, why: str) -> None:
-        log.warning("refused an app's tool call", extra={"event": "app_call_refused", "user": user.email,
-                                                         "server": mounted.server, "tool": name[:200],
-                                                         "app": mounted.call_id, "error": why})  # fmt: skip
