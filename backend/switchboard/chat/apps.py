@@ -265,5 +265,5 @@ class AppBridge:
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
         log.info("app log: %s", text[:2000], extra={
             "event": "app_log", "user": user.email, "server": mounted.server, "app": mounted.call_id,
-            "level": level[:20], "logger": str(params.get("logger") or "")[:200]})  # fmt: skip
+            "app_level": level[:20], "app_logger": str(params.get("logger") or "")[:200]})  # fmt: skip
         return {}

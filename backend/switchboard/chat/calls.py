@@ -19,6 +19,7 @@ from ..config.models import ComplianceLevels, ServerConfig
 from ..errors import SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
 from ..signing import UrlSigner
+from ..telemetry import tool_call_done
 from ..tools import ServerPool, ToolInfo, ToolOutcome
 from ..tools.apps import AppResource
 from .approvals import allowance_key, approval_reason, schema_problem
@@ -180,6 +181,7 @@ class CallRunner:
         try:
             executed = await self._run(request, session, offered, emit, sample, started, from_app)
             executed.event.from_app = from_app
+            tool_call_done(executed.event.server or "none", "ok" if executed.event.ok else "error")
             return executed
         except asyncio.CancelledError:
             raise
