@@ -24,11 +24,12 @@ def headers(email: str) -> dict[str, str]:
 ALICE, BOB = headers("alice@example.com"), headers("bob@example.com")
 
 
-def build(tmp, llm, alice_groups=("users",), **settings):
+def build(tmp, llm, alice_groups=("users",), html_note="first", **settings):
     apps = {"command": "python", "args": [str(APPS)]}
     write_config(
         tmp / "defaults",
-        servers={"counter": {**apps, "compliance_level": "Internal", "app_permissions": ["clipboard-write"]},
+        servers={"counter": {**apps, "compliance_level": "Internal", "app_permissions": ["clipboard-write"],
+                             "env": {"APP_HTML_NOTE": html_note}},
                  "other": apps, "team": {**apps, "groups": ["team"]},
                  "toolbox": toolbox_entry(groups=["research"], approval="never")},
         models=[double_model(llm)], default_model="double",
@@ -250,3 +251,23 @@ def test_an_app_is_refused_once_the_users_groups_no_longer_admit_its_server(tmp_
         refused = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}})
         assert refused.status_code == 403 and refused.json()["error"]["code"] == -32000
         assert client.get(f"/api/apps/{call_id}", headers=ALICE).status_code == 403
+
+
+def test_a_changed_app_is_not_mounted_until_a_call_of_it_is_approved(tmp_path, llm):
+    with running_app(build(tmp_path, llm)) as (client, _):
+        _, old_call, (ws_cm, *_) = mount(client, llm)
+        ws_cm.__exit__(None, None, None)
+    with running_app(build(tmp_path, llm, html_note="second")) as (client, _):  # the server ships another app
+        refused = client.get(f"/api/apps/{old_call}", headers=ALICE)
+        assert refused.status_code == 403 and "changed" in refused.json()["error"]["message"]
+
+        llm.enqueue(ToolCallReply([ToolCall("counter_show_counter")]), TextReply("Shown."))
+        with client.websocket_connect("/ws", headers=ALICE) as ws:
+            ws.receive_json()
+            ws.send_json({"type": "chat", "content": "show it again"})
+            request = until(ws, "approval_request")[-1]
+            assert "app" in request["reason"] and "changed" in request["reason"]
+            ws.send_json({"type": "approval_response", "call_id": request["call_id"], "approved": True})
+            events = until(ws, "message_done")
+        new_call = next(e for e in events if e["type"] == "app")["call_id"]
+        assert "second" in client.get(f"/api/apps/{new_call}", headers=ALICE).json()["html"]
