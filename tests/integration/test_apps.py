@@ -271,3 +271,35 @@ def test_a_changed_app_is_not_mounted_until_a_call_of_it_is_approved(tmp_path, l
             events = until(ws, "message_done")
         new_call = next(e for e in events if e["type"] == "app")["call_id"]
         assert "second" in client.get(f"/api/apps/{new_call}", headers=ALICE).json()["html"]
+
+
+def test_the_dataviz_chart_app_calls_back_into_its_server(tmp_path, llm):
+    """The bundled dataviz server over stdio: its chart mounts as an app, and the app's
+    `chart_series` (app-only) runs through the host."""
+    dataviz = {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz"}
+    write_config(tmp_path / "defaults", servers={"dataviz": dataviz}, models=[double_model(llm)], default_model="double",
+                 groups={"alice@example.com": ["users"]})  # fmt: skip
+    csv_text = "month,sales,cost\nJan,10,5\nJan,2,1\nFeb,12,6\n"
+    with running_app(make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)) as (client, _):
+        config = {t["name"]: t for t in client.get("/api/config", headers=ALICE).json()["tools"]}
+        assert config["dataviz_chart_csv"]["app"]["resource_uri"] == "ui://dataviz/chart.html"
+        llm.enqueue(ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": csv_text, "y": "sales"}))]),
+                    TextReply("Charted."))  # fmt: skip
+        with client.websocket_connect("/ws", headers=ALICE) as ws:
+            ws.receive_json()
+            ws.send_json({"type": "chat", "content": "chart it"})
+            events = until(ws, "message_done")
+        result = next(e for e in events if e["type"] == "tool_result")
+        assert {a["name"] for a in result["artifacts"]} == {"chart.png", "report.html"}  # the V2 files stay
+        call_id = next(e for e in events if e["type"] == "app")["call_id"]
+        app = client.get(f"/api/apps/{call_id}", headers=ALICE).json()
+        assert "chart_series" in app["html"] and app["prefers_border"] is True
+        chart = app["tool_result"]["_meta"]["dataviz/chart"]
+        assert chart["series"][0]["values"] == [10, 2, 12] and chart["numeric"] == ["sales", "cost"]
+        assert "dataviz/chart" not in json.dumps(llm.requests[-1]["messages"])  # the model never sees it
+
+        answer = rpc(client, call_id, "tools/call", {"name": "chart_series", "arguments": {
+            "csv_text": app["tool_input"]["csv_text"], "y": "cost", "aggregate": "sum"}})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        series = answer.json()["result"]["structuredContent"]
+        assert (series["y"], series["labels"], series["values"]) == ("cost", ["Jan", "Feb"], [6, 6])
