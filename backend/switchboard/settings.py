@@ -46,6 +46,10 @@ class Settings(BaseSettings):
     # document the app serves at {public_url}/oauth/client-metadata.json when PUBLIC_URL is https.
     oauth_client_metadata_url: str | None = None
     oauth_client_metadata: bool = True  # false: never offer it (the authorization servers cannot reach this host)
+    # Where MCP Apps run: an origin other than the page's that reaches this same app (e.g.
+    # https://sandbox.example.com). Unset: http://sandbox.localhost:PORT for pages on a loopback
+    # name, and no apps elsewhere (web/sandbox.py).
+    sandbox_origin: str | None = None
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10
