@@ -53,7 +53,8 @@ export class AppBridge {
 
   refused(what, detail) {
     this.refusals += 1;
-    console.warn(`[apps] ${this.info.server}/${this.info.tool} (${this.info.call_id}): refused ${what}`, detail ?? "");
+    const tool = typeof this.info.tool === "object" ? this.info.tool?.name : this.info.tool;
+    console.warn(`[apps] ${this.info.server}/${tool} (${this.info.call_id}): refused ${what}`, detail ?? "");
   }
 
   _post(message) {

@@ -202,7 +202,7 @@ class SandboxMiddleware:
         log.warning("an app was refused by its CSP", extra={
             "event": "app_csp_violation",
             "directive": str(report.get("violated-directive") or report.get("effective-directive") or "")[:80],
-            "blocked": str(report.get("blocked-uri") or "")[:200],
+            "blocked": str(report.get("blocked-uri") or "").split("?", 1)[0][:200],  # not what the app tried to send
         })  # fmt: skip
 
 
