@@ -124,7 +124,7 @@ class AppView {
     return {
       version: this.owner.version,
       context: () => this.context(),
-      answeredInitialize: () => this.owner.onInitialize?.(this.callId),
+      answeredInitialize: () => performance.mark(`sb:app-initialized:${this.callId}`),
       resize: ({ height }) => {
         if (this.mode === "inline" && height) this.frame.style.height = `${Math.min(height, this._dimensions().maxHeight)}px`;
       },
@@ -172,8 +172,8 @@ class AppView {
 
 export class AppViews {
   /** `sendMessage(text)`: send a chat message as the user (false when it cannot be sent now). */
-  constructor({ canvas, appsUrl, sandboxOrigin, version, sendMessage, onInitialize }) {
-    Object.assign(this, { canvas, appsUrl, sandboxOrigin, version, sendMessage, onInitialize });
+  constructor({ canvas, appsUrl, sandboxOrigin, version, sendMessage }) {
+    Object.assign(this, { canvas, appsUrl, sandboxOrigin, version, sendMessage });
     this.views = new Map(); // call id -> AppView (until its tab is closed)
     this.live = new Set();
     this.newest = null;

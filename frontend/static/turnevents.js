@@ -57,6 +57,7 @@ export function drawTurnEvent(turn, event, { view, cards, canvas, apps, send, on
       break;
     }
     case "tool_result": {
+      performance.mark(`sb:tool-result:${event.call_id}`); // bench/apps.py: tool result to app initialized
       cards.get(event.call_id, event, place).finish(event);
       canvas.showResult(event.artifacts, event.display);
       view.changed();
