@@ -17,6 +17,7 @@ from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
 from ..store import UNSET, ConversationStore, Message, active_path
+from .app_context import app_contexts
 from .events import ChatMessage
 from .session import ChatSession, new_id
 
@@ -136,6 +137,7 @@ class Conversations:
             allowed_tools=loaded.allowances,
         )  # fmt: skip
         session.branches = loaded.messages
+        session.app_context = app_contexts(active_path(loaded.messages, stored.leaf_id))
         for file_id in loaded.files:
             try:
                 session.files[file_id] = self._files.get(file_id, owner=user.email)[0]

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from ..errors import BadRequest
 
 __all__ = [
+    "AppEvent",
     "ApprovalRequest",
     "ApprovalResponse",
     "AttachMessage",
@@ -138,6 +139,7 @@ class ToolStart(_Event):
     tool: str
     server: str
     arguments: dict[str, Any]
+    from_app: str | None = None  # an MCP App made this call: the call id the app was mounted for
 
 
 class ToolProgress(_Event):
@@ -196,6 +198,17 @@ class ToolResultEvent(_Event):
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     display: dict[str, Any] | None = None
     duration_ms: int = 0
+    from_app: str | None = None  # as in tool_start
+
+
+class AppEvent(_Event):
+    """An app tool's call finished: the page mounts the tool's MCP App (`GET /api/apps/{call_id}`)."""
+
+    type: Literal["app"] = "app"
+    call_id: str
+    server: str
+    tool: str
+    resource_uri: str
 
 
 class RenderEvent(_Event):
@@ -264,6 +277,7 @@ ServerEvent = (
     | ApprovalRequest
     | ElicitationRequest
     | ToolResultEvent
+    | AppEvent
     | RenderEvent
     | MessageDone
     | NoticeEvent
