@@ -83,11 +83,11 @@ async function attack() {
   throws("popup", () => window.open("https://example.com/", "_blank"));
   const own = await request("tools/call", { name: "refresh", arguments: {} });
   record("own app-only tool (allowed)", Boolean(own.error), own.error ? own.error.message : "ok");
+  state.textContent = "waiting for approval";
+  await refusedCall("tool that needs approval", "tools/call", { name: "wipe", arguments: {} });
   const flood = await Promise.all(Array.from({ length: 80 }, () => request("tools/call", { name: "refresh", arguments: {} })));
   const limited = flood.filter((a) => a.error).length;
   record("flood", limited > 0, `${limited} of 80 refused`);
-  state.textContent = "waiting for approval";
-  await refusedCall("tool that needs approval", "tools/call", { name: "wipe", arguments: {} });
   state.textContent = "done";
 }
 (async () => {
