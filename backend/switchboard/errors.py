@@ -12,6 +12,7 @@ turns any of these into an ``error`` event or HTTP status in one place.
     ├── NotFound                     not_found
     ├── Conflict                     conflict    the id is taken (e.g. a conversation id)
     ├── Cancelled                    cancelled   the user pressed Stop
+    ├── RateLimited                  rate_limited too many requests (an MCP App's bridge)
     ├── ToolError                    tool_error  a tool call could not run
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
     │   ├── ToolTimeout              timeout
@@ -43,6 +44,7 @@ __all__ = [
     "LLMUnavailable",
     "NeedsAuth",
     "NotFound",
+    "RateLimited",
     "ServerUnavailable",
     "StoreError",
     "StoreUnavailable",
@@ -101,6 +103,10 @@ class Conflict(SwitchboardError):
 
 class Cancelled(SwitchboardError):
     code = "cancelled"
+
+
+class RateLimited(SwitchboardError):
+    code = "rate_limited"
 
 
 class ToolError(SwitchboardError):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
+from .chat.apps import AppBridge, AppLimits
 from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, TurnLimits
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
@@ -42,6 +43,7 @@ class Services:
     conversations: Conversations
     turns: TurnHub
     environ: Mapping[str, str]
+    apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     store_error: str | None = None  # why the conversation store could not be opened
     _store_retry: asyncio.Task[None] | None = None
     _warm_up: asyncio.Task[None] | None = None
@@ -189,6 +191,7 @@ def build_services(
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
         early=early,
+        app_cache_s=settings.app_cache_s,
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (
@@ -222,6 +225,7 @@ def build_services(
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
     conversations = Conversations(None, artifacts)  # type: ignore[arg-type]  # the store opens at start-up
+    turns = TurnHub(engine, conversations, grace_s=settings.turn_grace_s)
     return Services(
         settings=settings,
         config=config,
@@ -233,6 +237,7 @@ def build_services(
         signer=signer,
         engine=engine,
         conversations=conversations,
-        turns=TurnHub(engine, conversations, grace_s=settings.turn_grace_s),
+        turns=turns,
         environ=environ,
+        apps=AppBridge(turns, calls, pool, AppLimits(settings.app_requests_per_s, settings.app_requests_burst)),
     )

@@ -107,6 +107,13 @@ class Conversations:
             self._regenerate(session)
         return session, reason
 
+    async def stored_session(self, user: User, admin: bool, conversation_id: str) -> ChatSession:
+        """A stored conversation of the user's, as a turn would see it (for an MCP App's calls)."""
+        session = await self._load(user, admin, conversation_id, incognito=False)
+        if not session.stored:
+            raise NotFound("there is no such conversation")
+        return session
+
     async def _load(self, user: User, admin: bool, conversation_id: str, *, incognito: bool) -> ChatSession:
         remembered = self._memory.get(conversation_id)
         if remembered is not None:

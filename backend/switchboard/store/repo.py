@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import BadRequest, Conflict, NotFound
-from ._base import StoreBase
+from .app_calls import AppCallQueries
 from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
 from . import statements as S
@@ -91,7 +91,7 @@ async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
     return store
 
 
-class ConversationStore(StoreBase):
+class ConversationStore(AppCallQueries):
     def __init__(self, engine: Any, url: str) -> None:
         super().__init__(engine, url)
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
