@@ -229,6 +229,10 @@ function onEvent(event) {
     if (!state.staleTurn) opener.announced(event);
     return;
   }
+  if (event.from_app) {
+    apps.callEvent(event); // a call an app made: shown on the app, not in the answer
+    return;
+  }
   if (event.type === "approval_request" && !(state.turn && state.running) && apps.approval(event, send)) return;
   if (TURN_EVENTS.has(event.type)) {
     if (state.staleTurn) {

@@ -78,6 +78,7 @@ class AppView {
     this.notices = el("div", { class: "app-notices" });
     this.toolbar = el("div", { class: "app-toolbar", role: "toolbar", "aria-label": "App display" },
       el("span", { class: "app-origin", text: `App from ${info.server}` }),
+      this.status = el("span", { class: "app-call-status muted small", role: "status" }),
       ...this._modes().map((mode) => el("button", { type: "button", class: "btn app-mode", dataset: { mode }, text: MODE_LABELS[mode],
         onclick: () => this.setMode(mode) })));
     this.shell = el("div", { class: "app-shell", dataset: { mode: "inline", border: String(info.prefers_border !== false) } },
@@ -225,6 +226,15 @@ export class AppViews {
       if (this.newest && this.views.has(this.newest) && !NARROW.matches) this.open(this.newest);
       this.newest = null;
     }, 0);
+  }
+
+  /** tool_start / tool_result of a call an app made (`from_app`: the app's call id). */
+  callEvent(event) {
+    const view = this.views.get(event.from_app);
+    if (!view?.status) return;
+    const tool = event.tool || "a tool";
+    view.status.textContent = event.type === "tool_start" ? `Calling ${tool}…`
+      : `${tool}: ${event.ok ? "done" : "failed"}${Number.isFinite(event.duration_ms) ? ` (${event.duration_ms} ms)` : ""}`;
   }
 
   /** An approval_request outside a turn: the app whose server asked waits for it. */

@@ -168,8 +168,8 @@ export class ToolCard {
   /** The "Open app" button of an app tool call (it reopens the app in the canvas). */
   offerApp() {
     if (this.appButton || !this.onOpenApp) return;
-    this.appButton = el("button", { type: "button", class: "btn app-open", text: "Open app",
-      "aria-label": `Open the ${this.tool} app`, onclick: () => this.onOpenApp(this.callId, this.tool) });
+    this.appButton = el("button", { type: "button", class: "btn app-open", text: "Open app", title: `Open the ${this.tool} app in the canvas`,
+      onclick: () => this.onOpenApp(this.callId, this.tool) });
     this.node.append(el("div", { class: "tool-app" }, this.appButton));
   }
 

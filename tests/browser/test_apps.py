@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from switchboard.services import build_services
 from switchboard.web.app import create_app
 from tests.browser.conftest import LiveServer
-from tests.browser.helpers import card, send, wait_finished
+from tests.browser.helpers import card, send
 from tests.support.harness import free_port, make_settings, toolbox_entry, write_config
 from tests.support.pdf import build_pdf
 
@@ -27,6 +27,7 @@ ALICE, BOB = "alice@example.com", "bob@example.com"
 NPX_ENV = {"PATH": "${PATH}", "HOME": "${HOME}", "npm_config_prefer_offline": "true"}
 ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 PDF_TEXT = "Switchboard renders apps"
+pytestmark = pytest.mark.timeout(240)  # npx servers, a restart of the host
 
 
 class AppsSite:
@@ -114,9 +115,13 @@ def app_frame(page: Page, index: int = -1):
     return (shells.nth(index) if index >= 0 else shells.last).content_frame.locator("iframe").content_frame
 
 
+def finished(page: Page) -> None:
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-finish", "stop", timeout=60_000)
+
+
 def run_app_tool(page: Page, text: str, tool: str):
     send(page, text)
-    wait_finished(page)
+    finished(page)
     expect(card(page, tool).get_by_role("button", name="Open app")).to_be_visible()
     return card(page, tool)
 
@@ -151,7 +156,7 @@ def test_basic_app_asks_before_sending_a_message_or_opening_a_link(user_page, si
     app.get_by_role("button", name="Send Message").click()
     page.get_by_role("dialog", name="Send a message?").get_by_role("button", name="Send message").click()
     expect(page.locator(".msg.user").last).to_contain_text("This is message text.")
-    wait_finished(page)
+    finished(page)
 
     app.get_by_role("button", name="Open Link").click()
     dialog = page.get_by_role("dialog", name="Open a link?")
@@ -169,7 +174,7 @@ def test_pdf_server_shows_a_pdf_in_its_viewer(user_page, site):
     page = user_page()
     run_app_tool(page, f'pdf_display_pdf {{"url": "{site.pdf}"}}', "pdf_display_pdf")
     viewer = app_frame(page)
-    expect(viewer.get_by_text(PDF_TEXT).first).to_be_attached(timeout=60_000)
+    expect(viewer.get_by_text(PDF_TEXT).first).to_be_attached(timeout=60_000)  # PDF.js's text layer
     expect(viewer.locator("canvas").first).to_be_visible()
 
 
@@ -275,6 +280,6 @@ def test_two_users_never_see_each_others_apps(user_page, site):
     bob = user_page(BOB)
     status = bob.evaluate("async (id) => (await fetch(`/api/apps/${encodeURIComponent(id)}`)).status", call_id)
     assert status == 404
-    bob.goto(conversation.replace(site.url, site.url))
-    expect(bob.locator(".error").filter(has_text="not found")).to_be_visible()
+    bob.goto(conversation)
+    expect(bob.get_by_role("alert").filter(has_text="not found")).to_be_visible()
     expect(bob.locator("iframe.app-frame")).to_have_count(0)

@@ -60,20 +60,23 @@ def _sources(csp: dict, key: str) -> list[str]:
 
 
 def app_csp(csp: dict | None) -> str:
-    """The policy an app runs under: the extension's restrictive default, widened only by the
-    origins the resource declares. `'self'` (the sandbox origin, which serves nothing an app
-    needs) is left out of fetches; the default has no network at all."""
+    """The policy an app runs under: no network beyond the origins the resource declares (the
+    default has none at all). `'self'` (the sandbox origin, which serves nothing an app needs)
+    is left out."""
     csp = csp if isinstance(csp, dict) else {}
     res = " ".join(_sources(csp, "resourceDomains"))
     connect = " ".join(_sources(csp, "connectDomains")) or "'none'"
     frames = " ".join(_sources(csp, "frameDomains")) or "'none'"
     base = " ".join(_sources(csp, "baseUriDomains")) or "'self'"
+    # blob:, data: and eval are code the app already holds (PDF.js and WebGL apps build workers
+    # and modules from them); none of them reaches the network.
     parts = [
         "default-src 'none'",
-        f"script-src 'unsafe-inline' {res}",
-        f"style-src 'unsafe-inline' {res}",
+        f"script-src 'unsafe-inline' 'unsafe-eval' blob: data: {res}",
+        f"worker-src blob: {res}",
+        f"style-src 'unsafe-inline' blob: data: {res}",
         f"img-src data: blob: {res}",
-        f"font-src data: {res}",
+        f"font-src data: blob: {res}",
         f"media-src data: blob: {res}",
         f"connect-src {connect}",
         f"frame-src {frames}",
