@@ -169,6 +169,7 @@ export class AppBridge {
     this.resourceSent = true;
     const { html, csp, permissions } = this.info;
     this._post({ method: "ui/notifications/sandbox-resource-ready", params: { html, csp: csp || {}, permissions: permissions || {} } });
+    this.info = { ...this.info, html: undefined }; // the proxy holds it now; a page with 50 apps need not
   }
 
   _notification(method, params) {

@@ -89,6 +89,7 @@ class AppView {
     this.bridge.attach();
     this.owner.live.add(this);
     this._observe();
+    info = null; // the closures above share this scope: without this they would keep the app's HTML alive
   }
 
   _modes() {
