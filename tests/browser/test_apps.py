@@ -91,8 +91,8 @@ def user_page(browser, site, watch):
     """`user_page(email, width=..., height=...)`: a page signed in as that user (proxy headers)."""
     contexts = []
 
-    def make(email: str = ALICE, *, width: int = 1280, height: int = 800, path: str = "/") -> Page:
-        context = browser.new_context(viewport={"width": width, "height": height},
+    def make(email: str = ALICE, *, width: int = 1280, height: int = 800, path: str = "/", color_scheme: str = "light") -> Page:
+        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme,
                                       extra_http_headers={"X-User-Email": email, "X-Proxy-Secret": SECRET})  # fmt: skip
         contexts.append(context)
         page = context.new_page()
@@ -269,6 +269,15 @@ def test_display_modes_and_the_phone_layout(user_page):
     expect(app_frame(phone).locator("#server-time")).to_have_text(ISO_TIME, timeout=30_000)
     expect(phone.get_by_role("button", name="Picture in picture")).to_have_count(0)
     assert phone.locator(".app-shell").bounding_box()["width"] <= 390
+
+
+def test_the_apps_theme_follows_the_page(user_page):
+    page = user_page(color_scheme="dark")
+    run_app_tool(page, "basic_get-time", "basic_get-time")
+    root = app_frame(page).locator("html")
+    expect(root).to_have_attribute("data-theme", "dark", timeout=30_000)  # ui/initialize's hostContext
+    page.emulate_media(color_scheme="light")
+    expect(root).to_have_attribute("data-theme", "light")  # ui/notifications/host-context-changed
 
 
 def test_two_users_never_see_each_others_apps(user_page, site):
