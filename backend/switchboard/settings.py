@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     # https://sandbox.example.com). Unset: http://sandbox.localhost:PORT for pages on a loopback
     # name, and no apps elsewhere (web/sandbox.py).
     sandbox_origin: str | None = None
+    metrics_token: SecretStr | None = None  # a scraper sends it as `Authorization: Bearer ...` to read /metrics
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10

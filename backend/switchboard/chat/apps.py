@@ -20,7 +20,7 @@ from typing import Any
 
 from ..access import Access
 from ..auth import User
-from ..errors import BadRequest, Forbidden, NotFound, RateLimited, ToolError
+from ..errors import BadRequest, Forbidden, NotFound, RateLimited, SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
 from ..store import Conversation, Message
 from ..tools import ServerPool, ToolInfo
@@ -34,6 +34,7 @@ __all__ = ["AppBridge", "AppLimits", "RequestBuckets", "invalid_request"]
 
 log = logging.getLogger("switchboard.chat")
 
+USER_FACTOR = 5  # all of one user's apps together may send this many times one app's rate
 MAX_KEPT_CALLS = 100  # an app's own calls kept with its tool message (the log has every one)
 
 
@@ -59,12 +60,19 @@ class RequestBuckets:
         self._buckets: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
 
     def take(self, user: str, call_id: str) -> None:
-        key, now = (user, call_id), time.monotonic()
-        tokens, at = self._buckets.pop(key, (float(self._limits.burst), now))
-        tokens = min(float(self._limits.burst), tokens + (now - at) * self._limits.requests_per_s)
+        """One request of this app; RateLimited past its bucket, or past USER_FACTOR times it for
+        all of the user's apps together (made-up call ids get a bucket each, the user does not)."""
+        self._take((user, call_id), 1)
+        self._take((user, ""), USER_FACTOR)
+
+    def _take(self, key: tuple[str, str], factor: int) -> None:
+        now = time.monotonic()
+        rate, burst = self._limits.requests_per_s * factor, float(self._limits.burst * factor)
+        tokens, at = self._buckets.pop(key, (burst, now))
+        tokens = min(burst, tokens + (now - at) * rate)
         if tokens < 1:
             self._buckets[key] = (tokens, now)
-            raise RateLimited(f"too many requests from this app (at most {self._limits.requests_per_s:g} per second)")
+            raise RateLimited(f"too many requests from this app (at most {rate:g} per second)")
         self._buckets[key] = (tokens - 1, now)
         while len(self._buckets) > self._max_keys:
             self._buckets.popitem(last=False)
@@ -155,7 +163,17 @@ class AppBridge:
 
     async def rpc(self, user: User, admin: bool, call_id: str, body: Any) -> dict[str, Any]:
         """Answer one request of the app mounted for `call_id`: `{"result": ...}`; raises the
-        error tree (BadRequest, Forbidden, NotFound, RateLimited, ToolError)."""
+        error tree (BadRequest, Forbidden, NotFound, RateLimited, ToolError), each refusal logged."""
+        try:
+            return await self._answer(user, admin, call_id, body)
+        except SwitchboardError as exc:
+            method = body.get("method") if isinstance(body, dict) else None
+            log.warning("refused an app's request", extra={
+                "event": "app_request_refused", "user": user.email, "app": call_id[:100], "code": exc.code,
+                "method": str(method)[:100] if method is not None else None, "error": exc.message[:500]})  # fmt: skip
+            raise
+
+    async def _answer(self, user: User, admin: bool, call_id: str, body: Any) -> dict[str, Any]:
         self._buckets.take(user.email, call_id)
         if not isinstance(body, dict) or not isinstance(body.get("method"), str):
             raise invalid_request("send a JSON object with a 'method' (string) and 'params' (object)")
@@ -177,10 +195,9 @@ class AppBridge:
         registry = self._pool.registry
         tool = registry.of_server(mounted.server, name)
         if tool is None or "app" not in tool.visibility:
-            self._refused(user, mounted, name, "not a tool of the app's own server that apps may call")
             raise Forbidden(f"an app may call only tools of its own server '{mounted.server}' that apps may "
                             f"call; '{name[:100]}' is not one")  # fmt: skip
-        session = await self._hub.conversations.stored_session(user, admin, mounted.conversation.id)
+        session = await self._hub.conversations.call_session(user, admin, mounted.conversation)
         access = self._access(user, admin, mounted.conversation)
         offered = {t.qualified_name for t in registry.visible(access) if t.server == mounted.server and "app" in t.visibility}
         request = ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=tool.qualified_name,
@@ -248,11 +265,5 @@ class AppBridge:
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
         log.info("app log: %s", text[:2000], extra={
             "event": "app_log", "user": user.email, "server": mounted.server, "app": mounted.call_id,
-            "level": level[:20], "logger": str(params.get("logger") or "")[:200]})  # fmt: skip
+            "app_level": level[:20], "app_logger": str(params.get("logger") or "")[:200]})  # fmt: skip
         return {}
-
-    @staticmethod
-    def _refused(user: User, mounted: _Mounted, name: str, why: str) -> None:
-        log.warning("refused an app's tool call", extra={"event": "app_call_refused", "user": user.email,
-                                                         "server": mounted.server, "tool": name[:200],
-                                                         "app": mounted.call_id, "error": why})  # fmt: skip

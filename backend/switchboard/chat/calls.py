@@ -19,6 +19,7 @@ from ..config.models import ComplianceLevels, ServerConfig
 from ..errors import SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
 from ..signing import UrlSigner
+from ..telemetry import tool_call_done
 from ..tools import ServerPool, ToolInfo, ToolOutcome
 from ..tools.apps import AppResource
 from .approvals import allowance_key, approval_reason, schema_problem
@@ -180,6 +181,7 @@ class CallRunner:
         try:
             executed = await self._run(request, session, offered, emit, sample, started, from_app)
             executed.event.from_app = from_app
+            tool_call_done(executed.event.server or "none", "ok" if executed.event.ok else "error")
             return executed
         except asyncio.CancelledError:
             raise
@@ -217,7 +219,7 @@ class CallRunner:
         config = self._pool.registry.config_of(tool.server)
         reason = approval_reason(tool, config, session.allowed_tools, app_digest, app_changed) if config else None
         if reason is not None:
-            answer = await self._ask(request.id, tool, arguments, reason, session, emit)
+            answer = await self._ask(request.id, tool, arguments, reason, session, emit, from_app)
             if not answer.approved:
                 return self._failed(request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.",
                                     started)  # fmt: skip
@@ -271,10 +273,10 @@ class CallRunner:
             return None
 
     async def _ask(self, call_id: str, tool: ToolInfo, arguments: dict[str, Any], reason: str,
-                   session: ChatSession, emit: Emit) -> ApprovalAnswer:  # fmt: skip
+                   session: ChatSession, emit: Emit, from_app: str | None) -> ApprovalAnswer:  # fmt: skip
         future = session.expect_approval(call_id)
         await emit(ApprovalRequest(call_id=call_id, tool=tool.qualified_name, server=tool.server,
-                                   arguments=arguments, reason=reason))  # fmt: skip
+                                   arguments=arguments, reason=reason, from_app=from_app))  # fmt: skip
         try:
             return await asyncio.wait_for(future, self._settings.approval_timeout_s)
         except TimeoutError:

@@ -16,7 +16,7 @@ from ..auth import User
 from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
-from ..store import UNSET, ConversationStore, Message, active_path
+from ..store import UNSET, Conversation, ConversationStore, Message, active_path
 from .app_context import app_contexts
 from .events import ChatMessage
 from .session import ChatSession, new_id
@@ -107,11 +107,19 @@ class Conversations:
             self._regenerate(session)
         return session, reason
 
-    async def stored_session(self, user: User, admin: bool, conversation_id: str) -> ChatSession:
-        """A stored conversation of the user's, as a turn would see it (for an MCP App's calls)."""
-        session = await self._load(user, admin, conversation_id, incognito=False)
-        if not session.stored:
+    async def call_session(self, user: User, admin: bool, conversation: Conversation) -> ChatSession:
+        """What a tool call needs of a stored conversation of the user's (its level, allowances and
+        attached files; not its messages): for an MCP App's own calls."""
+        if conversation.owner != user.email:
             raise NotFound("there is no such conversation")
+        session = ChatSession(user=user, conversation_id=conversation.id, admin=admin, stored=True,
+                              compliance_level=conversation.compliance_level, levels_used=list(conversation.levels_used),
+                              allowed_tools=await self.store.allowances(conversation.id))  # fmt: skip
+        for file_id in await self.store.files(conversation.id):
+            try:
+                session.files[file_id] = self._files.get(file_id, owner=user.email)[0]
+            except SwitchboardError:
+                continue  # removed by retention
         return session
 
     async def _load(self, user: User, admin: bool, conversation_id: str, *, incognito: bool) -> ChatSession:

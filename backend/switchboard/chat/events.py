@@ -166,6 +166,7 @@ class ApprovalRequest(_Event):
     reason: str
     editable: bool = True
     kind: Literal["tool", "sampling"] = "tool"  # sampling: a server asks to use the conversation's model
+    from_app: str | None = None  # an MCP App asks to make this call (the call id it was mounted for)
 
 
 class ElicitationRequest(_Event):

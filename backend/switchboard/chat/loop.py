@@ -24,7 +24,7 @@ from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
-from ..llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
+from ..llm.types import Completed, LLMEvent, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .attachments import attach
 from .calls import CallRunner, ExecutedCall
@@ -35,16 +35,11 @@ from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .render import render_markdown
 from .session import ChatSession, new_id
 
-__all__ = ["ChatEngine", "LLMStream", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+__all__ = ["ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 
 log = logging.getLogger("switchboard.chat")
 
 _DONE = object()
-
-
-class LLMStream(Protocol):
-    def stream(self, model: ModelConfig, messages: Sequence[HistoryRecord | dict[str, Any]],
-               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncIterator[LLMEvent]: ...  # fmt: skip
 
 
 class ModelResolver(Protocol):
@@ -349,7 +344,7 @@ class ChatEngine:
                     await recorder.record(session, _reply_of(item, dropped_note if last else ""), _tool_data(item, state))
                     state.open_calls = [c for c in state.open_calls if c.id != item.request.id]
                     yield item.event
-                    if item.app_uri is not None:
+                    if item.app_uri is not None and session.stored:  # an app mounts from the store
                         yield AppEvent(call_id=item.event.call_id, server=item.event.server, tool=item.event.tool,
                                        resource_uri=item.app_uri)  # fmt: skip
                 else:

@@ -13,6 +13,7 @@ from ..errors import NotFound
 from ._base import StoreBase
 from .models import conversations, messages
 from .records import Conversation, Message
+from .rows import conversation_of, message_of
 
 __all__ = ["AppCallQueries"]
 
@@ -21,8 +22,6 @@ class AppCallQueries(StoreBase):
     async def find_tool_call(self, owner: str, call_id: str) -> tuple[Conversation, Message] | None:
         """The owner's tool message of this call (with its conversation); None for anyone else.
         Looks through the owner's conversations only."""
-        from .repo import _conversation, _message  # the row readers live with the main queries
-
         query = (
             select(messages, conversations.c.owner)
             .join(conversations, conversations.c.id == messages.c.conversation_id)
@@ -36,7 +35,7 @@ class AppCallQueries(StoreBase):
             if row is None:
                 return None
             found = conn.execute(select(conversations).where(conversations.c.id == row["conversation_id"]))
-            return _conversation(found.mappings().one()), _message(row)
+            return conversation_of(found.mappings().one()), message_of(row)
 
         return await self._run("find the tool call", work, write=False)
 

@@ -30,6 +30,7 @@ from ..chat.events import (
 from ..chat.session import new_id
 from ..errors import BadRequest, SwitchboardError
 from ..services import Services
+from ..telemetry import sessions_changed
 
 __all__ = ["router"]
 
@@ -164,6 +165,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
         return
     await websocket.accept()
+    sessions_changed(+1)
     connection = _Connection(websocket, services, user)
     await connection.send_text(SessionEvent(user=user.email, groups=sorted(user.groups),
                                             conversation_id=connection.conversation_id).to_json())  # fmt: skip
@@ -190,3 +192,4 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
             await catalogue
         await connection.unfollow()
         connection.unwatch()
+        sessions_changed(-1)
