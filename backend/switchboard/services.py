@@ -16,6 +16,7 @@ from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, 
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
+from .filestore import open_files
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream
 from .settings import Settings
@@ -208,7 +209,7 @@ def build_services(
         early=early,
         app_cache_s=settings.app_cache_s,
     )
-    artifacts = ArtifactStore(settings.data_dir / "files")
+    artifacts = ArtifactStore(open_files(settings.files_url, settings.data_dir / "files"))
     key = (
         settings.secret_key.get_secret_value().encode()
         if settings.secret_key

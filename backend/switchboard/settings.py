@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     defaults_dir: Path = PROJECT_ROOT / "config" / "defaults"
     config_dir: Path = PROJECT_ROOT / "config" / "overrides"
     data_dir: Path = PROJECT_ROOT / "data"
+    # Uploads and artifacts: DATA_DIR/files when unset; s3://bucket/prefix for an S3-compatible store.
+    files_url: str | None = None
     log_dir: Path = PROJECT_ROOT / "logs"
     # The conversation store: SQLite in data_dir when unset; postgresql+asyncpg://... for teams.
     database_url: str | None = None
