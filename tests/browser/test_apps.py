@@ -209,7 +209,7 @@ def test_hostile_app_is_refused_everything(user_page, site):
     logged = "\n".join(seen)
     for what in ("ignored a message from a frame that is not an app's", "forged id", "id already in use", "rate limit"):
         assert what in logged, what
-    blocked = {e["blocked"] for e in site.log_events("app_csp_violation")}
+    blocked = {e["uri"] for e in site.log_events("app_csp_violation")}
     assert "https://undeclared.example/steal" in blocked
     assert f"{site.url}/api/config" in blocked
 

@@ -54,8 +54,8 @@ def _sources(csp: dict, key: str) -> list[str]:
         if _SOURCE.match(source):
             kept.append(source)
         else:
-            log.warning("dropped an app CSP source", extra={"event": "app_csp_source_dropped", "key": key,
-                                                              "source": str(value)[:100]})  # fmt: skip
+            log.warning("dropped an app CSP source", extra={"event": "app_csp_source_dropped", "directive": key,
+                                                              "entry": str(value)[:100]})  # fmt: skip
     return kept
 
 
@@ -205,7 +205,7 @@ class SandboxMiddleware:
         log.warning("an app was refused by its CSP", extra={
             "event": "app_csp_violation",
             "directive": str(report.get("violated-directive") or report.get("effective-directive") or "")[:80],
-            "blocked": str(report.get("blocked-uri") or "").split("?", 1)[0][:200],  # not what the app tried to send
+            "uri": str(report.get("blocked-uri") or "").split("?", 1)[0][:200],  # not what the app tried to send
         })  # fmt: skip
 
 
