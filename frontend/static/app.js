@@ -230,10 +230,14 @@ function onEvent(event) {
     return;
   }
   if (event.from_app) {
-    apps.callEvent(event); // a call an app made: shown on the app, not in the answer
+    // A call an app makes: shown on the app, not in the answer; its approval is asked on the app.
+    if (event.type === "approval_request") {
+      if (!apps.approval(event, send)) view.notice(`An app of ${event.server} waits for your approval to run ${event.tool}: open the app to answer.`);
+    } else {
+      apps.callEvent(event);
+    }
     return;
   }
-  if (event.type === "approval_request" && !(state.turn && state.running) && apps.approval(event, send)) return;
   if (TURN_EVENTS.has(event.type)) {
     if (state.staleTurn) {
       // Events of the turn "New chat" cancelled, up to its message_done.

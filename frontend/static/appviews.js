@@ -238,11 +238,10 @@ export class AppViews {
       : `${tool}: ${event.ok ? "done" : "failed"}${Number.isFinite(event.duration_ms) ? ` (${event.duration_ms} ms)` : ""}`;
   }
 
-  /** An approval_request outside a turn: the app whose server asked waits for it. */
+  /** An approval_request for a call an app asked to make (`from_app`): asked on that app. */
   approval(event, send) {
-    const views = [...this.live].filter((v) => v.bridge?.info.server === event.server && v.bridge.inflight.size);
-    const target = views[views.length - 1] || [...this.live].find((v) => v.bridge?.info.server === event.server);
-    if (!target) return false;
+    const target = this.views.get(event.from_app);
+    if (!target || !this.live.has(target)) return false;
     this.canvas.open({ id: `app-${target.callId}` });
     target.approval(event, send);
     return true;

@@ -190,8 +190,8 @@ def test_hostile_app_is_refused_everything(user_page, site):
     run_app_tool(page, f'hostile_hostile_open {{"page": "{site.url}"}}', "hostile_hostile_open")
     app = app_frame(page)
     expect(app.locator("#state")).to_have_text("waiting for approval", timeout=30_000)
-    # The app asks for a tool that needs approval: the user is asked, says no, and it never runs.
-    approval = page.locator("form.approval").filter(has_text="wipe").last
+    # The app asks for a tool that needs approval: the user is asked on the app, says no, and it never runs.
+    approval = page.locator(".app-notices form.approval").filter(has_text="wipe").last
     approval.get_by_role("button", name="Deny").click()
     expect(app.locator("#state")).to_have_text("done")
     results = hostile_results(app)
