@@ -207,7 +207,8 @@ def test_hostile_app_is_refused_everything(user_page, site):
     assert page.url.startswith(site.url) and len(page.context.pages) == 1
     # Refusals are logged: the page's bridge, the browser's CSP reports on the server.
     logged = "\n".join(seen)
-    for what in ("ignored a message from a frame that is not an app's", "forged id", "id already in use", "rate limit"):
+    for what in ("ignored a message from a frame that is not an app's", "forged id", "id already in use", "rate limit",
+                 "malformed message"):
         assert what in logged, what
     blocked = {e["uri"] for e in site.log_events("app_csp_violation")}
     assert "https://undeclared.example/steal" in blocked
