@@ -24,11 +24,12 @@ def headers(email: str) -> dict[str, str]:
 ALICE, BOB = headers("alice@example.com"), headers("bob@example.com")
 
 
-def build(tmp, llm, alice_groups=("users",), **settings):
+def build(tmp, llm, alice_groups=("users",), html_note="first", **settings):
     apps = {"command": "python", "args": [str(APPS)]}
     write_config(
         tmp / "defaults",
-        servers={"counter": {**apps, "compliance_level": "Internal", "app_permissions": ["clipboard-write"]},
+        servers={"counter": {**apps, "compliance_level": "Internal", "app_permissions": ["clipboard-write"],
+                             "env": {"APP_HTML_NOTE": html_note}},
                  "other": apps, "team": {**apps, "groups": ["team"]},
                  "toolbox": toolbox_entry(groups=["research"], approval="never")},
         models=[double_model(llm)], default_model="double",
@@ -250,3 +251,55 @@ def test_an_app_is_refused_once_the_users_groups_no_longer_admit_its_server(tmp_
         refused = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}})
         assert refused.status_code == 403 and refused.json()["error"]["code"] == -32000
         assert client.get(f"/api/apps/{call_id}", headers=ALICE).status_code == 403
+
+
+def test_a_changed_app_is_not_mounted_until_a_call_of_it_is_approved(tmp_path, llm):
+    with running_app(build(tmp_path, llm)) as (client, _):
+        _, old_call, (ws_cm, *_) = mount(client, llm)
+        ws_cm.__exit__(None, None, None)
+    with running_app(build(tmp_path, llm, html_note="second")) as (client, _):  # the server ships another app
+        refused = client.get(f"/api/apps/{old_call}", headers=ALICE)
+        assert refused.status_code == 403 and "changed" in refused.json()["error"]["message"]
+
+        llm.enqueue(ToolCallReply([ToolCall("counter_show_counter")]), TextReply("Shown."))
+        with client.websocket_connect("/ws", headers=ALICE) as ws:
+            ws.receive_json()
+            ws.send_json({"type": "chat", "content": "show it again"})
+            request = until(ws, "approval_request")[-1]
+            assert "app" in request["reason"] and "changed" in request["reason"]
+            ws.send_json({"type": "approval_response", "call_id": request["call_id"], "approved": True})
+            events = until(ws, "message_done")
+        new_call = next(e for e in events if e["type"] == "app")["call_id"]
+        assert "second" in client.get(f"/api/apps/{new_call}", headers=ALICE).json()["html"]
+
+
+def test_the_dataviz_chart_app_calls_back_into_its_server(tmp_path, llm):
+    """The bundled dataviz server over stdio: its chart mounts as an app, and the app's
+    `chart_series` (app-only) runs through the host."""
+    dataviz = {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz"}
+    write_config(tmp_path / "defaults", servers={"dataviz": dataviz}, models=[double_model(llm)], default_model="double",
+                 groups={"alice@example.com": ["users"]})  # fmt: skip
+    csv_text = "month,sales,cost\nJan,10,5\nJan,2,1\nFeb,12,6\n"
+    with running_app(make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)) as (client, _):
+        config = {t["name"]: t for t in client.get("/api/config", headers=ALICE).json()["tools"]}
+        assert config["dataviz_chart_csv"]["app"]["resource_uri"] == "ui://dataviz/chart.html"
+        llm.enqueue(ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": csv_text, "y": "sales"}))]),
+                    TextReply("Charted."))  # fmt: skip
+        with client.websocket_connect("/ws", headers=ALICE) as ws:
+            ws.receive_json()
+            ws.send_json({"type": "chat", "content": "chart it"})
+            events = until(ws, "message_done")
+        result = next(e for e in events if e["type"] == "tool_result")
+        assert {a["name"] for a in result["artifacts"]} == {"chart.png", "report.html"}  # the V2 files stay
+        call_id = next(e for e in events if e["type"] == "app")["call_id"]
+        app = client.get(f"/api/apps/{call_id}", headers=ALICE).json()
+        assert "chart_series" in app["html"] and app["prefers_border"] is True
+        chart = app["tool_result"]["_meta"]["dataviz/chart"]
+        assert chart["series"][0]["values"] == [10, 2, 12] and chart["numeric"] == ["sales", "cost"]
+        assert "dataviz/chart" not in json.dumps(llm.requests[-1]["messages"])  # the model never sees it
+
+        answer = rpc(client, call_id, "tools/call", {"name": "chart_series", "arguments": {
+            "csv_text": app["tool_input"]["csv_text"], "y": "cost", "aggregate": "sum"}})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        series = answer.json()["result"]["structuredContent"]
+        assert (series["y"], series["labels"], series["values"]) == ("cost", ["Jan", "Feb"], [6, 6])

@@ -58,6 +58,7 @@ class ExecutedCall:
     event: ToolResultEvent
     model_text: str  # what goes back to the model
     arguments: dict[str, Any] | None = None  # what the tool was called with
+    approval: dict[str, Any] | None = None  # how the user let it run (ToolStart.approval), when asked
     ran: bool = False  # the tool was called (not refused, denied or stopped before it ran)
     mcp_result: dict[str, Any] | None = None  # the whole MCP result (app tools, and calls made by apps)
     app_uri: str | None = None  # an app tool whose app can be shown: its `ui://` resource
@@ -218,6 +219,7 @@ class CallRunner:
         app_digest = app.digest if app is not None else None
         config = self._pool.registry.config_of(tool.server)
         reason = approval_reason(tool, config, session.allowed_tools, app_digest, app_changed) if config else None
+        approval = None
         if reason is not None:
             answer = await self._ask(request.id, tool, arguments, reason, session, emit, from_app)
             if not answer.approved:
@@ -238,9 +240,10 @@ class CallRunner:
                 self._pool.registry.accept_definition(tool)
             if app_changed and app_digest is not None and self._admin_group in user.groups:
                 self._pool.registry.accept_app(tool, app_digest)
+            approval = {"answer": "remember" if answer.remember else "approve", "edited": answer.arguments is not None}
 
         await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments=arguments,
-                             from_app=from_app))  # fmt: skip
+                             started_at=time.time() * 1000, approval=approval, from_app=from_app))  # fmt: skip
         policy = config.sampling if config is not None else "deny"
         sink = _Sink(request.id, tool, emit, session, self._settings, sample, policy)
         try:
@@ -248,16 +251,16 @@ class CallRunner:
                                             raw=tool.app_uri is not None or from_app is not None)  # fmt: skip
         except SwitchboardError as exc:
             self._log_call(user.email, tool, started, ok=False, error=exc.message, from_app=from_app)
-            failed = self._failed(request, tool, exc.message, started)
-            failed.ran, failed.arguments = True, arguments
-            return failed
-        self._log_call(user.email, tool, started, ok=outcome.ok, error=None if outcome.ok else outcome.text[:500],
-                       from_app=from_app)  # fmt: skip
-        executed = self._succeeded(request, tool, outcome, user.email, started, config)
+            executed = self._failed(request, tool, exc.message, started)
+        else:
+            self._log_call(user.email, tool, started, ok=outcome.ok, error=None if outcome.ok else outcome.text[:500],
+                           from_app=from_app)  # fmt: skip
+            executed = self._succeeded(request, tool, outcome, user.email, started, config)
+            executed.mcp_result = _bounded(outcome, self._settings.max_app_result_chars)
+            if app is not None:
+                executed.app_uri, executed.app_digest = tool.app_uri, app.digest
         executed.arguments, executed.ran = arguments, True
-        executed.mcp_result = _bounded(outcome, self._settings.max_app_result_chars)
-        if app is not None:
-            executed.app_uri, executed.app_digest = tool.app_uri, app.digest
+        executed.approval = executed.event.approval = approval
         return executed
 
     async def _app_of(self, tool: ToolInfo, user: str) -> AppResource | None:

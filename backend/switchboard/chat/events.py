@@ -139,6 +139,8 @@ class ToolStart(_Event):
     tool: str
     server: str
     arguments: dict[str, Any]
+    started_at: float | None = None  # server clock, ms since the epoch: a page that joins late shows the true elapsed time
+    approval: dict[str, Any] | None = None  # {answer: approve|remember, edited}: how the user let it run
     from_app: str | None = None  # an MCP App made this call: the call id the app was mounted for
 
 
@@ -199,6 +201,7 @@ class ToolResultEvent(_Event):
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     display: dict[str, Any] | None = None
     duration_ms: int = 0
+    approval: dict[str, Any] | None = None  # as in ToolStart
     from_app: str | None = None  # as in tool_start
 
 
@@ -243,6 +246,7 @@ class AttachedEvent(_Event):
     type: Literal["attached"] = "attached"
     conversation_id: str
     running: bool
+    server_time: float | None = None  # ms since the epoch: the page's measure of clock skew for `started_at`
 
 
 class NoticeEvent(_Event):

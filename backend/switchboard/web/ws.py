@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from contextlib import suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
@@ -72,8 +73,8 @@ class _Connection:
             elif isinstance(message, AttachMessage):
                 await self.watch_if_owned(message.conversation_id)
                 subscription = hub.attach(self.user, message.conversation_id)
-                await self.send_text(AttachedEvent(conversation_id=message.conversation_id,
-                                                   running=subscription is not None).to_json())  # fmt: skip
+                await self.send_text(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
+                                                   server_time=time.time() * 1000).to_json())  # fmt: skip
                 if subscription is not None:
                     await self.follow(subscription)
             elif isinstance(message, CancelMessage):
