@@ -47,6 +47,7 @@ class AppsSite:
                         "tools": {"deny": ["forbidden_tool"]}},
             "twin": {"command": "python", "args": [str(HOSTILE)], "env": {"HOSTILE_WIPED": str(self.wiped)}},
             "toolbox": toolbox_entry(),
+            "dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz"},
         }, models=[{"name": "demo", "model": "switchboard/demo", "description": "Offline demo model"}],
             default_model="demo", groups={ALICE: ["users"], BOB: ["users"]})  # fmt: skip
         self.settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET)
@@ -176,6 +177,18 @@ def test_pdf_server_shows_a_pdf_in_its_viewer(user_page, site):
     viewer = app_frame(page)
     expect(viewer.get_by_text(PDF_TEXT).first).to_be_attached(timeout=60_000)  # PDF.js's text layer
     expect(viewer.locator("canvas").first).to_be_visible()
+
+
+def test_the_bundled_chart_app_switches_series_through_its_server(user_page):
+    page = user_page()
+    csv = "month,signups,visits\\n1,2,30\\n2,4,50\\n3,6,70"
+    run_app_tool(page, f'dataviz_chart_csv {{"csv_text": "{csv}", "y": "signups", "title": "Growth"}}', "dataviz_chart_csv")
+    chart = app_frame(page)
+    expect(chart.locator("#title")).to_have_text("Growth", timeout=30_000)
+    expect(chart.locator("#series")).to_contain_text("signups")
+    chart.locator("#add").select_option("visits")  # the app-only chart_series, through the host
+    expect(chart.locator("#series")).to_contain_text("visits")
+    expect(chart.locator("#svg path, #svg rect, #svg circle").first).to_be_attached()
 
 
 def hostile_results(app) -> dict[str, dict]:
