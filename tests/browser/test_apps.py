@@ -228,7 +228,7 @@ def test_hostile_app_is_refused_everything(user_page, site):
     assert f"{site.url}/api/config" in blocked
 
 
-def test_apps_mount_again_after_a_reload_and_a_restart(user_page, site):
+def test_apps_mount_again_after_a_reload_a_reconnect_and_a_restart(user_page, site):
     page = user_page()
     run_app_tool(page, "basic_get-time", "basic_get-time")
     time = app_frame(page).locator("#server-time")
@@ -238,6 +238,19 @@ def test_apps_mount_again_after_a_reload_and_a_restart(user_page, site):
     expect(app_frame(page).locator("#server-time")).to_have_text(stored, timeout=30_000)  # the stored result
     conversation = page.url
     site.restart()
+    # A reconnect: the page reloads the conversation; the app stays mounted and reaches the new server.
+    for _ in range(30):  # the backoff may have grown while the host was down: "Retry now"
+        if page.locator("#conn[data-state=connected]").count():
+            break
+        if page.locator("#conn-retry").is_visible():
+            page.locator("#conn-retry").click()
+        page.wait_for_timeout(1000)
+    expect(page.locator("#conn[data-state=connected]")).to_be_attached()
+    expect(page.get_by_text("Reconnected.")).to_be_visible()
+    time = app_frame(page).locator("#server-time")
+    app_frame(page).get_by_role("button", name="Get Server Time").click()
+    expect(time).not_to_have_text(stored)
+    expect(time).to_have_text(ISO_TIME)
     page.goto(conversation)
     expect(app_frame(page).locator("#server-time")).to_have_text(stored, timeout=60_000)
     page.get_by_role("button", name=re.compile("Close basic_get-time")).click()
