@@ -9,7 +9,7 @@ carries small messages, and a turn followed from another process copies its even
 silent for longer than the lease end as failed, and the user is told.
 
 Messages (JSON on channel `sb_<process>`; `sb_all` for everyone):
-  follow {c, from}                     a listener on `from` wants conversation c's events
+  follow {c, user, from}               a listener on `from` wants conversation c's events
   events {c} / end {c}                 new events of c are in turn_events / c's turn is over
   ask {op: approval|elicitation|cancel, user, ..., rid, from} -> ack {rid, ok}
   lost {c}                             c's process died: its followers end the turn as failed"""
@@ -55,7 +55,7 @@ class Turn(Protocol):
 class TurnHub(Protocol):
     """What the relay asks of this process's hub (chat/turns.py)."""
 
-    def running(self, conversation_id: str) -> Turn | None: ...
+    def running(self, owner: str, conversation_id: str) -> Turn | None: ...
 
     async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None: ...
 
@@ -255,8 +255,8 @@ class PostgresRelay:
         for follower in shared.followers:
             await self.live.notify(self._channel(follower), {"op": "events", "c": conversation_id})
 
-    async def _follow(self, conversation_id: str, follower: str) -> None:
-        turn = self._hub.running(conversation_id) if self._hub else None
+    async def _follow(self, conversation_id: str, owner: str, follower: str) -> None:
+        turn = self._hub.running(owner, conversation_id) if self._hub else None
         if turn is None:
             await self.live.notify(self._channel(follower), {"op": "end", "c": conversation_id})
             return
@@ -279,7 +279,8 @@ class PostgresRelay:
                 return None
             remote = self._remote[conversation_id] = RemoteTurn(self, conversation_id, row[0])
             subscription = remote.join()
-            await self.live.notify(self._channel(row[1]), {"op": "follow", "c": conversation_id, "from": self.process_id})
+            await self.live.notify(self._channel(row[1]), {"op": "follow", "c": conversation_id, "user": user.email,
+                                                           "from": self.process_id})  # fmt: skip
             return subscription
         if remote.owner != user.email:
             return None
@@ -326,7 +327,7 @@ class PostgresRelay:
     async def _handle(self, message: dict[str, Any]) -> None:
         op, conversation_id = message.get("op"), str(message.get("c", ""))
         if op == "follow":
-            await self._follow(conversation_id, str(message["from"]))
+            await self._follow(conversation_id, str(message.get("user", "")), str(message["from"]))
         elif op in ("events", "end"):
             remote = self._remote.get(conversation_id)
             if remote is not None:
