@@ -14,6 +14,8 @@ from .auth import Authenticator
 from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Conversations, TurnHub, TurnLimits,
                    UserLimits)
 from .chat.apps import AppBridge, AppLimits
+from .chat.relay import LOST as LOST_REASON
+from .chat.relay import LocalRelay
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
@@ -90,10 +92,24 @@ class Services:
             self.conversations.store = _UnavailableStore(exc)  # type: ignore[assignment]
             return False
         self.conversations.store = store
+        if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
+            await self._relay_on(store)
         if self.store_error is not None:
             log.info("conversation store reached", extra={"event": "store_available"})
         self.store_error = None
         return True
+
+    async def _relay_on(self, store: ConversationStore) -> None:
+        """Several processes may share this database: turns are reachable from each of them."""
+        from .chat.relay import PostgresRelay
+        from .store.live import LiveTurns
+
+        async def lost(conversation_id: str, owner: str) -> None:
+            await self.conversations.record_lost(conversation_id, LOST_REASON)
+
+        relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost)
+        await relay.start(self.turns)
+        self.turns.relay = relay
 
     async def _retry_store(self) -> None:
         delay = 2.0
@@ -245,7 +261,8 @@ def build_services(
         max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
         incognito_idle_s=settings.incognito_idle_s))
     turns = TurnHub(engine, conversations, grace_s=settings.turn_grace_s,
-                    limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user))
+                    limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
+                    shutdown_grace_s=settings.shutdown_grace_s)
     services = Services(
         settings=settings,
         config=config,

@@ -233,9 +233,10 @@ async def _events(request: Request, user: User, subscription: Subscription) -> A
             event = json.loads(text)
             with suppress(NotFound):  # answered meanwhile (through /api/calls, say)
                 if event["type"] == "approval_request":
-                    hub.answer_approval(user, event["call_id"], ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL))
+                    await hub.answer_approval(user, event["call_id"], ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL),
+                                              local_only=True)  # fmt: skip
                 elif event["type"] == "elicitation_request":
-                    hub.answer_elicitation(user, event["request_id"], "decline", None)
+                    await hub.answer_elicitation(user, event["request_id"], "decline", None, local_only=True)
             yield event
     finally:
         await events.aclose()
