@@ -17,6 +17,7 @@ from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
 from .chat.loop import LLMStream
 from .llm import DeferredLLMClient, ModelCatalogue
+from .llm.probe import unreachable_local_models
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, open_store
@@ -45,6 +46,7 @@ class Services:
     store_error: str | None = None  # why the conversation store could not be opened
     _store_retry: asyncio.Task[None] | None = None
     _warm_up: asyncio.Task[None] | None = None
+    _model_probe: asyncio.Task[None] | None = None
 
     @property
     def store(self) -> ConversationStore:
@@ -56,9 +58,24 @@ class Services:
         their start-up; a turn that comes first loads it itself."""
         await self.open_store()
         self.pool.start()
+        self._probe_models()
         warm_up = getattr(self.llm, "warm_up", None)
         if warm_up is not None:
             self._warm_up = asyncio.create_task(self._warm_up_after_servers(warm_up), name="llm-warm-up")
+
+    def _probe_models(self) -> None:
+        """In the background: keyless local models whose server does not answer are passed over
+        as the default (llm/probe.py) until a call to them works."""
+        models = self.models
+
+        async def probe() -> None:
+            for name, why in (await unreachable_local_models(self.config.llm.models)).items():
+                log.warning("model %s: %s", name, why, extra={"event": "model_unreachable", "model": name, "reason": why})
+                models.note_outcome(name, why)
+
+        if self._model_probe is not None:
+            self._model_probe.cancel()
+        self._model_probe = asyncio.create_task(probe(), name="model-probe")
 
     async def _warm_up_after_servers(self, warm_up: Callable[[], None]) -> None:
         await self.pool.wait_settled(self.settings.server_start_timeout_s)
@@ -98,7 +115,7 @@ class Services:
             delay = min(delay * 2, 60.0)
 
     async def close(self) -> None:
-        for task in (self._store_retry, self._warm_up):
+        for task in (self._store_retry, self._warm_up, self._model_probe):
             if task is not None:
                 task.cancel()
         await self.turns.stop()
@@ -119,6 +136,7 @@ class Services:
         self.models = ModelCatalogue(config.llm, self.environ)
         self.auth = self.auth.with_groups(config.groups)
         self.engine.use_config(config, self.models)
+        self._probe_models()
         errors = [str(e) for e in config.all_errors()]
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}

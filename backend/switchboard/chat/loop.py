@@ -22,7 +22,7 @@ from ..access import Access
 from ..artifacts import ArtifactStore, StoredFile
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
-from ..errors import SwitchboardError
+from ..errors import LLMUnavailable, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
 from ..llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
@@ -48,6 +48,8 @@ class LLMStream(Protocol):
 
 class ModelResolver(Protocol):
     def resolve(self, name: str | None, access: Access) -> ModelConfig: ...
+
+    def note_outcome(self, name: str, failure: str | None) -> None: ...
 
 
 class Recorder(Protocol):
@@ -255,6 +257,18 @@ class ChatEngine:
         """One model call: tokens (cut at the answer limit), notices and now and then a live
         render; its last event goes to `state.completed`."""
         state.round_answer = GrowingText()
+        try:
+            async with aclosing(self._model_round(model, session, tools, state)) as events:
+                async for event in events:
+                    yield event
+        except LLMUnavailable as exc:  # not usable as configured: never picked as the default meanwhile
+            self._models.note_outcome(model.name, exc.message)
+            raise
+        if state.completed is not None:
+            self._models.note_outcome(model.name, None)
+
+    async def _model_round(self, model: ModelConfig, session: ChatSession, tools: list[dict[str, Any]] | None,
+                           state: TurnState) -> AsyncIterator[ServerEvent]:  # fmt: skip
         rendered_at, rendered_len = time.monotonic(), 0
         stream = fitting_context(self._llm, model, self._config.system_prompt.strip(), session, tools)
         async with aclosing(stream) as events:  # closed (the provider's stream too) when cut short

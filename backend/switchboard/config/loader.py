@@ -197,6 +197,7 @@ def _load_model(cls: type[BaseModel], name: str, defaults_dir: Path, overrides_d
 def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError], file_errors: list[ConfigError]) -> LLMConfig:
     models: dict[str, ModelConfig] = {}
     default_model: str | None = None
+    site_default = False
     threshold: int | None = None
     for path, data in _safe_layers("llmconfig.yml", defaults_dir, overrides_dir, file_errors):
         if not isinstance(data, dict):
@@ -205,7 +206,8 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
         unknown = set(data) - {"default_model", "models", "gateway_threshold_tokens"}
         if unknown:
             errors.append(ConfigError(f"unknown key(s) {sorted(unknown)}", file=str(path)))
-        default_model = data.get("default_model") or default_model
+        if data.get("default_model"):
+            default_model, site_default = data["default_model"], path.parent == overrides_dir
         if "gateway_threshold_tokens" in data:
             value = data["gateway_threshold_tokens"]
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -224,7 +226,7 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
         errors.append(ConfigError(f"default_model '{default_model}' is not in models", file="llmconfig.yml", field="default_model"))
         default_model = None
     extra = {"gateway_threshold_tokens": threshold} if threshold is not None else {}
-    return LLMConfig(default_model=default_model, models=list(models.values()), **extra)
+    return LLMConfig(default_model=default_model, default_is_site_choice=site_default, models=list(models.values()), **extra)
 
 
 def load_app_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[str, str] | None = None) -> AppConfig:

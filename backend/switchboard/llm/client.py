@@ -37,6 +37,8 @@ __all__ = ["CallReporter", "LLMClient"]
 
 logger = logging.getLogger(__name__)
 
+KEYLESS = "keyless"  # what litellm sends as the key of a model with an api_base and no api_key_env
+
 CallReporter = Callable[[str, float, Usage | None, SwitchboardError | None], None]
 """on_call(model_name, duration_s, usage, error): called once after every model call."""
 
@@ -169,6 +171,11 @@ class LLMClient:
             kwargs["tools"] = tools
         if api_key is not None:
             kwargs["api_key"] = api_key
+        elif model.api_base and not model.api_key_env:
+            # A keyless local server: litellm's OpenAI code refuses to send without a key and would
+            # otherwise send the provider's own (OPENAI_API_KEY) to this endpoint. Servers that check
+            # no key ignore this one; the direct path sends no Authorization header at all.
+            kwargs["api_key"] = KEYLESS
         if model.api_base:
             kwargs["api_base"] = model.api_base
         if max_tokens or model.max_tokens:

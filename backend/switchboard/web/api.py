@@ -113,6 +113,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         "prompts": prompts,
         "models": [
             {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo,
+             "failing": m.failing,
              "gateway": exposure_report(configured[m.name], cfg.llm, tool_tokens, len(tools)) if m.name in configured else None}
             for m in models
         ],

@@ -221,7 +221,8 @@ async def test_unreachable_provider_becomes_llm_unavailable(client):
 
 async def test_provider_sdk_without_credentials_is_unavailable(client, llm, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    model = ModelConfig(name="keyless", model="openai/x", api_base=llm.base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)  # OpenAI itself, no key anywhere (no api_base of the site's)
+    model = ModelConfig(name="no-key", model="openai/x")
 
     with pytest.raises(LLMUnavailable, match="not set up correctly"):
         await collect(client.stream(model, HELLO, None))
