@@ -92,10 +92,13 @@ def check_config(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}")
     enabled = [name for name, server in config.mcp.servers.items() if server.enabled]
-    print(
-        f"{len(config.mcp.servers)} server(s) ({len(enabled)} enabled), {len(config.llm.models)} model(s), "
-        f"{len(config.compliance.levels)} compliance level(s); {len(errors)} error(s), {len(warnings)} warning(s)"
-    )
+    broken_servers = len(config.mcp.errors)  # refused entries count too: they are in the files
+    broken_models = sum(1 for e in config.errors if e.model or e.field.startswith("models["))
+    servers = f"{len(config.mcp.servers) + broken_servers} server(s) ({len(enabled)} enabled"
+    servers += f", {broken_servers} broken)" if broken_servers else ")"
+    models = f"{len(config.llm.models) + broken_models} model(s)" + (f" ({broken_models} broken)" if broken_models else "")
+    print(f"{servers}, {models}, {len(config.compliance.levels)} compliance level(s); "
+          f"{len(errors)} error(s), {len(warnings)} warning(s)")  # fmt: skip
     return 1 if errors else 0
 
 

@@ -89,6 +89,9 @@ class ConsoleLines(logging.Handler):
             line = f"servers: {ready} of {total} ready"
             if failed:
                 line += f", {len(failed)} failed ({', '.join(failed)})"
+            waiting = getattr(record, "needs_auth", None)
+            if waiting:
+                line += f", {len(waiting)} waiting for users to sign in ({', '.join(waiting)})"
             missing = getattr(record, "required_not_ready", None)
             if missing:
                 line += f"; NOT READY: required server(s) {', '.join(missing)} are not ready"

@@ -104,17 +104,19 @@ def _problems(exc: ValidationError) -> Problems:
     ]  # fmt: skip
 
 
-def _entry_error(problems: Problems, *, file: str, server: str) -> ConfigError:
-    """Every problem of the entry, not only the first, so that one round of fixes is enough."""
-    if len(problems) == 1:
-        loc, message = problems[0]
-        return ConfigError(message, file=file, server=server, field=loc)
-    listed = "; ".join(f"field '{loc}': {message}" if loc else message for loc, message in problems)
-    return ConfigError(f"{len(problems)} problems: {listed}", file=file, server=server)
+def _entry_error(problems: Problems, *, file: str, server: str = "", model: str = "", prefix: str = "") -> ConfigError:
+    """Every problem of the entry, not only the first, so that one round of fixes is enough.
+    `prefix`: where the entry sits, for an entry without a name (`models[2]`)."""
+    located = [(f"{prefix}.{loc}" if prefix and loc else prefix or loc, message) for loc, message in problems]
+    if len(located) == 1:
+        loc, message = located[0]
+        return ConfigError(message, file=file, server=server, model=model, field=loc)
+    listed = "; ".join(f"field '{loc}': {message}" if loc else message for loc, message in located)
+    return ConfigError(f"{len(located)} problems: {listed}", file=file, server=server, model=model)
 
 
-def _validation_error(exc: ValidationError, *, file: str, server: str) -> ConfigError:
-    return _entry_error(_problems(exc), file=file, server=server)
+def _validation_error(exc: ValidationError, *, file: str, server: str = "", model: str = "", prefix: str = "") -> ConfigError:
+    return _entry_error(_problems(exc), file=file, server=server, model=model, prefix=prefix)
 
 
 def _server_entries(path: Path, data: Any) -> dict[str, Any]:
@@ -219,7 +221,11 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
             try:
                 model = ModelConfig.model_validate(entry)
             except ValidationError as exc:
-                errors.append(_validation_error(exc, file=str(path), server=f"models[{i}]"))
+                name = entry.get("name") if isinstance(entry, dict) else None
+                if isinstance(name, str) and name:
+                    errors.append(_validation_error(exc, file=str(path), model=name))
+                else:
+                    errors.append(_validation_error(exc, file=str(path), prefix=f"models[{i}]"))
                 continue
             models[model.name] = model
     if default_model and default_model not in models:
