@@ -96,6 +96,8 @@ class ConsoleLines(logging.Handler):
             if missing:
                 line += f"; NOT READY: required server(s) {', '.join(missing)} are not ready"
             return line
+        if event == "config_reload_refused":
+            return f"CONFIG RELOAD REFUSED (the running configuration stays): {'; '.join(record.errors)}"  # type: ignore[attr-defined]
         if event == "config_error":
             return f"CONFIG ERROR: {record.getMessage().removeprefix('config error: ')}"
         return None

@@ -7,14 +7,14 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
 from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, TurnLimits
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
-from .errors import SwitchboardError
+from .errors import ConfigError, SwitchboardError
 from .chat.loop import LLMStream
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.probe import unreachable_local_models
@@ -44,6 +44,9 @@ class Services:
     turns: TurnHub
     environ: Mapping[str, str]
     store_error: str | None = None  # why the conversation store could not be opened
+    # The files as they are now, when the last reload was refused for them (the running
+    # configuration is older): what /readyz and the page report until a reload succeeds.
+    refused_reload: list[ConfigError] = field(default_factory=list)
     _store_retry: asyncio.Task[None] | None = None
     _warm_up: asyncio.Task[None] | None = None
     _model_probe: asyncio.Task[None] | None = None
@@ -137,9 +140,18 @@ class Services:
         self.auth = self.auth.with_groups(config.groups)
         self.engine.use_config(config, self.models)
         self._probe_models()
+        self.refused_reload = []
         errors = [str(e) for e in config.all_errors()]
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
+
+    def refuse_reload(self, broken: list[ConfigError], by: str) -> None:
+        """A reload refused for files that cannot be read: said in the log and on the console,
+        and kept for /readyz and the page until a reload succeeds."""
+        self.refused_reload = broken
+        errors = [str(e) for e in broken]
+        log.warning("config reload refused: %s", "; ".join(errors),
+                    extra={"event": "config_reload_refused", "errors": errors, "user": by})  # fmt: skip
 
 
 class _UnavailableStore:
