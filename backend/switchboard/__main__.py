@@ -89,6 +89,8 @@ def check_config(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"error: {error}")
     warnings = server_warnings(config.mcp, settings.project_root, os.environ)
+    if args.start:
+        warnings += _start_servers(config.mcp, settings)
     for warning in warnings:
         print(f"warning: {warning}")
     enabled = [name for name, server in config.mcp.servers.items() if server.enabled]
@@ -100,6 +102,24 @@ def check_config(args: argparse.Namespace) -> int:
     print(f"{servers}, {models}, {len(config.compliance.levels)} compliance level(s); "
           f"{len(errors)} error(s), {len(warnings)} warning(s)")  # fmt: skip
     return 1 if errors else 0
+
+
+def _start_servers(mcp: object, settings: Settings) -> list[str]:
+    """Start every enabled stdio server once (logs in LOG_DIR/check-config/servers/): one line for
+    each that does not come up, with its exit code and the end of its stderr."""
+    import asyncio
+
+    from .tools.trial import start_once
+
+    statuses = asyncio.run(start_once(mcp, project_root=settings.project_root,  # type: ignore[arg-type]
+                                      log_dir=settings.log_dir / "check-config", timeout_s=settings.server_start_timeout_s))
+    lines = []
+    for status in statuses:
+        if status.status == "ready":
+            print(f"server '{status.name}' started ({status.tool_count} tools)")
+        else:
+            lines.append(f"server '{status.name}' did not start here: {status.reason or status.status}")
+    return lines
 
 
 def db_upgrade(args: argparse.Namespace) -> int:
@@ -126,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--workers", type=int, help="app processes (default 1; SWITCHBOARD_WORKERS)")
     p_serve.set_defaults(func=serve)
     p_check = sub.add_parser("check-config", help="validate every config file")
+    p_check.add_argument("--start", action="store_true",
+                         help="also start each enabled stdio server once and say why one does not come up")
     p_check.set_defaults(func=check_config)
     p_db = sub.add_parser("db", help="the conversation store").add_subparsers(dest="db_command", required=True)
     p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(func=db_upgrade)

@@ -29,10 +29,12 @@ from ..tools import ServerPool, ToolInfo
 from .attachments import attach
 from .calls import CallRunner, ExecutedCall
 from .context import fitting_context
-from .events import ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent, TokenEvent
+from .events import (ApprovalRequest, ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent,
+                     TokenEvent, ToolResultEvent, ToolStart)  # fmt: skip
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .render import render_markdown
 from .session import ChatSession, new_id
+from .unfinished import StoppedBy, unfinished_text
 
 __all__ = ["ChatEngine", "LLMStream", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 
@@ -87,6 +89,9 @@ class TurnState:
     usage: Usage | None = None
     calls_run: int = 0
     completed: Completed | None = None  # the last event of the model call just made
+    tools_of_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, server) it runs
+    stopped_by: StoppedBy | None = None  # who ended the turn early, when it was stopped
+    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for a person when it was stopped
 
     @property
     def text(self) -> str:
@@ -300,13 +305,23 @@ class ChatEngine:
     async def finish(self, session: ChatSession, state: TurnState, finish: str,
                      recorder: Recorder) -> AsyncIterator[ServerEvent]:  # fmt: skip
         """Close the turn: answer every open call, store the answer, then announce it."""
+        restarted = state.stopped_by == "restart"
+        if restarted:
+            finish = "error"
+            yield ErrorEvent(code="internal", message="The server restarted while this answer was being written.",
+                             action="Ask again.")  # fmt: skip
         for call in state.open_calls:
-            reply = ToolReply(id=new_id(), call_id=call.id, tool=call.name, server="", ok=False,
-                              text="Cancelled by the user." if finish == "cancelled" else "The call did not finish.")  # fmt: skip
+            # A gateway call names the tool it runs (once known), not the gateway.
+            tool, server = state.tools_of_calls.get(call.id, (call.name, ""))
+            text = unfinished_text(state.stopped_by if finish in ("cancelled", "error") else None,
+                                   call.id in state.awaiting_approval)  # fmt: skip
+            reply = ToolReply(id=new_id(), call_id=call.id, tool=tool, server=server, ok=False, text=text)
             try:
                 await recorder.record(session, reply, {"turn": state.message_id, "content": reply.text})
             except SwitchboardError:
                 break
+            if restarted:  # a page still attached hears it; a user's Stop is shown by the page itself
+                yield ToolResultEvent(call_id=call.id, tool=tool, server=server, ok=False, content=text)
         state.open_calls = []
         answer = AssistantText(id=state.message_id, text=state.round_text, finish_reason=finish)
         usage = _usage_dict(state.usage)
@@ -362,6 +377,8 @@ class ChatEngine:
                     state.open_calls = [c for c in state.open_calls if c.id != item.request.id]
                     yield item.event
                 else:
+                    if isinstance(item, ToolStart | ApprovalRequest):
+                        state.tools_of_calls[item.call_id] = (item.tool, item.server)
                     yield item
         finally:
             for task in tasks:

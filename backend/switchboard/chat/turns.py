@@ -28,6 +28,7 @@ from .events import (
 from .conversations import Conversations
 from .loop import ChatEngine, PreparedTurn, TurnState
 from .session import ApprovalAnswer, ChatSession
+from .unfinished import StoppedBy
 
 __all__ = ["Subscription", "Turn", "TurnHub"]
 
@@ -98,7 +99,15 @@ class Turn:
         self._grace = None
         if not self.listeners and self.task is not None:
             log.info("turn abandoned by every client", extra={"event": "turn_abandoned", "user": self.owner})
-            self.task.cancel()
+            self.stop("abandoned")
+
+    def stop(self, by: StoppedBy) -> None:
+        """Cancel the turn, noting who stopped it and which calls were waiting for approval then."""
+        if self.task is None or self.task.done():
+            return
+        self.state.stopped_by = by
+        self.state.awaiting_approval = self.session.pending()[0]
+        self.task.cancel()
 
     def _replay(self) -> list[str]:
         # Tokens are sent one by one live; a late listener gets them as one event.
@@ -194,7 +203,7 @@ class TurnHub:
         turn = self.running(conversation_id)
         if turn is None or turn.owner != user.email or turn.task is None:
             return False
-        turn.task.cancel()
+        turn.stop("user")
         with suppress(asyncio.CancelledError):
             await asyncio.shield(turn.task)
         return True
@@ -221,8 +230,8 @@ class TurnHub:
             raise NotFound(f"no question is waiting with id '{request_id}'")
 
     async def stop(self) -> None:
-        """Cancel every running turn (app shutdown)."""
+        """Cancel every running turn (app shutdown): each says the server restarted."""
         tasks = self.tasks()
-        for task in tasks:
-            task.cancel()
+        for turn in list(self._turns.values()):
+            turn.stop("restart")
         await asyncio.gather(*tasks, return_exceptions=True)

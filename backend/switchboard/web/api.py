@@ -72,7 +72,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             "tools": [t.qualified_name for t in tools if t.server == status.name],
         }
         if admin:
-            entry["stderr_tail"] = status.stderr_tail
+            entry["stderr_tail"], entry["stderr_log"] = status.stderr_tail, status.stderr_log
         if server_cfg is not None and server_cfg.sessions_per_user and may_use:
             await services.pool.open_for_server(status.name, user.email)
             mine = await services.pool.user_status(status.name, user.email)  # this user's own session

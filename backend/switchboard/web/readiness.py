@@ -92,7 +92,8 @@ async def readiness_report(request: Request) -> tuple[dict[str, Any], int]:
     if reasons:
         body["reason"] = "; ".join(reasons)
     if admin:
-        body["servers"] = {s.name: {"status": s.status, "reason": s.reason, "required": s.name in readiness.required}
+        body["servers"] = {s.name: {"status": s.status, "reason": s.reason, "required": s.name in readiness.required,
+                                    **({"stderr_tail": s.stderr_tail, "stderr_log": s.stderr_log} if s.stderr_tail else {})}
                            for s in readiness.servers}  # fmt: skip
         body["config_errors"] = [str(e) for e in _current_errors(services)]
     return body, 200 if ok else 503
