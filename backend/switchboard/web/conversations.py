@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from ..auth import User
-from ..chat.views import conversation_view, export_json, export_markdown
+from ..chat.export_md import export_filename, export_markdown
+from ..chat.views import conversation_view, export_json
 from ..errors import BadRequest, NotFound
 from ..store import Conversation, latest_leaf
 from ..store import Message as StoredMessage
@@ -99,5 +101,6 @@ async def export_conversation(request: Request, user: UserDep, conversation_id: 
         body, media = await asyncio.to_thread(export_json, conversation, messages), "application/json"
     else:
         body, media = await asyncio.to_thread(export_markdown, conversation, messages), "text/markdown; charset=utf-8"
-    filename = f"conversation-{conversation_id}.{format}"
-    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    plain, full = export_filename(conversation, format)  # named by its title (RFC 6266: both forms)
+    disposition = f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(full, safe='')}"
+    return Response(body, media_type=media, headers={"Content-Disposition": disposition})
