@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import os
+import socket
 import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -49,6 +51,7 @@ def serve(args: argparse.Namespace) -> int:
             "Use SWITCHBOARD_AUTH_MODE=proxy behind an authenticating proxy for anything but local use.",
             file=sys.stderr,
         )
+    sock = _listening_socket(settings.host, settings.port)
     print(
         f"Switchboard on http://{settings.host}:{settings.port}  (logs: {settings.log_dir / 'app.jsonl'}"
         + (f", {settings.workers} worker processes)" if settings.workers > 1 else ")"),
@@ -62,7 +65,7 @@ def serve(args: argparse.Namespace) -> int:
         # whose app cannot be built exits with STARTUP_FAILURE, and the supervisor then stops.
         os.environ.update({f"SWITCHBOARD_{k.upper()}": str(v) for k, v in overrides.items()})
         config = uvicorn.Config("switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options)
-        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor = Multiprocess(config, sockets=[sock])
         supervisor.run()
         return 1 if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes) else 0
     server: uvicorn.Server | None = None
@@ -73,10 +76,47 @@ def serve(args: argparse.Namespace) -> int:
 
     app = booting_app(settings, on_failure=stop)
     server = uvicorn.Server(uvicorn.Config(app, **options))
-    server.run()
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C: uvicorn has shut down and re-raises it; no traceback for that
+        print("Switchboard stopped.", file=sys.stderr, flush=True)
+        _exit_now(130)
     if app.error is not None or not server.started:
         return 1
     return 0
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """The app's socket, bound before anything starts (as uvicorn would bind it); a port that is
+    taken or not allowed is one line on stderr and exit status 1, not a traceback or a log record."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            why = (f"port {port} on {host} is in use (another Switchboard, or another program, listens there); "
+                   "stop it, or serve on another port with --port or SWITCHBOARD_PORT")  # fmt: skip
+        elif exc.errno == errno.EACCES:
+            why = f"this user may not listen on port {port} (ports below 1024 need privileges); pick another port"
+        else:
+            why = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        print(f"Switchboard cannot start: {why}.", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+    return sock
+
+
+def _exit_now(status: int) -> None:
+    """Exit once the app has shut down in order (servers stopped, the store closed, the log
+    flushed): tearing down the interpreter's modules (the model library, loading in a thread
+    of its own, among them) takes seconds on a busy machine and does nothing useful."""
+    from .logs import flush_logs
+
+    flush_logs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def check_config(args: argparse.Namespace) -> int:

@@ -57,6 +57,24 @@ def last_lines(text: str | None, count: int = 3, limit: int = 300) -> str:
     return joined if len(joined) <= limit else "…" + joined[-limit:]
 
 
+STOP_GRACE_S = 0.5  # after stdin closes, how long a server may take to exit before SIGTERM
+
+
+async def _stop_process(process: anyio.abc.Process) -> None:
+    """The SDK's shutdown sequence (close stdin, wait, terminate the process group, reap), with a
+    grace of STOP_GRACE_S instead of the SDK's 2 s: a server exits on end of input at once or
+    is sent SIGTERM, which it may handle too, so that stopping the app (Ctrl-C) is quick."""
+    assert process.stdin is not None and process.stdout is not None
+    await sdk._close_pipe(process.stdin)
+    if not await sdk._wait_for_process_exit(process, STOP_GRACE_S):
+        await sdk._terminate_process_tree(process)
+        if not await sdk._wait_for_process_exit(process, sdk._KILL_REAP_TIMEOUT):
+            log.warning("MCP server process %d is still alive after SIGKILL; abandoning it", process.pid)
+    sdk.close_process_job(process)  # Windows job members; nothing on POSIX
+    await sdk._close_pipe(process.stdout)
+    sdk._close_subprocess_transport(process)
+
+
 class ProcessEnd:
     """How a server process ended, when it ended on its own (its stdout closed before the host
     stopped it): `code` is its exit status (negative: the signal that killed it)."""
@@ -161,7 +179,7 @@ async def stdio_streams(
         write_stream.close()
         with anyio.move_on_after(sdk._WRITER_FLUSH_TIMEOUT):
             await writer_done.wait()
-        await sdk._stop_server_process(process)
+        await _stop_process(process)
         if ended is not None and closed_by_server:
             ended.code = process.returncode
         await sdk._aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
