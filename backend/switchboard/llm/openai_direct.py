@@ -42,7 +42,8 @@ from switchboard.config.models import ModelConfig
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm.types import Completed, TextDelta
 
-__all__ = ["DIRECT_PROVIDERS", "DirectPool", "Route", "direct_events", "open_stream", "plan_route"]
+__all__ = ["DIRECT_PROVIDERS", "KEYLESS_PROVIDERS", "DirectPool", "Route", "direct_events", "is_keyless", "open_stream",
+           "plan_route"]
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -118,11 +119,19 @@ def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str,
     body = {"model": name, **params, **litellm_body, **extra_body}
     if provider == "openrouter":
         headers = {header: environ[env] for env, header in _OPENROUTER_HEADERS.items() if environ.get(env)} | headers
-    # An entry with its own api_base and no api_key_env is a keyless local server (Ollama, vLLM,
-    # LM Studio): the provider's key variable (OPENAI_API_KEY, ...) is never sent to another endpoint.
-    keyless = model.api_base is not None and not model.api_key_env
+    keyless = is_keyless(model, provider)
     provider_key = None if keyless else dynamic_key or _first(environ, _KEY_ENV.get(provider, ()))
     return Route(provider, base_url.rstrip("/"), provider_key, body, max_tokens_key, headers, keyless)
+
+
+# OpenAI-compatible providers whose key variable (OPENAI_API_KEY, ...) belongs to the provider's
+# own endpoint: an entry of theirs with an api_base of the site's and no api_key_env is a keyless
+# local server (Ollama's /v1, vLLM, LM Studio, llama.cpp), never sent that key.
+KEYLESS_PROVIDERS = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile"})
+
+
+def is_keyless(model: ModelConfig, provider: str) -> bool:
+    return bool(model.api_base) and not model.api_key_env and provider in KEYLESS_PROVIDERS
 
 
 class DirectPool:
