@@ -12,6 +12,7 @@ import json
 import re
 import unicodedata
 from collections import defaultdict
+from typing import Any
 
 from ..store import Conversation, Message, active_path
 
@@ -19,7 +20,7 @@ __all__ = ["export_filename", "export_markdown"]
 
 _SIGNED_LINK = re.compile(r"https?://[^\s\"'<>]*/api/files/([A-Za-z0-9_-]+)/content\?[^\s\"'<>]*")
 _FINISH_NOTES = {"cancelled": "Stopped before the answer was finished.", "length": "The answer was cut at its length limit.",
-                 "round_limit": "The answer stopped at the limit of tool rounds.", "error": "The answer ended with an error."}  # fmt: skip
+                 "round_limit": "The answer stopped at the limit of tool rounds."}  # fmt: skip
 _RESULT_CHARS = 20_000
 
 
@@ -55,8 +56,9 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
         if message.role == "assistant":
             if message.content.strip():
                 blocks.append(message.content.strip())
-            note = _FINISH_NOTES.get(data.get("finish_reason") or "")
-            if note:
+            if data.get("finish_reason") == "error":
+                blocks.append(_failure(data.get("error") or {}))
+            elif note := _FINISH_NOTES.get(data.get("finish_reason") or ""):
                 blocks.append(f"_{note}_")
             continue
         status = "ok" if data.get("ok") else "failed"
@@ -66,6 +68,12 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
         artifacts = [f"- artifact: {a['name']}" for a in data.get("artifacts", [])]
         blocks += ["\n".join(artifacts)] if artifacts else []
     return "\n\n".join(block.strip("\n") for block in blocks) + "\n"
+
+
+def _failure(error: dict[str, Any]) -> str:
+    """A failed answer, with the reason the page showed."""
+    reason = " ".join(part for part in (error.get("message"), error.get("action")) if part)
+    return f"> **The answer failed**{': ' + reason if reason else '.'}"
 
 
 def export_filename(conversation: Conversation, extension: str) -> tuple[str, str]:

@@ -24,7 +24,7 @@ from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import LLMUnavailable, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
-from ..llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
+from ..llm.types import Completed, LLMEvent, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .attachments import attach
 from .calls import CallRunner, ExecutedCall
@@ -37,16 +37,11 @@ from .render import render_markdown
 from .session import ChatSession, new_id
 from .unfinished import StoppedBy, unfinished_text
 
-__all__ = ["ChatEngine", "LLMStream", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+__all__ = ["ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 
 log = logging.getLogger("switchboard.chat")
 
 _DONE = object()
-
-
-class LLMStream(Protocol):
-    def stream(self, model: ModelConfig, messages: Sequence[HistoryRecord | dict[str, Any]],
-               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncIterator[LLMEvent]: ...  # fmt: skip
 
 
 class ModelResolver(Protocol):
@@ -93,6 +88,7 @@ class TurnState:
     tools_of_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, server) it runs
     stopped_by: StoppedBy | None = None  # who ended the turn early, when it was stopped
     awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for a person when it was stopped
+    error: ErrorEvent | None = None  # why the turn failed: stored with the answer, shown after a reload
 
     @property
     def text(self) -> str:
@@ -180,7 +176,7 @@ class ChatEngine:
                 async for event in self._stream_round(model, session, None if last_round else offer, state):
                     yield event
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
             completed, round_text = state.completed, state.round_text
@@ -203,7 +199,7 @@ class ChatEngine:
                     id=new_id(), text=round_text, calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)),
                     {"turn": state.message_id})  # fmt: skip
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
             state.round_answer = GrowingText()
@@ -223,7 +219,7 @@ class ChatEngine:
                                                    dropped_note=why if dropped else "", gateway=gateway):  # fmt: skip
                     yield event
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
         async for event in self.finish(session, state, finish, recorder):
@@ -280,8 +276,9 @@ class ChatEngine:
         restarted = state.stopped_by == "restart"
         if restarted:
             finish = "error"
-            yield ErrorEvent(code="internal", message="The server restarted while this answer was being written.",
-                             action="Ask again.")  # fmt: skip
+            state.error = ErrorEvent(code="internal", message="The server restarted while this answer was being written.",
+                                     action="Ask again.")  # fmt: skip
+            yield state.error
         for call in state.open_calls:
             # A gateway call names the tool it runs (once known), not the gateway.
             tool, server = state.tools_of_calls.get(call.id, (call.name, ""))
@@ -297,8 +294,9 @@ class ChatEngine:
         state.open_calls = []
         answer = AssistantText(id=state.message_id, text=state.round_text, finish_reason=finish)
         usage = _usage_dict(state.usage)
+        error = state.error.model_dump(exclude={"type"}, exclude_none=True) if state.error and finish == "error" else None
         try:
-            await recorder.record(session, answer, {"turn": state.message_id, "usage": usage})
+            await recorder.record(session, answer, {"turn": state.message_id, "usage": usage, "error": error})
         except SwitchboardError as exc:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             finish = "error"
@@ -358,6 +356,11 @@ class ChatEngine:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _failed(state: TurnState, exc: SwitchboardError) -> ErrorEvent:
+    state.error = ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+    return state.error
+
+
 def _file_ref(stored: StoredFile) -> dict[str, Any]:
     return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
 
@@ -370,7 +373,7 @@ def _reply_of(executed: ExecutedCall, note: str) -> ToolReply:
 
 def _tool_data(executed: ExecutedCall, state: TurnState) -> dict[str, Any]:
     event = executed.event
-    data = event.model_dump(include={"results", "display", "duration_ms"}, exclude_none=True)
+    data = event.model_dump(include={"results", "display", "duration_ms", "approval"}, exclude_none=True)
     data["artifacts"] = [a.model_dump() for a in event.artifacts]
     data["content"] = event.content
     data["arguments"] = executed.arguments
