@@ -10,7 +10,8 @@ turns any of these into an ``error`` event or HTTP status in one place.
     ├── Unauthorized                 unauthorized no (trusted) identity
     ├── Forbidden                    forbidden   identity known, not allowed
     ├── NotFound                     not_found
-    ├── Conflict                     conflict    the id is taken (e.g. a conversation id)
+    ├── Conflict                     conflict    the id is taken, or the conversation is busy (a turn runs)
+    ├── TooMany                      rate_limited a per-user limit is reached (turns, streams at once)
     ├── Cancelled                    cancelled   the user pressed Stop
     ├── ToolError                    tool_error  a tool call could not run
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
@@ -50,6 +51,7 @@ __all__ = [
     "ToolError",
     "ToolNotAllowed",
     "ToolTimeout",
+    "TooMany",
     "Unauthorized",
 ]
 
@@ -97,6 +99,12 @@ class Conflict(SwitchboardError):
     """Something with that id exists already (HTTP 409); on the websocket a `bad_request`."""
 
     code = "bad_request"
+
+
+class TooMany(SwitchboardError):
+    """A per-user limit is reached (HTTP 429); the message names the limit."""
+
+    code = "rate_limited"
 
 
 class Cancelled(SwitchboardError):

@@ -15,6 +15,8 @@ __all__ = [
     "ApprovalResponse",
     "AttachMessage",
     "AttachedEvent",
+    "CONVERSATION_ID",
+    "MAX_CONTENT_CHARS",
     "CatalogueChanged",
     "ConversationEvent",
     "CancelMessage",
@@ -47,11 +49,12 @@ class ResourceRef(_Client):
 
 
 CONVERSATION_ID = r"^[A-Za-z0-9_-]{8,64}$"
+MAX_CONTENT_CHARS = 200_000  # one message's text
 
 
 class ChatMessage(_Client):
     type: Literal["chat"]
-    content: str = Field(max_length=200_000)
+    content: str = Field(max_length=MAX_CONTENT_CHARS)
     model: str | None = Field(default=None, max_length=200)
     tools: list[str] | None = Field(default=None, max_length=2000)
     files: list[str] = Field(default_factory=list, max_length=20)

@@ -19,6 +19,7 @@ from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
 from . import admin, api, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
+from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json")  # fmt: skip
     app.state.services = services
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
     # Added first, so it runs inside the headers middleware: its refusals get the headers too.
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
     app.add_middleware(SecurityHeadersMiddleware)

@@ -49,6 +49,11 @@ async def test_queries_under_three_characters_match_titles_and_message_text(fill
     assert await ids(filled, "zx") == []
 
 
+async def test_a_nul_character_matches_nothing_and_fails_nothing(filled):
+    for q in ("a\x00b", "\x00", "Iceland\x00", "\x00Hekla trip"):
+        assert await ids(filled, q) == [], repr(q)
+
+
 async def test_never_another_owners_conversation(filled):
     assert await ids(filled, "secret") == []
     assert await ids(filled, "secret", owner=BOB) == ["secret"]
