@@ -13,6 +13,7 @@ turns any of these into an ``error`` event or HTTP status in one place.
     ├── Conflict                     conflict    the id is taken, or the conversation is busy (a turn runs)
     ├── TooMany                      rate_limited a per-user limit is reached (turns, streams at once)
     ├── Cancelled                    cancelled   the user pressed Stop
+    ├── RateLimited                  rate_limited too many requests (an MCP App's bridge)
     ├── ToolError                    tool_error  a tool call could not run
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
     │   ├── ToolTimeout              timeout
@@ -44,6 +45,7 @@ __all__ = [
     "LLMUnavailable",
     "NeedsAuth",
     "NotFound",
+    "RateLimited",
     "ServerUnavailable",
     "StoreError",
     "StoreUnavailable",
@@ -109,6 +111,10 @@ class TooMany(SwitchboardError):
 
 class Cancelled(SwitchboardError):
     code = "cancelled"
+
+
+class RateLimited(TooMany):
+    """An MCP App's requests over their rate (HTTP 429)."""
 
 
 class ToolError(SwitchboardError):

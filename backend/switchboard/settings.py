@@ -83,6 +83,10 @@ class Settings(BaseSettings):
     retention_days: float | None = 30  # uploads and artifacts older than this are deleted
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
+    # MCP Apps: requests of one mounted app (per user and call), as a token bucket
+    app_requests_per_s: float = Field(default=10.0, gt=0)
+    app_requests_burst: int = Field(default=20, ge=1)
+    app_cache_s: float = Field(default=60.0, ge=0)  # an app's ui:// resource is read again after this
 
     @property
     def database_url_resolved(self) -> str:

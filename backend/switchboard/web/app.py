@@ -18,7 +18,7 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
+from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
@@ -89,6 +89,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     app.include_router(api.router)
     app.include_router(conversations.router)
+    app.include_router(apps.router)
     app.include_router(admin.router)
     app.include_router(http_chat.router)
     app.include_router(tokens.router)

@@ -79,7 +79,7 @@ def http_status(exc: SwitchboardError) -> int:
         return 400
     if isinstance(exc, Conflict):
         return 409
-    if isinstance(exc, TooMany):
+    if isinstance(exc, TooMany):  # RateLimited too
         return 429
     if isinstance(exc, ToolError):
         return 502  # the MCP server behind the request failed
