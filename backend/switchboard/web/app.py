@@ -22,6 +22,7 @@ from . import admin, api, apps, connect, conversations, http_chat, metrics, open
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
+from .sandbox import SandboxMiddleware, SandboxPolicy
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
@@ -68,8 +69,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                   openapi_url="/openapi.json")  # fmt: skip
     app.state.services = services
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
+    app.state.sandbox = SandboxPolicy.from_settings(settings)
     # Added first, so it runs inside the headers middleware: its refusals get the headers too.
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
+    # Outside the guard: a request for the sandbox host gets the app sandbox's pages only.
+    app.add_middleware(SandboxMiddleware, policy=app.state.sandbox)
     app.add_middleware(SecurityHeadersMiddleware)
 
     @app.exception_handler(SwitchboardError)
