@@ -18,9 +18,10 @@ from .chat.relay import LOST as LOST_REASON
 from .chat.relay import LocalRelay
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
-from .errors import SwitchboardError
+from .errors import ConfigError, SwitchboardError
 from .filestore import open_files
 from .llm import DeferredLLMClient, ModelCatalogue
+from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
@@ -51,8 +52,12 @@ class Services:
     apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
     store_error: str | None = None  # why the conversation store could not be opened
+    # The files as they are now, when the last reload was refused for them (the running
+    # configuration is older): what /readyz and the page report until a reload succeeds.
+    refused_reload: list[ConfigError] = field(default_factory=list)
     _store_retry: asyncio.Task[None] | None = None
     _warm_up: asyncio.Task[None] | None = None
+    _model_probe: asyncio.Task[None] | None = None
 
     @property
     def store(self) -> ConversationStore:
@@ -64,9 +69,24 @@ class Services:
         their start-up; a turn that comes first loads it itself."""
         await self.open_store()
         self.pool.start()
+        self._probe_models()
         warm_up = getattr(self.llm, "warm_up", None)
         if warm_up is not None:
             self._warm_up = asyncio.create_task(self._warm_up_after_servers(warm_up), name="llm-warm-up")
+
+    def _probe_models(self) -> None:
+        """In the background: keyless local models whose server does not answer are passed over
+        as the default (llm/probe.py) until a call to them works."""
+        models = self.models
+
+        async def probe() -> None:
+            for name, why in (await unreachable_local_models(self.config.llm.models)).items():
+                log.warning("model %s: %s", name, why, extra={"event": "model_unreachable", "model": name, "reason": why})
+                models.note_outcome(name, why)
+
+        if self._model_probe is not None:
+            self._model_probe.cancel()
+        self._model_probe = asyncio.create_task(probe(), name="model-probe")
 
     async def _warm_up_after_servers(self, warm_up: Callable[[], None]) -> None:
         await self.pool.wait_settled(self.settings.server_start_timeout_s)
@@ -120,7 +140,7 @@ class Services:
             delay = min(delay * 2, 60.0)
 
     async def close(self) -> None:
-        for task in (self._store_retry, self._warm_up):
+        for task in (self._store_retry, self._warm_up, self._model_probe):
             if task is not None:
                 task.cancel()
         await self.turns.stop()
@@ -142,9 +162,19 @@ class Services:
         self.models = ModelCatalogue(config.llm, self.environ)
         self.auth = self.auth.with_groups(config.groups)
         self.engine.use_config(config, self.models)
+        self._probe_models()
+        self.refused_reload = []
         errors = [str(e) for e in config.all_errors()]
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
+
+    def refuse_reload(self, broken: list[ConfigError], by: str) -> None:
+        """A reload refused for files that cannot be read: said in the log and on the console,
+        and kept for /readyz and the page until a reload succeeds."""
+        self.refused_reload = broken
+        errors = [str(e) for e in broken]
+        log.warning("config reload refused: %s", "; ".join(errors),
+                    extra={"event": "config_reload_refused", "errors": errors, "user": by})  # fmt: skip
 
 
 class _UnavailableStore:

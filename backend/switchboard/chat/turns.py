@@ -35,6 +35,7 @@ from .listeners import Subscription
 from .pages import ConversationPages
 from .relay import LocalRelay, Relay
 from .session import ApprovalAnswer, ChatSession
+from .unfinished import StoppedBy
 
 __all__ = ["Subscription", "Turn", "TurnHub", "UserLimits"]
 
@@ -84,7 +85,15 @@ class Turn:
         self._grace = None
         if not self.listeners and self.task is not None:
             log.info("turn abandoned by every client", extra={"event": "turn_abandoned", "user": self.owner})
-            self.task.cancel()
+            self.stop("abandoned")
+
+    def stop(self, by: StoppedBy) -> None:
+        """Cancel the turn, noting who stopped it and which calls were waiting for approval then."""
+        if self.task is None or self.task.done():
+            return
+        self.state.stopped_by = by
+        self.state.awaiting_approval = self.session.pending()[0]
+        self.task.cancel()
 
     def _replay(self) -> list[str]:
         # Tokens are sent one by one live; a late listener gets them as one event.
@@ -274,7 +283,7 @@ class TurnHub:
         turn = self.running(user.email, conversation_id)
         if turn is None or turn.task is None:
             return False if local_only else await self.relay.ask(user, "cancel", c=conversation_id)
-        turn.task.cancel()
+        turn.stop("user")
         with suppress(asyncio.CancelledError):
             await asyncio.shield(turn.task)
         return True
@@ -315,11 +324,11 @@ class TurnHub:
 
     async def stop(self) -> None:
         """App shutdown: running turns get `shutdown_grace_s` to finish (a rolling restart loses
-        nothing that can finish in time), then the rest are cancelled (stored as cancelled)."""
+        nothing that can finish in time), then the rest are stopped, each saying the server restarted."""
         tasks = self.tasks()
         if tasks and self.shutdown_grace_s > 0:
             await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
-        for task in tasks:
-            task.cancel()
+        for turn in list(self._turns.values()):
+            turn.stop("restart")
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.relay.stop()

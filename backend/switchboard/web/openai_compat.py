@@ -207,10 +207,12 @@ async def _start(request: Request, user: User, body: CompletionRequest,
         raise BadRequest("function definitions of the client's own are not supported",
                          action="Leave `tools` out to use your MCP tools in Switchboard, or send [] for none.")  # fmt: skip
     admin = services.auth.is_admin(user)
-    usable = [m.name for m in services.models.entries(Access(user, level, admin, services.config.compliance)) if m.available]
+    entries = services.models.entries(Access(user, level, admin, services.config.compliance))
+    usable = [m.name for m in entries if m.available]
     if body.model not in usable:
         at_level = f" at compliance level {level}" if level is not None else ""
-        raise NotFound(f"there is no model named '{body.model}' for you{at_level}",
+        why = next((f"model '{m.name}' is not available: {m.reason}" for m in entries if m.name == body.model), None)
+        raise NotFound(why or f"there is no model named '{body.model}' for you{at_level}",
                        action=f"Use one of: {', '.join(usable) or '(none)'} (GET /v1/models).")  # fmt: skip
     history, question = _history(body.messages)
     try:
