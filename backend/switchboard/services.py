@@ -189,6 +189,7 @@ def build_services(
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
         early=early,
+        dev_auth=settings.auth_mode == "dev",
     )
     artifacts = ArtifactStore(settings.data_dir / "files")
     key = (

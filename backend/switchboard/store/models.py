@@ -27,8 +27,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "allowances", "api_tokens", "conversations", "files", "messages", "metadata", "tool_pins",
-           "user_credentials"]  # fmt: skip
+__all__ = ["UTCDateTime", "allowances", "api_tokens", "conversations", "files", "messages", "metadata",
+           "oauth_pending", "tool_pins", "user_credentials"]  # fmt: skip
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -137,4 +137,18 @@ user_credentials = Table(
     Column("kind", String(32), primary_key=True),
     Column("value", Text, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+
+# OAuth sign-ins between the redirect and the callback: one per (server, user); the key is a
+# hash of the `state`, the value (PKCE verifier, discovered metadata) encrypted like a credential.
+oauth_pending = Table(
+    "oauth_pending",
+    metadata,
+    Column("state_hash", String(64), primary_key=True),
+    Column("server", String(200), nullable=False),
+    Column("user", String(320), nullable=False),
+    Column("value", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_oauth_pending_server_user", "server", "user", unique=True),
 )

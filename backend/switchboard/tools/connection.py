@@ -27,9 +27,9 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
-from ..errors import ServerUnavailable, ToolError, ToolTimeout
+from ..errors import NeedsAuth, ServerUnavailable, ToolError, ToolTimeout
 from .call_traffic import Activity, CallTraffic
-from .diagnostics import HttpTrace, describe_failure
+from .diagnostics import HttpTrace, caused_by, describe_failure
 from .launch import EarlyStarts
 from .models import CallSink, ServerStatus
 from .transports import build_transport, stderr_path
@@ -41,6 +41,11 @@ log = logging.getLogger("switchboard.tools")
 PING_INTERVAL_S = 5.0
 BACKOFF_CAP_S = 60.0
 OVERALL_CAP_FACTOR = 10  # a call may run this many idle limits in all
+
+
+def _needs_auth(exc: BaseException) -> bool:
+    """The user's credential cannot be used any more (the auth flow said so): they must connect again."""
+    return caused_by(exc, NeedsAuth) is not None
 
 
 def _tail(path: Path, limit: int = 2000) -> str | None:
@@ -187,7 +192,7 @@ class ServerConnection:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure becomes a visible status
                 self._client = None
-                if self.user is not None and self._trace.status == 401:
+                if self.user is not None and (self._trace.status == 401 or _needs_auth(exc)):
                     await self._set_status("needs_auth", "the server refused the credential (HTTP 401): connect again")
                     return
                 tail = _tail(stderr_path(self._log_dir, self.name)) if self.config.transport == "stdio" else None

@@ -76,10 +76,13 @@ class ServerPool:
         vault: CredentialVault | None = None,
         client_metadata_url: str | None = None,
         early: EarlyStarts | None = None,
+        dev_auth: bool = False,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
-        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url)
+        # dev_auth: the app runs in dev auth mode (see SignIns.policy for what that allows)
+        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url,
+                                dev=dev_auth)  # fmt: skip
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
@@ -102,6 +105,7 @@ class ServerPool:
     def _connection(self, name: str, config: ServerConfig) -> ServerConnection | UserSessions:
         server = self._in_memory.get(name)
         transport = FastMCPTransport(server) if server is not None else None
+        self.sign_ins.warn_without_issuer(name, config)
         if config.sessions_per_user:
             return self._user_sessions(name, config, transport)
         auth = config.auth
@@ -152,7 +156,8 @@ class ServerPool:
 
     async def finish_sign_in(self, user: str, *, state: str, code: str, error: str = "", iss: str | None = None) -> str:
         """Complete a sign-in from the callback; the user's session reopens with the new tokens."""
-        name = await self.sign_ins.finish(user, state=state, code=code, error=error, iss=iss)
+        name = await self.sign_ins.finish(user, state=state, code=code, error=error, iss=iss,
+                                          config_of=lambda server: self._per_user(server).config)  # fmt: skip
         group = self._per_user(name)
         await group.close_user(user)
         await group.open(user)
