@@ -43,11 +43,6 @@ BACKOFF_CAP_S = 60.0
 OVERALL_CAP_FACTOR = 10  # a call may run this many idle limits in all
 
 
-def _needs_auth(exc: BaseException) -> bool:
-    """The user's credential cannot be used any more (the auth flow said so): they must connect again."""
-    return caused_by(exc, NeedsAuth) is not None
-
-
 def _tail(path: Path, limit: int = 2000) -> str | None:
     try:
         with path.open("rb") as handle:
@@ -192,7 +187,10 @@ class ServerConnection:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure becomes a visible status
                 self._client = None
-                if self.user is not None and (self._trace.status == 401 or _needs_auth(exc)):
+                if self.user is not None and (needs := caused_by(exc, NeedsAuth)) is not None:
+                    await self._set_status("needs_auth", needs.message)  # e.g. a step-up: the scopes to allow
+                    return
+                if self.user is not None and self._trace.status == 401:
                     await self._set_status("needs_auth", "the server refused the credential (HTTP 401): connect again")
                     return
                 tail = _tail(stderr_path(self._log_dir, self.name)) if self.config.transport == "stdio" else None

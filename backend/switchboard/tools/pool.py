@@ -33,6 +33,7 @@ __all__ = ["Readiness", "ServerPool"]
 log = logging.getLogger("switchboard.tools")
 
 MAX_RESOURCE_LINKS = 10
+TOKEN_CHECK_S = 15.0  # how long a newly entered token is tried before the answer goes back
 
 
 @dataclass
@@ -184,6 +185,10 @@ class ServerPool:
         conn = self.connections[name]
         if not isinstance(conn, UserSessions):
             return conn.status
+        scopes = self.sign_ins.step_up_wanted(name, user)
+        if scopes is not None:  # a call was refused for want of scopes: not a failure, a sign-in to do
+            return ServerStatus(name, "needs_auth", conn.status.transport,
+                                reason=f"needs more permissions ({scopes}): press Connect to allow them")  # fmt: skip
         session = conn.session_of(user)
         if session is not None and session.status.status != "disabled":
             return session.status
@@ -202,13 +207,25 @@ class ServerPool:
             except NeedsAuth:
                 pass
 
-    async def set_user_token(self, name: str, user: str, token: str) -> None:
+    async def set_user_token(self, name: str, user: str, token: str) -> str | None:
+        """Keep the user's token and try it: None when it works (or the server is down), else why
+        the server refused it (the token is then forgotten)."""
         group = self._per_user(name)
         if group.config.auth is None or group.config.auth.type != "user_token":
             raise ToolError(f"server '{name}' does not take a user-entered token")
         await self.vault.put(name, user, "token", token)
         await group.close_user(user)  # the next use opens a session with the new token
         await group.open(user)
+        try:
+            async with asyncio.timeout(TOKEN_CHECK_S):
+                await group.session_for(user)
+        except NeedsAuth:
+            status = group.session_of(user)
+            await self.disconnect(name, user)  # a refused token is not kept: the user is not connected
+            return status.status.reason if status is not None and status.status.reason else "the server refused it"
+        except (ServerUnavailable, TimeoutError):
+            pass  # the server's trouble, not the token's: it is kept, and the status says what is wrong
+        return None
 
     async def disconnect(self, name: str, user: str) -> None:
         """Forget this user's credential for the server and close their session."""

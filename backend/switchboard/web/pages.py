@@ -54,7 +54,9 @@ def mount(app: FastAPI, settings: Settings) -> None:
             "upload_url": "/api/files",
             "max_upload_bytes": services.settings.max_upload_bytes,
         }
-        return templates.TemplateResponse(request, "chat.html", {"page": page})
+        sealed = request.query_params.get("signin_notice")  # a Connect that failed (web/connect.py)
+        notice = services.signer.open_notice(user.email, sealed) if sealed else None
+        return templates.TemplateResponse(request, "chat.html", {"page": page, "signin_notice": notice})
 
     @app.get("/settings/tokens", response_class=HTMLResponse, include_in_schema=False)
     async def tokens_page(request: Request) -> HTMLResponse:
