@@ -19,7 +19,7 @@ async function send(url, method, body) {
  * dismissed, and the address loses it so a reload does not show it again. */
 export function signInNotice() {
   const url = new URL(location.href);
-  for (const key of ["signin_notice", "connected"]) url.searchParams.delete(key);
+  url.searchParams.delete("signin_notice");
   if (url.href !== location.href) history.replaceState(history.state, "", url);
   const box = document.getElementById("signin-notice");
   box?.querySelector(".signin-notice-close")?.addEventListener("click", () => box.remove());
