@@ -15,6 +15,7 @@ Both are served on 127.0.0.1 by the tests (`serve_app`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -37,9 +38,23 @@ def internal_app(status: int = 500) -> tuple[Starlette, list[str]]:
     return Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])]), hits
 
 
-def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, Any]] | None = None) -> Starlette:
+@dataclass
+class Knobs:
+    """What a test may change while the server runs, and what it saw."""
+
+    authorization_server: str | None = None  # what its resource metadata names (default: itself)
+    resource: str | None = None  # the resource its metadata claims to be (default: its own /mcp)
+    iss: str | None = None  # the `iss` its authorization endpoint sends back (default: its issuer)
+    scopes: list[str] | None = None  # scopes_supported of its authorization-server metadata
+    registrations: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[dict[str, str]] = field(default_factory=list)
+
+
+def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, Any]] | None = None,
+             knobs: Knobs | None = None) -> Starlette:  # fmt: skip
     """`own`: this server's base URL (http://127.0.0.1:PORT); `token_requests` gets the form and
     headers of each request to its own token endpoint."""
+    knobs = knobs or Knobs()
 
     async def mcp(request: Request) -> Response:
         metadata = f"{internal}/prm" if aim == "prm" else f"{own}/.well-known/oauth-protected-resource/mcp"
@@ -47,8 +62,8 @@ def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, A
                             headers={"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})  # fmt: skip
 
     async def prm(request: Request) -> Response:
-        server = internal if aim == "as" else own
-        return JSONResponse({"resource": f"{own}/mcp", "authorization_servers": [server]})
+        server = internal if aim == "as" else knobs.authorization_server or own
+        return JSONResponse({"resource": knobs.resource or f"{own}/mcp", "authorization_servers": [server]})
 
     async def asm(request: Request) -> Response:
         body: dict[str, Any] = {
@@ -57,21 +72,27 @@ def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, A
             "registration_endpoint": f"{internal}/register" if aim == "register" else f"{own}/register",
             "code_challenge_methods_supported": ["S256"],
         }  # fmt: skip
+        if knobs.scopes is not None:
+            body["scopes_supported"] = knobs.scopes
         return JSONResponse(body)
 
     async def register(request: Request) -> Response:
         sent = await request.json()
-        return JSONResponse({**sent, "client_id": "evil-client", "token_endpoint_auth_method": "none"}, status_code=201)
+        knobs.registrations.append(sent)
+        client_id = f"client-{len(knobs.registrations)}-of-{own.rsplit(':', 1)[-1]}"
+        return JSONResponse({**sent, "client_id": client_id, "token_endpoint_auth_method": "none"}, status_code=201)
 
     async def authorize(request: Request) -> Response:
         query = request.query_params
-        back = urlencode({"code": "code-1", "state": query["state"], "iss": own})
+        knobs.authorizations.append(dict(query))
+        back = urlencode({"code": "code-1", "state": query["state"], "iss": knobs.iss or own})
         return RedirectResponse(f"{query['redirect_uri']}?{back}", status_code=302)
 
     async def token(request: Request) -> Response:
         if token_requests is not None:
             token_requests.append({**(await request.form()), "authorization": request.headers.get("authorization")})
-        return JSONResponse({"access_token": "evil-token", "token_type": "Bearer", "expires_in": 3600})
+        return JSONResponse({"access_token": f"token-of-{own}", "token_type": "Bearer", "expires_in": 3600,
+                             "refresh_token": f"refresh-of-{own}"})  # fmt: skip
 
     return Starlette(routes=[
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
