@@ -115,3 +115,23 @@ def test_a_server_that_moves_to_another_authorization_server(tmp_path):
         assert start.headers["location"].startswith(f"{second}/authorize")
         assert query["client_id"][0].endswith(second.rsplit(":", 1)[-1])  # registered again, with A2
         assert second_knobs.registrations
+
+
+def test_a_server_that_wants_more_scopes_needs_a_sign_in_not_a_failure(tmp_path):
+    """A 403 insufficient_scope: the user's status is needs_auth with the scopes, and Connect is offered."""
+    knobs = Knobs(scopes=["read"])
+    with ExitStack() as stack:
+        own = server(stack, knobs)
+        client, services = stack.enter_context(app_with(tmp_path, f"{own}/mcp", {"type": "oauth"}))
+        assert sign_in(client).headers["location"] == "/?connected=evil"
+        knobs.insufficient_scope = "read write"
+        client.portal.call(services.pool.connections["evil"].close_user, USER)
+        tool = dataclasses.replace(WHOAMI, server="evil", qualified_name="evil_whoami")
+        with pytest.raises(NeedsAuth, match="more permissions"):
+            client.portal.call(functools.partial(services.pool.call, tool, {}, Sink(), user=USER))
+        entry = next(s for s in client.get("/api/config", headers=ALICE).json()["servers"] if s["name"] == "evil")
+        assert entry["status"] == "needs_auth" and "read write" in entry["reason"], entry
+        assert entry["auth"]["connected"] is False and entry["auth"]["connect_url"] == "/api/servers/evil/connect"
+        assert "more permissions" in entry["auth"]["refused"]
+        start = client.get("/api/servers/evil/connect", headers=ALICE, follow_redirects=False)
+        assert "write" in parse_qs(urlsplit(start.headers["location"]).query)["scope"][0].split()  # Connect asks for them

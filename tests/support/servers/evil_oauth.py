@@ -46,6 +46,7 @@ class Knobs:
     resource: str | None = None  # the resource its metadata claims to be (default: its own /mcp)
     iss: str | None = None  # the `iss` its authorization endpoint sends back (default: its issuer)
     scopes: list[str] | None = None  # scopes_supported of its authorization-server metadata
+    insufficient_scope: str | None = None  # answer a request with a token 403 insufficient_scope, asking for these
     registrations: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[dict[str, str]] = field(default_factory=list)
 
@@ -57,6 +58,9 @@ def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, A
     knobs = knobs or Knobs()
 
     async def mcp(request: Request) -> Response:
+        if knobs.insufficient_scope and request.headers.get("authorization"):
+            challenge = f'Bearer error="insufficient_scope", scope="{knobs.insufficient_scope}"'
+            return JSONResponse({"error": "insufficient_scope"}, status_code=403, headers={"WWW-Authenticate": challenge})
         metadata = f"{internal}/prm" if aim == "prm" else f"{own}/.well-known/oauth-protected-resource/mcp"
         return JSONResponse({"error": "unauthorized"}, status_code=401,
                             headers={"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})  # fmt: skip
