@@ -27,6 +27,8 @@ from tests.support.harness import free_port, serve_app
 from tests.support.servers.evil_oauth import Knobs, evil_app
 from tests.support.sinks import Sink
 
+pytestmark = pytest.mark.timeout(180)  # each starts the app and real servers; the machine may be busy
+
 USER = "alice@example.com"
 
 

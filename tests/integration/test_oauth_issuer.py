@@ -7,11 +7,14 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
 from tests.integration.test_oauth_ssrf import ALICE, app_with
 from tests.integration.test_signin_routes import notice
 from tests.support.harness import free_port, serve_app
 from tests.support.servers.evil_oauth import evil_app
+
+pytestmark = pytest.mark.timeout(180)  # each starts the app and real servers; the machine may be busy
 
 CLIENT_SECRET = "pre-registered-secret-91"
 

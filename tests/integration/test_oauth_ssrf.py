@@ -23,6 +23,8 @@ from tests.support.harness import free_port, make_settings, running_app, serve_a
 from tests.support.servers.evil_oauth import SECRET_BODY, evil_app, internal_app
 from tests.support.sinks import Sink
 
+pytestmark = pytest.mark.timeout(180)  # each starts the app and real servers; the machine may be busy
+
 SECRET = "proxy-secret-for-tests"
 ALICE = {"X-User-Email": "alice@example.com", "X-Proxy-Secret": SECRET}
 ADMIN = {"X-User-Email": "root@example.com", "X-Proxy-Secret": SECRET}

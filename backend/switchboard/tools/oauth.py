@@ -24,7 +24,8 @@ import json
 import logging
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
