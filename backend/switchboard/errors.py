@@ -18,7 +18,8 @@ turns any of these into an ``error`` event or HTTP status in one place.
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
     │   ├── ToolTimeout              timeout
     │   ├── ServerUnavailable        tool_error  the server is not ready
-    │   └── NeedsAuth                tool_error  the user has not connected (signed in to) the server
+    │   ├── NeedsAuth                tool_error  the user has not connected (signed in to) the server
+    │   └── SignInFailed             tool_error  an OAuth sign-in was refused or failed (never the remote answer)
     ├── StoreError                   internal    the conversation store failed a read or write
     │   └── StoreUnavailable         internal    the database cannot be reached (names it and what to check)
     └── LLMError                     llm_error   the model call failed
@@ -47,6 +48,7 @@ __all__ = [
     "NotFound",
     "RateLimited",
     "ServerUnavailable",
+    "SignInFailed",
     "StoreError",
     "StoreUnavailable",
     "SwitchboardError",
@@ -135,6 +137,11 @@ class ServerUnavailable(ToolError):
 
 class NeedsAuth(ToolError):
     """The server needs the user's own credential, which they have not given (or which was refused)."""
+
+
+class SignInFailed(ToolError):
+    """Signing in to a server's authorization server failed or was stopped.  The message says
+    which step and why in the host's words: never the remote server's answer."""
 
 
 class StoreError(SwitchboardError):

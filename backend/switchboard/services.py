@@ -254,6 +254,7 @@ def build_services(
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
         early=early,
+        dev_auth=settings.auth_mode == "dev",
         app_cache_s=settings.app_cache_s,
     )
     artifacts = ArtifactStore(open_files(settings.files_url, settings.data_dir / "files"))

@@ -4,6 +4,7 @@
 
 import { AppViews } from "./appviews.js";
 import { Canvas } from "./canvas.js";
+import { signInNotice } from "./connect.js";
 import { ConversationsApi } from "./conversations.js";
 import { randomId } from "./dom.js";
 import { setupLayout } from "./layout.js";
@@ -20,6 +21,7 @@ import { TURN_EVENTS, drawTurnEvent } from "./turnevents.js";
 import { Uploads } from "./uploads.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
+signInNotice();
 const $ = (id) => document.getElementById(id);
 const input = $("input");
 const sendButton = $("send");

@@ -59,6 +59,10 @@ class OAuthConfig(_Strict):
     # environment reference; the host signs a short-lived assertion for each token request.
     private_key: str | None = None
     signing_algorithm: str = "RS256"
+    # Let this server's sign-in reach loopback, link-local and private addresses (and plain
+    # http there): for an authorization server inside your own network.  Off by default, as
+    # the MCP server chooses where its sign-in leads.
+    allow_private_endpoints: bool = False
 
     @field_validator("scopes", mode="before")
     @classmethod

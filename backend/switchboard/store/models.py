@@ -28,8 +28,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 __all__ = ["UTCDateTime", "allowances", "api_tokens", "app_processes", "conversations", "files", "live_turns", "messages",
-           "metadata", "tool_pins", "turn_events",
-           "user_credentials"]  # fmt: skip
+           "metadata", "oauth_pending", "tool_pins", "turn_events", "user_credentials"]  # fmt: skip
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -165,4 +164,17 @@ turn_events = Table(
     Column("conversation_id", String(200), primary_key=True),
     Column("seq", Integer, primary_key=True),
     Column("body", Text, nullable=False),
+)
+
+# OAuth sign-ins between the redirect and the callback: one per (server, user); the key is a
+# hash of the `state`, the value (PKCE verifier, discovered metadata) encrypted like a credential.
+oauth_pending = Table(
+    "oauth_pending",
+    metadata,
+    Column("state_hash", String(64), primary_key=True),
+    Column("server", String(200), nullable=False),
+    Column("user", String(320), nullable=False),
+    Column("value", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_oauth_pending_server_user", "server", "user", unique=True),
 )

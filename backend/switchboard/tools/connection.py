@@ -28,10 +28,10 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
-from ..errors import ServerUnavailable, ToolError, ToolTimeout
+from ..errors import NeedsAuth, ServerUnavailable, ToolError, ToolTimeout
 from .apps import APP_MIME, UI_EXTENSION
 from .call_traffic import Activity, CallTraffic
-from .diagnostics import HttpTrace, describe_failure
+from .diagnostics import HttpTrace, caused_by, describe_failure
 from .launch import EarlyStarts
 from .stdio import stderr_tail
 from .models import CallSink, ServerStatus
@@ -181,6 +181,9 @@ class ServerConnection:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure becomes a visible status
                 self._client = None
+                if self.user is not None and (needs := caused_by(exc, NeedsAuth)) is not None:
+                    await self._set_status("needs_auth", needs.message)  # e.g. a step-up: the scopes to allow
+                    return
                 if self.user is not None and self._trace.status == 401:
                     await self._set_status("needs_auth", "the server refused the credential (HTTP 401): connect again")
                     return

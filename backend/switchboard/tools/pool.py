@@ -36,6 +36,7 @@ __all__ = ["Readiness", "ServerPool"]
 log = logging.getLogger("switchboard.tools")
 
 MAX_RESOURCE_LINKS = 10
+TOKEN_CHECK_S = 15.0  # how long a newly entered token is tried before the answer goes back
 
 
 @dataclass
@@ -79,11 +80,14 @@ class ServerPool:
         vault: CredentialVault | None = None,
         client_metadata_url: str | None = None,
         early: EarlyStarts | None = None,
+        dev_auth: bool = False,
         app_cache_s: float = 60.0,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
-        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url)
+        # dev_auth: the app runs in dev auth mode (see SignIns.policy for what that allows)
+        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url,
+                                dev=dev_auth)  # fmt: skip
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
@@ -107,6 +111,7 @@ class ServerPool:
     def _connection(self, name: str, config: ServerConfig) -> ServerConnection | UserSessions:
         server = self._in_memory.get(name)
         transport = FastMCPTransport(server) if server is not None else None
+        self.sign_ins.warn_without_issuer(name, config)
         if config.sessions_per_user:
             return self._user_sessions(name, config, transport)
         auth = config.auth
@@ -158,7 +163,8 @@ class ServerPool:
 
     async def finish_sign_in(self, user: str, *, state: str, code: str, error: str = "", iss: str | None = None) -> str:
         """Complete a sign-in from the callback; the user's session reopens with the new tokens."""
-        name = await self.sign_ins.finish(user, state=state, code=code, error=error, iss=iss)
+        name = await self.sign_ins.finish(user, state=state, code=code, error=error, iss=iss,
+                                          config_of=lambda server: self._per_user(server).config)  # fmt: skip
         group = self._per_user(name)
         await group.close_user(user)
         await group.open(user)
@@ -185,6 +191,10 @@ class ServerPool:
         conn = self.connections[name]
         if not isinstance(conn, UserSessions):
             return conn.status
+        scopes = self.sign_ins.step_up_wanted(name, user)
+        if scopes is not None:  # a call was refused for want of scopes: not a failure, a sign-in to do
+            return ServerStatus(name, "needs_auth", conn.status.transport,
+                                reason=f"needs more permissions ({scopes}): press Connect to allow them")  # fmt: skip
         session = conn.session_of(user)
         if session is not None and session.status.status != "disabled":
             return session.status
@@ -203,13 +213,25 @@ class ServerPool:
             except NeedsAuth:
                 pass
 
-    async def set_user_token(self, name: str, user: str, token: str) -> None:
+    async def set_user_token(self, name: str, user: str, token: str) -> str | None:
+        """Keep the user's token and try it: None when it works (or the server is down), else why
+        the server refused it (the token is then forgotten)."""
         group = self._per_user(name)
         if group.config.auth is None or group.config.auth.type != "user_token":
             raise ToolError(f"server '{name}' does not take a user-entered token")
         await self.vault.put(name, user, "token", token)
         await group.close_user(user)  # the next use opens a session with the new token
         await group.open(user)
+        try:
+            async with asyncio.timeout(TOKEN_CHECK_S):
+                await group.session_for(user)
+        except NeedsAuth:
+            status = group.session_of(user)
+            await self.disconnect(name, user)  # a refused token is not kept: the user is not connected
+            return status.status.reason if status is not None and status.status.reason else "the server refused it"
+        except (ServerUnavailable, TimeoutError):
+            pass  # the server's trouble, not the token's: it is kept, and the status says what is wrong
+        return None
 
     async def disconnect(self, name: str, user: str) -> None:
         """Forget this user's credential for the server and close their session."""

@@ -58,7 +58,9 @@ def mount(app: FastAPI, settings: Settings) -> None:
             "sandbox_origin": sandbox,
             "apps_url": "/api/apps",
         }
-        response = templates.TemplateResponse(request, "chat.html", {"page": page})
+        sealed = request.query_params.get("signin_notice")  # a Connect that failed (web/connect.py)
+        notice = services.signer.open_notice(user.email, sealed) if sealed else None
+        response = templates.TemplateResponse(request, "chat.html", {"page": page, "signin_notice": notice})
         response.headers["content-security-policy"] = page_csp(sandbox)
         return response
 
