@@ -92,11 +92,34 @@ def check_config(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}")
     enabled = [name for name, server in config.mcp.servers.items() if server.enabled]
+    if args.connect and not errors:
+        import asyncio
+
+        asyncio.run(_connect_report(config.mcp, settings, args.timeout))
     print(
         f"{len(config.mcp.servers)} server(s) ({len(enabled)} enabled), {len(config.llm.models)} model(s), "
         f"{len(config.compliance.levels)} compliance level(s); {len(errors)} error(s), {len(warnings)} warning(s)"
     )
     return 1 if errors else 0
+
+
+async def _connect_report(mcp: object, settings: Settings, timeout_s: float) -> None:
+    """`check-config --connect`: each enabled server's status and the protocol version it speaks."""
+    from .tools import ServerPool  # imports fastmcp (seconds): only when asked to connect
+
+    pool = ServerPool(mcp, project_root=settings.project_root, log_dir=settings.log_dir / "debug",  # type: ignore[arg-type]
+                      init_timeout_s=timeout_s)  # fmt: skip
+    pool.start()
+    try:
+        await pool.wait_settled(timeout_s)
+        for status in pool.statuses():
+            if status.status == "disabled":
+                continue
+            version = f", protocol {status.protocol_version}" if status.protocol_version else ""
+            why = f" ({status.reason})" if status.reason and status.status != "ready" else ""
+            print(f"server '{status.name}': {status.status}{version}{why}")
+    finally:
+        await pool.stop()
 
 
 def db_upgrade(args: argparse.Namespace) -> int:
@@ -123,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--workers", type=int, help="app processes (default 1; SWITCHBOARD_WORKERS)")
     p_serve.set_defaults(func=serve)
     p_check = sub.add_parser("check-config", help="validate every config file")
+    p_check.add_argument("--connect", action="store_true",
+                         help="also connect to each enabled server and show its status and protocol version")
+    p_check.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for servers with --connect")
     p_check.set_defaults(func=check_config)
     p_db = sub.add_parser("db", help="the conversation store").add_subparsers(dest="db_command", required=True)
     p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(func=db_upgrade)

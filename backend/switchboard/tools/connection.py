@@ -23,6 +23,7 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
 from mcp import MCPError
+from mcp.client import InputRequiredRoundsExceededError
 from pydantic import ValidationError
 
 from .. import __version__
@@ -71,7 +72,9 @@ class ServerConnection:
         headers: dict[str, str] | None = None,
         http_auth: httpx2.Auth | None = None,
         early: EarlyStarts | None = None,
+        input_rounds: int = 10,
     ) -> None:
+        self._input_rounds = input_rounds  # MRTR: input_required rounds answered before giving up
         self.name = name
         self._early = early  # a process started before the app was built, for the first session
         # A per-user session: the user's own headers/auth, and a refused credential ends it
@@ -101,6 +104,7 @@ class ServerConnection:
             status="starting" if config.enabled else "disabled",
             transport=config.transport or "stdio",
         )
+        self.protocol_version: str | None = None  # negotiated on the last connect (kept while reconnecting)
         self.generation = 0  # bumps on every (re)connect, so the registry can refresh
         self._refresh: asyncio.Task[None] | None = None
         self._refresh_again = False
@@ -133,6 +137,7 @@ class ServerConnection:
             stderr_tail=extra.get("stderr_tail"),
             ready_after_s=extra.get("ready_after_s"),
             tool_count=len(self.tools) if status == "ready" else 0,
+            protocol_version=self.protocol_version,
         )
         if status == "ready":
             self.ready_event.set()
@@ -159,6 +164,7 @@ class ServerConnection:
             elicitation_handler=self._traffic.on_elicit,
             sampling_handler=self._traffic.on_sample if self.config.sampling != "deny" else None,
             message_handler=self._on_message,
+            input_required_max_rounds=self._input_rounds,
         )
 
     async def _supervise(self) -> None:
@@ -174,6 +180,7 @@ class ServerConnection:
                         self.tools = await client.list_tools()
                         await self._list_extras(client)
                     self._client = client
+                    self.protocol_version = client.protocol_version
                     self._broken.clear()
                     self.generation += 1
                     attempt = 0
@@ -319,6 +326,11 @@ class ServerConnection:
                     f"server '{self.name}' stopped during the call and is being restarted; try again shortly"
                 ) from None
             raise ToolError(f"server '{self.name}' refused the call: {exc.message}") from None
+        except InputRequiredRoundsExceededError:
+            raise ToolError(
+                f"server '{self.name}' kept asking for input for more than {self._input_rounds} rounds and was "
+                "stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)"
+            ) from None
         except ValidationError as exc:
             raise ToolError(
                 f"server '{self.name}' answered with an invalid result ({exc.error_count()} problems, "

@@ -70,6 +70,7 @@ class ServerStatus:
     stderr_tail: str | None = None
     ready_after_s: float | None = None
     tool_count: int = 0
+    protocol_version: str | None = None  # negotiated with the server on its last connect
 
 
 class CallSink(Protocol):
