@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.doors import HttpDoor, WebsocketDoor, served
+from tests.support.doors import HttpDoor, WebsocketDoor, events_of, served
 from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
 from tests.support.llm_double import ErrorReply, Reply, TextReply, ToolCall, ToolCallReply
 
