@@ -31,6 +31,7 @@ from ..config.models import ServerConfig
 from ..errors import ServerUnavailable, ToolError, ToolTimeout
 from .call_traffic import Activity, CallTraffic
 from .diagnostics import HttpTrace, describe_failure
+from .freshness import ReadCache, keep_listening, list_cache
 from .launch import EarlyStarts
 from .models import CallSink, ServerStatus
 from .transports import build_transport, stderr_path
@@ -94,6 +95,7 @@ class ServerConnection:
         self._task: asyncio.Task[None] | None = None
         self._broken = asyncio.Event()
         self._traffic = CallTraffic(name)
+        self._reads = ReadCache(shared=user is None)  # resource reads the server allowed to keep (ttlMs)
         self.tools: list[mcp_types.Tool] = []
         self.resources: list[mcp_types.Resource] = []
         self.resource_templates: list[mcp_types.ResourceTemplate] = []
@@ -165,6 +167,7 @@ class ServerConnection:
             sampling_handler=self._traffic.on_sample if self.config.sampling != "deny" else None,
             message_handler=self._on_message,
             input_required_max_rounds=self._input_rounds,
+            cache=list_cache(self.name, self.user),  # 2026-07-28 cache hints on lists; `private` stays per user
         )
 
     async def _supervise(self) -> None:
@@ -185,7 +188,7 @@ class ServerConnection:
                     self.generation += 1
                     attempt = 0
                     await self._set_status("ready", ready_after_s=round(time.monotonic() - started, 3))
-                    await self._watch(client)
+                    await self._watch_and_listen(client)
                     # Say so before the old session is closed (that can take seconds).
                     await self._set_status("starting", "the connection was lost; reconnecting")
                     self._client = None
@@ -224,6 +227,7 @@ class ServerConnection:
         (Listing inside the handler would wait on the very session that delivers the message.)"""
         changed = (mcp_types.ToolListChangedNotification, mcp_types.ResourceListChangedNotification,
                    mcp_types.PromptListChangedNotification)  # fmt: skip
+        self._reads.forget(message)
         if not isinstance(message, changed):
             return
         if self._refresh is not None and not self._refresh.done():
@@ -250,6 +254,20 @@ class ServerConnection:
             # The registry rebuilds from the new lists (a changed definition meets the pins again)
             # and the page hears about it, as after a reconnect.
             await self._set_status("ready", ready_after_s=self.status.ready_after_s)
+
+    async def _watch_and_listen(self, client: Client[Any]) -> None:
+        self._reads = ReadCache(shared=self.user is None)
+        listener = asyncio.create_task(keep_listening(self.name, client.session, self._resource_uris),
+                                       name=f"mcp:{self.name}:listen")  # fmt: skip
+        try:
+            await self._watch(client)
+        finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # a broken stream dies with its session
+                await listener
+
+    def _resource_uris(self) -> list[str]:
+        return [str(resource.uri) for resource in self.resources]
 
     async def _watch(self, client: Client[Any]) -> None:
         while True:
@@ -356,7 +374,13 @@ class ServerConnection:
 
     async def read_resource(self, uri: str) -> list[Any]:
         try:
-            return await self._live_client().read_resource(uri)
+            cached = self._reads.get(uri)
+            if cached is None:
+                cached = await self._live_client().read_resource_mcp(uri)
+                self._reads.put(uri, cached)
+            return list(cached.contents)
+        except InputRequiredRoundsExceededError:
+            raise ToolError(f"server '{self.name}' kept asking for input while reading {uri}") from None
         except MCPError as exc:
             raise ToolError(f"server '{self.name}' could not read {uri}: {exc.message}") from None
 
