@@ -210,3 +210,16 @@ def test_a_stateless_server_restarted_between_two_requests_just_works(site, llm)
             assert result["content"] == "2026-07-28"
     finally:
         door.close()
+
+
+def test_check_config_connect_shows_each_servers_protocol_version(tmp_path, monkeypatch, capsys):
+    from switchboard.__main__ import main
+
+    write_config(tmp_path / "defaults", servers={"old": eras_entry("2025"), "new": eras_entry("2026")})
+    monkeypatch.setenv("SWITCHBOARD_DEFAULTS_DIR", str(tmp_path / "defaults"))
+    monkeypatch.setenv("SWITCHBOARD_CONFIG_DIR", str(tmp_path / "overrides"))
+    monkeypatch.setenv("SWITCHBOARD_LOG_DIR", str(tmp_path / "logs"))
+    assert main(["check-config", "--connect"]) == 0
+    out = capsys.readouterr().out
+    assert "server 'old': ready, protocol 2025-11-25" in out
+    assert "server 'new': ready, protocol 2026-07-28" in out

@@ -91,3 +91,15 @@ def test_check_config_warns_but_passes_when_a_command_is_not_on_path(dirs, monke
     assert "server 'missing', field 'command': 'no-such-mcp-server-binary' is not on PATH" in warnings[0] + warnings[1]
     assert any("server 'gone', field 'cwd'" in w for w in warnings)
     assert "0 error(s), 2 warning(s)" in out
+
+
+def test_check_config_notes_a_server_on_the_deprecated_sse_transport(dirs, monkeypatch, capsys):
+    defaults, overrides = dirs
+    write(defaults, "mcp.json", json.dumps({"servers": {
+        "old_sse": {"url": "http://127.0.0.1:9/sse"},
+        "modern": {"url": "http://127.0.0.1:9/mcp"},
+    }}))
+    code, out = _check(monkeypatch, capsys, defaults, overrides)
+    assert code == 0, out
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: server 'old_sse', field 'transport': deprecated transport: prefer streamable HTTP"]
