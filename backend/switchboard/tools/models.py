@@ -75,7 +75,8 @@ class ServerStatus:
 
 class CallSink(Protocol):
     """Where one tool call's side-channel traffic goes (progress, logs, and
-    server requests made on the call's behalf)."""
+    server requests made on the call's behalf). A sink may have an `owner` (the user's turn):
+    a server request that names no call may go to any call of the same owner."""
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
