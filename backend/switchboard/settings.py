@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     defaults_dir: Path = PROJECT_ROOT / "config" / "defaults"
     config_dir: Path = PROJECT_ROOT / "config" / "overrides"
     data_dir: Path = PROJECT_ROOT / "data"
+    # Uploads and artifacts: DATA_DIR/files when unset; s3://bucket/prefix for an S3-compatible store.
+    files_url: str | None = None
     log_dir: Path = PROJECT_ROOT / "logs"
     # The conversation store: SQLite in data_dir when unset; postgresql+asyncpg://... for teams.
     database_url: str | None = None
@@ -46,6 +48,7 @@ class Settings(BaseSettings):
     # document the app serves at {public_url}/oauth/client-metadata.json when PUBLIC_URL is https.
     oauth_client_metadata_url: str | None = None
     oauth_client_metadata: bool = True  # false: never offer it (the authorization servers cannot reach this host)
+    metrics_token: SecretStr | None = None  # a scraper sends it as `Authorization: Bearer ...` to read /metrics
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10

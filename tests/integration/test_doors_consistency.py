@@ -19,7 +19,7 @@ from tests.support.harness import double_model, make_settings, toolbox_entry, wr
 from tests.support.llm_double import ErrorReply, Reply, TextReply, ToolCall, ToolCallReply
 
 GRACE_S = 1.5
-IDS = {"call_id", "message_id", "conversation_id", "user_message_id", "request_id", "duration_ms"}
+IDS = {"call_id", "message_id", "conversation_id", "user_message_id", "request_id", "duration_ms", "started_at"}
 
 
 @pytest.fixture(scope="module")

@@ -138,6 +138,8 @@ class ToolStart(_Event):
     tool: str
     server: str
     arguments: dict[str, Any]
+    started_at: float | None = None  # server clock, ms since the epoch: a page that joins late shows the true elapsed time
+    approval: dict[str, Any] | None = None  # {answer: approve|remember, edited}: how the user let it run
 
 
 class ToolProgress(_Event):
@@ -196,6 +198,7 @@ class ToolResultEvent(_Event):
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     display: dict[str, Any] | None = None
     duration_ms: int = 0
+    approval: dict[str, Any] | None = None  # as in ToolStart
 
 
 class RenderEvent(_Event):
@@ -229,6 +232,7 @@ class AttachedEvent(_Event):
     type: Literal["attached"] = "attached"
     conversation_id: str
     running: bool
+    server_time: float | None = None  # ms since the epoch: the page's measure of clock skew for `started_at`
 
 
 class NoticeEvent(_Event):

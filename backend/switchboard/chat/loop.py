@@ -24,7 +24,7 @@ from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
-from ..llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
+from ..llm.types import Completed, LLMEvent, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .attachments import attach
 from .calls import CallRunner, ExecutedCall
@@ -34,16 +34,11 @@ from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .render import render_markdown
 from .session import ChatSession, new_id
 
-__all__ = ["ChatEngine", "LLMStream", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+__all__ = ["ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 
 log = logging.getLogger("switchboard.chat")
 
 _DONE = object()
-
-
-class LLMStream(Protocol):
-    def stream(self, model: ModelConfig, messages: Sequence[HistoryRecord | dict[str, Any]],
-               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncIterator[LLMEvent]: ...  # fmt: skip
 
 
 class ModelResolver(Protocol):
@@ -85,6 +80,7 @@ class TurnState:
     usage: Usage | None = None
     calls_run: int = 0
     completed: Completed | None = None  # the last event of the model call just made
+    error: ErrorEvent | None = None  # why the turn failed: stored with the answer, shown after a reload
 
     @property
     def text(self) -> str:
@@ -201,7 +197,7 @@ class ChatEngine:
                 async for event in self._stream_round(model, session, None if last_round else offer, state):
                     yield event
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
             completed, round_text = state.completed, state.round_text
@@ -224,7 +220,7 @@ class ChatEngine:
                     id=new_id(), text=round_text, calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)),
                     {"turn": state.message_id})  # fmt: skip
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
             state.round_answer = GrowingText()
@@ -244,7 +240,7 @@ class ChatEngine:
                                                    dropped_note=why if dropped else "", gateway=gateway):  # fmt: skip
                     yield event
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
         async for event in self.finish(session, state, finish, recorder):
@@ -296,8 +292,9 @@ class ChatEngine:
         state.open_calls = []
         answer = AssistantText(id=state.message_id, text=state.round_text, finish_reason=finish)
         usage = _usage_dict(state.usage)
+        error = state.error.model_dump(exclude={"type"}, exclude_none=True) if state.error and finish == "error" else None
         try:
-            await recorder.record(session, answer, {"turn": state.message_id, "usage": usage})
+            await recorder.record(session, answer, {"turn": state.message_id, "usage": usage, "error": error})
         except SwitchboardError as exc:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             finish = "error"
@@ -355,6 +352,11 @@ class ChatEngine:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _failed(state: TurnState, exc: SwitchboardError) -> ErrorEvent:
+    state.error = ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+    return state.error
+
+
 def _file_ref(stored: StoredFile) -> dict[str, Any]:
     return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
 
@@ -367,7 +369,7 @@ def _reply_of(executed: ExecutedCall, note: str) -> ToolReply:
 
 def _tool_data(executed: ExecutedCall, state: TurnState) -> dict[str, Any]:
     event = executed.event
-    data = event.model_dump(include={"results", "display", "duration_ms"}, exclude_none=True)
+    data = event.model_dump(include={"results", "display", "duration_ms", "approval"}, exclude_none=True)
     data["artifacts"] = [a.model_dump() for a in event.artifacts]
     data["content"] = event.content
     data["arguments"] = executed.arguments

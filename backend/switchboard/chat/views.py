@@ -56,6 +56,9 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
         elif message.role == "assistant":
             if message.content.strip():
                 lines += ["## Assistant", "", message.content, ""]
+            if data.get("finish_reason") == "error":
+                lines += [] if message.content.strip() else ["## Assistant", ""]
+                lines += [_failure(data.get("error") or {}), ""]
         else:
             status = "ok" if data.get("ok") else "failed"
             arguments = json.dumps(data.get("arguments") or {}, ensure_ascii=False)
@@ -63,3 +66,9 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
                       "```", message.content[:20_000], "```", ""]  # fmt: skip
             lines += [f"- artifact: {a['name']}" for a in data.get("artifacts", [])]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _failure(error: dict[str, Any]) -> str:
+    """A failed answer, with the reason the page showed."""
+    reason = " ".join(part for part in (error.get("message"), error.get("action")) if part)
+    return f"> **The answer failed**{': ' + reason if reason else '.'}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from contextlib import suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
@@ -30,6 +31,7 @@ from ..chat.events import (
 from ..chat.session import new_id
 from ..errors import BadRequest, SwitchboardError
 from ..services import Services
+from ..telemetry import sessions_changed
 
 __all__ = ["router"]
 
@@ -68,8 +70,8 @@ class _Connection:
                                                   self.conversation_id))  # fmt: skip
             elif isinstance(message, AttachMessage):
                 subscription = hub.attach(self.user, message.conversation_id)
-                await self.send_text(AttachedEvent(conversation_id=message.conversation_id,
-                                                   running=subscription is not None).to_json())  # fmt: skip
+                await self.send_text(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
+                                                   server_time=time.time() * 1000).to_json())  # fmt: skip
                 if subscription is not None:
                     await self.follow(subscription)
             elif isinstance(message, CancelMessage):
@@ -130,6 +132,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
         return
     await websocket.accept()
+    sessions_changed(+1)
     connection = _Connection(websocket, services, user)
     await connection.send_text(SessionEvent(user=user.email, groups=sorted(user.groups),
                                             conversation_id=connection.conversation_id).to_json())  # fmt: skip
@@ -155,3 +158,4 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         with suppress(asyncio.CancelledError, Exception):
             await catalogue
         await connection.unfollow()
+        sessions_changed(-1)
