@@ -13,6 +13,8 @@ import pytest
 from tests.support.harness import PROJECT_ROOT, double_model, make_settings, running_app, until, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
+pytestmark = [pytest.mark.timeout(180)]  # the module's fixture starts several server processes
+
 LISTENING = PROJECT_ROOT / "tests" / "support" / "servers" / "listening.py"
 
 

@@ -22,6 +22,8 @@ from tests.support.doors import HttpDoor, WebsocketDoor, served
 from tests.support.harness import PROJECT_ROOT, double_model, free_port, make_settings, wait_for_port, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
+pytestmark = [pytest.mark.timeout(180)]  # the module's fixture starts several server processes
+
 ERAS = PROJECT_ROOT / "tests" / "support" / "servers" / "eras.py"
 HOSTILE = "x\r\nX-Injected: yes\r\n\r\n(bad) {header} é"
 
