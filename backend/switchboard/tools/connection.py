@@ -24,6 +24,7 @@ from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
 from mcp import MCPError
 from mcp.client import InputRequiredRoundsExceededError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .. import __version__
@@ -276,8 +277,10 @@ class ServerConnection:
                 return
             except TimeoutError:
                 pass
-            if self._traffic.busy:
-                continue  # calls in flight will notice a dead session themselves
+            if self._traffic.busy or (self.config.transport == "http" and self.protocol_version in MODERN_PROTOCOL_VERSIONS):
+                # Calls in flight notice a dead session themselves; a 2026 server over HTTP holds no
+                # session at all, so a restart between two requests is nothing to reconnect for.
+                continue
             try:
                 await asyncio.wait_for(client.ping(), timeout=PING_INTERVAL_S)
             except MCPError as exc:
