@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -205,6 +206,7 @@ def test_a_stateless_server_restarted_between_two_requests_just_works(site, llm)
         assert result_of(drive(door, {"content": "era?"}))["content"] == "2026-07-28"
         first_server.terminate()  # stopped; another process takes its port
         first_server.wait(timeout=10)
+        time.sleep(6)  # down longer than the host's idle probe interval (5 s)
         with eras_http("2026", port):
             llm.enqueue(ToolCallReply([ToolCall("web_era", "{}")]), TextReply("two"))
             result = result_of(drive(door, {"content": "era again?"}))
