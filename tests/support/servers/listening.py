@@ -1,7 +1,8 @@
 """An MCP server built on the SDK's own `MCPServer`, which serves `subscriptions/listen`
 (MCP 2026-07-28) and gives cache hints (`ttlMs`, `cacheScope`) on its lists and reads.
 
-    --scope public|private   the `cacheScope` of its results (ttl 60 s)
+    --scope public|private   the `cacheScope` of its results
+    --ttl-ms N               their `ttlMs` (default 60 s; 0 gives no hints)
 
 Tools: `grow` adds the tool `count_words` and announces the change to listeners; `touch`
 announces that `data://counter` changed. The resource `data://counter` says how many
@@ -20,9 +21,9 @@ from typing import get_args
 reads = 0
 
 
-def build(scope: str) -> MCPServer:
-    hints = dict.fromkeys(get_args(CacheableMethod), CacheHint(ttl_ms=60_000, scope=scope))  # type: ignore[arg-type]
-    server = MCPServer("listening", cache_hints=hints)
+def build(scope: str, ttl_ms: int = 60_000) -> MCPServer:
+    hints = dict.fromkeys(get_args(CacheableMethod), CacheHint(ttl_ms=ttl_ms, scope=scope))  # type: ignore[arg-type]
+    server = MCPServer("listening", cache_hints=hints if ttl_ms else None)
 
     def count_words(text: str) -> str:
         """Count the words of a text."""
@@ -54,4 +55,6 @@ def build(scope: str) -> MCPServer:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--scope", choices=["public", "private"], default="public")
-    build(parser.parse_args().scope).run()
+    parser.add_argument("--ttl-ms", type=int, default=60_000, help="0: no cache hints")
+    args = parser.parse_args()
+    build(args.scope, args.ttl_ms).run()
