@@ -10,8 +10,10 @@ turns any of these into an ``error`` event or HTTP status in one place.
     ├── Unauthorized                 unauthorized no (trusted) identity
     ├── Forbidden                    forbidden   identity known, not allowed
     ├── NotFound                     not_found
-    ├── Conflict                     conflict    the id is taken (e.g. a conversation id)
+    ├── Conflict                     conflict    the id is taken, or the conversation is busy (a turn runs)
+    ├── TooMany                      rate_limited a per-user limit is reached (turns, streams at once)
     ├── Cancelled                    cancelled   the user pressed Stop
+    ├── RateLimited                  rate_limited too many requests (an MCP App's bridge)
     ├── ToolError                    tool_error  a tool call could not run
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
     │   ├── ToolTimeout              timeout
@@ -43,6 +45,7 @@ __all__ = [
     "LLMUnavailable",
     "NeedsAuth",
     "NotFound",
+    "RateLimited",
     "ServerUnavailable",
     "StoreError",
     "StoreUnavailable",
@@ -50,6 +53,7 @@ __all__ = [
     "ToolError",
     "ToolNotAllowed",
     "ToolTimeout",
+    "TooMany",
     "Unauthorized",
 ]
 
@@ -99,8 +103,18 @@ class Conflict(SwitchboardError):
     code = "bad_request"
 
 
+class TooMany(SwitchboardError):
+    """A per-user limit is reached (HTTP 429); the message names the limit."""
+
+    code = "rate_limited"
+
+
 class Cancelled(SwitchboardError):
     code = "cancelled"
+
+
+class RateLimited(TooMany):
+    """An MCP App's requests over their rate (HTTP 429)."""
 
 
 class ToolError(SwitchboardError):

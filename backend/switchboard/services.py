@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
-from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, TurnLimits
+from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Conversations, TurnHub, TurnLimits,
+                   UserLimits)
+from .chat.apps import AppBridge, AppLimits
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
@@ -44,6 +46,7 @@ class Services:
     conversations: Conversations
     turns: TurnHub
     environ: Mapping[str, str]
+    apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
     store_error: str | None = None  # why the conversation store could not be opened
     _store_retry: asyncio.Task[None] | None = None
@@ -207,6 +210,7 @@ def build_services(
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
         early=early,
+        app_cache_s=settings.app_cache_s,
     )
     artifacts = ArtifactStore(open_files(settings.files_url, settings.data_dir / "files"))
     key = (
@@ -239,7 +243,11 @@ def build_services(
     limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
-    conversations = Conversations(None, artifacts)  # type: ignore[arg-type]  # the store opens at start-up
+    conversations = Conversations(None, artifacts, ConversationLimits(  # type: ignore[arg-type]  # the store opens at start-up
+        max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
+        incognito_idle_s=settings.incognito_idle_s))
+    turns = TurnHub(engine, conversations, grace_s=settings.turn_grace_s,
+                    limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user))
     services = Services(
         settings=settings,
         config=config,
@@ -251,8 +259,9 @@ def build_services(
         signer=signer,
         engine=engine,
         conversations=conversations,
-        turns=TurnHub(engine, conversations, grace_s=settings.turn_grace_s),
+        turns=turns,
         environ=environ,
+        apps=AppBridge(turns, calls, pool, AppLimits(settings.app_requests_per_s, settings.app_requests_burst)),
         tracing=Tracing.from_environment(environ),
     )
     built.append(services)

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from ..store import Conversation, Message, active_path
+from ..store import Conversation, Message, Outline, active_path
 from .render import render_markdown
 
-__all__ = ["conversation_view", "export_json", "export_markdown"]
+__all__ = ["conversation_view", "export_json", "export_markdown", "page_view", "siblings_of"]
 
 
-def _siblings(messages: list[Message]) -> dict[str, list[str]]:
+def siblings_of(messages: Sequence[Message | Outline]) -> dict[str, list[str]]:
+    """For each message that has siblings (other answers or edits under its parent): all of them."""
     children: dict[str | None, list[str]] = defaultdict(list)
     for message in messages:  # in seq order
         children[message.parent_id].append(message.id)
@@ -23,18 +25,32 @@ def _siblings(messages: list[Message]) -> dict[str, list[str]]:
 
 def conversation_view(conversation: Conversation, messages: list[Message]) -> dict[str, Any]:
     """The conversation's fields and its active branch, as the page shows it."""
-    siblings = _siblings(messages)
+    return page_view(conversation, active_path(messages, conversation.leaf_id), siblings_of(messages))
+
+
+def page_view(conversation: Conversation, path: list[Message], siblings: dict[str, list[str]]) -> dict[str, Any]:
+    """The conversation's fields and `path` (its active branch, or a page of it)."""
     shown = []
-    for message in active_path(messages, conversation.leaf_id):
+    for message in path:
         entry = message.to_api()
         entry.pop("context", None)  # host-added text for the model; the page shows files instead
         entry.pop("model_text", None)
         if message.role == "assistant":
             entry["html"] = render_markdown(message.content)
+        _app_mark(entry)
         if message.id in siblings:
             entry["siblings"] = siblings[message.id]
         shown.append(entry)
     return {**conversation.to_api(), "messages": shown}
+
+
+def _app_mark(entry: dict[str, Any]) -> None:
+    """A tool message that mounts an MCP App shows `app: {resource_uri}`; the rest of what is kept
+    for the app (the whole MCP result, its context and calls) is read through /api/apps."""
+    entry.pop("mcp_result", None)
+    app = entry.pop("app", None)
+    if entry["role"] == "tool" and isinstance(app, dict) and app.get("resource_uri"):
+        entry["app"] = {"resource_uri": app["resource_uri"]}
 
 
 def export_json(conversation: Conversation, messages: list[Message]) -> str:

@@ -23,13 +23,14 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
 from mcp import MCPError
-from mcp.client import InputRequiredRoundsExceededError
+from mcp.client import InputRequiredRoundsExceededError, advertise
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
 from ..errors import ServerUnavailable, ToolError, ToolTimeout
+from .apps import APP_MIME, UI_EXTENSION
 from .call_traffic import Activity, CallTraffic
 from .diagnostics import HttpTrace, describe_failure
 from .freshness import ReadCache, keep_listening, list_cache
@@ -169,6 +170,8 @@ class ServerConnection:
             message_handler=self._on_message,
             input_required_max_rounds=self._input_rounds,
             cache=list_cache(self.name, self.user),  # 2026-07-28 cache hints on lists; `private` stays per user
+            # MCP Apps: the host renders `ui://` resources of this MIME type
+            extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]})],
         )
 
     async def _supervise(self) -> None:
