@@ -199,7 +199,8 @@ def _log_status(status: ServerStatus) -> None:
         status.name,
         status.status,
         extra={"event": "server_status", "server": status.name, "status": status.status,
-               "reason": status.reason, "ready_after_s": status.ready_after_s, "tools": status.tool_count},  # fmt: skip
+               "reason": status.reason, "ready_after_s": status.ready_after_s, "tools": status.tool_count,
+               "protocol_version": status.protocol_version},  # fmt: skip
     )
 
 
@@ -246,6 +247,7 @@ def build_services(
         project_root=settings.project_root,
         log_dir=settings.log_dir,
         init_timeout_s=settings.server_start_timeout_s,
+        input_rounds=settings.mcp_input_rounds,
         max_artifact_bytes=settings.max_artifact_bytes,
         concurrency_per_server=settings.tool_concurrency_per_server,
         on_status=_log_status,

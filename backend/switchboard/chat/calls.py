@@ -106,6 +106,11 @@ class _Sink:
         self.call_id, self._tool, self._emit, self._session = call_id, tool, emit, session
         self._settings, self._sample, self._sampling = settings, sample, sampling
 
+    @property
+    def owner(self) -> ChatSession:
+        """The user's turn this call runs in (see CallSink)."""
+        return self._session
+
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         await self._emit(ToolProgress(call_id=self.call_id, progress=progress, total=total, message=message))
 

@@ -72,6 +72,7 @@ class ServerPool:
         project_root: Path,
         log_dir: Path,
         init_timeout_s: float = 60.0,
+        input_rounds: int = 10,
         max_artifact_bytes: int = 25 * 1024 * 1024,
         concurrency_per_server: int = 4,
         on_status: Callable[[ServerStatus], None] | None = None,
@@ -94,7 +95,7 @@ class ServerPool:
         # early: stdio processes started before the app was built (launch.py), adopted by their connections.
         self._early = early
         self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s,
-                                 "files_origin": files_origin}  # fmt: skip
+                                 "files_origin": files_origin, "input_rounds": input_rounds}  # fmt: skip
         self._concurrency = concurrency_per_server
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
@@ -201,7 +202,7 @@ class ServerPool:
         base = conn.status
         if conn.config.user_credential and not await self.connected(name, user):
             return ServerStatus(name, "needs_auth", base.transport, reason="connect your account to use this server")
-        return ServerStatus(name, "ready", base.transport, tool_count=len(conn.tools))
+        return ServerStatus(name, "ready", base.transport, tool_count=len(conn.tools), protocol_version=base.protocol_version)
 
     async def open_for_server(self, name: str, user: str) -> None:
         """Start this user's session of a per-user server if they have a credential for it (in

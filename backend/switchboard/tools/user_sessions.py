@@ -74,7 +74,8 @@ class UserSessions:
         if not self.config.enabled:
             return ServerStatus(self.name, "disabled", transport)
         if self._known is not None or not self.config.user_credential:
-            return ServerStatus(self.name, "ready", transport, tool_count=len(self.tools))
+            version = self._known.protocol_version if self._known is not None else None
+            return ServerStatus(self.name, "ready", transport, tool_count=len(self.tools), protocol_version=version)
         return ServerStatus(self.name, "needs_auth", transport, reason="each user connects their own account")
 
     def session_of(self, user: str) -> ServerConnection | None:

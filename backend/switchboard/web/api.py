@@ -70,6 +70,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             "status": status.status,
             "reason": reason,
             "transport": status.transport,
+            "protocol_version": status.protocol_version,
             "compliance_level": server_cfg.compliance_level if server_cfg else None,
             "file_types": server_cfg.file_types if server_cfg else [],
             "tools": [t.qualified_name for t in tools if t.server == status.name],
@@ -80,6 +81,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             await services.pool.open_for_server(status.name, user.email)
             mine = await services.pool.user_status(status.name, user.email)  # this user's own session
             entry["status"], entry["reason"] = mine.status, mine.reason if admin or mine.status != "failed" else reason
+            entry["protocol_version"] = mine.protocol_version or status.protocol_version
             entry["auth"] = await auth_entry(services, user, status.name)
         servers.append(entry)
     tool_entries = []
