@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from .. import __version__
-from ..errors import SwitchboardError
+from ..errors import SwitchboardError, http_status
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
@@ -21,7 +21,7 @@ from ..tools.launch import EarlyStarts
 from . import admin, api, connect, conversations, http_chat, openai_compat, pages, tokens, ws
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
-from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
+from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
 
 __all__ = ["create_app"]
 

@@ -24,7 +24,7 @@ from ..access import Access
 from ..auth import User
 from ..chat import ApprovalAnswer, ChatSession, Subscription
 from ..chat.events import ChatMessage
-from ..errors import BadRequest, NotFound, SwitchboardError
+from ..errors import BadRequest, NotFound, SwitchboardError, status_for_code
 from ..history import AssistantText, HistoryRecord, UserText
 from ..chat.session import new_id
 from .deps import current_user, services_of
@@ -39,8 +39,6 @@ REFUSED_APPROVAL = ("This tool needs the user's approval, and nobody can approve
                     "OpenAI-compatible API, so it was not run. Answer without it, or tell the user to ask in "
                     "Switchboard's page.")  # fmt: skip
 _FINISH = {"stop": "stop", "length": "length", "round_limit": "length", "cancelled": "stop"}
-_STATUS = {"bad_request": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409,
-           "rate_limited": 429, "timeout": 504, "llm_error": 502, "tool_error": 502}  # fmt: skip
 _ERROR_TYPE = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
 
@@ -137,7 +135,7 @@ def openai_error(status: int, code: str, message: str, action: str | None = None
 
 
 def _error_of(exc: SwitchboardError) -> JSONResponse:
-    return openai_error(_STATUS.get(exc.code, 500), exc.code, exc.message, exc.action)
+    return openai_error(exc.status, exc.code, exc.message, exc.action)
 
 
 # -- the request as a conversation ----------------------------------------------------------------
@@ -256,7 +254,7 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
             if event["type"] == "token":
                 content.append(event["text"])
             elif event["type"] == "error":
-                return openai_error(_STATUS.get(event["code"], 500), event["code"], event["message"], event.get("action"))
+                return openai_error(status_for_code(event["code"]), event["code"], event["message"], event.get("action"))
             elif event["type"] == "message_done":
                 message = OutputMessage(content="".join(content))
                 choice = Choice(message=message, finish_reason=_FINISH.get(event["finish_reason"], "stop"))
@@ -284,7 +282,7 @@ async def _chunks(events: AsyncIterator[dict[str, Any]], completion_id: str, cre
             if event["type"] == "token":
                 yield _chunk(completion_id, created, model, {"content": event["text"]})
             elif event["type"] == "error":
-                status = _STATUS.get(event["code"], 500)
+                status = status_for_code(event["code"])
                 detail = ErrorDetail(message=event["message"] + (f". {event['action']}" if event.get("action") else ""),
                                      type=_ERROR_TYPE.get(status, "api_error"), code=event["code"])  # fmt: skip
                 yield f"data: {ErrorBody(error=detail).model_dump_json()}\n\n"
