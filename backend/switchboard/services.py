@@ -117,9 +117,10 @@ class Services:
         servers = await self.pool.reload(config.mcp)
         self.config = config
         self.models = ModelCatalogue(config.llm, self.environ)
-        self.auth = self.auth.with_groups(config.groups)
+        self.auth.use_groups(config.groups)  # the next request, turn and catalogue push see them
         self.engine.use_config(config, self.models)
         errors = [str(e) for e in config.all_errors()]
+        self.pool.watch.reloaded()  # open sockets work out their users' groups again
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
 
@@ -216,16 +217,16 @@ def build_services(
             elicitation_timeout_s=settings.elicitation_timeout_s,
         ),
         signer=signer,
-        admin_group=config.groups.admin_group,
     )
     limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
     conversations = Conversations(None, artifacts)  # type: ignore[arg-type]  # the store opens at start-up
+    auth = Authenticator(settings, config.groups)
     return Services(
         settings=settings,
         config=config,
-        auth=Authenticator(settings, config.groups),
+        auth=auth,
         pool=pool,
         llm=llm,
         models=models,
@@ -233,6 +234,6 @@ def build_services(
         signer=signer,
         engine=engine,
         conversations=conversations,
-        turns=TurnHub(engine, conversations, grace_s=settings.turn_grace_s),
+        turns=TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s),
         environ=environ,
     )

@@ -133,8 +133,7 @@ class _Sink:
 
 class CallRunner:
     def __init__(self, pool: ServerPool, artifacts: ArtifactStore, compliance: ComplianceLevels,
-                 settings: CallSettings, signer: UrlSigner | None = None, admin_group: str = "admin") -> None:  # fmt: skip
-        self._admin_group = admin_group
+                 settings: CallSettings, signer: UrlSigner | None = None) -> None:  # fmt: skip
         self._pool = pool
         self._artifacts = artifacts
         self._compliance = compliance
@@ -209,7 +208,7 @@ class CallRunner:
                     return self._failed(request, tool, exc.message, started)
             if answer.remember:
                 session.allow(allowance_key(tool))
-            if tool.definition_changed and self._admin_group in user.groups:
+            if tool.definition_changed and session.access_with(self._compliance).is_admin():
                 self._pool.registry.accept_definition(tool)
 
         await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments=arguments))

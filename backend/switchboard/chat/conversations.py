@@ -79,7 +79,7 @@ class Conversations:
         self._memory.pop(conversation_id, None)
 
     # -- loading -----------------------------------------------------------------
-    async def session_for(self, user: User, admin: bool, request: ChatMessage, current_id: str,
+    async def session_for(self, user: User, request: ChatMessage, current_id: str,
                           compliance: ComplianceLevels) -> tuple[ChatSession, str | None]:  # fmt: skip
         """The conversation a `chat` continues (or starts), ready for its turn, and
         why a new one was started instead of the one asked for (or None)."""
@@ -88,14 +88,14 @@ class Conversations:
                 and request.compliance_level not in compliance.names:  # fmt: skip
             raise BadRequest(f"unknown compliance level '{request.compliance_level}'",
                              action=f"Use one of: {', '.join(compliance.names)}.")  # fmt: skip
-        session = await self._load(user, admin, conversation_id, incognito=request.incognito)
+        session = await self._load(user, conversation_id, incognito=request.incognito)
         reason = None
         if request.changes_level and request.compliance_level != session.compliance_level:
             new_level = request.compliance_level
             if session.history and not _may_move(session.levels_used, new_level, compliance):
                 reason = (f"This conversation has run at compliance level {_name(session.compliance_level)}, "
                           f"which may not be mixed with {_name(new_level)}, so a new conversation was started.")  # fmt: skip
-                session = ChatSession(user=user, admin=admin, incognito=request.incognito)
+                session = ChatSession(user=user, incognito=request.incognito)
             session.compliance_level = new_level
             session.levels_changed = True
             if new_level not in session.levels_used:
@@ -106,17 +106,17 @@ class Conversations:
             self._regenerate(session)
         return session, reason
 
-    async def _load(self, user: User, admin: bool, conversation_id: str, *, incognito: bool) -> ChatSession:
+    async def _load(self, user: User, conversation_id: str, *, incognito: bool) -> ChatSession:
         remembered = self._memory.get(conversation_id)
         if remembered is not None:
             if remembered.user.email != user.email:
                 raise NotFound("there is no such conversation")
             self._memory.move_to_end(conversation_id)
-            return _fresh(remembered, admin)
+            return _fresh(remembered, user)
         if incognito:
             # A stored conversation never turns incognito: an incognito chat there starts its own.
             stored_id = await self.store.get_conversation(conversation_id) is not None
-            session = ChatSession(user=user, conversation_id=new_id() if stored_id else conversation_id, admin=admin,
+            session = ChatSession(user=user, conversation_id=new_id() if stored_id else conversation_id,
                                   incognito=True)  # fmt: skip
             self._memory[session.conversation_id] = session
             while len(self._memory) > MAX_INCOGNITO:
@@ -124,12 +124,12 @@ class Conversations:
             return session
         loaded = await self.store.load(conversation_id)  # one read: the row, messages, allowances, files
         if loaded is None:
-            return ChatSession(user=user, conversation_id=conversation_id, admin=admin, levels_used=[])
+            return ChatSession(user=user, conversation_id=conversation_id, levels_used=[])
         stored = loaded.conversation
         if stored.owner != user.email:
             raise NotFound("there is no such conversation", action="Start a new conversation.")
         session = ChatSession(
-            user=user, conversation_id=conversation_id, admin=admin, stored=True, title=stored.title,
+            user=user, conversation_id=conversation_id, stored=True, title=stored.title,
             model=stored.model, saved_model=stored.model, compliance_level=stored.compliance_level,
             levels_used=list(stored.levels_used),
             leaf_id=stored.leaf_id, history=[record_of(m) for m in active_path(loaded.messages, stored.leaf_id)],
@@ -224,9 +224,10 @@ async def _committed(write: asyncio.Future[Any]) -> bool:
     return True
 
 
-def _fresh(session: ChatSession, admin: bool) -> ChatSession:
-    """An incognito conversation's session for a new turn (nothing of the last turn's waiting)."""
-    session.admin = admin
+def _fresh(session: ChatSession, user: User) -> ChatSession:
+    """An incognito conversation's session for a new turn (nothing of the last turn's waiting),
+    as the user is now (groups and admin worked out for this turn)."""
+    session.user = user
     session.turn_files = []
     session.trimmed = 0
     return session

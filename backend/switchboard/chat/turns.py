@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import suppress
+from typing import Protocol
 
 from ..auth import User
 from ..errors import BadRequest, NotFound, SwitchboardError
@@ -29,7 +30,7 @@ from .conversations import Conversations
 from .loop import ChatEngine, PreparedTurn, TurnState
 from .session import ApprovalAnswer, ChatSession
 
-__all__ = ["Subscription", "Turn", "TurnHub"]
+__all__ = ["Identities", "Subscription", "Turn", "TurnHub"]
 
 log = logging.getLogger("switchboard.chat")
 
@@ -122,9 +123,17 @@ class Turn:
             listener.queue.put_nowait(_END)
 
 
+class Identities(Protocol):
+    async def refresh(self, user: User) -> User:
+        """The same user, with groups and admin worked out from the current configuration."""
+        ...
+
+
 class TurnHub:
-    def __init__(self, engine: ChatEngine, conversations: Conversations, *, grace_s: float = 30.0) -> None:
+    def __init__(self, engine: ChatEngine, conversations: Conversations, identities: Identities, *,
+                 grace_s: float = 30.0) -> None:  # fmt: skip
         self.engine = engine
+        self.identities = identities
         self.conversations = conversations
         self.grace_s = grace_s
         self._turns: dict[str, Turn] = {}  # running (or just finished) turns by conversation id
@@ -136,13 +145,16 @@ class TurnHub:
     def tasks(self) -> list[asyncio.Task[None]]:
         return [t.task for t in self._turns.values() if t.task is not None and not t.task.done()]
 
-    async def start(self, user: User, admin: bool, request: ChatMessage, current_id: str) -> Subscription:
-        """Start a turn for this `chat`; raises SwitchboardError when it cannot start."""
+    async def start(self, user: User, request: ChatMessage, current_id: str) -> Subscription:
+        """Start a turn for this `chat`; raises SwitchboardError when it cannot start.  The user's
+        groups and admin are worked out again for the turn, from the configuration of now (a
+        socket may have been open across a reload)."""
         wanted = request.conversation_id or current_id
         if self.running(wanted) is not None:
             raise BadRequest("an answer is still being written in this conversation",
                              action="Wait for it to finish, or press Stop.")  # fmt: skip
-        session, reason = await self.conversations.session_for(user, admin, request, current_id,
+        user = await self.identities.refresh(user)
+        session, reason = await self.conversations.session_for(user, request, current_id,
                                                                self.engine.config.compliance)  # fmt: skip
         if self.running(session.conversation_id) is not None:
             raise BadRequest("an answer is still being written in this conversation",

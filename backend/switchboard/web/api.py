@@ -46,8 +46,8 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     if compliance_level is not None and compliance_level not in cfg.compliance.names:
         raise BadRequest(f"unknown compliance level '{compliance_level}'",
                          action=f"Use one of: {', '.join(cfg.compliance.names)}, or leave it out.")  # fmt: skip
-    admin = services.auth.is_admin(user)
-    access = Access(user, compliance_level, admin, cfg.compliance)
+    access = Access(user, compliance_level, cfg.compliance)
+    admin = access.is_admin()
     models = services.models.entries(access)
     tools = services.pool.registry.visible(access)
     configured = {model.name: model for model in cfg.llm.models}
@@ -56,7 +56,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     for status in services.pool.statuses():
         server_cfg = cfg.mcp.servers.get(status.name)
         may_use = access.may_use_server(server_cfg)
-        if not (may_use or admin):
+        if not access.may_see_server(server_cfg):
             continue
         reason = status.reason
         if reason and not admin:
@@ -137,7 +137,7 @@ class PromptRequest(BaseModel):
 async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> dict[str, Any]:
     """A server's prompt, filled in, to start a message from."""
     services = services_of(request)
-    access = Access(user, body.compliance_level, services.auth.is_admin(user), services.config.compliance)
+    access = Access(user, body.compliance_level, services.config.compliance)
     if not services.pool.registry.server_admits(body.server, access):
         raise NotFound(f"there is no server named '{body.server}' for you")
     messages = await services.pool.get_prompt(body.server, body.name, body.arguments, user=user.email)
@@ -163,7 +163,7 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
     )  # fmt: skip
     suggested = [
         tool.qualified_name
-        for tool in services.pool.registry.visible(Access(user, None, False, services.config.compliance))
+        for tool in services.pool.registry.visible(Access(user, None, services.config.compliance))
         if (cfg := services.pool.server_config(tool.server)) is not None and cfg.handles_file(stored.name, stored.mime)
     ]
     # `suggested_tools`: the tools that handle this kind of file (config `file_types`); the page pre-selects them.

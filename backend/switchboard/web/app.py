@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.middleware.authentication import AuthenticationMiddleware
 
 from .. import __version__
 from ..errors import SwitchboardError, http_status
@@ -19,6 +20,7 @@ from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
 from . import admin, api, connect, conversations, http_chat, openai_compat, pages, tokens, ws
+from .authn import SwitchboardAuthBackend
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
@@ -62,11 +64,14 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             log.info("switchboard stopped", extra={"event": "shutdown"})
             flush_logs()
 
-    # The schema is at /openapi.json, and described at /docs (ReDoc, served from the app itself).
+    # The schema is at /openapi.json, and described at /docs (ReDoc, served from the app itself), both
+    # for signed-in users only (docs_page.py).
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url="/openapi.json")  # fmt: skip
+                  openapi_url=None)  # fmt: skip
     app.state.services = services
-    # Added first, so it runs inside the headers middleware: its refusals get the headers too.
+    # Innermost: who the user is is worked out only for requests the guard let through.
+    app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
+    # Added before the headers middleware, so it runs inside it: its refusals get the headers too.
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
     app.add_middleware(SecurityHeadersMiddleware)
 

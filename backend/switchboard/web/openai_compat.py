@@ -175,19 +175,18 @@ async def _start(request: Request, user: User, body: CompletionRequest) -> tuple
     if body.tools:
         raise BadRequest("function definitions of the client's own are not supported",
                          action="Leave `tools` out to use your MCP tools in Switchboard, or send [] for none.")  # fmt: skip
-    admin = services.auth.is_admin(user)
-    usable = [m.name for m in services.models.entries(Access(user, None, admin, services.config.compliance)) if m.available]
+    usable = [m.name for m in services.models.entries(Access(user, None, services.config.compliance)) if m.available]
     if body.model not in usable:
         raise NotFound(f"there is no model named '{body.model}' for you",
                        action=f"Use one of: {', '.join(usable) or '(none)'} (GET /v1/models).")  # fmt: skip
     history, question = _history(body.messages)
-    session = ChatSession(user=user, admin=admin, incognito=True, history=history,
+    session = ChatSession(user=user, incognito=True, history=history,
                           leaf_id=history[-1].id if history else None)  # fmt: skip
     services.conversations.keep_incognito(session)
     message = ChatMessage(type="chat", content=question, model=body.model, incognito=True,
                           tools=[] if body.tools == [] else None, conversation_id=session.conversation_id)  # fmt: skip
     try:
-        return await services.turns.start(user, admin, message, session.conversation_id), session
+        return await services.turns.start(user, message, session.conversation_id), session
     except BaseException:
         services.conversations.forget(session.conversation_id)
         raise
@@ -221,7 +220,7 @@ def _usage(done: dict[str, Any]) -> Usage:
 async def list_models(request: Request, user: UserDep) -> ModelList:
     """The models you may use (outside any compliance level)."""
     services = services_of(request)
-    access = Access(user, None, services.auth.is_admin(user), services.config.compliance)
+    access = Access(user, None, services.config.compliance)
     return ModelList(data=[ModelCard(id=m.name) for m in services.models.entries(access) if m.available])
 
 

@@ -12,7 +12,7 @@ from fastapi.templating import Jinja2Templates
 
 from .. import __version__
 from ..settings import Settings
-from .deps import current_user, services_of
+from .deps import page_viewer, services_of
 
 __all__ = ["mount"]
 
@@ -43,7 +43,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def chat_page(request: Request) -> HTMLResponse:
-        user = await current_user(request)
+        user = await page_viewer(request)
         services = services_of(request)
         page = {
             "user": user.email,
@@ -59,5 +59,5 @@ def mount(app: FastAPI, settings: Settings) -> None:
     @app.get("/settings/tokens", response_class=HTMLResponse, include_in_schema=False)
     async def tokens_page(request: Request) -> HTMLResponse:
         """Personal API tokens: make, list, revoke (the routes under /api/tokens)."""
-        user = await current_user(request)
+        user = await page_viewer(request)
         return templates.TemplateResponse(request, "tokens.html", {"page": {"user": user.email}})
