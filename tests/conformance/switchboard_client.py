@@ -105,7 +105,7 @@ def main(url: str) -> None:
                 sign_in(client)
             pool = services.pool
             user = USER["X-User-Email"]
-            client.portal.call(pool.open_for_server, SERVER, user)
+            client.portal.call(pool.open_for_user, [SERVER], user, 30.0)
             deadline = time.monotonic() + 30
             while (status := client.portal.call(pool.user_status, SERVER, user)).status == "starting":
                 if time.monotonic() > deadline:
@@ -113,7 +113,7 @@ def main(url: str) -> None:
                 time.sleep(0.1)
             if status.status != "ready":
                 raise SystemExit(f"the server is {status.status} for the user: {status.reason}")
-            tools = [t for t in pool.registry.all() if t.server == SERVER]
+            tools = [t for t in pool.registry.all(user) if t.server == SERVER]
             for tool in tools:
                 call = functools.partial(pool.call, tool, ARGUMENTS.get(tool.name, {}), _UserSink(), user=user)
                 try:

@@ -74,8 +74,8 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         if admin:
             entry["stderr_tail"] = status.stderr_tail
         if server_cfg is not None and server_cfg.sessions_per_user and may_use:
-            await services.pool.open_for_server(status.name, user.email)
-            mine = await services.pool.user_status(status.name, user.email)  # this user's own session
+            # This user's own session, as it is: a GET opens none (a turn does, or Connect).
+            mine = await services.pool.user_status(status.name, user.email)
             entry["status"], entry["reason"] = mine.status, mine.reason if admin or mine.status != "failed" else reason
             entry["auth"] = await auth_entry(services, user, status.name)
         servers.append(entry)
@@ -99,7 +99,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     for status in services.pool.statuses():
         if not services.pool.registry.server_admits(status.name, access):
             continue
-        listed, listed_templates, listed_prompts = services.pool.resources_of(status.name)
+        listed, listed_templates, listed_prompts = services.pool.resources_of(status.name, user.email)
         resources += [{"server": status.name, "uri": str(r.uri), "name": r.name, "description": r.description,
                        "mime": r.mime_type} for r in listed]  # fmt: skip
         templates += [{"server": status.name, "uri_template": t.uri_template, "name": t.name,
