@@ -11,6 +11,20 @@ for _key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `tests.support...`
 
+_FAST_DIRS = ("unit",)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Speed markers: everything outside tests/unit is `slow` (real processes, servers, Chromium),
+    and so is a unit test on PostgreSQL (it needs the throw-away cluster). `scripts/test --fast`
+    runs the rest: the unit tests, in well under a minute."""
+    root = Path(__file__).resolve().parent
+    for item in items:
+        parts = Path(str(item.fspath)).resolve().relative_to(root).parts
+        on_postgres = "postgres" in getattr(getattr(item, "callspec", None), "params", {}).values()
+        if parts[0] not in _FAST_DIRS or on_postgres or "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,17 @@ def _settings_or_exit(**overrides: object) -> Settings:
         raise SystemExit(1) from None
 
 
+def _share_metrics(settings: Settings) -> None:
+    """Worker processes write their metrics to one folder, which `/metrics` sums (any worker may
+    answer the scrape). The folder is emptied first: counts of an earlier run must not add up."""
+    import shutil
+
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(settings.data_dir / "metrics")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+
+
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -61,6 +72,7 @@ def serve(args: argparse.Namespace) -> int:
         # Each worker is a fresh process that reads its settings from the environment. A worker
         # whose app cannot be built exits with STARTUP_FAILURE, and the supervisor then stops.
         os.environ.update({f"SWITCHBOARD_{k.upper()}": str(v) for k, v in overrides.items()})
+        _share_metrics(settings)
         config = uvicorn.Config("switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options)
         supervisor = Multiprocess(config, sockets=[config.bind_socket()])
         supervisor.run()

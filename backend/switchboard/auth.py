@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import hmac
 import logging
-import time
 from dataclasses import dataclass
 from typing import Protocol
 
 import httpx
+from cachetools import TTLCache
 
 from .config.models import GroupsConfig
 from .errors import Unauthorized
@@ -62,18 +62,17 @@ class User:
 
 
 class GroupService:
-    """Groups from an HTTP service, cached per user for `ttl_s`."""
+    """Groups from an HTTP service, cached per user for `ttl_s` (at most `max_users` users)."""
 
-    def __init__(self, url: str, ttl_s: float, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, url: str, ttl_s: float, client: httpx.AsyncClient | None = None, max_users: int = 10_000) -> None:
         self._url = url
-        self._ttl_s = ttl_s
         self._client = client or httpx.AsyncClient(timeout=5.0)
-        self._cache: dict[str, tuple[float, list[str]]] = {}
+        self._cache: TTLCache[str, list[str]] = TTLCache(maxsize=max_users, ttl=ttl_s)
 
     async def groups_for(self, email: str) -> list[str]:
         cached = self._cache.get(email)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
+        if cached is not None:
+            return cached
         try:
             response = await self._client.get(self._url, params={"user": email})
             response.raise_for_status()
@@ -83,7 +82,7 @@ class GroupService:
         except (httpx.HTTPError, ValueError) as exc:
             log.warning("group service failed for %s: %s", email, exc, extra={"event": "group_service_failed"})
             return []  # fail closed: no extra groups, and nothing cached
-        self._cache[email] = (time.monotonic() + self._ttl_s, groups)
+        self._cache[email] = groups
         return groups
 
 

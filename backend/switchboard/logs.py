@@ -1,44 +1,50 @@
 """Structured logs: one JSON object per line in `logs/app.jsonl`.
 
-Fields come from `extra={...}` on the logging call.  Only known-safe fields
-are written; config values (env, headers, keys) are never passed to a log
-call in the first place."""
+Fields come from `extra={...}` on the logging call. Only the fields named in `SAFE_FIELDS` are
+written; any other extra is dropped, so a value passed by mistake (a header, a token, a config
+entry) cannot reach the file. A test checks that every `extra` key the code uses is listed here:
+a new field is added on purpose."""
 
 from __future__ import annotations
 
 import atexit
 import copy
-import json
 import logging
 import logging.handlers
 import queue
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-__all__ = ["ConsoleLines", "JsonFormatter", "enable_console", "flush_logs", "setup_logging"]
+from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
 
-_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+__all__ = ["ConsoleLines", "JsonFormatter", "SAFE_FIELDS", "enable_console", "flush_logs", "setup_logging"]
+
+SAFE_FIELDS = frozenset({
+    "after", "attempt", "before", "completion_tokens", "delay_s", "duration_ms", "error", "errors", "event",
+    "exporter", "failed", "host", "model", "new", "ok", "old", "origin", "path", "prompt_tokens", "ready",
+    "ready_after_s", "reason", "removed", "required_not_ready", "server", "servers", "status", "tool", "tools",
+    "total", "trimmed", "user", "why",
+})  # fmt: skip
 
 
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, object] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "pid": record.process,  # tells apart the worker processes sharing this file
-            "msg": record.getMessage(),
-        }
-        for key, value in record.__dict__.items():
-            if key not in _STANDARD and not key.startswith("_"):
-                entry[key] = value
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        elif record.exc_text:
-            entry["exc"] = record.exc_text
-        return json.dumps(entry, default=str, ensure_ascii=False)
+class JsonFormatter(_LibraryJsonFormatter):
+    """python-json-logger's formatter with our field names and only the safe extras."""
+
+    def __init__(self) -> None:
+        super().__init__(json_default=str, json_ensure_ascii=False)
+
+    def add_fields(self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]) -> None:
+        log_data["ts"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+        log_data["level"] = record.levelname.lower()
+        log_data["logger"] = record.name
+        log_data["pid"] = record.process  # tells apart the worker processes sharing this file
+        log_data["msg"] = record.getMessage()
+        for key in SAFE_FIELDS.intersection(record.__dict__):
+            log_data[key] = record.__dict__[key]
+        if message_dict.get("exc_info"):
+            log_data["exc"] = message_dict["exc_info"]
 
 
 class _Handoff(logging.handlers.QueueHandler):

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
@@ -15,11 +15,12 @@ from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, 
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
-from .chat.loop import LLMStream
 from .llm import DeferredLLMClient, ModelCatalogue
+from .llm.types import LLMStream
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, open_store
+from .telemetry import Tracing, model_call
 from .tools import ServerPool, ServerStatus
 from .tools.launch import EarlyStarts
 
@@ -42,6 +43,7 @@ class Services:
     conversations: Conversations
     turns: TurnHub
     environ: Mapping[str, str]
+    tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
     store_error: str | None = None  # why the conversation store could not be opened
     _store_retry: asyncio.Task[None] | None = None
     _warm_up: asyncio.Task[None] | None = None
@@ -110,6 +112,7 @@ class Services:
         close = getattr(self.conversations.store, "close", None)
         if close is not None:
             await close()
+        self.tracing.shutdown()
 
     async def reload(self) -> dict[str, object]:
         """Re-read every config file; servers start, stop or restart as their entries changed."""
@@ -151,6 +154,17 @@ def _log_status(status: ServerStatus) -> None:
     )
 
 
+def _llm_reporter(config: Callable[[], AppConfig]) -> Callable[[str, float, object, SwitchboardError | None], None]:
+    """What happens after every model call: a log line, a span and the metrics."""
+
+    def report(model: str, duration_s: float, usage: object, error: SwitchboardError | None) -> None:
+        _log_llm_call(model, duration_s, usage, error)
+        provider = next((m.model.split("/", 1)[0] for m in config().llm.models if m.name == model and "/" in m.model), None)
+        model_call(model, provider, duration_s, usage, error.code if error else None)
+
+    return report
+
+
 def _log_llm_call(model: str, duration_s: float, usage: object, error: SwitchboardError | None) -> None:
     log.info(
         "llm call",
@@ -177,6 +191,7 @@ def build_services(
     it imports the app), for the pool's connections to adopt."""
     environ = os.environ if environ is None else environ
     config = config or load_app_config(settings.defaults_dir, settings.config_dir, environ)
+    built: list[Services] = []  # the model reporter reads the current (reloaded) config through it
     pool = ServerPool(
         config.mcp,
         project_root=settings.project_root,
@@ -199,7 +214,7 @@ def build_services(
     )
     signer = UrlSigner(key, settings.base_url, settings.file_url_ttl_s)
     llm = llm or DeferredLLMClient(
-        on_call=_log_llm_call,
+        on_call=_llm_reporter(lambda: built[0].config if built else config),
         environ=environ,
         max_attempts=settings.llm_max_attempts,
         max_delay_s=settings.llm_max_retry_wait_s,
@@ -223,7 +238,7 @@ def build_services(
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
     conversations = Conversations(None, artifacts)  # type: ignore[arg-type]  # the store opens at start-up
     auth = Authenticator(settings, config.groups)
-    return Services(
+    services = Services(
         settings=settings,
         config=config,
         auth=auth,
@@ -236,4 +251,7 @@ def build_services(
         conversations=conversations,
         turns=TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s),
         environ=environ,
+        tracing=Tracing.from_environment(environ),
     )
+    built.append(services)
+    return services

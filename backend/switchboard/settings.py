@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     # document the app serves at {public_url}/oauth/client-metadata.json when PUBLIC_URL is https.
     oauth_client_metadata_url: str | None = None
     oauth_client_metadata: bool = True  # false: never offer it (the authorization servers cannot reach this host)
+    metrics_token: SecretStr | None = None  # a scraper sends it as `Authorization: Bearer ...` to read /metrics
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
     round_limit: int = 10

@@ -29,7 +29,7 @@ CONNECTIONS = {"request", "websocket", "conn", "connection"}
 # Routes anyone may call: liveness, readiness (details for administrators only), files fetched
 # by MCP servers through signed URLs, the OAuth client document (public, like a client ID).
 PUBLIC = {"/healthz", "/readyz", "/api/files/{file_id}/content", "/oauth/client-metadata.json"}
-USER_DEPENDENCIES = {deps.current_user, deps.page_user, deps.page_viewer}
+USER_DEPENDENCIES = {deps.current_user, deps.page_user, deps.page_viewer, deps.metrics_reader}
 
 
 def sources():

@@ -29,3 +29,35 @@ def test_log_lines_are_json_with_extras_and_tracebacks(tmp_path):
     assert first["level"] == "info" and first["ts"].endswith("Z")
     assert first["pid"] == os.getpid()  # tells worker processes apart in one file
     assert second["level"] == "error" and "ValueError: boom" in second["exc"] and second["msg"] == "it failed"
+
+
+def test_only_known_safe_fields_are_written(tmp_path):
+    setup_logging(tmp_path)
+    log = logging.getLogger("switchboard.test")
+    log.warning("refused", extra={"event": "tool_refused", "user": "a@example.com", "headers": {"Authorization": "Bearer s3cret"},
+                                  "api_key": "sk-live"})  # fmt: skip
+    (entry,) = [e for e in read_entries(tmp_path / "app.jsonl", 1) if e["msg"] == "refused"]
+    assert entry["event"] == "tool_refused" and entry["user"] == "a@example.com"
+    assert "headers" not in entry and "api_key" not in entry
+    assert "s3cret" not in (tmp_path / "app.jsonl").read_text()
+
+
+def test_every_extra_field_the_code_logs_is_listed_as_safe():
+    """A new field is added to SAFE_FIELDS on purpose; otherwise it would be dropped silently."""
+    import ast
+    from pathlib import Path
+
+    from switchboard.logs import SAFE_FIELDS
+
+    package = Path(__file__).resolve().parents[2] / "backend"
+    used: dict[str, str] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                for keyword in node.keywords:
+                    if keyword.arg == "extra" and isinstance(keyword.value, ast.Dict):
+                        for key in keyword.value.keys:
+                            assert isinstance(key, ast.Constant), f"{path}:{node.lineno}: name log fields literally"
+                            used.setdefault(key.value, f"{path.name}:{node.lineno}")
+    unlisted = {key: where for key, where in used.items() if key not in SAFE_FIELDS}
+    assert not unlisted, f"log fields not in logs.SAFE_FIELDS: {unlisted}"

@@ -16,6 +16,7 @@ def _key_in_child(path, start, out):
     out.put(load_or_create_key(path).hex())
 
 
+@pytest.mark.slow  # a process of its own
 def test_processes_starting_together_agree_on_one_key(tmp_path):
     """Several app processes (uvicorn workers) create the key at the same moment."""
     path = tmp_path / "data" / "secret.key"

@@ -19,6 +19,7 @@ from ..config.models import ComplianceLevels, ServerConfig
 from ..errors import SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
 from ..signing import UrlSigner
+from ..telemetry import tool_call_done
 from ..tools import ServerPool, ToolInfo, ToolOutcome
 from .approvals import allowance_key, approval_reason, schema_problem
 from .host_args import fill_host_arguments, parse_arguments
@@ -160,7 +161,9 @@ class CallRunner:
         """Every call ends in a result, whatever goes wrong on the way."""
         started = time.monotonic()
         try:
-            return await self._run(request, session, offered, emit, sample, started)
+            executed = await self._run(request, session, offered, emit, sample, started)
+            tool_call_done(executed.event.server or "none", "ok" if executed.event.ok else "error")
+            return executed
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the model's call unanswered

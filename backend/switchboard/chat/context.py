@@ -13,16 +13,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..config.models import ModelConfig
 from ..errors import LLMContextOverflow
 from ..history import ToolReply, trimmed
-from ..llm.types import LLMEvent, Notice
+from ..llm.types import LLMEvent, LLMStream, Notice
 from .session import ChatSession
-
-if TYPE_CHECKING:
-    from .loop import LLMStream
 
 __all__ = ["fitting_context", "more_to_trim"]
 

@@ -16,9 +16,10 @@ import asyncio
 import json
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+from cachetools import LRUCache
 
 from ..config.models import LLMConfig, ModelConfig
 from ..llm.types import ToolCallRequest
@@ -83,8 +84,7 @@ class ToolTokenEstimates:
     user's offered set rarely changes between turns, so a turn pays a set lookup."""
 
     def __init__(self, max_entries: int = 256) -> None:
-        self._max = max_entries
-        self._totals: OrderedDict[tuple[int, frozenset[str]], int] = OrderedDict()
+        self._totals: LRUCache[tuple[int, frozenset[str]], int] = LRUCache(maxsize=max_entries)
         self._sizes: dict[str, tuple[str, int]] = {}  # name -> (definition hash, JSON characters)
         self._sizes_version = -1
 
@@ -92,7 +92,6 @@ class ToolTokenEstimates:
         key = (version, frozenset(tool.qualified_name for tool in tools))
         total = self._totals.get(key)
         if total is not None:
-            self._totals.move_to_end(key)
             return total
         if version != self._sizes_version:
             self._sizes, self._sizes_version = {}, version
@@ -106,9 +105,7 @@ class ToolTokenEstimates:
                 self._sizes[tool.qualified_name] = size
             chars += size[1]
         total = chars // 4
-        self._totals[key] = total
-        if len(self._totals) > self._max:
-            self._totals.popitem(last=False)
+        self._totals[key] = total  # the least recently used set goes when full
         return total
 
 

@@ -24,7 +24,7 @@ from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
-from ..llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
+from ..llm.types import Completed, LLMEvent, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .attachments import attach
 from .calls import CallRunner, ExecutedCall
@@ -34,17 +34,12 @@ from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .render import render_markdown
 from .session import ChatSession, new_id
 
-__all__ = ["ChatEngine", "LLMStream", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+__all__ = ["ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 
 log = logging.getLogger("switchboard.chat")
 
 _DONE = object()
 PER_USER_LISTING_WAIT_S = 10.0  # a turn waits this long at most for a per-user session to list its tools
-
-
-class LLMStream(Protocol):
-    def stream(self, model: ModelConfig, messages: Sequence[HistoryRecord | dict[str, Any]],
-               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncIterator[LLMEvent]: ...  # fmt: skip
 
 
 class ModelResolver(Protocol):

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from ..auth import User
 from ..errors import BadRequest, NotFound, SwitchboardError
+from ..telemetry import turn_finished, turn_span
 from .events import (
     ChatMessage,
     ConversationEvent,
@@ -177,8 +178,11 @@ class TurnHub:
             if created or reason:
                 turn.publish(ConversationEvent(conversation_id=session.conversation_id, title=session.title or "New conversation",
                                                reason=reason))  # fmt: skip
-            async for event in self.engine.run_turn(session, request, state, self.conversations, prepared):
-                turn.publish(event)
+            with turn_span(session.conversation_id, prepared.model.name) as span:
+                async for event in self.engine.run_turn(session, request, state, self.conversations, prepared):
+                    turn.publish(event)
+                    if isinstance(event, MessageDone):
+                        turn_finished(span, event.finish_reason)
         except asyncio.CancelledError:
             with suppress(Exception):
                 async for event in self.engine.finish(session, state, "cancelled", self.conversations):

@@ -178,7 +178,7 @@ async def open_stream(
         raise _open_error(exc, route) from exc
 
 
-class _ChunkStream(openai.AsyncStream[object]):
+class _ChunkStream(openai.AsyncStream[object]):  # private override, pinned by tests/unit/test_library_edges.py
     """The server-sent events of a chat-completions stream as plain dicts. Unlike the
     SDK's own stream it reads the body to its end after [DONE], so that the connection
     goes back to the pool instead of being closed (a new TLS handshake per call)."""

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["Completed", "LLMEvent", "Notice", "TextDelta", "ToolCallRequest", "Usage"]
+if TYPE_CHECKING:
+    from ..config.models import ModelConfig
+    from ..history import HistoryRecord
+
+__all__ = ["Completed", "LLMEvent", "LLMStream", "Notice", "TextDelta", "ToolCallRequest", "Usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,3 +52,11 @@ class Notice:
 
 
 LLMEvent = TextDelta | Completed | Notice
+
+
+class LLMStream(Protocol):
+    """What the chat loop needs of a model client: one streamed call over history records (or
+    ready OpenAI messages)."""
+
+    def stream(self, model: ModelConfig, messages: Sequence[HistoryRecord | dict[str, Any]],
+               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncIterator[LLMEvent]: ...  # fmt: skip

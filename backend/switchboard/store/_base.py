@@ -28,6 +28,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..errors import StoreError, SwitchboardError
+from ..telemetry import store_timer
 from .engine import WRITE, cause_name, describe, make_sqlite_sync_engine, unavailable
 
 __all__ = ["StoreBase"]
@@ -102,19 +103,23 @@ class StoreBase:
         """``work`` as one transaction, committed when this returns (rolled back if it raises).
         ``single``: ``work`` makes one statement (which is then atomic by itself)."""
         try:
-            threads = self._sqlite_threads()
-            if threads is not None:
-                pool, call = (threads.write_thread, threads.write) if write else (threads.read_threads, threads.read)
-                return await asyncio.get_running_loop().run_in_executor(pool, call, work)
-            if self._dialect == "postgresql" and (single or not write):
-                async with self._autocommit.connect() as conn:
-                    return await conn.run_sync(work)
-            async with (self._writer if write else self._engine).begin() as conn:
-                return await conn.run_sync(work)
+            with store_timer(doing):
+                return await self._transaction(work, write=write, single=single)
         except SwitchboardError:
             raise
         except (SQLAlchemyError, OSError, TimeoutError) as exc:
             raise self._failed(doing, exc, write=write) from exc
+
+    async def _transaction(self, work: Callable[[Connection], T], *, write: bool, single: bool) -> T:
+        threads = self._sqlite_threads()
+        if threads is not None:
+            pool, call = (threads.write_thread, threads.write) if write else (threads.read_threads, threads.read)
+            return await asyncio.get_running_loop().run_in_executor(pool, call, work)
+        if self._dialect == "postgresql" and (single or not write):
+            async with self._autocommit.connect() as conn:
+                return await conn.run_sync(work)
+        async with (self._writer if write else self._engine).begin() as conn:
+            return await conn.run_sync(work)
 
     async def ping(self) -> None:
         try:

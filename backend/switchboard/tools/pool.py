@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 from fastmcp.client.transports import FastMCPTransport
@@ -17,6 +18,7 @@ from mcp import MCPError
 from ..config.loader import McpConfig
 from ..config.models import ServerConfig
 from ..errors import NeedsAuth, ServerUnavailable, ToolError
+from ..telemetry import mcp_span
 from .catalogue_watch import CatalogueWatch
 from .connection import ServerConnection
 from .launch import EarlyStarts
@@ -350,15 +352,18 @@ class ServerPool:
         """A resource's contents as raw files (text or bytes)."""
         conn = await self._session(server, user)
         outcome = ToolOutcome(ok=True, text="")
-        add_resource_contents(outcome, uri.rsplit("/", 1)[-1] or "resource", await conn.read_resource(uri),
-                              self._max_artifact_bytes)  # fmt: skip
+        with mcp_span("resources/read", uri, server=server, address=_address(conn)):
+            contents = await conn.read_resource(uri)
+        add_resource_contents(outcome, uri.rsplit("/", 1)[-1] or "resource", contents, self._max_artifact_bytes)
         if outcome.notes:
             raise ToolError("; ".join(outcome.notes))
         return outcome.artifacts
 
     async def get_prompt(self, server: str, name: str, arguments: dict[str, str],
                          user: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
-        return await (await self._session(server, user)).get_prompt(name, arguments)
+        conn = await self._session(server, user)
+        with mcp_span("prompts/get", name, server=server, address=_address(conn)):
+            return await conn.get_prompt(name, arguments)
 
     def statuses(self) -> list[ServerStatus]:
         out = [conn.status for conn in self.connections.values()]
@@ -379,7 +384,9 @@ class ServerPool:
         key = tool.server if conn.user is None else f"{tool.server}\n{conn.user}"  # per session
         async with self._limits.setdefault(key, asyncio.Semaphore(self._concurrency)):
             try:
-                result = await conn.call(tool.name, arguments, sink)
+                with mcp_span("tools/call", tool.qualified_name, server=tool.server, address=_address(conn),
+                              tool=tool.qualified_name):  # fmt: skip
+                    result = await conn.call(tool.name, arguments, sink)
             except ServerUnavailable:
                 if user is not None and self.sign_ins.step_up_wanted(tool.server, user):
                     raise NeedsAuth(f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
@@ -398,3 +405,8 @@ class ServerPool:
         finish_text(outcome)
         outcome.duration_ms = int((time.monotonic() - started) * 1000)
         return outcome
+
+
+def _address(conn: ServerConnection) -> str | None:
+    """The host of a remote server (``server.address``); none for stdio."""
+    return urlsplit(conn.config.url).hostname if conn.config.url else None

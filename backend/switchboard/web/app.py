@@ -19,7 +19,7 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, connect, conversations, http_chat, openai_compat, pages, tokens, ws
+from . import admin, api, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
 from .authn import SwitchboardAuthBackend
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
@@ -98,6 +98,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.include_router(openai_compat.router)
     app.include_router(connect.router)
     app.include_router(ws.router)
+    app.include_router(metrics.router)
     pages.mount(app, settings)
     mount_docs(app)
     return app

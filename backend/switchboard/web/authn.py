@@ -13,10 +13,13 @@ Routes and doors take the user from there (`deps.current_user`, `deps.page_user`
   refused as well; in proxy mode it is the proxy's own and is left alone.
 - Otherwise the page's sign-in: the dev user, or the proxy's identity header
   with the proxy's secret.
+- `Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>` is a `Scraper`: it may read
+  `/metrics` and nothing else.
 """
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 
 from starlette.authentication import AuthCredentials, AuthenticationBackend
@@ -27,7 +30,7 @@ from ..errors import StoreUnavailable, SwitchboardError, Unauthorized
 from ..services import Services
 from ..store.tokens import TOKEN_PREFIX, TokenStore
 
-__all__ = ["TOKEN_HELP", "Anonymous", "SwitchboardAuthBackend", "token_store", "user_of"]
+__all__ = ["TOKEN_HELP", "Anonymous", "Scraper", "SwitchboardAuthBackend", "is_scraper", "token_store", "user_of"]
 
 TOKEN_HELP = ("Make a personal API token in Switchboard (POST /api/tokens while signed in to the page) "
               "and send it as 'Authorization: Bearer sb_...'.")  # fmt: skip
@@ -43,19 +46,36 @@ class Anonymous:
     is_authenticated = False
 
 
+@dataclass(frozen=True, slots=True)
+class Scraper:
+    """The holder of the metrics token: it may read `/metrics`, and nothing else."""
+
+    is_authenticated = True
+
+
 class SwitchboardAuthBackend(AuthenticationBackend):
-    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, User | Anonymous]:
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, User | Anonymous | Scraper]:
         if conn.scope["type"] == "http" and conn.url.path.startswith(_UNAUTHENTICATED):
             return AuthCredentials(), Anonymous(Unauthorized("no identity is worked out here"))
+        services: Services = conn.app.state.services
+        if _holds_metrics_token(conn, services):
+            return AuthCredentials(["metrics"]), Scraper()
         try:
-            user = await _identify(conn)
+            user = await _identify(conn, services)
         except SwitchboardError as exc:
             return AuthCredentials(), Anonymous(exc)
         return AuthCredentials(["authenticated"]), user
 
 
-async def _identify(conn: HTTPConnection) -> User:
-    services: Services = conn.app.state.services
+def _holds_metrics_token(conn: HTTPConnection, services: Services) -> bool:
+    token = services.settings.metrics_token
+    values = conn.headers.getlist("authorization")
+    if token is None or len(values) != 1 or not values[0].strip().lower().startswith("bearer "):
+        return False
+    return hmac.compare_digest(values[0].strip()[7:].strip().encode(), token.get_secret_value().encode())
+
+
+async def _identify(conn: HTTPConnection, services: Services) -> User:
     token = _bearer_token(conn, proxy=services.settings.auth_mode == "proxy")
     if token is None:
         try:
@@ -96,4 +116,10 @@ def user_of(conn: HTTPConnection) -> User:
     user = conn.scope.get("user")
     if isinstance(user, User):
         return user
+    if isinstance(user, Scraper):
+        raise Unauthorized("the metrics token opens /metrics only", action=TOKEN_HELP)
     raise user.why if isinstance(user, Anonymous) else Unauthorized("no signed-in user")
+
+
+def is_scraper(conn: HTTPConnection) -> bool:
+    return isinstance(conn.scope.get("user"), Scraper)

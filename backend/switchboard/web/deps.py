@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from ..access import Access
 from ..auth import User
 from ..errors import Forbidden, Unauthorized
 from ..services import Services
-from .authn import TOKEN_HELP, token_store, user_of
+from .authn import TOKEN_HELP, is_scraper, token_store, user_of
 
-__all__ = ["TOKEN_HELP", "current_user", "page_user", "page_viewer", "services_of", "token_store"]
+__all__ = ["TOKEN_HELP", "current_user", "metrics_reader", "page_user", "page_viewer", "services_of", "token_store"]
 
 
 def services_of(request: Request) -> Services:
@@ -36,3 +37,12 @@ async def page_viewer(request: Request) -> User:
     if user.via_token:
         raise Unauthorized("the page needs your sign-in, not an API token")
     return user
+
+
+async def metrics_reader(request: Request) -> None:
+    """`/metrics`: a scraper holding the metrics token, or an administrator."""
+    if is_scraper(request):
+        return
+    if not Access(user_of(request)).allowed("administer"):  # no one signed in: 401
+        raise Forbidden("only administrators or a scraper with the metrics token may read /metrics",
+                        action="Set SWITCHBOARD_METRICS_TOKEN and send it as 'Authorization: Bearer ...'.")  # fmt: skip

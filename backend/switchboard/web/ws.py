@@ -31,6 +31,7 @@ from ..chat.events import (
 from ..chat.session import new_id
 from ..errors import BadRequest, SwitchboardError
 from ..services import Services
+from ..telemetry import sessions_changed
 from ..tools.catalogue_watch import RELOADED
 from .authn import user_of
 
@@ -147,6 +148,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
         return
     await websocket.accept()
+    sessions_changed(+1)
     connection = _Connection(websocket, services, user)
     await connection.send_text(connection.session_event())
     catalogue = asyncio.create_task(_forward_catalogue_changes(connection), name=f"catalogue:{user.email}")
@@ -171,3 +173,4 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         with suppress(asyncio.CancelledError, Exception):
             await catalogue
         await connection.unfollow()
+        sessions_changed(-1)

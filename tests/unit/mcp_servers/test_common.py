@@ -163,6 +163,7 @@ print(sorted(m for m in set(sys.modules) - before if m.startswith("key_value")))
 """
 
 
+@pytest.mark.slow  # a process of its own
 @pytest.mark.parametrize("server", ["pdfbasic", "dataviz"])
 def test_a_bundled_server_loads_at_start_what_its_first_session_needs(server):
     # The host starts its stdio servers while it is still loading itself: what fastmcp would
@@ -173,6 +174,7 @@ def test_a_bundled_server_loads_at_start_what_its_first_session_needs(server):
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.slow  # a process of its own
 def test_pdfbasic_starts_without_its_pdf_library():
     # pypdf (~0.1 s of CPU) loads with the first PDF, not while the host waits for the server.
     cwd = Path(__file__).resolve().parents[3] / "backend" / "mcp" / "pdfbasic"

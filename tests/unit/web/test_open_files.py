@@ -38,6 +38,7 @@ def test_the_limit_is_never_lowered(low_soft_limit: int) -> None:
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 256
 
 
+@pytest.mark.slow  # a process of its own
 def test_the_hard_limit_caps_the_raise(low_soft_limit: int) -> None:
     hard = low_soft_limit
     if hard == resource.RLIM_INFINITY:
