@@ -55,7 +55,7 @@ class Scraper:
 
 class SwitchboardAuthBackend(AuthenticationBackend):
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, User | Anonymous | Scraper]:
-        if conn.scope["type"] == "http" and conn.url.path.startswith(_UNAUTHENTICATED):
+        if conn.scope["type"] == "http" and conn.scope["path"].startswith(_UNAUTHENTICATED):
             return AuthCredentials(), Anonymous(Unauthorized("no identity is worked out here"))
         services: Services = conn.app.state.services
         if _holds_metrics_token(conn, services):
@@ -81,7 +81,7 @@ async def _identify(conn: HTTPConnection, services: Services) -> User:
         try:
             return await services.auth.identify(conn.headers)
         except Unauthorized as exc:
-            if conn.url.path.startswith(_API_PATHS):
+            if conn.scope["path"].startswith(_API_PATHS):
                 raise Unauthorized(exc.message, action=exc.action or TOKEN_HELP) from None
             raise
     found = await _token_store(services).verify(token) if token.startswith(TOKEN_PREFIX) else None
