@@ -1,6 +1,7 @@
-"""Artifact and upload store: bytes under the data dir, metadata beside them,
-each owned by one user.  Ids are random; file names are never used as paths.
-Files are private to the app's user (0600 in a 0700 folder).
+"""Artifact and upload store: bytes and, beside them, metadata, in the file store (a folder
+under the data dir, or an S3-compatible bucket: `filestore.py`), each owned by one user. Ids are
+random; file names are never used as paths. Local files are private to the app's user (0600 in a
+0700 folder).
 
 Upload quotas use a per-user counter, built once per process from the
 metadata files on first use and kept up to date by uploads and retention, so
@@ -9,9 +10,9 @@ run them in a worker thread."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import mimetypes
-import os
 import re
 import secrets
 import threading
@@ -19,10 +20,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from collections.abc import AsyncIterator
+from typing import BinaryIO
+
 from .errors import BadRequest, NotFound
+from .filestore import FileBackend, LocalFiles
 
 __all__ = ["ArtifactStore", "StoredFile", "Usage", "checked_mime", "sniff_mime"]
 
+_HEAD = 65536  # the bytes a type is checked on
 _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _SIGNATURES: list[tuple[bytes, int, str]] = [
     (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
@@ -83,7 +89,7 @@ def checked_mime(declared: str, data: bytes, name: str = "") -> str:
         return "application/octet-stream"  # declared binary, no matching signature
     if declared.startswith(_TEXTUAL_PREFIXES):
         try:
-            data[:65536].decode("utf-8")
+            codecs.getincrementaldecoder("utf-8")().decode(data[:_HEAD], final=False)  # a cut character is fine
         except UnicodeDecodeError:
             return "application/octet-stream"
     return declared
@@ -113,48 +119,46 @@ class Usage:
     files: int = 0
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-
-
 class ArtifactStore:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        # The data dir (when this creates it) and the files dir: the app's user only.
-        self.root.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.root.mkdir(mode=0o700, exist_ok=True)
-        if self.root.stat().st_mode & 0o077:
-            self.root.chmod(0o700)  # made by an older version, or by hand
+    def __init__(self, files: Path | FileBackend) -> None:
+        self.files: FileBackend = LocalFiles(files) if isinstance(files, Path) else files
         self._lock = threading.Lock()
         self._uploads: dict[str, Usage] | None = None  # per owner; None until first counted
 
-    def _paths(self, file_id: str) -> tuple[Path, Path]:
+    @staticmethod
+    def _keys(file_id: str) -> tuple[str, str]:
         if not _ID.match(file_id):
             raise NotFound("no such file")
-        return self.root / f"{file_id}.bin", self.root / f"{file_id}.json"
+        return f"{file_id}.bin", f"{file_id}.json"
 
-    def put(self, *, owner: str, name: str, mime: str, data: bytes, kind: str = "artifact",
-            scripts: bool = False) -> StoredFile:  # fmt: skip
+    def put(self, *, owner: str, name: str, mime: str, data: bytes | BinaryIO, kind: str = "artifact",
+            scripts: bool = False, size: int | None = None) -> StoredFile:  # fmt: skip
+        """Store bytes, or a file object read in parts (then `size` is its length); the type is
+        checked on the first bytes."""
         file_id = secrets.token_urlsafe(18)
-        blob, meta = self._paths(file_id)
+        blob, meta = self._keys(file_id)
         name = safe_name(name)
+        if isinstance(data, bytes | bytearray):
+            head, length = bytes(data[:_HEAD]), len(data)
+        else:
+            head, length = data.read(_HEAD), size or 0
+            data.seek(0)
         stored = StoredFile(
             id=file_id,
             name=name,
-            mime=checked_mime(mime, data, name),
-            size=len(data),
+            mime=checked_mime(mime, head, name),
+            size=length,
             owner=owner,
             kind=kind,
             created=time.time(),
             scripts=scripts,
         )
-        _write_private(blob, data)
-        _write_private(meta, json.dumps(asdict(stored)).encode())
+        self.files.write(blob, data)
+        self.files.write(meta, json.dumps(asdict(stored)).encode())
         return stored
 
-    def put_upload(self, *, owner: str, name: str, mime: str, data: bytes, max_bytes: int, max_files: int) -> StoredFile:
+    def put_upload(self, *, owner: str, name: str, mime: str, data: bytes | BinaryIO, max_bytes: int, max_files: int,
+                   size: int | None = None) -> StoredFile:  # fmt: skip
         """Store a user's upload within their quotas (bytes and number of files; an
         empty file counts as one).  The quota is reserved before the bytes are written,
         so concurrent uploads cannot pass it together."""
@@ -166,42 +170,51 @@ class ArtifactStore:
                     action="Older uploads are removed automatically after a while; try again later, "
                     "or ask your administrator to raise SWITCHBOARD_MAX_UPLOADS_PER_USER.",
                 )
-            if usage.bytes + len(data) > max_bytes:
+            length = len(data) if isinstance(data, bytes | bytearray) else (size or 0)
+            if usage.bytes + length > max_bytes:
                 raise BadRequest(
                     f"your uploads would exceed your {max_bytes // (1024 * 1024)} MB storage limit",
                     action="Older uploads are removed automatically after a while; try again later or attach a "
                     "smaller file.",
                 )
-            usage.bytes += len(data)
+            usage.bytes += length
             usage.files += 1
         try:
-            return self.put(owner=owner, name=name, mime=mime, data=data, kind="upload")
+            return self.put(owner=owner, name=name, mime=mime, data=data, kind="upload", size=length)
         except BaseException:
             with self._lock:
-                usage.bytes -= len(data)
+                usage.bytes -= length
                 usage.files -= 1
             raise
 
-    def get(self, file_id: str, *, owner: str | None) -> tuple[StoredFile, Path]:
-        """The file and its path; NotFound unless `owner` owns it (None: any owner)."""
-        blob, meta = self._paths(file_id)
+    def get(self, file_id: str, *, owner: str | None) -> tuple[StoredFile, Path | None]:
+        """The file and, in a local folder, its path; NotFound unless `owner` owns it (None: any owner)."""
+        blob, meta = self._keys(file_id)
         try:
-            stored = StoredFile(**json.loads(meta.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError):
+            stored = StoredFile(**json.loads(self.files.read(meta)))
+        except (NotFound, ValueError, TypeError):
             raise NotFound("no such file") from None
         if owner is not None and stored.owner != owner:
             raise NotFound("no such file")  # same answer as missing: no probing other users' ids
-        return stored, blob
+        return stored, self.files.local_path(blob)
+
+    def read(self, stored: StoredFile) -> bytes:
+        """A small file's bytes (a markdown artifact to render, an HTML page to theme)."""
+        return self.files.read(self._keys(stored.id)[0])
+
+    def chunks(self, stored: StoredFile) -> AsyncIterator[bytes]:
+        """The file's bytes as a stream of chunks, for a response that is never held whole."""
+        return self.files.chunks(self._keys(stored.id)[0])
 
     def delete(self, file_id: str, *, owner: str) -> bool:
         """Remove one of the owner's files; False when there is none."""
         try:
-            stored, blob = self.get(file_id, owner=owner)
+            stored, _ = self.get(file_id, owner=owner)
         except NotFound:
             return False
-        _, meta = self._paths(file_id)
-        blob.unlink(missing_ok=True)
-        meta.unlink(missing_ok=True)
+        blob, meta = self._keys(file_id)
+        self.files.delete(blob)
+        self.files.delete(meta)
         if stored.kind == "upload":
             self._forget_upload(owner, stored.size)
         return True
@@ -217,10 +230,10 @@ class ArtifactStore:
         (call with the lock held)."""
         if self._uploads is None:
             uploads: dict[str, Usage] = {}
-            for meta in self.root.glob("*.json"):
+            for meta in self.files.keys(".json"):
                 try:
-                    entry = json.loads(meta.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
+                    entry = json.loads(self.files.read(meta))
+                except (NotFound, ValueError):
                     continue
                 if entry.get("kind") == "upload":
                     usage = uploads.setdefault(str(entry.get("owner")), Usage())
@@ -232,15 +245,15 @@ class ArtifactStore:
     def purge_older_than(self, seconds: float) -> int:
         cutoff = time.time() - seconds
         removed = 0
-        for meta in self.root.glob("*.json"):
+        for meta in list(self.files.keys(".json")):
             try:
-                entry = json.loads(meta.read_text(encoding="utf-8"))
+                entry = json.loads(self.files.read(meta))
                 created = entry["created"]
-            except (OSError, ValueError, KeyError):
+            except (NotFound, ValueError, KeyError):
                 continue
             if created < cutoff:
-                meta.with_suffix(".bin").unlink(missing_ok=True)
-                meta.unlink(missing_ok=True)
+                self.files.delete(meta.removesuffix(".json") + ".bin")
+                self.files.delete(meta)
                 removed += 1
                 if entry.get("kind") == "upload":
                     self._forget_upload(str(entry.get("owner")), int(entry.get("size", 0)))

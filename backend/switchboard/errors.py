@@ -12,7 +12,8 @@ nothing else maps errors to statuses (``http_status``, ``status_for_code``).
     ├── Unauthorized                 unauthorized 401  no (trusted) identity
     ├── Forbidden                    forbidden    403  identity known, not allowed
     ├── NotFound                     not_found    404
-    ├── Conflict                     bad_request  409  the id is taken (e.g. a conversation id)
+    ├── Conflict                     bad_request  409  the id is taken, or the conversation is busy (a turn runs)
+    ├── TooMany                      rate_limited 429  a per-user limit is reached (turns, streams at once)
     ├── Cancelled                    cancelled    500  the user pressed Stop
     ├── ToolError                    tool_error   502  a tool call could not run
     │   ├── ToolNotAllowed           forbidden    403  not in the user's catalogue
@@ -52,6 +53,7 @@ __all__ = [
     "ToolError",
     "ToolNotAllowed",
     "ToolTimeout",
+    "TooMany",
     "Unauthorized",
     "http_status",
     "status_for_code",
@@ -107,6 +109,13 @@ class Conflict(SwitchboardError):
 
     code = "bad_request"
     status = 409
+
+
+class TooMany(SwitchboardError):
+    """A per-user limit is reached (HTTP 429); the message names the limit."""
+
+    code = "rate_limited"
+    status = 429
 
 
 class Cancelled(SwitchboardError):

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
-from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, TurnLimits
+from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Conversations, TurnHub, TurnLimits,
+                   UserLimits)
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
+from .filestore import open_files
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream
 from .settings import Settings
@@ -206,7 +208,7 @@ def build_services(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
         early=early,
     )
-    artifacts = ArtifactStore(settings.data_dir / "files")
+    artifacts = ArtifactStore(open_files(settings.files_url, settings.data_dir / "files"))
     key = (
         settings.secret_key.get_secret_value().encode()
         if settings.secret_key
@@ -236,7 +238,9 @@ def build_services(
     limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
-    conversations = Conversations(None, artifacts)  # type: ignore[arg-type]  # the store opens at start-up
+    conversations = Conversations(None, artifacts, ConversationLimits(  # type: ignore[arg-type]  # the store opens at start-up
+        max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
+        incognito_idle_s=settings.incognito_idle_s))
     auth = Authenticator(settings, config.groups)
     services = Services(
         settings=settings,
@@ -249,7 +253,8 @@ def build_services(
         signer=signer,
         engine=engine,
         conversations=conversations,
-        turns=TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s),
+        turns=TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s,
+                      limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user)),
         environ=environ,
         tracing=Tracing.from_environment(environ),
     )

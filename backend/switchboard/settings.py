@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     defaults_dir: Path = PROJECT_ROOT / "config" / "defaults"
     config_dir: Path = PROJECT_ROOT / "config" / "overrides"
     data_dir: Path = PROJECT_ROOT / "data"
+    # Uploads and artifacts: DATA_DIR/files when unset; s3://bucket/prefix for an S3-compatible store.
+    files_url: str | None = None
     log_dir: Path = PROJECT_ROOT / "logs"
     # The conversation store: SQLite in data_dir when unset; postgresql+asyncpg://... for teams.
     database_url: str | None = None
@@ -54,6 +56,17 @@ class Settings(BaseSettings):
     max_tool_calls_per_turn: int = Field(default=128, ge=1)
     max_answer_chars: int = Field(default=200_000, ge=1000)  # a longer answer is cut (finish_reason length)
     turn_grace_s: float = 30.0  # a turn nobody listens to any more is cancelled after this
+    # Per-user limits (docs/security.md): answers being written at once, event streams open at once
+    # (each /api/chat, /v1 stream, websocket follow or attach), and a conversation's stored text.
+    max_turns_per_user: int = Field(default=8, ge=1)
+    max_streams_per_user: int = Field(default=32, ge=1)
+    max_conversation_chars: int = Field(default=10_000_000, ge=100_000)
+    # A JSON request body on /api/... and /v1/... (uploads have max_upload_bytes): larger is 413.
+    max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024)
+    # Incognito conversations live in memory only: this many per user (least recently used dropped),
+    # each dropped after this long unused; its uploads and artifacts are deleted when it goes.
+    incognito_per_user: int = Field(default=20, ge=1)
+    incognito_idle_s: float = Field(default=24 * 3600, gt=0)
     llm_max_attempts: int = 3  # model calls retried on 429/5xx/connection errors, with backoff
     llm_max_retry_wait_s: float = 30.0
     # OpenAI-compatible models are streamed through the OpenAI SDK directly; false: all through litellm.

@@ -13,7 +13,7 @@ import { Scroller } from "./scroll.js";
 import { Sidebar } from "./sidebar.js";
 import { Connection } from "./socket.js";
 import { Thread } from "./thread.js";
-import { ToolCards } from "./toolcards.js";
+import { ToolCards, setServerTime } from "./toolcards.js";
 import { ToolsPanel } from "./toolspanel.js";
 import { TURN_EVENTS, drawTurnEvent } from "./turnevents.js";
 import { Uploads } from "./uploads.js";
@@ -49,6 +49,7 @@ const library = new Library({
 const tools = new ToolsPanel({
   configUrl: page.config_url, servers: $("servers"), status: $("servers-status"), summary: $("tools-summary"), compliance: $("compliance"),
   complianceNote: $("compliance-note"), model: $("model"), modelNote: $("model-note"),
+  filter: $("tools-filter"), filterNote: $("tools-filter-note"),
   onConfig: (config) => {
     library.render(config);
     opener.configLoaded();
@@ -57,7 +58,10 @@ const tools = new ToolsPanel({
 const uploads = new Uploads({
   url: page.upload_url, maxBytes: page.max_upload_bytes, button: $("attach"), input: $("file-input"),
   list: $("attachments"), dropZone: document.body, overlay: $("drop-overlay"), onChange: () => updateControls(),
-  onUploaded: (file) => tools.include(file.suggested_tools),
+  onUploaded: (file) => {
+    tools.include(file.suggested_tools);
+    flushQueue();
+  },
 });
 const connection = new Connection(page.ws_path, { onEvent, onState: showConnection });
 const send = (message) => connection.send(message);
@@ -83,13 +87,14 @@ const opener = new Opener({ state, api, thread, view, sidebar, cards, canvas, up
   beginTurn, endTurn, updateControls, sendQueued: sendChat });
 
 // -- connection state --------------------------------------------------------
-function showConnection(status, { retryIn }) {
+function showConnection(status, { retryIn, attempt }) {
   const conn = $("conn");
   conn.dataset.state = status;
+  const tries = attempt > 1 ? ` (attempt ${attempt})` : "";
   const text = {
     connecting: "Connecting…",
     connected: "Connected",
-    reconnecting: retryIn ? `Reconnecting in ${retryIn} s` : "Reconnecting…",
+    reconnecting: retryIn ? `Reconnecting in ${retryIn} s${tries}` : `Reconnecting…${tries}`,
   }[status];
   $("conn-text").textContent = text;
   $("conn-retry").hidden = !(status === "reconnecting" && retryIn > 0);
@@ -112,7 +117,12 @@ function updateControls() {
   sendButton.hidden = state.running;
   stopButton.hidden = !state.running;
   sendButton.disabled = !canSend();
-  if (!connected) hint.textContent = "Not connected: you can send again once the connection is back.";
+  const queued = state.sendWhenReady && hasMessage();
+  $("composer").dataset.queued = String(queued);
+  if (queued) hint.textContent = !connected ? "Queued: your message is sent once the connection is back."
+    : state.running ? "Queued: your message is sent when this answer is finished."
+      : "Queued: your message is sent in a moment.";
+  else if (!connected) hint.textContent = "Not connected: you can send again once the connection is back.";
   else if (uploads.uploading) hint.textContent = "Uploading files…";
   else if (state.loading) hint.textContent = "Loading the conversation…";
   else if (state.incognito) hint.textContent = "Incognito: nothing of this chat is saved · Enter to send";
@@ -138,13 +148,19 @@ function chatMessage(content, extra = {}) {
   return message;
 }
 
+/** Send the composer's message, or queue it (shown as queued) when the page cannot send yet:
+ * an answer still finishing, a conversation loading, files uploading, the line down. */
 function sendChat() {
   const content = input.value.trim();
-  if (state.loading && connection.open && !state.running && hasMessage()) {
-    state.sendWhenReady = true; // sent once the conversation is drawn again (after a reconnect)
+  if (!hasMessage()) {
+    setQueued(false);
     return;
   }
-  if (!canSend()) return;
+  if (!canSend()) {
+    setQueued(true);
+    return;
+  }
+  setQueued(false);
   const files = uploads.ready;
   const message = chatMessage(content);
   if (files.length) message.files = files.map((f) => f.id);
@@ -157,6 +173,18 @@ function sendChat() {
   beginTurn(entry);
   input.value = "";
   autosize();
+}
+
+function setQueued(on) {
+  state.sendWhenReady = on;
+  updateControls();
+}
+
+/** The queued message goes out once nothing holds it back. */
+function flushQueue() {
+  if (!state.sendWhenReady) return;
+  if (!hasMessage()) setQueued(false);
+  else if (canSend()) sendChat();
 }
 
 function sendEdit(entry, text) {
@@ -214,6 +242,7 @@ function onEvent(event) {
     return;
   }
   if (event.type === "attached") {
+    setServerTime(event.server_time);
     opener.attached(event);
     return;
   }
@@ -234,6 +263,7 @@ function onEvent(event) {
         thread.answered(state.lateDone, event);
         opener.turnDone(event);
         state.lateDone = null;
+        flushQueue();
       }
       return;
     }
@@ -261,6 +291,7 @@ function onDone(event) {
   thread.answered(state.entry, event);
   endTurn();
   opener.turnDone(event);
+  flushQueue();
 }
 
 // -- wiring ------------------------------------------------------------------

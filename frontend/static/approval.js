@@ -67,8 +67,15 @@ export function approvalPrompt(event, send) {
       fail("Not connected: your answer was not sent. Wait for the connection to come back.");
       return;
     }
-    const answer = { approve: "Approved.", remember: "Approved; this tool may run for the rest of the conversation.", deny: "Denied." }[choice];
-    form.replaceWith(el("p", { class: `approval-answer answer-${choice}`, text: answer + (message.arguments ? " (with edited arguments)" : "") }));
+    form.replaceWith(approvalNote({ answer: choice, edited: Boolean(message.arguments) }));
   });
   return form;
+}
+
+const ANSWERS = { approve: "Approved.", remember: "Approved; this tool may run for the rest of the conversation.", deny: "Denied." };
+
+/** What the user answered (`{answer: approve|remember|deny, edited}`), as the prompt leaves it. */
+export function approvalNote({ answer, edited }) {
+  const text = ANSWERS[answer] || ANSWERS.approve;
+  return el("p", { class: `approval-answer answer-${answer}`, text: text + (edited ? " (with edited arguments)" : "") });
 }

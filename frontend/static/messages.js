@@ -128,9 +128,13 @@ export class Turn {
     this.messageId ??= event.message_id;
     this._applyHtml(event.html || "", event.segments, true);
     this.finish(event.finish_reason);
-    if (event.usage?.total_tokens) {
-      this.footer.append(el("span", { class: "usage muted small", text: `${event.usage.total_tokens.toLocaleString()} tokens` }));
-    }
+    this.showUsage(event.usage);
+  }
+
+  /** The answer's token count (live from message_done, or stored with the answer). */
+  showUsage(usage) {
+    if (!usage?.total_tokens || this.footer.querySelector(".usage")) return;
+    this.footer.append(el("span", { class: "usage muted small", text: `${usage.total_tokens.toLocaleString()} tokens` }));
   }
 
   finish(reason, message) {

@@ -214,9 +214,8 @@ export class Opener {
   /** A message typed while the conversation was being drawn goes out now (no turn runs). */
   _ready() {
     const { state } = this;
-    if (!state.sendWhenReady || state.loading) return;
-    state.sendWhenReady = false;
-    if (!state.running) this.sendQueued();
+    if (!state.sendWhenReady || state.loading || state.running) return;
+    this.sendQueued();
   }
 
   /** The answer to `attach`: a running turn's events follow; else settle an answer left unfinished. */

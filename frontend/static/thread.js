@@ -158,11 +158,15 @@ export class Thread {
     const calls = new Map();
     const answered = new Set();
     let finish = null;
+    let last = null; // the message that finished the answer: its usage and error
     for (const message of messages) {
       if (message.role === "assistant") {
         if ((message.content || "").trim() || (message.html || "").trim()) turn.addHtml(message.html || "", message.content || "");
         for (const call of message.tool_calls || []) calls.set(call.id, call);
-        if (message.finish_reason) finish = message.finish_reason;
+        if (message.finish_reason) {
+          finish = message.finish_reason;
+          last = message;
+        }
       } else if (message.role === "tool") {
         answered.add(message.call_id);
         turn.addBlock(this._storedCard(message, calls.get(message.call_id)).node);
@@ -176,7 +180,9 @@ export class Thread {
       card.abandon(finish === "cancelled" ? "Cancelled" : "Did not finish");
       turn.addBlock(card.node);
     }
+    if (last.error) turn.error(last.error);
     turn.finish(finish);
+    turn.showUsage(last.usage);
   }
 
   _storedCard(message, call) {

@@ -1,10 +1,23 @@
 // Tool cards: one per tool call, inline in the answer.  States: awaiting
 // (approval or an answer), running (elapsed time, progress), done, failed.
 
+import { approvalNote } from "./approval.js";
 import { el, formatBytes, formatDuration, prettyJson } from "./dom.js";
 
 const ICONS = { awaiting: "?", running: "⚙", done: "✓", failed: "✕" };
 const SUMMARY_CHARS = 160;
+let clockSkewMs = null; // page clock minus server clock, once an `attached` said the server's time
+
+/** The server's clock (ms since the epoch), as an `attached` event gives it. */
+export function setServerTime(serverMs) {
+  if (typeof serverMs === "number") clockSkewMs = Date.now() - serverMs;
+}
+
+/** How long ago, on the page's clock, a server-stamped moment was (0 when unknown). */
+function sinceServerTime(serverMs) {
+  if (typeof serverMs !== "number" || clockSkewMs === null) return 0;
+  return Math.max(0, Date.now() - clockSkewMs - serverMs);
+}
 
 /** A short type label for a chip ("PNG", "PDF"), from the name or the type. */
 function typeLabel(artifact) {
@@ -141,9 +154,16 @@ export class ToolCard {
     this.serverText.textContent = `on ${event.server}`;
     this.node.setAttribute("aria-label", `Tool ${event.tool}`);
     this.setArguments(event.arguments);
-    this.started = performance.now();
+    this.started = performance.now() - sinceServerTime(event.started_at); // a replayed start keeps its true age
+    this._closePrompts(); // answered (here, or before a reload)
+    this.noteApproval(event.approval);
     this._setState("running", "Running");
     this.tick(performance.now());
+  }
+
+  /** "Approved." on a call the user let run, live or stored. */
+  noteApproval(approval) {
+    if (approval && !this.interaction.querySelector(".approval-answer")) this.interaction.append(approvalNote(approval));
   }
 
   tick(now) {
@@ -177,6 +197,7 @@ export class ToolCard {
     if (!this.argsPre.textContent) this.setArguments({});
     this.progress.hidden = event.ok || this.progress.hidden;
     this._closePrompts();
+    this.noteApproval(event.approval);
     this._setState(event.ok ? "done" : "failed", `${event.ok ? "Done" : "Failed"}${took ? ` · ${took}` : ""}`);
     this.result.hidden = false;
     this.result.replaceChildren();

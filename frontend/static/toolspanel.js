@@ -4,15 +4,20 @@
 
 import { connectControls } from "./connect.js";
 import { el } from "./dom.js";
+import { reloadControl } from "./reload.js";
+import { ToolFilter } from "./toolfilter.js";
 
 const POLL_MS = 2500;
 const RETRY_MS = 5000;
+const OPEN_UP_TO = 20; // a server with more tools starts collapsed (its count shows): 300 tools were 13,500 px
 const STATUS_TEXT = { starting: "starting…", ready: "ready", failed: "failed", disabled: "disabled", needs_auth: "connect" };
 
 export class ToolsPanel {
-  constructor({ configUrl, servers, status, summary, compliance, complianceNote, model, modelNote, onConfig }) {
+  constructor({ configUrl, servers, status, summary, compliance, complianceNote, model, modelNote, filter, filterNote, onConfig }) {
     Object.assign(this, { configUrl, serversBox: servers, statusBox: status, summary, complianceSelect: compliance,
       complianceNote, modelSelect: model, modelNote, onConfig });
+    this.filter = filter ? new ToolFilter({ input: filter, box: servers, note: filterNote }) : null;
+    this.reloader = null; // administrators' Reload button, made once so that its result stays through redraws
     this.config = null;
     this.excluded = new Set(); // qualified names the user unticked
     this.timer = null;
@@ -129,9 +134,11 @@ export class ToolsPanel {
       this.summary.textContent = "";
       return;
     }
-    const openState = new Map([...this.serversBox.querySelectorAll("details.server")].map((d) => [d.dataset.server, d.open]));
+    const openState = new Map([...this.serversBox.querySelectorAll("details.server")]
+      .map((d) => [d.dataset.server, d.open && !ToolFilter.openedByFilter(d)]));
     this.serversBox.replaceChildren(...(problems ? [problems] : []),
       ...servers.map((server) => this._serverNode(server, tools, openState.get(server.name))));
+    this.filter?.apply();
     this._summarize();
   }
 
@@ -148,7 +155,8 @@ export class ToolsPanel {
         syncAll();
         this._summarize();
       });
-      return el("li", { class: "tool-item", title: tool.description || "" },
+      const search = [name, tool.tool, tool.title, tool.description].filter(Boolean).join(" ").toLowerCase();
+      return el("li", { class: "tool-item", title: tool.description || "", dataset: { search } },
         el("label", {}, box, " ", el("span", { class: "tool-label", text: tool.title || tool.tool || name }),
           tool.requires_approval ? el("span", { class: "badge", title: "You are asked before this tool runs", text: "asks first" }) : null,
           tool.definition_changed ? el("span", { class: "badge badge-warn", text: "changed",
@@ -168,11 +176,13 @@ export class ToolsPanel {
     });
     syncAll();
     const status = server.status || "starting";
-    const node = el("details", { class: "server", dataset: { server: server.name, status }, open: wasOpen ?? status !== "disabled" },
+    const open = wasOpen ?? (status !== "disabled" && names.length <= OPEN_UP_TO);
+    const node = el("details", { class: "server", dataset: { server: server.name, status }, open },
       el("summary", {},
         el("span", { class: "status-dot", "aria-hidden": "true" }),
         el("span", { class: "server-name", text: server.name }),
         el("span", { class: "server-status", text: STATUS_TEXT[status] || status }),
+        names.length ? el("span", { class: "tool-count muted small", text: `${names.length} tool${names.length === 1 ? "" : "s"}` }) : null,
         server.compliance_level ? el("span", { class: "badge", text: server.compliance_level }) : null),
       el("div", { class: "server-body" },
         server.description ? el("p", { class: "server-desc muted small", text: server.description }) : null,
@@ -214,6 +224,10 @@ export class ToolsPanel {
     children.push(el("p", { class: "status-offers muted small", text: offers.join(" · ") }));
     const gw = (this.config.models || []).find((m) => m.name === this.modelSelect?.value)?.gateway;
     if (gw?.active) children.push(el("p", { class: "status-gateway muted small", text: `Tool gateway on: ${plural(gw.tools, "tool")} (about ${gw.tool_tokens.toLocaleString()} tokens of definitions) sit behind search, describe and call` }));
+    if (this.config.user?.admin) {
+      this.reloader ??= reloadControl(this.configUrl, () => this.load());
+      children.push(this.reloader);
+    }
     this.statusBox.replaceChildren(...children);
     this.statusBox.dataset.failed = String(failed.length);
   }

@@ -69,3 +69,40 @@ def test_a_user_who_is_not_an_admin_gets_no_restart_button(page):
     expect(broken).to_have_attribute("data-status", "failed")
     expect(broken.locator(".server-reason")).to_be_visible()
     expect(broken.locator(".server-restart")).to_have_count(0)
+
+
+def test_an_admin_reloads_the_configuration_and_sees_a_refusal_and_why(browser, admin_site, watch):
+    server, licence = admin_site
+    overrides = licence.parent / "overrides" / "llmconfig.yml"
+    broken = overrides.read_text()
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
+        page.goto(server.url + "/")
+        reload = page.get_by_role("button", name="Reload configuration")
+        result = page.locator(".reload-result")
+        # A file that cannot be read: refused, with the file and what to do.
+        reload.click()
+        expect(result).to_have_attribute("data-kind", "refused")
+        expect(result).to_have_attribute("role", "alert")
+        expect(result).to_contain_text("llmconfig.yml")
+        expect(result).to_contain_text("the running configuration is unchanged")
+        expect(page.locator(".config-errors")).to_be_visible()
+        # Fixed: reloaded, the errors go, and the result says what happened to the servers.
+        overrides.write_text("default_model: demo\n")
+        reload.click()
+        expect(result).to_have_attribute("data-kind", "done")
+        expect(result).to_contain_text("Reloaded at")
+        expect(result).to_contain_text("unchanged")
+        expect(page.locator(".config-errors")).to_have_count(0)
+        expect(reload).to_be_enabled()
+        assert watch.errors == []
+    finally:
+        overrides.write_text(broken)
+        context.close()
+
+
+def test_the_reload_button_is_for_administrators_only(page):
+    expect(page.locator("#servers-status")).to_contain_text("server")
+    expect(page.get_by_role("button", name="Reload configuration")).to_have_count(0)

@@ -2,10 +2,10 @@
 approvals and the events."""
 
 from .calls import CallRunner, CallSettings
-from .conversations import Conversations
+from .conversations import ConversationLimits, Conversations
 from .loop import ChatEngine, TurnLimits, TurnState
 from .session import ApprovalAnswer, ChatSession
-from .turns import Subscription, Turn, TurnHub
+from .turns import Subscription, Turn, TurnHub, UserLimits
 
 __all__ = [
     "ApprovalAnswer",
@@ -13,10 +13,12 @@ __all__ = [
     "CallSettings",
     "ChatEngine",
     "ChatSession",
+    "ConversationLimits",
     "Conversations",
     "Subscription",
     "Turn",
     "TurnHub",
     "TurnLimits",
     "TurnState",
+    "UserLimits",
 ]

@@ -56,6 +56,7 @@ class ExecutedCall:
     event: ToolResultEvent
     model_text: str  # what goes back to the model
     arguments: dict[str, Any] | None = None  # what the tool was called with
+    approval: dict[str, Any] | None = None  # how the user let it run (ToolStart.approval), when asked
 
 
 def limit_text(text: str, limit: int) -> str:
@@ -195,6 +196,7 @@ class CallRunner:
 
         config = self._pool.registry.config_of(tool.server)
         reason = approval_reason(tool, config, session.allowed_tools) if config else None
+        approval = None
         if reason is not None:
             answer = await self._ask(request.id, tool, arguments, reason, session, emit)
             if not answer.approved:
@@ -213,18 +215,22 @@ class CallRunner:
                 session.allow(allowance_key(tool))
             if tool.definition_changed and session.access_with(self._compliance).is_admin():
                 self._pool.registry.accept_definition(tool)
+            approval = {"answer": "remember" if answer.remember else "approve", "edited": answer.arguments is not None}
 
-        await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments=arguments))
+        await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments=arguments,
+                             started_at=time.time() * 1000, approval=approval))  # fmt: skip
         policy = config.sampling if config is not None else "deny"
         sink = _Sink(request.id, tool, emit, session, self._settings, sample, policy)
         try:
             outcome = await self._pool.call(tool, arguments, sink, user=user.email)
         except SwitchboardError as exc:
             self._log_call(user.email, tool, started, ok=False, error=exc.message)
-            return self._failed(request, tool, exc.message, started)
-        self._log_call(user.email, tool, started, ok=outcome.ok, error=None if outcome.ok else outcome.text[:500])
-        executed = self._succeeded(request, tool, outcome, user.email, started, config)
-        executed.arguments = arguments
+            executed = self._failed(request, tool, exc.message, started)
+        else:
+            self._log_call(user.email, tool, started, ok=outcome.ok, error=None if outcome.ok else outcome.text[:500])
+            executed = self._succeeded(request, tool, outcome, user.email, started, config)
+            executed.arguments = arguments
+        executed.approval = executed.event.approval = approval
         return executed
 
     async def _ask(self, call_id: str, tool: ToolInfo, arguments: dict[str, Any], reason: str,

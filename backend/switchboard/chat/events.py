@@ -15,6 +15,8 @@ __all__ = [
     "ApprovalResponse",
     "AttachMessage",
     "AttachedEvent",
+    "CONVERSATION_ID",
+    "MAX_CONTENT_CHARS",
     "CatalogueChanged",
     "ConversationEvent",
     "CancelMessage",
@@ -47,11 +49,12 @@ class ResourceRef(_Client):
 
 
 CONVERSATION_ID = r"^[A-Za-z0-9_-]{8,64}$"
+MAX_CONTENT_CHARS = 200_000  # one message's text
 
 
 class ChatMessage(_Client):
     type: Literal["chat"]
-    content: str = Field(max_length=200_000)
+    content: str = Field(max_length=MAX_CONTENT_CHARS)
     model: str | None = Field(default=None, max_length=200)
     tools: list[str] | None = Field(default=None, max_length=2000)
     files: list[str] = Field(default_factory=list, max_length=20)
@@ -140,6 +143,8 @@ class ToolStart(_Event):
     tool: str
     server: str
     arguments: dict[str, Any]
+    started_at: float | None = None  # server clock, ms since the epoch: a page that joins late shows the true elapsed time
+    approval: dict[str, Any] | None = None  # {answer: approve|remember, edited}: how the user let it run
 
 
 class ToolProgress(_Event):
@@ -198,6 +203,7 @@ class ToolResultEvent(_Event):
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     display: dict[str, Any] | None = None
     duration_ms: int = 0
+    approval: dict[str, Any] | None = None  # as in ToolStart
 
 
 class RenderEvent(_Event):
@@ -231,6 +237,7 @@ class AttachedEvent(_Event):
     type: Literal["attached"] = "attached"
     conversation_id: str
     running: bool
+    server_time: float | None = None  # ms since the epoch: the page's measure of clock skew for `started_at`
 
 
 class NoticeEvent(_Event):

@@ -81,6 +81,7 @@ class TurnState:
     usage: Usage | None = None
     calls_run: int = 0
     completed: Completed | None = None  # the last event of the model call just made
+    error: ErrorEvent | None = None  # why the turn failed: stored with the answer, shown after a reload
 
     @property
     def text(self) -> str:
@@ -202,7 +203,7 @@ class ChatEngine:
                 async for event in self._stream_round(model, session, None if last_round else offer, state):
                     yield event
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
             completed, round_text = state.completed, state.round_text
@@ -225,7 +226,7 @@ class ChatEngine:
                     id=new_id(), text=round_text, calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)),
                     {"turn": state.message_id})  # fmt: skip
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
             state.round_answer = GrowingText()
@@ -245,7 +246,7 @@ class ChatEngine:
                                                    dropped_note=why if dropped else "", gateway=gateway):  # fmt: skip
                     yield event
             except SwitchboardError as exc:
-                yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                yield _failed(state, exc)
                 finish = "error"
                 break
         async for event in self.finish(session, state, finish, recorder):
@@ -297,8 +298,9 @@ class ChatEngine:
         state.open_calls = []
         answer = AssistantText(id=state.message_id, text=state.round_text, finish_reason=finish)
         usage = _usage_dict(state.usage)
+        error = state.error.model_dump(exclude={"type"}, exclude_none=True) if state.error and finish == "error" else None
         try:
-            await recorder.record(session, answer, {"turn": state.message_id, "usage": usage})
+            await recorder.record(session, answer, {"turn": state.message_id, "usage": usage, "error": error})
         except SwitchboardError as exc:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             finish = "error"
@@ -356,6 +358,11 @@ class ChatEngine:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _failed(state: TurnState, exc: SwitchboardError) -> ErrorEvent:
+    state.error = ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+    return state.error
+
+
 def _file_ref(stored: StoredFile) -> dict[str, Any]:
     return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
 
@@ -368,7 +375,7 @@ def _reply_of(executed: ExecutedCall, note: str) -> ToolReply:
 
 def _tool_data(executed: ExecutedCall, state: TurnState) -> dict[str, Any]:
     event = executed.event
-    data = event.model_dump(include={"results", "display", "duration_ms"}, exclude_none=True)
+    data = event.model_dump(include={"results", "display", "duration_ms", "approval"}, exclude_none=True)
     data["artifacts"] = [a.model_dump() for a in event.artifacts]
     data["content"] = event.content
     data["arguments"] = executed.arguments

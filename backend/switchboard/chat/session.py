@@ -49,6 +49,7 @@ class ChatSession:
     allowed_tools: set[str] = field(default_factory=set)  # "allow for this conversation"
     files: dict[str, StoredFile] = field(default_factory=dict)  # uploads attached in this conversation
     turn_files: list[StoredFile] = field(default_factory=list)  # attached to the message being answered
+    made_files: list[str] = field(default_factory=list)  # artifacts of an incognito conversation (deleted with it)
     branches: list[Any] = field(default_factory=list)  # every stored message, all branches (for edits)
     trimmed: int = 0  # oldest tool results left out of the model's view (context window)
     _approvals: dict[str, asyncio.Future[ApprovalAnswer]] = field(default_factory=dict)

@@ -3,7 +3,8 @@ its events so far, and lets any door (a websocket, an HTTP stream) start,
 join (`attach`), cancel and answer it.  A door is a pump from its wire format
 to the hub and back.
 
-One turn per conversation at a time.  A turn whose every listener has gone
+One turn per conversation at a time, and per user at most `limits.turns` turns
+and `limits.streams` listeners at once.  A turn whose every listener has gone
 keeps running for `grace_s` (a reload or reconnect attaches again), then is
 cancelled.  A crash inside a turn ends it with an `error` and a
 `message_done`, never silently."""
@@ -14,10 +15,11 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..auth import User
-from ..errors import BadRequest, NotFound, SwitchboardError
+from ..errors import Conflict, NotFound, SwitchboardError, TooMany
 from ..telemetry import turn_finished, turn_span
 from .events import (
     ChatMessage,
@@ -27,11 +29,11 @@ from .events import (
     ServerEvent,
     TokenEvent,
 )
-from .conversations import Conversations
+from .conversations import Conversations, scoped_id
 from .loop import ChatEngine, PreparedTurn, TurnState
 from .session import ApprovalAnswer, ChatSession
 
-__all__ = ["Identities", "Subscription", "Turn", "TurnHub"]
+__all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
 
 log = logging.getLogger("switchboard.chat")
 
@@ -124,6 +126,15 @@ class Turn:
             listener.queue.put_nowait(_END)
 
 
+@dataclass(frozen=True, slots=True)
+class UserLimits:
+    turns: int = 8  # answers being written at once, per user
+    streams: int = 32  # listeners (streams, followed turns) at once, per user
+
+
+BUSY = "an answer is still being written in this conversation"
+
+
 class Identities(Protocol):
     async def refresh(self, user: User) -> User:
         """The same user, with groups and admin worked out from the current configuration."""
@@ -132,40 +143,88 @@ class Identities(Protocol):
 
 class TurnHub:
     def __init__(self, engine: ChatEngine, conversations: Conversations, identities: Identities, *,
-                 grace_s: float = 30.0) -> None:  # fmt: skip
+                 grace_s: float = 30.0, limits: UserLimits | None = None) -> None:  # fmt: skip
         self.engine = engine
         self.identities = identities
         self.conversations = conversations
         self.grace_s = grace_s
-        self._turns: dict[str, Turn] = {}  # running (or just finished) turns by conversation id
+        self.limits = limits or UserLimits()
+        # Turns by (owner, conversation id): one user's ids never meet another's.
+        self._turns: dict[tuple[str, str], Turn] = {}
+        # Conversations whose turn is starting or running. A key is taken before the first await
+        # of `start`, so two chats on one conversation cannot both pass the check.
+        self._busy: set[tuple[str, str]] = set()
+        self._starts: dict[str, int] = {}  # per user: turns starting or running
 
-    def running(self, conversation_id: str) -> Turn | None:
-        turn = self._turns.get(conversation_id)
-        return turn if turn is not None and turn.running else None
+    def running(self, owner: str, conversation_id: str) -> Turn | None:
+        """The turn running in this conversation of `owner`'s, by the id a client knows it by."""
+        for key in ((owner, conversation_id), (owner, scoped_id(owner, conversation_id))):
+            turn = self._turns.get(key)
+            if turn is not None and turn.running:
+                return turn
+        return None
 
     def tasks(self) -> list[asyncio.Task[None]]:
         return [t.task for t in self._turns.values() if t.task is not None and not t.task.done()]
 
-    async def start(self, user: User, request: ChatMessage, current_id: str) -> Subscription:
-        """Start a turn for this `chat`; raises SwitchboardError when it cannot start.  The user's
-        groups and admin are worked out again for the turn, from the configuration of now (a
-        socket may have been open across a reload)."""
-        wanted = request.conversation_id or current_id
-        if self.running(wanted) is not None:
-            raise BadRequest("an answer is still being written in this conversation",
-                             action="Wait for it to finish, or press Stop.")  # fmt: skip
-        user = await self.identities.refresh(user)
-        session, reason = await self.conversations.session_for(user, request, current_id,
-                                                               self.engine.config.compliance)  # fmt: skip
-        if self.running(session.conversation_id) is not None:
-            raise BadRequest("an answer is still being written in this conversation",
-                             action="Wait for it to finish, or press Stop.")  # fmt: skip
-        prepared = await self.engine.prepare(session, request)
+    async def start(self, user: User, request: ChatMessage, current_id: str, *,
+                    session: ChatSession | None = None) -> Subscription:  # fmt: skip
+        """Start a turn for this `chat` (in `session` when given: a conversation made by the door,
+        e.g. /v1's); raises SwitchboardError when it cannot start.  The user's groups and admin
+        are worked out again for the turn, from the configuration of now (a socket may have been
+        open across a reload)."""
+        email = user.email
+        self._check_streams(email)
+        if self._starts.get(email, 0) >= self.limits.turns:
+            raise TooMany(f"you have {self.limits.turns} answers being written already",
+                          action="Wait for one to finish, or stop one, and try again.")  # fmt: skip
+        wanted = (email, session.conversation_id if session is not None else request.conversation_id or current_id)
+        self._claim(wanted)  # before any await
+        self._starts[email] = self._starts.get(email, 0) + 1
+        held = [wanted]
+        try:
+            reason = None
+            user = await self.identities.refresh(user)
+            if session is not None:
+                session.user = user
+            else:
+                session, reason = await self.conversations.session_for(user, request, current_id,
+                                                                       self.engine.config.compliance)  # fmt: skip
+            key = (email, session.conversation_id)
+            if key != wanted:
+                self._claim(key)
+                held.append(key)
+            prepared = await self.engine.prepare(session, request)
+        except BaseException:
+            self._release(email, held)
+            raise
+        if key != wanted:
+            self._busy.discard(wanted)  # the turn holds the conversation's own key from here on
         session.model = prepared.model.name
         turn = Turn(self, session)
-        self._turns[session.conversation_id] = turn
-        turn.task = asyncio.create_task(self._run(turn, request, prepared, reason), name=f"turn:{user.email}")
+        self._turns[key] = turn
+        turn.task = asyncio.create_task(self._run(turn, request, prepared, reason), name=f"turn:{email}")
         return turn.join()  # before the task first runs: nothing is missed
+
+    def _claim(self, key: tuple[str, str]) -> None:
+        if key in self._busy or self.running(*key) is not None:
+            raise Conflict(BUSY, action="Wait for it to finish, or press Stop.")
+        self._busy.add(key)
+
+    def _release(self, email: str, keys: list[tuple[str, str]]) -> None:
+        for key in keys:
+            self._busy.discard(key)
+        left = self._starts.get(email, 1) - 1
+        if left > 0:
+            self._starts[email] = left
+        else:
+            self._starts.pop(email, None)
+
+    def _check_streams(self, email: str) -> None:
+        open_streams = sum(len(t.listeners) for t in self._turns.values() if t.owner == email)
+        if open_streams >= self.limits.streams:
+            raise TooMany(f"you have {open_streams} answer streams open already",
+                          action="Close other tabs, scripts or streams you no longer read, and try again.")  # fmt: skip
 
     async def _run(self, turn: Turn, request: ChatMessage, prepared: PreparedTurn, reason: str | None) -> None:
         session, state = turn.session, turn.state
@@ -196,19 +255,23 @@ class TurnHub:
                                      conversation_id=session.conversation_id, user_message_id=state.user_message_id))  # fmt: skip
         finally:
             turn.close()
-            if self._turns.get(session.conversation_id) is turn:
-                del self._turns[session.conversation_id]
+            key = (turn.owner, session.conversation_id)
+            if self._turns.get(key) is turn:
+                del self._turns[key]
+            self._release(turn.owner, [key])
+            self.conversations.turn_ended(session)
 
     def attach(self, user: User, conversation_id: str) -> Subscription | None:
         """Join the turn running in this conversation of the user's, if any."""
-        turn = self.running(conversation_id)
-        if turn is None or turn.owner != user.email:
+        turn = self.running(user.email, conversation_id)
+        if turn is None:
             return None
+        self._check_streams(user.email)
         return turn.join()
 
     async def cancel(self, user: User, conversation_id: str) -> bool:
-        turn = self.running(conversation_id)
-        if turn is None or turn.owner != user.email or turn.task is None:
+        turn = self.running(user.email, conversation_id)
+        if turn is None or turn.task is None:
             return False
         turn.task.cancel()
         with suppress(asyncio.CancelledError):

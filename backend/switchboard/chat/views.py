@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from ..store import Conversation, Message, active_path
+from ..store import Conversation, Message, Outline, active_path
 from .render import render_markdown
 
-__all__ = ["conversation_view", "export_json", "export_markdown"]
+__all__ = ["conversation_view", "export_json", "export_markdown", "page_view", "siblings_of"]
 
 
-def _siblings(messages: list[Message]) -> dict[str, list[str]]:
+def siblings_of(messages: Sequence[Message | Outline]) -> dict[str, list[str]]:
+    """For each message that has siblings (other answers or edits under its parent): all of them."""
     children: dict[str | None, list[str]] = defaultdict(list)
     for message in messages:  # in seq order
         children[message.parent_id].append(message.id)
@@ -23,9 +25,13 @@ def _siblings(messages: list[Message]) -> dict[str, list[str]]:
 
 def conversation_view(conversation: Conversation, messages: list[Message]) -> dict[str, Any]:
     """The conversation's fields and its active branch, as the page shows it."""
-    siblings = _siblings(messages)
+    return page_view(conversation, active_path(messages, conversation.leaf_id), siblings_of(messages))
+
+
+def page_view(conversation: Conversation, path: list[Message], siblings: dict[str, list[str]]) -> dict[str, Any]:
+    """The conversation's fields and `path` (its active branch, or a page of it)."""
     shown = []
-    for message in active_path(messages, conversation.leaf_id):
+    for message in path:
         entry = message.to_api()
         entry.pop("context", None)  # host-added text for the model; the page shows files instead
         entry.pop("model_text", None)
@@ -56,6 +62,9 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
         elif message.role == "assistant":
             if message.content.strip():
                 lines += ["## Assistant", "", message.content, ""]
+            if data.get("finish_reason") == "error":
+                lines += [] if message.content.strip() else ["## Assistant", ""]
+                lines += [_failure(data.get("error") or {}), ""]
         else:
             status = "ok" if data.get("ok") else "failed"
             arguments = json.dumps(data.get("arguments") or {}, ensure_ascii=False)
@@ -63,3 +72,9 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
                       "```", message.content[:20_000], "```", ""]  # fmt: skip
             lines += [f"- artifact: {a['name']}" for a in data.get("artifacts", [])]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _failure(error: dict[str, Any]) -> str:
+    """A failed answer, with the reason the page showed."""
+    reason = " ".join(part for part in (error.get("message"), error.get("action")) if part)
+    return f"> **The answer failed**{': ' + reason if reason else '.'}"

@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import BadRequest, Conflict, NotFound
-from ._base import StoreBase
+from .pages import PagedReads
 from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
 from . import statements as S
@@ -91,7 +91,7 @@ async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
     return store
 
 
-class ConversationStore(StoreBase):
+class ConversationStore(PagedReads):
     def __init__(self, engine: Any, url: str) -> None:
         super().__init__(engine, url)
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
@@ -171,6 +171,8 @@ class ConversationStore(StoreBase):
         if before is not None:
             stmt = stmt.where(conversations.c.updated_at < before)
         q = (q or "").strip()
+        if "\x00" in q:
+            return []  # no stored text holds NUL (Postgres refuses it; FTS5 ends the phrase there)
 
         def work(conn: Connection) -> list[Conversation]:
             query = stmt

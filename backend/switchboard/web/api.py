@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request, UploadFile
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from ..access import Access
+from ..artifacts import ArtifactStore, StoredFile
 from ..auth import User
 from ..chat.approvals import approval_reason
 from ..chat.gateway import exposure_report
@@ -149,8 +152,11 @@ async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> di
 async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str, Any]:
     services = services_of(request)
     limit = services.settings.max_upload_bytes
-    data = await file.read(limit + 1)
-    if len(data) > limit:
+    # The body is already spooled to a temporary file (multipart parsing): it goes on from there
+    # in parts, never read whole into memory.
+    size = file.size if file.size is not None else await asyncio.to_thread(lambda: file.file.seek(0, 2))
+    await file.seek(0)
+    if size > limit:
         raise BadRequest(
             f"the file is larger than the {limit // (1024 * 1024)} MB upload limit",
             action="Attach a smaller file, or ask your administrator to raise SWITCHBOARD_MAX_UPLOAD_BYTES.",
@@ -158,7 +164,7 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
     # Quota check and writing touch the disk: in a worker thread, not on the event loop.
     stored = await asyncio.to_thread(
         services.artifacts.put_upload, owner=user.email, name=file.filename or "upload", mime=file.content_type or "",
-        data=data, max_bytes=services.settings.max_upload_bytes_per_user,
+        data=file.file, size=size, max_bytes=services.settings.max_upload_bytes_per_user,
         max_files=services.settings.max_uploads_per_user,
     )  # fmt: skip
     suggested = [
@@ -176,22 +182,20 @@ async def signed_file(request: Request, file_id: str, u: str, e: int, s: str) ->
     services = services_of(request)
     services.signer.verify(file_id, u, e, s)
     stored, path = services.artifacts.get(file_id, owner=u)
-    return FileResponse(
-        path,
-        media_type="application/octet-stream" if stored.mime in ("text/html", "image/svg+xml") else stored.mime,
-        filename=stored.name,
-        content_disposition_type="attachment",
-        headers={"Content-Security-Policy": ARTIFACT_CSP, "Cache-Control": "no-store"},
-    )
+    return _file_response(services.artifacts, stored, path,
+                          media_type="application/octet-stream" if stored.mime in ("text/html", "image/svg+xml") else stored.mime,
+                          disposition="attachment", headers={"Content-Security-Policy": ARTIFACT_CSP, "Cache-Control": "no-store"})  # fmt: skip
 
 
 @router.get("/api/artifacts/{file_id}/rendered")
 async def rendered_artifact(request: Request, user: UserDep, file_id: str) -> dict[str, str]:
     """A markdown artifact rendered to sanitized HTML, for the canvas."""
-    stored, path = services_of(request).artifacts.get(file_id, owner=user.email)
+    files = services_of(request).artifacts
+    stored, _ = files.get(file_id, owner=user.email)
     if stored.mime not in ("text/markdown", "text/x-markdown") and not stored.name.endswith((".md", ".markdown")):
         raise BadRequest("only markdown artifacts can be rendered")
-    return {"html": render_markdown(path.read_text(encoding="utf-8", errors="replace"))}
+    text = (await asyncio.to_thread(files.read, stored)).decode("utf-8", errors="replace")
+    return {"html": render_markdown(text)}
 
 
 _INLINE_SAFE = ("image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/plain", "text/csv",
@@ -200,7 +204,8 @@ _INLINE_SAFE = ("image/png", "image/jpeg", "image/gif", "image/webp", "applicati
 
 @router.get("/api/artifacts/{file_id}")
 async def artifact(request: Request, user: UserDep, file_id: str, download: bool = False) -> Response:
-    stored, path = services_of(request).artifacts.get(file_id, owner=user.email)
+    files = services_of(request).artifacts
+    stored, path = files.get(file_id, owner=user.email)
     # HTML and SVG are only ever rendered inside the CSP sandbox (an opaque
     # origin that cannot reach the app); anything else unknown is a download.
     inline = not download and (stored.mime in _INLINE_SAFE or stored.mime in ("text/html", "image/svg+xml"))
@@ -215,12 +220,18 @@ async def artifact(request: Request, user: UserDep, file_id: str, download: bool
                "X-Artifact-Scripts": "allowed" if stored.scripts else "blocked"}  # fmt: skip
     if inline and stored.mime == "text/html":
         headers["Content-Disposition"] = "inline"
-        body = await asyncio.to_thread(lambda: follow_page_theme(path.read_bytes()))
+        body = await asyncio.to_thread(lambda: follow_page_theme(files.read(stored)))
         return Response(body, media_type=media_type, headers=headers)
-    return FileResponse(
-        path,
-        media_type=media_type,
-        filename=stored.name,
-        content_disposition_type="inline" if inline else "attachment",
-        headers=headers,
-    )
+    return _file_response(files, stored, path, media_type=media_type, disposition="inline" if inline else "attachment",
+                          headers=headers)  # fmt: skip
+
+
+def _file_response(files: ArtifactStore, stored: StoredFile, path: Path | None, *, media_type: str, disposition: str,
+                   headers: dict[str, str]) -> Response:  # fmt: skip
+    """A file from the folder as is (sendfile), or from a bucket as a stream of chunks."""
+    if path is not None:
+        return FileResponse(path, media_type=media_type, filename=stored.name, content_disposition_type=disposition,
+                            headers=headers)  # fmt: skip
+    headers = {**headers, "Content-Length": str(stored.size),
+               "Content-Disposition": f"{disposition}; filename*=utf-8''{quote(stored.name)}"}  # fmt: skip
+    return StreamingResponse(files.chunks(stored), media_type=media_type, headers=headers)

@@ -21,6 +21,7 @@ from ..settings import Settings
 from ..tools.launch import EarlyStarts
 from . import admin, api, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
 from .authn import SwitchboardAuthBackend
+from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
@@ -69,7 +70,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)  # fmt: skip
     app.state.services = services
-    # Innermost: who the user is is worked out only for requests the guard let through.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
+    # Who the user is is worked out only for requests the guard let through.
     app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
     # Added before the headers middleware, so it runs inside it: its refusals get the headers too.
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from contextlib import suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
@@ -71,8 +72,8 @@ class _Connection:
                 await self.follow(await hub.start(self.user, message, self.conversation_id))
             elif isinstance(message, AttachMessage):
                 subscription = hub.attach(self.user, message.conversation_id)
-                await self.send_text(AttachedEvent(conversation_id=message.conversation_id,
-                                                   running=subscription is not None).to_json())  # fmt: skip
+                await self.send_text(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
+                                                   server_time=time.time() * 1000).to_json())  # fmt: skip
                 if subscription is not None:
                     await self.follow(subscription)
             elif isinstance(message, CancelMessage):

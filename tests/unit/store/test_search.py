@@ -40,6 +40,11 @@ async def test_substrings_and_odd_characters(filled):
     assert await ids(filled, "file()") == ["code"]
 
 
+async def test_a_nul_character_matches_nothing_and_fails_nothing(filled):
+    for q in ("a\x00b", "\x00", "Iceland\x00", "\x00Hekla trip"):
+        assert await ids(filled, q) == [], repr(q)
+
+
 async def test_queries_under_three_characters_match_titles_only(filled):
     assert await ids(filled, "re") == ["code"]  # "Refactor"
     assert await ids(filled, "q") == ["budget"]  # "Quarterly budget"
