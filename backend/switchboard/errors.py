@@ -14,6 +14,7 @@ nothing else maps errors to statuses (``http_status``, ``status_for_code``).
     ├── NotFound                     not_found    404
     ├── Conflict                     bad_request  409  the id is taken, or the conversation is busy (a turn runs)
     ├── TooMany                      rate_limited 429  a per-user limit is reached (turns, streams at once)
+    │   └── RateLimited              rate_limited 429  too many requests (an MCP App's bridge)
     ├── Cancelled                    cancelled    500  the user pressed Stop
     ├── ToolError                    tool_error   502  a tool call could not run
     │   ├── ToolNotAllowed           forbidden    403  not in the user's catalogue
@@ -46,6 +47,7 @@ __all__ = [
     "LLMUnavailable",
     "NeedsAuth",
     "NotFound",
+    "RateLimited",
     "ServerUnavailable",
     "StoreError",
     "StoreUnavailable",
@@ -120,6 +122,10 @@ class TooMany(SwitchboardError):
 
 class Cancelled(SwitchboardError):
     code = "cancelled"
+
+
+class RateLimited(TooMany):
+    """An MCP App's requests over their rate (HTTP 429)."""
 
 
 class ToolError(SwitchboardError):

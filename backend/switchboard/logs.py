@@ -26,6 +26,8 @@ SAFE_FIELDS = frozenset({
     "exporter", "failed", "host", "model", "new", "ok", "old", "origin", "path", "prompt_tokens", "ready",
     "ready_after_s", "reason", "removed", "required_not_ready", "server", "servers", "status", "tool", "tools",
     "total", "trimmed", "user", "why",
+    # MCP Apps
+    "app", "app_level", "app_logger", "code", "directive", "entry", "from_app", "method", "uri",
 })  # fmt: skip
 
 

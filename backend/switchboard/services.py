@@ -13,6 +13,7 @@ from .artifacts import ArtifactStore
 from .auth import Authenticator
 from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Conversations, TurnHub, TurnLimits,
                    UserLimits)
+from .chat.apps import AppBridge, AppLimits
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
@@ -45,6 +46,7 @@ class Services:
     conversations: Conversations
     turns: TurnHub
     environ: Mapping[str, str]
+    apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
     store_error: str | None = None  # why the conversation store could not be opened
     _store_retry: asyncio.Task[None] | None = None
@@ -207,6 +209,7 @@ def build_services(
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
         early=early,
+        app_cache_s=settings.app_cache_s,
     )
     artifacts = ArtifactStore(open_files(settings.files_url, settings.data_dir / "files"))
     key = (
@@ -242,6 +245,8 @@ def build_services(
         max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
         incognito_idle_s=settings.incognito_idle_s))
     auth = Authenticator(settings, config.groups)
+    turns = TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s,
+                    limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user))
     services = Services(
         settings=settings,
         config=config,
@@ -253,9 +258,9 @@ def build_services(
         signer=signer,
         engine=engine,
         conversations=conversations,
-        turns=TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s,
-                      limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user)),
+        turns=turns,
         environ=environ,
+        apps=AppBridge(turns, calls, pool, AppLimits(settings.app_requests_per_s, settings.app_requests_burst)),
         tracing=Tracing.from_environment(environ),
     )
     built.append(services)

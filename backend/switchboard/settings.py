@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     # document the app serves at {public_url}/oauth/client-metadata.json when PUBLIC_URL is https.
     oauth_client_metadata_url: str | None = None
     oauth_client_metadata: bool = True  # false: never offer it (the authorization servers cannot reach this host)
+    # Where MCP Apps run: an origin other than the page's that reaches this same app (e.g.
+    # https://sandbox.example.com). Unset: http://sandbox.localhost:PORT for pages on a loopback
+    # name, and no apps elsewhere (web/sandbox.py).
+    sandbox_origin: str | None = None
     metrics_token: SecretStr | None = None  # a scraper sends it as `Authorization: Bearer ...` to read /metrics
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
@@ -83,6 +87,10 @@ class Settings(BaseSettings):
     retention_days: float | None = 30  # uploads and artifacts older than this are deleted
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
+    # MCP Apps: requests of one mounted app (per user and call), as a token bucket
+    app_requests_per_s: float = Field(default=10.0, gt=0)
+    app_requests_burst: int = Field(default=20, ge=1)
+    app_cache_s: float = Field(default=60.0, ge=0)  # an app's ui:// resource is read again after this
 
     @property
     def database_url_resolved(self) -> str:

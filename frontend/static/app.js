@@ -2,6 +2,7 @@
 // cards, canvas, tools panel and attachments together.  Each concern lives in
 // its own module; this file holds the page's state and the composer.
 
+import { AppViews } from "./appviews.js";
 import { Canvas } from "./canvas.js";
 import { ConversationsApi } from "./conversations.js";
 import { randomId } from "./dom.js";
@@ -41,7 +42,9 @@ const canvas = new Canvas({
     sidebar.canvasVisible(open);
   },
 });
-const cards = new ToolCards((artifact) => canvas.open(artifact));
+const apps = new AppViews({ canvas, appsUrl: page.apps_url || "/api/apps", sandboxOrigin: page.sandbox_origin, version: page.version,
+  sendMessage: (text) => sendFromApp(text) });
+const cards = new ToolCards((artifact) => canvas.open(artifact), (callId, tool) => apps.open(callId, tool));
 const library = new Library({
   box: $("library"), attachments: $("attachments"), promptUrl: page.prompt_url || "/api/prompts", input,
   onChange: () => updateControls(), getLevel: () => tools.complianceLevel ?? null,
@@ -71,6 +74,8 @@ const thread = new Thread(view, {
   onRegenerate: sendRegenerate,
   onBranch: (messageId) => opener.switchBranch(messageId),
   onOpenArtifact: (artifact) => canvas.open(artifact),
+  onOpenApp: (callId, tool) => apps.open(callId, tool),
+  onStoredApp: (callId, tool) => apps.stored(callId, tool),
 });
 const sidebar = new Sidebar({
   api, root: $("sidebar"), list: $("conv-groups"), search: $("conv-search"), more: $("conv-more"), status: $("conv-status"),
@@ -175,6 +180,13 @@ function sendChat() {
   autosize();
 }
 
+/** An app's `ui/message`, after the user agreed: sent as the user's next message. */
+function sendFromApp(text) {
+  if (!connection.open || state.running || state.loading || !sent(chatMessage(text))) return false;
+  beginTurn(thread.addUser(text));
+  return true;
+}
+
 function setQueued(on) {
   state.sendWhenReady = on;
   updateControls();
@@ -250,6 +262,15 @@ function onEvent(event) {
     if (!state.staleTurn) opener.announced(event);
     return;
   }
+  if (event.from_app) {
+    // A call an app makes: shown on the app, not in the answer; its approval is asked on the app.
+    if (event.type === "approval_request") {
+      if (!apps.approval(event, send)) view.notice(`An app of ${event.server} waits for your approval to run ${event.tool}: open the app to answer.`);
+    } else {
+      apps.callEvent(event);
+    }
+    return;
+  }
   if (TURN_EVENTS.has(event.type)) {
     if (state.staleTurn) {
       // Events of the turn "New chat" cancelled, up to its message_done.
@@ -267,7 +288,7 @@ function onEvent(event) {
       }
       return;
     }
-    drawTurnEvent(state.turn, event, { view, cards, canvas, send, onDone });
+    drawTurnEvent(state.turn, event, { view, cards, canvas, apps, send, onDone });
     return;
   }
   if (event.type === "error") {

@@ -26,6 +26,7 @@ from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
 from ..store import UNSET, Conversation, ConversationStore, Message, active_path
+from .app_context import app_contexts
 from .events import CONVERSATION_ID, ChatMessage
 from .incognito import IncognitoMemory
 from .session import ChatSession, new_id
@@ -162,6 +163,21 @@ class Conversations:
             self._regenerate(session)
         return session, reason
 
+    async def call_session(self, user: User, conversation: Conversation) -> ChatSession:
+        """What a tool call needs of a stored conversation of the user's (its level, allowances and
+        attached files; not its messages): for an MCP App's own calls."""
+        if conversation.owner != user.email:
+            raise NotFound("there is no such conversation")
+        session = ChatSession(user=user, conversation_id=conversation.id, stored=True,
+                              compliance_level=conversation.compliance_level, levels_used=list(conversation.levels_used),
+                              allowed_tools=await self.store.allowances(conversation.id))  # fmt: skip
+        for file_id in await self.store.files(conversation.id):
+            try:
+                session.files[file_id] = self._files.get(file_id, owner=user.email)[0]
+            except SwitchboardError:
+                continue  # removed by retention
+        return session
+
     async def _load(self, user: User, conversation_id: str, *, incognito: bool, picked: bool) -> ChatSession:
         remembered = self._memory.get(user.email, conversation_id)
         if remembered is not None:
@@ -194,6 +210,7 @@ class Conversations:
             allowed_tools=loaded.allowances,
         )  # fmt: skip
         session.branches = loaded.messages
+        session.app_context = app_contexts(active_path(loaded.messages, stored.leaf_id))
         for file_id in loaded.files:
             try:
                 session.files[file_id] = self._files.get(file_id, owner=user.email)[0]

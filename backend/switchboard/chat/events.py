@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from ..errors import BadRequest
 
 __all__ = [
+    "AppEvent",
     "ApprovalRequest",
     "ApprovalResponse",
     "AttachMessage",
@@ -145,6 +146,7 @@ class ToolStart(_Event):
     arguments: dict[str, Any]
     started_at: float | None = None  # server clock, ms since the epoch: a page that joins late shows the true elapsed time
     approval: dict[str, Any] | None = None  # {answer: approve|remember, edited}: how the user let it run
+    from_app: str | None = None  # an MCP App made this call: the call id the app was mounted for
 
 
 class ToolProgress(_Event):
@@ -171,6 +173,7 @@ class ApprovalRequest(_Event):
     reason: str
     editable: bool = True
     kind: Literal["tool", "sampling"] = "tool"  # sampling: a server asks to use the conversation's model
+    from_app: str | None = None  # an MCP App asks to make this call (the call id it was mounted for)
 
 
 class ElicitationRequest(_Event):
@@ -204,6 +207,17 @@ class ToolResultEvent(_Event):
     display: dict[str, Any] | None = None
     duration_ms: int = 0
     approval: dict[str, Any] | None = None  # as in ToolStart
+    from_app: str | None = None  # as in tool_start
+
+
+class AppEvent(_Event):
+    """An app tool's call finished: the page mounts the tool's MCP App (`GET /api/apps/{call_id}`)."""
+
+    type: Literal["app"] = "app"
+    call_id: str
+    server: str
+    tool: str
+    resource_uri: str
 
 
 class RenderEvent(_Event):
@@ -273,6 +287,7 @@ ServerEvent = (
     | ApprovalRequest
     | ElicitationRequest
     | ToolResultEvent
+    | AppEvent
     | RenderEvent
     | MessageDone
     | NoticeEvent

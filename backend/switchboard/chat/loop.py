@@ -28,8 +28,9 @@ from ..llm.types import Completed, LLMEvent, LLMStream, Notice, TextDelta, ToolC
 from ..tools import ServerPool, ToolInfo
 from .attachments import attach
 from .calls import CallRunner, ExecutedCall
+from .app_context import app_context_text
 from .context import fitting_context
-from .events import ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent, TokenEvent
+from .events import AppEvent, ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent, TokenEvent
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .render import render_markdown
 from .session import ChatSession, new_id
@@ -147,7 +148,7 @@ class ChatEngine:
         return session.access_with(self._config.compliance)
 
     def tools_for(self, session: ChatSession, selection: list[str] | None) -> list[ToolInfo]:
-        visible = self._pool.registry.visible(self.access(session))
+        visible = self._pool.registry.for_model(self.access(session))  # never the tools only apps may call
         if selection is None:
             return visible
         wanted = set(selection)
@@ -258,7 +259,8 @@ class ChatEngine:
         render; its last event goes to `state.completed`."""
         state.round_answer = GrowingText()
         rendered_at, rendered_len = time.monotonic(), 0
-        stream = fitting_context(self._llm, model, self._config.system_prompt.strip(), session, tools)
+        system = self._config.system_prompt.strip() + app_context_text(session.app_context)
+        stream = fitting_context(self._llm, model, system, session, tools)
         async with aclosing(stream) as events:  # closed (the provider's stream too) when cut short
             async for event in events:
                 if isinstance(event, Notice):
@@ -350,6 +352,9 @@ class ChatEngine:
                     await recorder.record(session, _reply_of(item, dropped_note if last else ""), _tool_data(item, state))
                     state.open_calls = [c for c in state.open_calls if c.id != item.request.id]
                     yield item.event
+                    if item.app_uri is not None and session.stored:  # an app mounts from the store
+                        yield AppEvent(call_id=item.event.call_id, server=item.event.server, tool=item.event.tool,
+                                       resource_uri=item.app_uri)  # fmt: skip
                 else:
                     yield item
         finally:
@@ -380,6 +385,9 @@ def _tool_data(executed: ExecutedCall, state: TurnState) -> dict[str, Any]:
     data["content"] = event.content
     data["arguments"] = executed.arguments
     data["turn"] = state.message_id
+    if executed.app_uri is not None:  # enough to mount the app again after a reload or restart
+        data["app"] = {"resource_uri": executed.app_uri, "digest": executed.app_digest}
+        data["mcp_result"] = executed.mcp_result
     return data
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import suppress
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,6 +31,7 @@ from .events import (
 )
 from .conversations import Conversations, scoped_id
 from .loop import ChatEngine, PreparedTurn, TurnState
+from .pages import ConversationPages
 from .session import ApprovalAnswer, ChatSession
 
 __all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
@@ -155,6 +156,17 @@ class TurnHub:
         # of `start`, so two chats on one conversation cannot both pass the check.
         self._busy: set[tuple[str, str]] = set()
         self._starts: dict[str, int] = {}  # per user: turns starting or running
+        self.pages = ConversationPages()  # the pages showing each conversation (events made outside turns)
+        self._app_sessions: dict[int, ChatSession] = {}  # sessions of MCP Apps' calls now running, by id()
+
+    @contextmanager
+    def app_call(self, session: ChatSession) -> Iterator[None]:
+        """While an app's call runs, its approval can be answered like a turn's (any door)."""
+        self._app_sessions[id(session)] = session
+        try:
+            yield
+        finally:
+            self._app_sessions.pop(id(session), None)
 
     def running(self, owner: str, conversation_id: str) -> Turn | None:
         """The turn running in this conversation of `owner`'s, by the id a client knows it by."""
@@ -278,25 +290,26 @@ class TurnHub:
             await asyncio.shield(turn.task)
         return True
 
-    def _turn_asking(self, user: User, ask_id: str, approvals: bool) -> Turn:
-        for turn in self._turns.values():
-            if turn.owner != user.email:
+    def _session_asking(self, user: User, ask_id: str, approvals: bool) -> ChatSession:
+        sessions = [turn.session for turn in self._turns.values()] + list(self._app_sessions.values())
+        for session in sessions:
+            if session.user.email != user.email:
                 continue
-            pending_approvals, pending_questions = turn.session.pending()
+            pending_approvals, pending_questions = session.pending()
             if ask_id in (pending_approvals if approvals else pending_questions):
-                return turn
+                return session
         what = "approval is waiting for call" if approvals else "question is waiting with id"
         raise NotFound(f"no {what} '{ask_id}'")
 
     def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer) -> None:
         """Answer an approval (any door, any connection of the user's); raises NotFound."""
-        turn = self._turn_asking(user, call_id, approvals=True)
-        if not turn.session.answer_approval(call_id, answer):
+        session = self._session_asking(user, call_id, approvals=True)
+        if not session.answer_approval(call_id, answer):
             raise NotFound(f"no approval is waiting for call '{call_id}'")
 
     def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None) -> None:
-        turn = self._turn_asking(user, request_id, approvals=False)
-        if not turn.session.answer_elicitation(request_id, action, content):
+        session = self._session_asking(user, request_id, approvals=False)
+        if not session.answer_elicitation(request_id, action, content):
             raise NotFound(f"no question is waiting with id '{request_id}'")
 
     async def stop(self) -> None:

@@ -37,10 +37,20 @@ def page_view(conversation: Conversation, path: list[Message], siblings: dict[st
         entry.pop("model_text", None)
         if message.role == "assistant":
             entry["html"] = render_markdown(message.content)
+        _app_mark(entry)
         if message.id in siblings:
             entry["siblings"] = siblings[message.id]
         shown.append(entry)
     return {**conversation.to_api(), "messages": shown}
+
+
+def _app_mark(entry: dict[str, Any]) -> None:
+    """A tool message that mounts an MCP App shows `app: {resource_uri}`; the rest of what is kept
+    for the app (the whole MCP result, its context and calls) is read through /api/apps."""
+    entry.pop("mcp_result", None)
+    app = entry.pop("app", None)
+    if entry["role"] == "tool" and isinstance(app, dict) and app.get("resource_uri"):
+        entry["app"] = {"resource_uri": app["resource_uri"]}
 
 
 def export_json(conversation: Conversation, messages: list[Message]) -> str:

@@ -23,11 +23,13 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
 from mcp import MCPError
+from mcp.client import advertise
 from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
 from ..errors import ServerUnavailable, ToolError, ToolTimeout
+from .apps import APP_MIME, UI_EXTENSION
 from .call_traffic import Activity, CallTraffic
 from .diagnostics import HttpTrace, describe_failure
 from .launch import EarlyStarts
@@ -159,6 +161,8 @@ class ServerConnection:
             elicitation_handler=self._traffic.on_elicit,
             sampling_handler=self._traffic.on_sample if self.config.sampling != "deny" else None,
             message_handler=self._on_message,
+            # MCP Apps: the host renders `ui://` resources of this MIME type
+            extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]})],
         )
 
     async def _supervise(self) -> None:

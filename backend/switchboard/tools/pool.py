@@ -19,6 +19,7 @@ from ..config.loader import McpConfig
 from ..config.models import ServerConfig
 from ..errors import NeedsAuth, ServerUnavailable, ToolError
 from ..telemetry import mcp_span
+from .apps import AppResource, AppResources, parse_app_resource
 from .catalogue_watch import CatalogueWatch
 from .connection import ServerConnection
 from .launch import EarlyStarts
@@ -78,6 +79,7 @@ class ServerPool:
         vault: CredentialVault | None = None,
         client_metadata_url: str | None = None,
         early: EarlyStarts | None = None,
+        app_cache_s: float = 60.0,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
@@ -93,6 +95,7 @@ class ServerPool:
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
         self.pins = ToolPins(on_change=self._rebuild)
+        self.apps = AppResources(ttl_s=app_cache_s)  # MCP Apps' ui:// resources read lately
         self.watch = CatalogueWatch()  # the pages hear of every change of a server's lists or status
         self.registry = ToolRegistry(self.pins)
         self.connections: dict[str, ServerConnection | UserSessions] = {
@@ -114,6 +117,7 @@ class ServerPool:
 
     def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
         async def changed(user: str) -> None:  # this user's listing changed
+            self.apps.forget(name)
             self._rebuild()
             self.watch.changed(name)
 
@@ -224,6 +228,7 @@ class ServerPool:
         await group.forget_user(user)
 
     async def _on_status(self, status: ServerStatus) -> None:
+        self.apps.forget(status.name)
         self._rebuild()
         self.watch.changed(status.name)
         if self._on_status_cb is not None:
@@ -359,6 +364,24 @@ class ServerPool:
             raise ToolError("; ".join(outcome.notes))
         return outcome.artifacts
 
+    async def app_resource(self, tool: ToolInfo, user: str | None = None) -> AppResource:
+        """The app (`ui://` resource) of an app tool, read from its server on the user's session."""
+        if tool.app_uri is None:
+            raise ToolError(f"the tool '{tool.qualified_name}' has no app")
+        uri = tool.app_uri
+        conn = await self._session(tool.server, user)
+
+        async def read() -> AppResource:
+            return parse_app_resource(tool.server, uri, await conn.read_resource(uri), conn.resources,
+                                      self._max_artifact_bytes)  # fmt: skip
+
+        return await self.apps.get(tool.server, conn.user, uri, read)
+
+    async def read_resource_json(self, server: str, uri: str, user: str | None = None) -> dict[str, Any]:
+        """`resources/read` of a server, answered as MCP JSON (for an app of that server)."""
+        contents = await (await self._session(server, user)).read_resource(uri)
+        return {"contents": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in contents]}
+
     async def get_prompt(self, server: str, name: str, arguments: dict[str, str],
                          user: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
         conn = await self._session(server, user)
@@ -376,7 +399,7 @@ class ServerPool:
         return conn.config.description if conn else ""
 
     async def call(self, tool: ToolInfo, arguments: dict[str, Any], sink: CallSink, *,
-                   user: str | None = None) -> ToolOutcome:  # fmt: skip
+                   user: str | None = None, raw: bool = False) -> ToolOutcome:  # fmt: skip
         """Run one call (on `user`'s own session for a per-user server).  Raises the ToolError
         tree; the caller turns it into data."""
         started = time.monotonic()
@@ -393,6 +416,8 @@ class ServerPool:
                                     f"next to '{tool.server}' to allow them, then try again") from None  # fmt: skip
                 raise
         outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
+        if raw:  # an app gets the whole MCP result (content blocks, structuredContent, _meta)
+            outcome.mcp_result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         for name, uri in outcome.resource_links[:MAX_RESOURCE_LINKS]:
             try:
                 contents = await conn.read_resource(uri)

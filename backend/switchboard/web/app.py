@@ -19,11 +19,12 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
+from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
+from .sandbox import SandboxMiddleware, SandboxPolicy
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
 
 __all__ = ["create_app"]
@@ -71,10 +72,13 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                   openapi_url=None)  # fmt: skip
     app.state.services = services
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
+    app.state.sandbox = SandboxPolicy.from_settings(settings)
     # Who the user is is worked out only for requests the guard let through.
     app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
     # Added before the headers middleware, so it runs inside it: its refusals get the headers too.
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
+    # Outside the guard: a request for the sandbox host gets the app sandbox's pages only.
+    app.add_middleware(SandboxMiddleware, policy=app.state.sandbox)
     app.add_middleware(SecurityHeadersMiddleware)
 
     @app.exception_handler(SwitchboardError)
@@ -94,6 +98,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     app.include_router(api.router)
     app.include_router(conversations.router)
+    app.include_router(apps.router)
     app.include_router(admin.router)
     app.include_router(http_chat.router)
     app.include_router(tokens.router)

@@ -16,6 +16,7 @@ from .. import __version__
 from ..auth import User
 from ..settings import Settings
 from .deps import page_viewer, services_of
+from .sandbox import page_csp
 
 __all__ = ["mount"]
 
@@ -47,6 +48,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def chat_page(request: Request, user: Annotated[User, Depends(page_viewer)]) -> HTMLResponse:
         services = services_of(request)
+        sandbox = request.app.state.sandbox.origin_for(request.url.scheme, request.headers.get("host", ""))
         page = {
             "user": user.email,
             "groups": sorted(user.groups),
@@ -55,8 +57,12 @@ def mount(app: FastAPI, settings: Settings) -> None:
             "config_url": "/api/config",
             "upload_url": "/api/files",
             "max_upload_bytes": services.settings.max_upload_bytes,
+            "sandbox_origin": sandbox,
+            "apps_url": "/api/apps",
         }
-        return templates.TemplateResponse(request, "chat.html", {"page": page})
+        response = templates.TemplateResponse(request, "chat.html", {"page": page})
+        response.headers["content-security-policy"] = page_csp(sandbox)
+        return response
 
     @app.get("/settings/tokens", response_class=HTMLResponse, include_in_schema=False)
     async def tokens_page(request: Request, user: Annotated[User, Depends(page_viewer)]) -> HTMLResponse:
