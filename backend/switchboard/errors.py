@@ -75,13 +75,13 @@ class SwitchboardError(Exception):
 
 
 class ConfigError(SwitchboardError):
-    """A config problem, located by file, server (or model) and field."""
+    """A config problem, located by file, server or model, and field."""
 
-    def __init__(self, message: str, *, file: str = "", server: str = "", field: str = "") -> None:
-        self.file, self.server, self.field = file, server, field
-        where = ", ".join(
-            part for part in (file, f"server '{server}'" if server else "", f"field '{field}'" if field else "") if part
-        )
+    def __init__(self, message: str, *, file: str = "", server: str = "", field: str = "", model: str = "") -> None:
+        self.file, self.server, self.field, self.model = file, server, field, model
+        parts = (file, f"server '{server}'" if server else "", f"model '{model}'" if model else "",
+                 f"field '{field}'" if field else "")  # fmt: skip
+        where = ", ".join(part for part in parts if part)
         super().__init__(f"{where}: {message}" if where else message)
 
 

@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     data_dir: Path = PROJECT_ROOT / "data"
     # Uploads and artifacts: DATA_DIR/files when unset; s3://bucket/prefix for an S3-compatible store.
     files_url: str | None = None
+    # Several processes on one Postgres: a process silent this long is taken for dead, and its
+    # running answers end as failed.
+    turn_lease_s: float = Field(default=30.0, gt=0)
+    shutdown_grace_s: float = Field(default=10.0, ge=0)  # running answers may finish this long at shutdown
     log_dir: Path = PROJECT_ROOT / "logs"
     # The conversation store: SQLite in data_dir when unset; postgresql+asyncpg://... for teams.
     database_url: str | None = None

@@ -11,6 +11,9 @@ called) or a moved import break at run time.
   rules (internal modules), and overrides `AsyncStream.__stream__` so that the body is drained
   after `[DONE]` and the connection goes back to the pool (the SDK closes it: a new TLS handshake
   per call).
+- `tools/stdio.py` keeps the MCP SDK's process handling for stdio servers (spawn in its own
+  process group, the shutdown sequence, its waits) and replaces only the reader; it calls the
+  SDK's helpers for those, and runs the shutdown sequence itself with a shorter grace.
 - `tools/oauth.py` subclasses the MCP SDK's `OAuthClientProvider` to authenticate a pre-registered
   client the way the authorization server's metadata says, to refresh a little before expiry,
   and to learn the scopes a step-up needs; the SDK offers no hook for these.
@@ -83,3 +86,14 @@ def test_the_oauth_context_still_computes_token_expiry_where_the_host_replaces_i
 
     assert "update_token_expiry" in vars(OAuthContext), (
         "OAuthContext.update_token_expiry is gone: tools/oauth.py refreshes early by replacing it")
+
+
+@pytest.mark.parametrize("name", [
+    "_KILL_REAP_TIMEOUT", "_WRITER_FLUSH_TIMEOUT", "_aclose_all", "_close_pipe", "_close_subprocess_transport",
+    "_create_platform_compatible_process", "_drain_stdout", "_get_executable_command", "_parse_line",
+    "_terminate_process_tree", "_wait_for_process_exit", "close_process_job",
+])  # fmt: skip
+def test_the_mcp_stdio_helpers_the_host_reuses_are_there(name):
+    from mcp.client import stdio
+
+    assert hasattr(stdio, name), f"mcp.client.stdio.{name} is gone: re-check tools/stdio.py against this MCP SDK"

@@ -263,6 +263,27 @@ class Conversations:
         session.stored, session.saved_model, session.levels_changed = True, session.model, False
         return True
 
+    async def record_lost(self, conversation_id: str, reason: str) -> None:
+        """Store a failed answer for a turn whose process died: the conversation shows why, and
+        its history stays one a model accepts (every open tool call answered)."""
+        stored = await self.store.get_conversation(conversation_id)
+        if stored is None:
+            return
+        messages = active_path(await self.store.messages(conversation_id), stored.leaf_id)
+        answered = {m.data.get("call_id") for m in messages if m.role == "tool"}
+        parent = stored.leaf_id
+        open_calls = [c for m in messages if m.role == "assistant" for c in m.data.get("tool_calls", [])
+                      if c.get("id") not in answered]  # fmt: skip
+        for call in open_calls:
+            reply_id = new_id()
+            await self.store.add_message(conversation_id, id=reply_id, parent_id=parent, role="tool", content=reason,
+                                         data={"call_id": call["id"], "tool": call.get("name", ""), "server": "",
+                                               "ok": False, "model_text": reason})  # fmt: skip
+            parent = reply_id
+        await self.store.add_message(conversation_id, id=new_id(), parent_id=parent, role="assistant", content="",
+                                     data={"finish_reason": "error", "error": {"code": "internal", "message": reason,
+                                           "action": "Send your message again."}})  # fmt: skip
+
     async def record(self, session: ChatSession, record: HistoryRecord, data: dict[str, Any]) -> None:
         """Keep a record of the running turn: stored (and committed) first, then in memory.
 

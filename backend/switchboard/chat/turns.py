@@ -31,33 +31,16 @@ from .events import (
 )
 from .conversations import Conversations, scoped_id
 from .loop import ChatEngine, PreparedTurn, TurnState
+from .listeners import END as _END
+from .listeners import Subscription
 from .pages import ConversationPages
+from .relay import LocalRelay, Relay
 from .session import ApprovalAnswer, ChatSession
+from .unfinished import StoppedBy
 
 __all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
 
 log = logging.getLogger("switchboard.chat")
-
-_END = None
-
-
-class Subscription:
-    """One listener's view of a turn: the events so far, then the rest live (JSON text)."""
-
-    def __init__(self, turn: Turn) -> None:
-        self.turn = turn
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._events()
-
-    async def _events(self) -> AsyncIterator[str]:
-        try:
-            while (text := await self.queue.get()) is not _END:
-                yield text
-        finally:
-            self.turn.leave(self)
-
 
 class Turn:
     def __init__(self, hub: TurnHub, session: ChatSession) -> None:
@@ -103,7 +86,15 @@ class Turn:
         self._grace = None
         if not self.listeners and self.task is not None:
             log.info("turn abandoned by every client", extra={"event": "turn_abandoned", "user": self.owner})
-            self.task.cancel()
+            self.stop("abandoned")
+
+    def stop(self, by: StoppedBy) -> None:
+        """Cancel the turn, noting who stopped it and which calls were waiting for approval then."""
+        if self.task is None or self.task.done():
+            return
+        self.state.stopped_by = by
+        self.state.awaiting_approval = self.session.pending()[0]
+        self.task.cancel()
 
     def _replay(self) -> list[str]:
         # Tokens are sent one by one live; a late listener gets them as one event.
@@ -121,6 +112,7 @@ class Turn:
             self.log.append(text)
         for listener in self.listeners:
             listener.queue.put_nowait(text)
+        self.hub.relay.published(self, text)
 
     def close(self) -> None:
         for listener in self.listeners:
@@ -144,11 +136,14 @@ class Identities(Protocol):
 
 class TurnHub:
     def __init__(self, engine: ChatEngine, conversations: Conversations, identities: Identities, *,
-                 grace_s: float = 30.0, limits: UserLimits | None = None) -> None:  # fmt: skip
+                 grace_s: float = 30.0, limits: UserLimits | None = None, relay: Relay | None = None,
+                 shutdown_grace_s: float = 10.0) -> None:  # fmt: skip
         self.engine = engine
         self.identities = identities
         self.conversations = conversations
         self.grace_s = grace_s
+        self.shutdown_grace_s = shutdown_grace_s  # how long a stopping process lets running turns finish
+        self.relay: Relay = relay or LocalRelay()  # other processes (several on one Postgres)
         self.limits = limits or UserLimits()
         # Turns by (owner, conversation id): one user's ids never meet another's.
         self._turns: dict[tuple[str, str], Turn] = {}
@@ -207,6 +202,8 @@ class TurnHub:
                 self._claim(key)
                 held.append(key)
             prepared = await self.engine.prepare(session, request)
+            if not session.incognito:
+                await self.relay.claim(session.conversation_id, email)  # one turn per conversation, across processes
         except BaseException:
             self._release(email, held)
             raise
@@ -272,6 +269,9 @@ class TurnHub:
                 del self._turns[key]
             self._release(turn.owner, [key])
             self.conversations.turn_ended(session)
+            if not session.incognito:
+                with suppress(Exception):
+                    await asyncio.shield(self.relay.released(turn))
 
     def attach(self, user: User, conversation_id: str) -> Subscription | None:
         """Join the turn running in this conversation of the user's, if any."""
@@ -281,11 +281,22 @@ class TurnHub:
         self._check_streams(user.email)
         return turn.join()
 
-    async def cancel(self, user: User, conversation_id: str) -> bool:
+    async def attach_anywhere(self, user: User, conversation_id: str) -> Subscription | None:
+        """Join the turn running in this conversation of the user's, in this process or another."""
+        local = self.attach(user, conversation_id)
+        if local is not None:
+            return local
+        for stored_id in (conversation_id, scoped_id(user.email, conversation_id)):
+            remote = await self.relay.attach(user, stored_id)
+            if remote is not None:
+                return remote
+        return None
+
+    async def cancel(self, user: User, conversation_id: str, *, local_only: bool = False) -> bool:
         turn = self.running(user.email, conversation_id)
         if turn is None or turn.task is None:
-            return False
-        turn.task.cancel()
+            return False if local_only else await self.relay.ask(user, "cancel", c=conversation_id)
+        turn.stop("user")
         with suppress(asyncio.CancelledError):
             await asyncio.shield(turn.task)
         return True
@@ -301,20 +312,36 @@ class TurnHub:
         what = "approval is waiting for call" if approvals else "question is waiting with id"
         raise NotFound(f"no {what} '{ask_id}'")
 
-    def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer) -> None:
-        """Answer an approval (any door, any connection of the user's); raises NotFound."""
-        session = self._session_asking(user, call_id, approvals=True)
+    async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None:
+        """Answer an approval (any door, any connection of the user's, any process); raises NotFound."""
+        try:
+            session = self._session_asking(user, call_id, approvals=True)
+        except NotFound:
+            if local_only or not await self.relay.ask(user, "approval", id=call_id, approved=answer.approved,
+                                                      arguments=answer.arguments, remember=answer.remember):  # fmt: skip
+                raise
+            return
         if not session.answer_approval(call_id, answer):
             raise NotFound(f"no approval is waiting for call '{call_id}'")
 
-    def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None) -> None:
-        session = self._session_asking(user, request_id, approvals=False)
+    async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
+                                 local_only: bool = False) -> None:  # fmt: skip
+        try:
+            session = self._session_asking(user, request_id, approvals=False)
+        except NotFound:
+            if local_only or not await self.relay.ask(user, "elicitation", id=request_id, action=action, content=content):
+                raise
+            return
         if not session.answer_elicitation(request_id, action, content):
             raise NotFound(f"no question is waiting with id '{request_id}'")
 
     async def stop(self) -> None:
-        """Cancel every running turn (app shutdown)."""
+        """App shutdown: running turns get `shutdown_grace_s` to finish (a rolling restart loses
+        nothing that can finish in time), then the rest are stopped, each saying the server restarted."""
         tasks = self.tasks()
-        for task in tasks:
-            task.cancel()
+        if tasks and self.shutdown_grace_s > 0:
+            await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
+        for turn in list(self._turns.values()):
+            turn.stop("restart")
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.relay.stop()

@@ -12,7 +12,7 @@ from typing import Any
 from ..store import Conversation, Message, Outline, active_path
 from .render import render_markdown
 
-__all__ = ["conversation_view", "export_json", "export_markdown", "page_view", "siblings_of"]
+__all__ = ["conversation_view", "export_json", "page_view", "siblings_of"]
 
 
 def siblings_of(messages: Sequence[Message | Outline]) -> dict[str, list[str]]:
@@ -58,33 +58,3 @@ def export_json(conversation: Conversation, messages: list[Message]) -> str:
     for message in view["messages"]:
         message.pop("html", None)
     return json.dumps(view, indent=2, ensure_ascii=False)
-
-
-def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
-    lines = [f"# {conversation.title}", "", f"_{conversation.created_at:%Y-%m-%d %H:%M} UTC"
-             + (f" · model {conversation.model}" if conversation.model else "")
-             + (f" · compliance level {conversation.compliance_level}" if conversation.compliance_level else "") + "_", ""]  # fmt: skip
-    for message in active_path(messages, conversation.leaf_id):
-        data = message.data
-        if message.role == "user":
-            lines += ["## You", "", message.content, ""]
-            lines += [f"- attached: {f['name']}" for f in data.get("files", [])]
-        elif message.role == "assistant":
-            if message.content.strip():
-                lines += ["## Assistant", "", message.content, ""]
-            if data.get("finish_reason") == "error":
-                lines += [] if message.content.strip() else ["## Assistant", ""]
-                lines += [_failure(data.get("error") or {}), ""]
-        else:
-            status = "ok" if data.get("ok") else "failed"
-            arguments = json.dumps(data.get("arguments") or {}, ensure_ascii=False)
-            lines += [f"### Tool `{data.get('tool', '')}` ({status})", "", f"Arguments: `{arguments}`", "",
-                      "```", message.content[:20_000], "```", ""]  # fmt: skip
-            lines += [f"- artifact: {a['name']}" for a in data.get("artifacts", [])]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _failure(error: dict[str, Any]) -> str:
-    """A failed answer, with the reason the page showed."""
-    reason = " ".join(part for part in (error.get("message"), error.get("action")) if part)
-    return f"> **The answer failed**{': ' + reason if reason else '.'}"

@@ -220,6 +220,9 @@ class ModelConfig(_Strict):
 
 class LLMConfig(_Strict):
     default_model: str | None = None
+    # Set by the loader when the overrides file names the default: then it is honoured even
+    # for the demo model (the shipped `default_model: demo` gives way to any usable real model).
+    default_is_site_choice: bool = Field(default=False, exclude=True)
     models: list[ModelConfig] = Field(default_factory=list)
     gateway_threshold_tokens: int = Field(default=4000, ge=0)  # `auto` exposure: estimated tokens of tool definitions
 

@@ -27,7 +27,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "allowances", "api_tokens", "conversations", "files", "messages", "metadata", "tool_pins",
+__all__ = ["UTCDateTime", "allowances", "api_tokens", "app_processes", "conversations", "files", "live_turns", "messages",
+           "metadata", "tool_pins", "turn_events",
            "user_credentials"]  # fmt: skip
 
 
@@ -137,4 +138,31 @@ user_credentials = Table(
     Column("kind", String(32), primary_key=True),
     Column("value", Text, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# Turns running in some app process (several processes on one Postgres): which process owns the
+# conversation's turn, the processes' heartbeats, and a turn's events copied out for listeners on
+# other processes. Rows live only while a turn runs (and shortly after).
+live_turns = Table(
+    "live_turns",
+    metadata,
+    Column("conversation_id", String(200), primary_key=True),
+    Column("owner", String(320), nullable=False, index=True),
+    Column("process_id", String(40), nullable=False, index=True),
+    Column("started_at", UTCDateTime, nullable=False),
+)
+
+app_processes = Table(
+    "app_processes",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+)
+
+turn_events = Table(
+    "turn_events",
+    metadata,
+    Column("conversation_id", String(200), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("body", Text, nullable=False),
 )

@@ -138,7 +138,8 @@ class ConversationStore(PagedReads, AppCallQueries):
         self, owner: str, *, q: str | None = None, limit: int = 50, before: datetime | None = None
     ) -> list[Conversation]:
         """Newest ``updated_at`` first. ``q``: case-insensitive substring of the title or of any
-        message's text (of the title only when shorter than 3 characters). ``before``: only
+        message's text (shorter than 3 characters: of the messages of the owner's 200 most
+        recently updated conversations; store/search.py). ``before``: only
         conversations updated strictly earlier (the next page)."""
         stmt = select(conversations).where(conversations.c.owner == owner)
         if before is not None and before.tzinfo is None:
@@ -156,7 +157,7 @@ class ConversationStore(PagedReads, AppCallQueries):
                 if len(q) >= SHORTEST_TEXT_QUERY:
                     probe = common_in_messages(q, self._dialect)
                     common = conn.execute(probe).scalar_one() >= COMMON_MATCHES
-                query = query.where(matches(q, self._dialect, common=common))
+                query = query.where(matches(q, self._dialect, owner=owner, common=common))
             query = query.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
             return [_conversation(row) for row in conn.execute(query).mappings()]
 

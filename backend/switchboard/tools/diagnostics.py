@@ -14,6 +14,7 @@ import asyncio
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -22,6 +23,7 @@ from mcp import MCPError
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
 from ..errors import ConfigError
+from .stdio import ServerExited, last_lines, stderr_tail
 
 __all__ = ["HttpTrace", "describe_failure", "http_client_factory"]
 
@@ -136,6 +138,11 @@ def describe_failure(exc: BaseException, *, url: str = "", trace: HttpTrace | No
         return f"timed out: the server did not finish the MCP handshake{within}"
     if (http := _first(exc, httpx2.HTTPError)) is not None:
         return f"HTTP error: {http}"
+    if (exited := _first(exc, ServerExited)) is not None:
+        how = f"was killed by signal {-exited.code}" if exited.code < 0 else f"exited with code {exited.code}"
+        said = last_lines(stderr_tail(Path(exited.log_file)))
+        said = f"; its stderr ends: {said}" if said else "; it wrote nothing to stderr"
+        return f"the server process {how}{said} (whole log: {exited.log_file})"
     if (mcp := _first(exc, MCPError)) is not None:
         if mcp.code == mcp_types.CONNECTION_CLOSED:
             return "the server closed the connection (for a local server: the process exited; see its stderr)"

@@ -75,7 +75,8 @@ class ServerStatus:
     status: str  # starting | ready | failed | disabled
     transport: str
     reason: str | None = None
-    stderr_tail: str | None = None
+    stderr_tail: str | None = None  # the end of a failed stdio server's stderr (administrators only)
+    stderr_log: str | None = None  # where all of it is
     ready_after_s: float | None = None
     tool_count: int = 0
 

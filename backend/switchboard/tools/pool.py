@@ -241,10 +241,11 @@ class ServerPool:
             return
         self._settled_said = True
         failed = [s.name for s in readiness.servers if s.status == "failed"]
+        needs_auth = [s.name for s in readiness.servers if s.status == "needs_auth"]
         log.info(
             "every server has left starting",
             extra={"event": "servers_settled", "total": len(readiness.servers), "ready": readiness.count("ready"),
-                   "failed": failed, "required_not_ready": readiness.required_not_ready},  # fmt: skip
+                   "failed": failed, "needs_auth": needs_auth, "required_not_ready": readiness.required_not_ready},  # fmt: skip
         )
 
     def readiness(self) -> Readiness:

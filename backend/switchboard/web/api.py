@@ -75,7 +75,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             "tools": [t.qualified_name for t in tools if t.server == status.name],
         }
         if admin:
-            entry["stderr_tail"] = status.stderr_tail
+            entry["stderr_tail"], entry["stderr_log"] = status.stderr_tail, status.stderr_log
         if server_cfg is not None and server_cfg.sessions_per_user and may_use:
             # This user's own session, as it is: a GET opens none (a turn does, or Connect).
             mine = await services.pool.user_status(status.name, user.email)
@@ -119,6 +119,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         "prompts": prompts,
         "models": [
             {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo,
+             "failing": m.failing,
              "gateway": exposure_report(configured[m.name], cfg.llm, tool_tokens, sum(t.model_visible for t in tools)) if m.name in configured else None}
             for m in models
         ],

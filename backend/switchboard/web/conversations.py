@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from ..auth import User
-from ..chat.views import export_json, export_markdown, page_view, siblings_of
+from ..chat.export_md import export_filename, export_markdown
+from ..chat.views import export_json, page_view, siblings_of
 from ..errors import BadRequest, NotFound
 from ..store import Conversation, latest_leaf, page_of
 from .deps import current_user, services_of
@@ -116,5 +118,6 @@ async def export_conversation(request: Request, user: UserDep, conversation_id: 
         body, media = await asyncio.to_thread(export_json, conversation, messages), "application/json"
     else:
         body, media = await asyncio.to_thread(export_markdown, conversation, messages), "text/markdown; charset=utf-8"
-    filename = f"conversation-{conversation_id}.{format}"
-    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    plain, full = export_filename(conversation, format)  # named by its title (RFC 6266: both forms)
+    disposition = f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(full, safe='')}"
+    return Response(body, media_type=media, headers={"Content-Disposition": disposition})

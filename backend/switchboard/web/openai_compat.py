@@ -204,10 +204,12 @@ async def _start(request: Request, user: User, body: CompletionRequest,
     if body.tools:
         raise BadRequest("function definitions of the client's own are not supported",
                          action="Leave `tools` out to use your MCP tools in Switchboard, or send [] for none.")  # fmt: skip
-    usable = [m.name for m in services.models.entries(Access(user, level, services.config.compliance)) if m.available]
+    entries = services.models.entries(Access(user, level, services.config.compliance))
+    usable = [m.name for m in entries if m.available]
     if body.model not in usable:
         at_level = f" at compliance level {level}" if level is not None else ""
-        raise NotFound(f"there is no model named '{body.model}' for you{at_level}",
+        why = next((f"model '{m.name}' is not available: {m.reason}" for m in entries if m.name == body.model), None)
+        raise NotFound(why or f"there is no model named '{body.model}' for you{at_level}",
                        action=f"Use one of: {', '.join(usable) or '(none)'} (GET /v1/models).")  # fmt: skip
     history, question = _history(body.messages)
     try:
@@ -230,9 +232,10 @@ async def _events(request: Request, user: User, subscription: Subscription) -> A
             event = json.loads(text)
             with suppress(NotFound):  # answered meanwhile (through /api/calls, say)
                 if event["type"] == "approval_request":
-                    hub.answer_approval(user, event["call_id"], ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL))
+                    await hub.answer_approval(user, event["call_id"], ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL),
+                                              local_only=True)  # fmt: skip
                 elif event["type"] == "elicitation_request":
-                    hub.answer_elicitation(user, event["request_id"], "decline", None)
+                    await hub.answer_elicitation(user, event["request_id"], "decline", None, local_only=True)
             yield event
     finally:
         await events.aclose()

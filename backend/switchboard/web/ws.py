@@ -74,7 +74,7 @@ class _Connection:
                 await self.follow(await hub.start(self.user, message, self.conversation_id))
             elif isinstance(message, AttachMessage):
                 await self.watch_if_owned(message.conversation_id)
-                subscription = hub.attach(self.user, message.conversation_id)
+                subscription = await hub.attach_anywhere(self.user, message.conversation_id)
                 await self.send_text(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
                                                    server_time=time.time() * 1000).to_json())  # fmt: skip
                 if subscription is not None:
@@ -82,10 +82,10 @@ class _Connection:
             elif isinstance(message, CancelMessage):
                 await hub.cancel(self.user, self.conversation_id)
             elif isinstance(message, ApprovalResponse):
-                hub.answer_approval(self.user, message.call_id,
-                                    ApprovalAnswer(message.approved, message.arguments, message.remember))  # fmt: skip
+                await hub.answer_approval(self.user, message.call_id,
+                                          ApprovalAnswer(message.approved, message.arguments, message.remember))  # fmt: skip
             elif isinstance(message, ElicitationResponse):
-                hub.answer_elicitation(self.user, message.request_id, message.action, message.content)
+                await hub.answer_elicitation(self.user, message.request_id, message.action, message.content)
         except SwitchboardError as exc:
             await self.error(exc)
 
