@@ -160,11 +160,12 @@ class Services:
         servers = await self.pool.reload(config.mcp)
         self.config = config
         self.models = ModelCatalogue(config.llm, self.environ)
-        self.auth = self.auth.with_groups(config.groups)
+        self.auth.use_groups(config.groups)  # the next request, turn and catalogue push see them
         self.engine.use_config(config, self.models)
         self._probe_models()
         self.refused_reload = []
         errors = [str(e) for e in config.all_errors()]
+        self.pool.watch.reloaded()  # open sockets work out their users' groups again
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
 
@@ -285,7 +286,6 @@ def build_services(
             elicitation_timeout_s=settings.elicitation_timeout_s,
         ),
         signer=signer,
-        admin_group=config.groups.admin_group,
     )
     limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
@@ -293,13 +293,14 @@ def build_services(
     conversations = Conversations(None, artifacts, ConversationLimits(  # type: ignore[arg-type]  # the store opens at start-up
         max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
         incognito_idle_s=settings.incognito_idle_s))
-    turns = TurnHub(engine, conversations, grace_s=settings.turn_grace_s,
+    auth = Authenticator(settings, config.groups)
+    turns = TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s,
                     limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
                     shutdown_grace_s=settings.shutdown_grace_s)
     services = Services(
         settings=settings,
         config=config,
-        auth=Authenticator(settings, config.groups),
+        auth=auth,
         pool=pool,
         llm=llm,
         models=models,

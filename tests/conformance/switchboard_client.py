@@ -111,7 +111,7 @@ def main(url: str) -> None:
                 sign_in(client)
             pool = services.pool
             user = USER_EMAIL
-            client.portal.call(pool.open_for_server, SERVER, user)
+            client.portal.call(pool.open_for_user, [SERVER], user, 30.0)
             deadline = time.monotonic() + 30
             while (status := client.portal.call(pool.user_status, SERVER, user)).status == "starting":
                 if time.monotonic() > deadline:
@@ -119,7 +119,7 @@ def main(url: str) -> None:
                 time.sleep(0.1)
             if status.status != "ready":
                 raise SystemExit(f"the server is {status.status} for the user: {status.reason}")
-            tools = [t for t in pool.registry.all() if t.server == SERVER]
+            tools = [t for t in pool.registry.all(user) if t.server == SERVER]
             arguments = {**ARGUMENTS, **scenario_arguments(context)}
             focal = next((t for t in tools if t.name == SCHEMA_TOOL), None)
             if focal is not None:  # the schema preservation scenario: echo the schema as the model is offered it
