@@ -38,7 +38,7 @@ __all__ = ["LocalRelay", "PostgresRelay", "Relay"]
 log = logging.getLogger("switchboard.chat")
 
 ACK_WAIT_S = 5.0
-FLUSH_DELAY_S = 0.02  # events of a followed turn are copied out in batches this far apart
+FLUSH_DELAY_S = 0.005  # events of a followed turn are copied out in batches this far apart
 LOST = ("The app process running this answer stopped before it finished (it was restarted or lost). "
         "What was written so far is lost.")  # fmt: skip
 
@@ -243,8 +243,11 @@ class PostgresRelay:
             shared.flushing = asyncio.create_task(self._flush_soon(turn.conversation_id, shared))
 
     async def _flush_soon(self, conversation_id: str, shared: _Shared) -> None:
-        await asyncio.sleep(FLUSH_DELAY_S)
-        await self._flush(conversation_id, shared)
+        """Copy events out in batches until none are waiting (events published during a write go
+        in the next one)."""
+        while shared.pending:
+            await asyncio.sleep(FLUSH_DELAY_S)
+            await self._flush(conversation_id, shared)
 
     async def _flush(self, conversation_id: str, shared: _Shared) -> None:
         if not shared.pending:
