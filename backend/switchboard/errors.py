@@ -16,7 +16,8 @@ turns any of these into an ``error`` event or HTTP status in one place.
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
     │   ├── ToolTimeout              timeout
     │   ├── ServerUnavailable        tool_error  the server is not ready
-    │   └── NeedsAuth                tool_error  the user has not connected (signed in to) the server
+    │   ├── NeedsAuth                tool_error  the user has not connected (signed in to) the server
+    │   └── TaskGone                 tool_error  the server no longer knows a task (expired or lost)
     ├── StoreError                   internal    the conversation store failed a read or write
     │   └── StoreUnavailable         internal    the database cannot be reached (names it and what to check)
     └── LLMError                     llm_error   the model call failed
@@ -45,6 +46,7 @@ __all__ = [
     "NotFound",
     "ServerUnavailable",
     "StoreError",
+    "TaskGone",
     "StoreUnavailable",
     "SwitchboardError",
     "ToolError",
@@ -121,6 +123,10 @@ class ServerUnavailable(ToolError):
 
 class NeedsAuth(ToolError):
     """The server needs the user's own credential, which they have not given (or which was refused)."""
+
+
+class TaskGone(ToolError):
+    """The server no longer knows a task the host holds (past its TTL, or the server lost it)."""
 
 
 class StoreError(SwitchboardError):

@@ -32,6 +32,7 @@ from .call_traffic import Activity, CallTraffic
 from .diagnostics import HttpTrace, describe_failure
 from .launch import EarlyStarts
 from .models import CallSink, ServerStatus
+from .tasks import HostTasksExtension, TaskHandle, TaskStarted
 from .transports import build_transport, stderr_path
 
 __all__ = ["ServerConnection"]
@@ -159,6 +160,7 @@ class ServerConnection:
             elicitation_handler=self._traffic.on_elicit,
             sampling_handler=self._traffic.on_sample if self.config.sampling != "deny" else None,
             message_handler=self._on_message,
+            extensions=[HostTasksExtension()],  # a tools/call may come back as a task (tools/tasks.py)
         )
 
     async def _supervise(self) -> None:
@@ -270,7 +272,7 @@ class ServerConnection:
 
     async def call(
         self, tool: str, arguments: dict[str, Any], sink: CallSink, *, timeout_s: float | None = None
-    ) -> mcp_types.CallToolResult:
+    ) -> mcp_types.CallToolResult | TaskHandle:
         client = self._client
         if client is None or self.status.status != "ready":
             why = f": {self.status.reason}" if self.status.reason else ""
@@ -309,6 +311,8 @@ class ServerConnection:
                     )
                 await asyncio.wait({task}, timeout=min(idle_left, cap_left))
             return task.result()
+        except TaskStarted as started_task:
+            return started_task.handle
         except asyncio.CancelledError:
             task.cancel()
             raise
@@ -335,6 +339,10 @@ class ServerConnection:
         # At once, so no call sees "ready" without a session; the supervisor
         # reports the change (logs, registry) when it notices.
         self.status = replace(self.status, status="starting", reason="the connection was lost; reconnecting")
+
+    def task_session(self) -> Any:
+        """The live MCP session, for `tasks/*` requests (tools/tasks.py)."""
+        return self._live_client().session
 
     def _live_client(self) -> Client[Any]:
         client = self._client

@@ -59,6 +59,7 @@ class ToolOutcome:
     notes: list[str] = field(default_factory=list)  # problems met while parsing (dropped artifacts)
     resource_links: list[tuple[str, str]] = field(default_factory=list)  # (name, uri) still to fetch
     duration_ms: int = 0
+    task: Any = None  # a TaskHandle (tools/tasks.py) when the server took the call on as a task
 
 
 @dataclass(slots=True)
