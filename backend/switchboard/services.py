@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
-from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TurnHub, TurnLimits
+from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TaskPoller, TaskSettings, TurnHub, TurnLimits
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import SwitchboardError
@@ -43,6 +43,7 @@ class Services:
     engine: ChatEngine
     conversations: Conversations
     turns: TurnHub
+    tasks: TaskPoller
     environ: Mapping[str, str]
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
     store_error: str | None = None  # why the conversation store could not be opened
@@ -59,6 +60,7 @@ class Services:
         their start-up; a turn that comes first loads it itself."""
         await self.open_store()
         self.pool.start()
+        self.tasks.start()  # takes the stored tasks nobody follows (after a restart) once the store is open
         warm_up = getattr(self.llm, "warm_up", None)
         if warm_up is not None:
             self._warm_up = asyncio.create_task(self._warm_up_after_servers(warm_up), name="llm-warm-up")
@@ -105,6 +107,7 @@ class Services:
             if task is not None:
                 task.cancel()
         await self.turns.stop()
+        await self.tasks.stop()
         close_llm = getattr(self.llm, "aclose", None)  # the model client's connection pools
         if close_llm is not None:
             await close_llm()
@@ -238,6 +241,12 @@ def build_services(
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
     conversations = Conversations(None, artifacts)  # type: ignore[arg-type]  # the store opens at start-up
+    turns = TurnHub(engine, conversations, grace_s=settings.turn_grace_s)
+    tasks = TaskPoller(pool, conversations, calls, is_turn_running=lambda cid: turns.running(cid) is not None,
+                       settings=TaskSettings(lease_s=settings.task_lease_s, max_poll_s=settings.task_max_poll_s,
+                                             question_timeout_s=settings.elicitation_timeout_s))  # fmt: skip
+    calls.tasks = tasks
+    turns.task_questions = tasks.board
     services = Services(
         settings=settings,
         config=config,
@@ -249,7 +258,8 @@ def build_services(
         signer=signer,
         engine=engine,
         conversations=conversations,
-        turns=TurnHub(engine, conversations, grace_s=settings.turn_grace_s),
+        turns=turns,
+        tasks=tasks,
         environ=environ,
         tracing=Tracing.from_environment(environ),
     )

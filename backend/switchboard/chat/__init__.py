@@ -5,6 +5,8 @@ from .calls import CallRunner, CallSettings
 from .conversations import Conversations
 from .loop import ChatEngine, TurnLimits, TurnState
 from .session import ApprovalAnswer, ChatSession
+from .task_board import TaskBoard
+from .tasks import TaskPoller, TaskSettings
 from .turns import Subscription, Turn, TurnHub
 
 __all__ = [
@@ -15,6 +17,9 @@ __all__ = [
     "ChatSession",
     "Conversations",
     "Subscription",
+    "TaskBoard",
+    "TaskPoller",
+    "TaskSettings",
     "Turn",
     "TurnHub",
     "TurnLimits",

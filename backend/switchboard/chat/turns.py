@@ -29,6 +29,7 @@ from .events import (
 from .conversations import Conversations
 from .loop import ChatEngine, PreparedTurn, TurnState
 from .session import ApprovalAnswer, ChatSession
+from .task_board import TaskBoard
 
 __all__ = ["Subscription", "Turn", "TurnHub"]
 
@@ -129,6 +130,7 @@ class TurnHub:
         self.conversations = conversations
         self.grace_s = grace_s
         self._turns: dict[str, Turn] = {}  # running (or just finished) turns by conversation id
+        self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
 
     def running(self, conversation_id: str) -> Turn | None:
         turn = self._turns.get(conversation_id)
@@ -220,6 +222,8 @@ class TurnHub:
             raise NotFound(f"no approval is waiting for call '{call_id}'")
 
     def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None) -> None:
+        if self.task_questions is not None and self.task_questions.answer(user.email, request_id, action, content):
+            return  # a background task's question (chat/tasks.py)
         turn = self._turn_asking(user, request_id, approvals=False)
         if not turn.session.answer_elicitation(request_id, action, content):
             raise NotFound(f"no question is waiting with id '{request_id}'")

@@ -18,7 +18,7 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
+from . import admin, api, connect, conversations, http_chat, metrics, openai_compat, pages, tasks, tokens, ws
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
@@ -90,6 +90,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.include_router(admin.router)
     app.include_router(http_chat.router)
     app.include_router(tokens.router)
+    app.include_router(tasks.router)
     app.include_router(openai_compat.router)
     app.include_router(connect.router)
     app.include_router(ws.router)

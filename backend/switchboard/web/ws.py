@@ -121,6 +121,13 @@ async def _forward_catalogue_changes(connection: _Connection) -> None:
                     await connection.send_text(CatalogueChanged(server=server).to_json())
 
 
+async def _forward_task_events(connection: _Connection) -> None:
+    """The user's background tasks (status, progress, questions, results), whichever turn started them."""
+    with connection.services.tasks.board.listen(connection.user.email) as queue:
+        while True:
+            await connection.send_text(await queue.get())
+
+
 @router.websocket("/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
@@ -137,6 +144,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     await connection.send_text(SessionEvent(user=user.email, groups=sorted(user.groups),
                                             conversation_id=connection.conversation_id).to_json())  # fmt: skip
     catalogue = asyncio.create_task(_forward_catalogue_changes(connection), name=f"catalogue:{user.email}")
+    task_events = asyncio.create_task(_forward_task_events(connection), name=f"tasks:{user.email}")
     try:
         while True:
             message = await websocket.receive()
@@ -154,8 +162,9 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         pass
     finally:
         # The turn goes on for a while without listeners (a reload attaches again).
-        catalogue.cancel()
-        with suppress(asyncio.CancelledError, Exception):
-            await catalogue
+        for forwarder in (catalogue, task_events):
+            forwarder.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await forwarder
         await connection.unfollow()
         sessions_changed(-1)
