@@ -201,5 +201,7 @@ def test_api_chat_streams_the_task_event_and_api_tasks_lists_newest_first(site, 
     assert listed[0]["id"] == task["task_id"] and listed[0]["status"] == "completed"
     assert [t["created_at"] for t in listed] == sorted((t["created_at"] for t in listed), reverse=True)
     stored = httpx.get(f"{base}/api/conversations/{listed[0]['conversation_id']}", headers=ALICE).json()["messages"]
-    assert stored[-1]["data"]["artifacts"][0]["name"] == "report.csv" if "data" in stored[-1] else True
     assert "2 columns, 1 row" in stored[-1]["content"]
+    artifact = stored[-1]["artifacts"][0]
+    assert artifact["name"] == "report.csv"
+    assert httpx.get(f"{base}{artifact['url']}", headers=ALICE).content == b"a,b\n1,2\n"

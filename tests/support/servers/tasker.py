@@ -24,6 +24,7 @@ import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
+from mcp import MCPError
 
 COLOUR = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
 
@@ -60,7 +61,8 @@ def build(poll_ms: int = 200, concurrency: int = 10) -> FastMCP:
     async def doomed(after: float = 0.3) -> str:
         """Work a little, then fail."""
         await asyncio.sleep(after)
-        raise RuntimeError("the disk is full")  # the task fails (a ToolError would complete with isError)
+        # A protocol error fails the task (status `failed`); a ToolError would complete it with isError.
+        raise MCPError(code=mcp_types.INTERNAL_ERROR, message="the disk is full")
 
     @mcp.tool(task=task, annotations={"readOnlyHint": True})
     async def forever(ctx: Context) -> str:
