@@ -205,3 +205,30 @@ def test_api_chat_streams_the_task_event_and_api_tasks_lists_newest_first(site, 
     artifact = stored[-1]["artifacts"][0]
     assert artifact["name"] == "report.csv"
     assert httpx.get(f"{base}{artifact['url']}", headers=ALICE).content == b"a,b\n1,2\n"
+
+
+@pytest.mark.timeout(180)  # two start-ups of the app
+def test_a_task_survives_a_restart_of_the_host_and_its_result_lands_in_the_conversation(tmp_path, llm):
+    """The app stops while the task runs (the server goes on); started again on the same
+    database, it takes the task up, and the result is stored in the conversation."""
+    port = free_port()
+    with tasker_http(port):
+        remote = {"remote": tasker_servers(port)["remote"]}
+        write_config(tmp_path / "defaults", servers=remote, models=[double_model(llm)], default_model="double")
+        settings = make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)
+        with served(settings) as (base, _):
+            page, turn = start_task(base, llm, "remote_crunch", {"steps": 6, "delay": 0.5})
+            started = next(e for e in turn if e["type"] == "task")
+            page.close()
+        with served(settings) as (base, services):
+            deadline = time.monotonic() + 30
+            while True:  # (the task may finish before a page could open: the store says)
+                task = httpx.get(f"{base}/api/tasks", headers=ALICE).json()["tasks"][0]
+                if task["status"] == "completed" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert task["id"] == started["task_id"] and task["result"]["content"] == "crunched 6 steps"
+            conversation = httpx.get(f"{base}/api/conversations/{started['conversation_id']}", headers=ALICE).json()
+            assert [m["role"] for m in conversation["messages"]] == ["user", "assistant", "tool", "assistant", "tool"]
+            assert conversation["messages"][-1]["content"] == "crunched 6 steps"
+            assert services.tasks.held() == 0
