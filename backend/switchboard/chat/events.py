@@ -276,6 +276,7 @@ class TaskEvent(_Event):
     conversation_id: str | None = None
     ok: bool | None = None
     content: str | None = None
+    artifacts: list[ArtifactRef] | None = None
     message_id: str | None = None
 
 

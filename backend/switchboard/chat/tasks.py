@@ -253,6 +253,7 @@ class TaskPoller:
         self._held.pop(record.id, None)
         finished = _event(record, status, None if event.ok else event.content[:500])
         finished.ok, finished.content, finished.message_id = event.ok, event.content, message_id
+        finished.artifacts = event.artifacts or None
         self.board.publish(record.owner, finished)
         log.info("task finished", extra={"event": "task_finished", "user": record.owner, "server": record.server,
                                          "tool": record.tool, "task": record.id, "status": status})  # fmt: skip
