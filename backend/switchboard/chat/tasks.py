@@ -15,6 +15,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,10 +147,9 @@ class TaskPoller:
             wait = min([*due, next_lease]) - time.monotonic()
             self._wake.clear()
             if wait > 0:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), wait)
-                except TimeoutError:
-                    pass
+                with suppress(TimeoutError):
+                    async with asyncio.timeout(wait):  # (no inner task to leave behind, unlike wait_for)
+                        await self._wake.wait()
 
     async def _renew(self) -> None:
         """Keep the leases held, and take the active tasks nobody holds (start-up, a dead process)."""
