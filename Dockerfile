@@ -49,9 +49,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Dependencies first: this layer is rebuilt only when the lock changes.
+# Dependencies first: this layer is rebuilt only when the lock changes. Only what serving
+# needs, as ./scripts/serve installs it: no dependency group (tests, example servers).
 COPY pyproject.toml uv.lock ./
-RUN uv sync --frozen --no-dev --no-install-project
+RUN uv sync --frozen --no-default-groups --no-install-project
 
 # Then the app itself (installed editable, so the project root stays /app and the
 # relative `cwd` of the bundled servers in config/defaults/mcp.json resolves).
@@ -61,7 +62,7 @@ COPY frontend ./frontend
 COPY config/defaults ./config/defaults
 COPY config/examples ./config/examples
 COPY scripts ./scripts
-RUN uv sync --frozen --no-dev \
+RUN uv sync --frozen --no-default-groups \
     && python -m compileall -q backend scripts \
     && mkdir -p /app/data /app/logs /app/config/overrides \
     && chown "$APP_UID:$APP_GID" /app/data /app/logs \

@@ -1,5 +1,8 @@
-# Sourced by scripts/serve and scripts/test: make sure uv exists and the
-# project's locked environment is installed.
+# Sourced by scripts/serve, scripts/chat and scripts/test: make sure uv exists and the
+# project's locked environment is installed. SWITCHBOARD_INSTALL=serve installs only what
+# serving needs (the project's dependencies, no dependency groups) and removes nothing that
+# is there already (a checkout that also runs the tests keeps its test tools); anything else
+# installs every group too (tests, example servers).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! command -v uv >/dev/null 2>&1; then
@@ -8,4 +11,8 @@ if ! command -v uv >/dev/null 2>&1; then
   export PATH="$HOME/.local/bin:$PATH"
 fi
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-UV_COMPILE_BYTECODE=1 uv sync --frozen --quiet
+if [ "${SWITCHBOARD_INSTALL:-all}" = "serve" ]; then
+  UV_COMPILE_BYTECODE=1 uv sync --frozen --quiet --no-default-groups --inexact
+else
+  UV_COMPILE_BYTECODE=1 uv sync --frozen --quiet --all-groups
+fi

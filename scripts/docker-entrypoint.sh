@@ -9,14 +9,24 @@
 set -eu
 
 APP_USER="${SWITCHBOARD_APP_USER:-switchboard}"  # the user the Dockerfile creates
+DATA_DIR="${SWITCHBOARD_DATA_DIR:-/app/data}"
+
+# The data dir holds the database, uploads, artifacts and keys: the app's user only.
+private_data_dir() {
+    chmod 700 "$DATA_DIR" 2>/dev/null \
+        || echo "warning: could not make $DATA_DIR private (chmod 700); other users may read it" >&2
+}
 
 if [ "$(id -u)" != "0" ]; then
+    if [ -d "$DATA_DIR" ] && [ -O "$DATA_DIR" ]; then
+        private_data_dir
+    fi
     exec "$@"
 fi
 
 uid="$(id -u "$APP_USER")"
 gid="$(id -g "$APP_USER")"
-for dir in "${SWITCHBOARD_DATA_DIR:-/app/data}" "${SWITCHBOARD_LOG_DIR:-/app/logs}"; do
+for dir in "$DATA_DIR" "${SWITCHBOARD_LOG_DIR:-/app/logs}"; do
     mkdir -p "$dir" || true
     # Only what is not the app's already, so a large data dir costs a walk, not a rewrite.
     if ! find "$dir" \( ! -user "$uid" -o ! -group "$gid" \) -exec chown "$uid:$gid" {} + 2>/dev/null; then
@@ -24,6 +34,7 @@ for dir in "${SWITCHBOARD_DATA_DIR:-/app/data}" "${SWITCHBOARD_LOG_DIR:-/app/log
              "the app will say what it cannot write" >&2
     fi
 done
+private_data_dir
 
 if command -v setpriv >/dev/null 2>&1; then
     exec setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import os
+import socket
 import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -60,6 +62,7 @@ def serve(args: argparse.Namespace) -> int:
             "Use SWITCHBOARD_AUTH_MODE=proxy behind an authenticating proxy for anything but local use.",
             file=sys.stderr,
         )
+    sock = _listening_socket(settings.host, settings.port)
     print(
         f"Switchboard on http://{settings.host}:{settings.port}  (logs: {settings.log_dir / 'app.jsonl'}"
         + (f", {settings.workers} worker processes)" if settings.workers > 1 else ")"),
@@ -74,7 +77,7 @@ def serve(args: argparse.Namespace) -> int:
         os.environ.update({f"SWITCHBOARD_{k.upper()}": str(v) for k, v in overrides.items()})
         _share_metrics(settings)
         config = uvicorn.Config("switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options)
-        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor = Multiprocess(config, sockets=[sock])
         supervisor.run()
         return 1 if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes) else 0
     server: uvicorn.Server | None = None
@@ -85,10 +88,47 @@ def serve(args: argparse.Namespace) -> int:
 
     app = booting_app(settings, on_failure=stop)
     server = uvicorn.Server(uvicorn.Config(app, **options))
-    server.run()
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C: uvicorn has shut down and re-raises it; no traceback for that
+        print("Switchboard stopped.", file=sys.stderr, flush=True)
+        _exit_now(130)
     if app.error is not None or not server.started:
         return 1
     return 0
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """The app's socket, bound before anything starts (as uvicorn would bind it); a port that is
+    taken or not allowed is one line on stderr and exit status 1, not a traceback or a log record."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            why = (f"port {port} on {host} is in use (another Switchboard, or another program, listens there); "
+                   "stop it, or serve on another port with --port or SWITCHBOARD_PORT")  # fmt: skip
+        elif exc.errno == errno.EACCES:
+            why = f"this user may not listen on port {port} (ports below 1024 need privileges); pick another port"
+        else:
+            why = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        print(f"Switchboard cannot start: {why}.", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+    return sock
+
+
+def _exit_now(status: int) -> None:
+    """Exit once the app has shut down in order (servers stopped, the store closed, the log
+    flushed): tearing down the interpreter's modules (the model library, loading in a thread
+    of its own, among them) takes seconds on a busy machine and does nothing useful."""
+    from .logs import flush_logs
+
+    flush_logs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def check_config(args: argparse.Namespace) -> int:
@@ -101,14 +141,37 @@ def check_config(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"error: {error}")
     warnings = server_warnings(config.mcp, settings.project_root, os.environ)
+    if args.start:
+        warnings += _start_servers(config.mcp, settings)
     for warning in warnings:
         print(f"warning: {warning}")
     enabled = [name for name, server in config.mcp.servers.items() if server.enabled]
-    print(
-        f"{len(config.mcp.servers)} server(s) ({len(enabled)} enabled), {len(config.llm.models)} model(s), "
-        f"{len(config.compliance.levels)} compliance level(s); {len(errors)} error(s), {len(warnings)} warning(s)"
-    )
+    broken_servers = len(config.mcp.errors)  # refused entries count too: they are in the files
+    broken_models = sum(1 for e in config.errors if e.model or e.field.startswith("models["))
+    servers = f"{len(config.mcp.servers) + broken_servers} server(s) ({len(enabled)} enabled"
+    servers += f", {broken_servers} broken)" if broken_servers else ")"
+    models = f"{len(config.llm.models) + broken_models} model(s)" + (f" ({broken_models} broken)" if broken_models else "")
+    print(f"{servers}, {models}, {len(config.compliance.levels)} compliance level(s); "
+          f"{len(errors)} error(s), {len(warnings)} warning(s)")  # fmt: skip
     return 1 if errors else 0
+
+
+def _start_servers(mcp: object, settings: Settings) -> list[str]:
+    """Start every enabled stdio server once (logs in LOG_DIR/check-config/servers/): one line for
+    each that does not come up, with its exit code and the end of its stderr."""
+    import asyncio
+
+    from .tools.trial import start_once
+
+    statuses = asyncio.run(start_once(mcp, project_root=settings.project_root,  # type: ignore[arg-type]
+                                      log_dir=settings.log_dir / "check-config", timeout_s=settings.server_start_timeout_s))
+    lines = []
+    for status in statuses:
+        if status.status == "ready":
+            print(f"server '{status.name}' started ({status.tool_count} tools)")
+        else:
+            lines.append(f"server '{status.name}' did not start here: {status.reason or status.status}")
+    return lines
 
 
 def db_upgrade(args: argparse.Namespace) -> int:
@@ -135,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--workers", type=int, help="app processes (default 1; SWITCHBOARD_WORKERS)")
     p_serve.set_defaults(func=serve)
     p_check = sub.add_parser("check-config", help="validate every config file")
+    p_check.add_argument("--start", action="store_true",
+                         help="also start each enabled stdio server once and say why one does not come up")
     p_check.set_defaults(func=check_config)
     p_db = sub.add_parser("db", help="the conversation store").add_subparsers(dest="db_command", required=True)
     p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(func=db_upgrade)

@@ -22,6 +22,7 @@ from .errors import StoreUnavailable
 from .signing import load_or_create_key
 from .store.credentials import CredentialRecords
 from .store.repo import ConversationStore
+from .tools.vault import PendingSignIn
 
 __all__ = ["SecretBox", "StoreVault", "credential_key"]
 
@@ -86,3 +87,15 @@ class StoreVault:
 
     async def forget(self, server: str, user: str) -> None:
         await self._rows().forget(server, user)
+
+    async def put_pending(self, state: str, server: str, user: str, value: str, *, max_age_s: float) -> None:
+        sealed = self._box.seal(server, user, "oauth_pending", value)
+        await self._rows().put_pending(state, server, user, sealed, max_age_s=max_age_s)
+
+    async def take_pending(self, state: str) -> PendingSignIn | None:
+        row = await self._rows().take_pending(state)
+        if row is None:
+            return None
+        server, user, sealed, created_at = row
+        value = self._box.open(server, user, "oauth_pending", sealed)
+        return None if value is None else PendingSignIn(server, user, value, created_at.timestamp())

@@ -10,13 +10,16 @@ turns any of these into an ``error`` event or HTTP status in one place.
     ├── Unauthorized                 unauthorized no (trusted) identity
     ├── Forbidden                    forbidden   identity known, not allowed
     ├── NotFound                     not_found
-    ├── Conflict                     conflict    the id is taken (e.g. a conversation id)
+    ├── Conflict                     conflict    the id is taken, or the conversation is busy (a turn runs)
+    ├── TooMany                      rate_limited a per-user limit is reached (turns, streams at once)
     ├── Cancelled                    cancelled   the user pressed Stop
+    ├── RateLimited                  rate_limited too many requests (an MCP App's bridge)
     ├── ToolError                    tool_error  a tool call could not run
     │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
     │   ├── ToolTimeout              timeout
     │   ├── ServerUnavailable        tool_error  the server is not ready
     │   ├── NeedsAuth                tool_error  the user has not connected (signed in to) the server
+    │   ├── SignInFailed             tool_error  an OAuth sign-in was refused or failed (never the remote answer)
     │   └── TaskGone                 tool_error  the server no longer knows a task (expired or lost)
     ├── StoreError                   internal    the conversation store failed a read or write
     │   └── StoreUnavailable         internal    the database cannot be reached (names it and what to check)
@@ -44,7 +47,9 @@ __all__ = [
     "LLMUnavailable",
     "NeedsAuth",
     "NotFound",
+    "RateLimited",
     "ServerUnavailable",
+    "SignInFailed",
     "StoreError",
     "TaskGone",
     "StoreUnavailable",
@@ -52,6 +57,7 @@ __all__ = [
     "ToolError",
     "ToolNotAllowed",
     "ToolTimeout",
+    "TooMany",
     "Unauthorized",
 ]
 
@@ -68,13 +74,13 @@ class SwitchboardError(Exception):
 
 
 class ConfigError(SwitchboardError):
-    """A config problem, located by file, server (or model) and field."""
+    """A config problem, located by file, server or model, and field."""
 
-    def __init__(self, message: str, *, file: str = "", server: str = "", field: str = "") -> None:
-        self.file, self.server, self.field = file, server, field
-        where = ", ".join(
-            part for part in (file, f"server '{server}'" if server else "", f"field '{field}'" if field else "") if part
-        )
+    def __init__(self, message: str, *, file: str = "", server: str = "", field: str = "", model: str = "") -> None:
+        self.file, self.server, self.field, self.model = file, server, field, model
+        parts = (file, f"server '{server}'" if server else "", f"model '{model}'" if model else "",
+                 f"field '{field}'" if field else "")  # fmt: skip
+        where = ", ".join(part for part in parts if part)
         super().__init__(f"{where}: {message}" if where else message)
 
 
@@ -101,8 +107,18 @@ class Conflict(SwitchboardError):
     code = "bad_request"
 
 
+class TooMany(SwitchboardError):
+    """A per-user limit is reached (HTTP 429); the message names the limit."""
+
+    code = "rate_limited"
+
+
 class Cancelled(SwitchboardError):
     code = "cancelled"
+
+
+class RateLimited(TooMany):
+    """An MCP App's requests over their rate (HTTP 429)."""
 
 
 class ToolError(SwitchboardError):
@@ -123,6 +139,11 @@ class ServerUnavailable(ToolError):
 
 class NeedsAuth(ToolError):
     """The server needs the user's own credential, which they have not given (or which was refused)."""
+
+
+class SignInFailed(ToolError):
+    """Signing in to a server's authorization server failed or was stopped.  The message says
+    which step and why in the host's words: never the remote server's answer."""
 
 
 class TaskGone(ToolError):

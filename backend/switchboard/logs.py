@@ -23,9 +23,11 @@ __all__ = ["ConsoleLines", "JsonFormatter", "SAFE_FIELDS", "enable_console", "fl
 
 SAFE_FIELDS = frozenset({
     "after", "attempt", "before", "completion_tokens", "delay_s", "duration_ms", "error", "errors", "event",
-    "exporter", "failed", "host", "model", "new", "ok", "old", "origin", "path", "prompt_tokens", "ready",
+    "exporter", "failed", "host", "model", "needs_auth", "new", "ok", "old", "origin", "path", "prompt_tokens", "ready",
     "ready_after_s", "reason", "removed", "required_not_ready", "server", "servers", "status", "tool", "tools",
     "total", "trimmed", "user", "why",
+    # MCP Apps
+    "app", "app_level", "app_logger", "code", "directive", "entry", "from_app", "method", "uri",
 })  # fmt: skip
 
 
@@ -95,10 +97,15 @@ class ConsoleLines(logging.Handler):
             line = f"servers: {ready} of {total} ready"
             if failed:
                 line += f", {len(failed)} failed ({', '.join(failed)})"
+            waiting = getattr(record, "needs_auth", None)
+            if waiting:
+                line += f", {len(waiting)} waiting for users to sign in ({', '.join(waiting)})"
             missing = getattr(record, "required_not_ready", None)
             if missing:
                 line += f"; NOT READY: required server(s) {', '.join(missing)} are not ready"
             return line
+        if event == "config_reload_refused":
+            return f"CONFIG RELOAD REFUSED (the running configuration stays): {'; '.join(record.errors)}"  # type: ignore[attr-defined]
         if event == "config_error":
             return f"CONFIG ERROR: {record.getMessage().removeprefix('config error: ')}"
         return None

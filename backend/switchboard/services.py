@@ -11,12 +11,18 @@ from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
-from .chat import CallRunner, CallSettings, ChatEngine, Conversations, TaskPoller, TaskSettings, TurnHub, TurnLimits
+from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Conversations, TaskPoller, TaskSettings,
+                   TurnHub, TurnLimits,
+                   UserLimits)
+from .chat.apps import AppBridge, AppLimits
+from .chat.relay import LOST as LOST_REASON
+from .chat.relay import LocalRelay
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
-from .errors import SwitchboardError
+from .errors import ConfigError, SwitchboardError
 from .filestore import open_files
 from .llm import DeferredLLMClient, ModelCatalogue
+from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
@@ -45,10 +51,15 @@ class Services:
     turns: TurnHub
     tasks: TaskPoller
     environ: Mapping[str, str]
+    apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
     store_error: str | None = None  # why the conversation store could not be opened
+    # The files as they are now, when the last reload was refused for them (the running
+    # configuration is older): what /readyz and the page report until a reload succeeds.
+    refused_reload: list[ConfigError] = field(default_factory=list)
     _store_retry: asyncio.Task[None] | None = None
     _warm_up: asyncio.Task[None] | None = None
+    _model_probe: asyncio.Task[None] | None = None
 
     @property
     def store(self) -> ConversationStore:
@@ -60,10 +71,25 @@ class Services:
         their start-up; a turn that comes first loads it itself."""
         await self.open_store()
         self.pool.start()
+        self._probe_models()
         self.tasks.start()  # takes the stored tasks nobody follows (after a restart) once the store is open
         warm_up = getattr(self.llm, "warm_up", None)
         if warm_up is not None:
             self._warm_up = asyncio.create_task(self._warm_up_after_servers(warm_up), name="llm-warm-up")
+
+    def _probe_models(self) -> None:
+        """In the background: keyless local models whose server does not answer are passed over
+        as the default (llm/probe.py) until a call to them works."""
+        models = self.models
+
+        async def probe() -> None:
+            for name, why in (await unreachable_local_models(self.config.llm.models)).items():
+                log.warning("model %s: %s", name, why, extra={"event": "model_unreachable", "model": name, "reason": why})
+                models.note_outcome(name, why)
+
+        if self._model_probe is not None:
+            self._model_probe.cancel()
+        self._model_probe = asyncio.create_task(probe(), name="model-probe")
 
     async def _warm_up_after_servers(self, warm_up: Callable[[], None]) -> None:
         await self.pool.wait_settled(self.settings.server_start_timeout_s)
@@ -89,10 +115,24 @@ class Services:
             self.conversations.store = _UnavailableStore(exc)  # type: ignore[assignment]
             return False
         self.conversations.store = store
+        if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
+            await self._relay_on(store)
         if self.store_error is not None:
             log.info("conversation store reached", extra={"event": "store_available"})
         self.store_error = None
         return True
+
+    async def _relay_on(self, store: ConversationStore) -> None:
+        """Several processes may share this database: turns are reachable from each of them."""
+        from .chat.relay import PostgresRelay
+        from .store.live import LiveTurns
+
+        async def lost(conversation_id: str, owner: str) -> None:
+            await self.conversations.record_lost(conversation_id, LOST_REASON)
+
+        relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost)
+        await relay.start(self.turns)
+        self.turns.relay = relay
 
     async def _retry_store(self) -> None:
         delay = 2.0
@@ -103,7 +143,7 @@ class Services:
             delay = min(delay * 2, 60.0)
 
     async def close(self) -> None:
-        for task in (self._store_retry, self._warm_up):
+        for task in (self._store_retry, self._warm_up, self._model_probe):
             if task is not None:
                 task.cancel()
         await self.turns.stop()
@@ -126,9 +166,19 @@ class Services:
         self.models = ModelCatalogue(config.llm, self.environ)
         self.auth = self.auth.with_groups(config.groups)
         self.engine.use_config(config, self.models)
+        self._probe_models()
+        self.refused_reload = []
         errors = [str(e) for e in config.all_errors()]
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
+
+    def refuse_reload(self, broken: list[ConfigError], by: str) -> None:
+        """A reload refused for files that cannot be read: said in the log and on the console,
+        and kept for /readyz and the page until a reload succeeds."""
+        self.refused_reload = broken
+        errors = [str(e) for e in broken]
+        log.warning("config reload refused: %s", "; ".join(errors),
+                    extra={"event": "config_reload_refused", "errors": errors, "user": by})  # fmt: skip
 
 
 class _UnavailableStore:
@@ -208,6 +258,8 @@ def build_services(
         vault=StoreVault(SecretBox(credential_key(
             settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
         early=early,
+        dev_auth=settings.auth_mode == "dev",
+        app_cache_s=settings.app_cache_s,
     )
     artifacts = ArtifactStore(open_files(settings.files_url, settings.data_dir / "files"))
     key = (
@@ -240,9 +292,13 @@ def build_services(
     limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
-    conversations = Conversations(None, artifacts)  # type: ignore[arg-type]  # the store opens at start-up
-    turns = TurnHub(engine, conversations, grace_s=settings.turn_grace_s)
-    tasks = TaskPoller(pool, conversations, calls, is_turn_running=lambda cid: turns.running(cid) is not None,
+    conversations = Conversations(None, artifacts, ConversationLimits(  # type: ignore[arg-type]  # the store opens at start-up
+        max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
+        incognito_idle_s=settings.incognito_idle_s))
+    turns = TurnHub(engine, conversations, grace_s=settings.turn_grace_s,
+                    limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
+                    shutdown_grace_s=settings.shutdown_grace_s)
+    tasks = TaskPoller(pool, conversations, calls, is_turn_running=lambda owner, cid: turns.running(owner, cid) is not None,
                        settings=TaskSettings(lease_s=settings.task_lease_s, max_poll_s=settings.task_max_poll_s,
                                              question_timeout_s=settings.elicitation_timeout_s))  # fmt: skip
     calls.tasks = tasks
@@ -261,6 +317,7 @@ def build_services(
         turns=turns,
         tasks=tasks,
         environ=environ,
+        apps=AppBridge(turns, calls, pool, AppLimits(settings.app_requests_per_s, settings.app_requests_burst)),
         tracing=Tracing.from_environment(environ),
     )
     built.append(services)

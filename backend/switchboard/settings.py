@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     data_dir: Path = PROJECT_ROOT / "data"
     # Uploads and artifacts: DATA_DIR/files when unset; s3://bucket/prefix for an S3-compatible store.
     files_url: str | None = None
+    # Several processes on one Postgres: a process silent this long is taken for dead, and its
+    # running answers end as failed.
+    turn_lease_s: float = Field(default=30.0, gt=0)
+    shutdown_grace_s: float = Field(default=10.0, ge=0)  # running answers may finish this long at shutdown
     log_dir: Path = PROJECT_ROOT / "logs"
     # The conversation store: SQLite in data_dir when unset; postgresql+asyncpg://... for teams.
     database_url: str | None = None
@@ -48,6 +52,10 @@ class Settings(BaseSettings):
     # document the app serves at {public_url}/oauth/client-metadata.json when PUBLIC_URL is https.
     oauth_client_metadata_url: str | None = None
     oauth_client_metadata: bool = True  # false: never offer it (the authorization servers cannot reach this host)
+    # Where MCP Apps run: an origin other than the page's that reaches this same app (e.g.
+    # https://sandbox.example.com). Unset: http://sandbox.localhost:PORT for pages on a loopback
+    # name, and no apps elsewhere (web/sandbox.py).
+    sandbox_origin: str | None = None
     metrics_token: SecretStr | None = None  # a scraper sends it as `Authorization: Bearer ...` to read /metrics
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
 
@@ -56,6 +64,17 @@ class Settings(BaseSettings):
     max_tool_calls_per_turn: int = Field(default=128, ge=1)
     max_answer_chars: int = Field(default=200_000, ge=1000)  # a longer answer is cut (finish_reason length)
     turn_grace_s: float = 30.0  # a turn nobody listens to any more is cancelled after this
+    # Per-user limits (docs/security.md): answers being written at once, event streams open at once
+    # (each /api/chat, /v1 stream, websocket follow or attach), and a conversation's stored text.
+    max_turns_per_user: int = Field(default=8, ge=1)
+    max_streams_per_user: int = Field(default=32, ge=1)
+    max_conversation_chars: int = Field(default=10_000_000, ge=100_000)
+    # A JSON request body on /api/... and /v1/... (uploads have max_upload_bytes): larger is 413.
+    max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024)
+    # Incognito conversations live in memory only: this many per user (least recently used dropped),
+    # each dropped after this long unused; its uploads and artifacts are deleted when it goes.
+    incognito_per_user: int = Field(default=20, ge=1)
+    incognito_idle_s: float = Field(default=24 * 3600, gt=0)
     llm_max_attempts: int = 3  # model calls retried on 429/5xx/connection errors, with backoff
     llm_max_retry_wait_s: float = 30.0
     # OpenAI-compatible models are streamed through the OpenAI SDK directly; false: all through litellm.
@@ -74,6 +93,10 @@ class Settings(BaseSettings):
     retention_days: float | None = 30  # uploads and artifacts older than this are deleted
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
+    # MCP Apps: requests of one mounted app (per user and call), as a token bucket
+    app_requests_per_s: float = Field(default=10.0, gt=0)
+    app_requests_burst: int = Field(default=20, ge=1)
+    app_cache_s: float = Field(default=60.0, ge=0)  # an app's ui:// resource is read again after this
 
     @property
     def database_url_resolved(self) -> str:

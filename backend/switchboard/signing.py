@@ -4,6 +4,7 @@ expiry) with a key from settings, or one generated once under the data dir."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import os
@@ -58,6 +59,25 @@ class UrlSigner:
         expires = int((now or time.time()) + self.ttl_s)
         sig = self._sig(file_id, user, expires)
         return f"{self._base_url}/api/files/{file_id}/content?u={quote(user)}&e={expires}&s={sig}"
+
+    def seal_notice(self, user: str, text: str, *, ttl_s: int = 600) -> str:
+        """A short text for `user`'s next page, carried in a URL: signed, so that a link made
+        elsewhere cannot put words on the page (`open_notice` reads it back)."""
+        payload = base64.urlsafe_b64encode(f"{int(time.time()) + ttl_s}\n{text}".encode()).decode().rstrip("=")
+        return f"{payload}.{self._notice_sig(user, payload)}"
+
+    def open_notice(self, user: str, sealed: str) -> str | None:
+        payload, _, sig = sealed.partition(".")
+        if not hmac.compare_digest(self._notice_sig(user, payload), sig):
+            return None
+        try:
+            expires, _, text = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode().partition("\n")
+            return text if int(expires) >= time.time() else None
+        except ValueError:
+            return None
+
+    def _notice_sig(self, user: str, payload: str) -> str:
+        return hmac.new(self._key, f"notice\n{user}\n{payload}".encode(), hashlib.sha256).hexdigest()
 
     def verify(self, file_id: str, user: str, expires: int, sig: str) -> None:
         if not hmac.compare_digest(self._sig(file_id, user, expires), sig):

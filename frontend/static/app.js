@@ -2,7 +2,9 @@
 // cards, canvas, tools panel and attachments together.  Each concern lives in
 // its own module; this file holds the page's state and the composer.
 
+import { AppViews } from "./appviews.js";
 import { Canvas } from "./canvas.js";
+import { signInNotice } from "./connect.js";
 import { ConversationsApi } from "./conversations.js";
 import { randomId } from "./dom.js";
 import { setupLayout } from "./layout.js";
@@ -20,6 +22,7 @@ import { TURN_EVENTS, drawTurnEvent } from "./turnevents.js";
 import { Uploads } from "./uploads.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
+signInNotice();
 const $ = (id) => document.getElementById(id);
 const input = $("input");
 const sendButton = $("send");
@@ -42,7 +45,9 @@ const canvas = new Canvas({
     sidebar.canvasVisible(open);
   },
 });
-const cards = new ToolCards((artifact) => canvas.open(artifact));
+const apps = new AppViews({ canvas, appsUrl: page.apps_url || "/api/apps", sandboxOrigin: page.sandbox_origin, version: page.version,
+  sendMessage: (text) => sendFromApp(text) });
+const cards = new ToolCards((artifact) => canvas.open(artifact), (callId, tool) => apps.open(callId, tool));
 const library = new Library({
   box: $("library"), attachments: $("attachments"), promptUrl: page.prompt_url || "/api/prompts", input,
   onChange: () => updateControls(), getLevel: () => tools.complianceLevel ?? null,
@@ -72,6 +77,8 @@ const thread = new Thread(view, {
   onRegenerate: sendRegenerate,
   onBranch: (messageId) => opener.switchBranch(messageId),
   onOpenArtifact: (artifact) => canvas.open(artifact),
+  onOpenApp: (callId, tool) => apps.open(callId, tool),
+  onStoredApp: (callId, tool) => apps.stored(callId, tool),
 });
 const tasks = new TaskList({
   root: $("tasks"), conversationId: () => state.conversationId, send, onOpenArtifact: (artifact) => canvas.open(artifact),
@@ -181,6 +188,13 @@ function sendChat() {
   autosize();
 }
 
+/** An app's `ui/message`, after the user agreed: sent as the user's next message. */
+function sendFromApp(text) {
+  if (!connection.open || state.running || state.loading || !sent(chatMessage(text))) return false;
+  beginTurn(thread.addUser(text));
+  return true;
+}
+
 function setQueued(on) {
   state.sendWhenReady = on;
   updateControls();
@@ -254,6 +268,15 @@ function onEvent(event) {
     if (!state.staleTurn) opener.announced(event);
     return;
   }
+  if (event.from_app) {
+    // A call an app makes: shown on the app, not in the answer; its approval is asked on the app.
+    if (event.type === "approval_request") {
+      if (!apps.approval(event, send)) view.notice(`An app of ${event.server} waits for your approval to run ${event.tool}: open the app to answer.`);
+    } else {
+      apps.callEvent(event);
+    }
+    return;
+  }
   if (TURN_EVENTS.has(event.type)) {
     if (state.staleTurn) {
       // Events of the turn "New chat" cancelled, up to its message_done.
@@ -271,7 +294,7 @@ function onEvent(event) {
       }
       return;
     }
-    drawTurnEvent(state.turn, event, { view, cards, canvas, send, onDone });
+    drawTurnEvent(state.turn, event, { view, cards, canvas, apps, send, onDone });
     return;
   }
   if (event.type === "error") {

@@ -62,6 +62,22 @@ export class Canvas {
     this._updateToggle();
   }
 
+  /** An MCP App's tab: `app` = {title, mount(view), teardown()}; mounted when first shown. */
+  addApp(id, app) {
+    if (this.items.has(id)) return;
+    const tab = el("button", { type: "button", role: "tab", class: "canvas-tab", id: `tab-${id}`, "aria-selected": "false",
+      tabindex: "-1", title: app.title, dataset: { kind: "app" } }, el("span", { class: "tab-name", text: app.title }));
+    const closeTab = el("button", { type: "button", class: "tab-close", "aria-label": `Close ${app.title}`, text: "×" });
+    const wrap = el("div", { class: "canvas-tab-wrap", role: "presentation" }, tab, closeTab);
+    tab.addEventListener("click", () => this.select(id));
+    closeTab.addEventListener("click", () => this.remove(id));
+    const view = el("div", { class: "canvas-view app-view", role: "tabpanel", "aria-labelledby": tab.id, hidden: true });
+    this.tabList.append(wrap);
+    this.body.append(view);
+    this.items.set(id, { app, tab, wrap, view, loaded: false });
+    this._updateToggle();
+  }
+
   select(id) {
     const item = this.items.get(id);
     if (!item) return;
@@ -72,10 +88,18 @@ export class Canvas {
       other.tab.tabIndex = on ? 0 : -1;
       other.view.hidden = !on;
     }
+    item.tab.scrollIntoView({ block: "nearest", inline: "nearest" });
+    if (item.app) {
+      this.download.hidden = true;
+      if (!item.loaded) {
+        item.loaded = true;
+        item.app.mount(item.view);
+      }
+      return;
+    }
     this.download.href = `${item.artifact.url}?download=1`;
     this.download.setAttribute("aria-label", `Download ${item.artifact.name}`);
     this.download.hidden = false;
-    item.tab.scrollIntoView({ block: "nearest", inline: "nearest" });
     if (!item.loaded) {
       item.loaded = true;
       buildViewer(item.artifact).then((node) => item.view.replaceChildren(node));
@@ -88,7 +112,13 @@ export class Canvas {
     const ids = [...this.items.keys()];
     const index = ids.indexOf(id);
     item.wrap.remove();
-    item.view.remove();
+    if (item.app) {
+      // The app is told first (ui/resource-teardown), then its frame goes.
+      item.view.hidden = true;
+      item.app.teardown().finally(() => item.view.remove());
+    } else {
+      item.view.remove();
+    }
     this.items.delete(id);
     if (this.selected === id) {
       const next = ids[index + 1] ?? ids[index - 1];

@@ -12,6 +12,17 @@ async function send(url, method, body) {
     const detail = (await res.json().catch(() => null))?.error?.message;
     throw new Error(detail || (res.status === 422 ? "that token cannot be used (no spaces or line breaks)" : `the server answered ${res.status}`));
   }
+  return res.json().catch(() => ({}));
+}
+
+/** The notice the page was opened with after a Connect that did not work: it can be
+ * dismissed, and the address loses it so a reload does not show it again. */
+export function signInNotice() {
+  const url = new URL(location.href);
+  url.searchParams.delete("signin_notice");
+  if (url.href !== location.href) history.replaceState(history.state, "", url);
+  const box = document.getElementById("signin-notice");
+  box?.querySelector(".signin-notice-close")?.addEventListener("click", () => box.remove());
 }
 
 /** The connect / disconnect controls of one server; `onChange` reloads the panel. */
@@ -28,9 +39,10 @@ export function connectControls(server, onChange) {
       } }), note);
     return box;
   }
+  if (auth.refused) note.textContent = `Refused: ${auth.refused}`;
   if (auth.type === "oauth") {
     box.append(el("p", { class: "small", text: "This server needs you to sign in with your own account." }),
-      el("a", { class: "btn server-connect-link", href: auth.connect_url, text: "Connect" }));
+      el("a", { class: "btn server-connect-link", href: auth.connect_url, text: "Connect" }), note);
     return box;
   }
   const input = el("input", { type: "password", name: "token", autocomplete: "off", required: true,
@@ -38,8 +50,14 @@ export function connectControls(server, onChange) {
   const form = el("form", { class: "connect-form" }, input, el("button", { type: "submit", class: "btn", text: "Connect" }));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    note.textContent = "Checking the token…";
     try {
-      await send(auth.token_url, "PUT", { token: input.value.trim() });
+      const answer = await send(auth.token_url, "PUT", { token: input.value.trim() });
+      if (answer.connected === false) {  // refused: say why, keep what was typed so it can be corrected
+        note.textContent = `Refused: ${answer.refused || "the server did not accept this token"}`;
+        input.focus();
+        return;
+      }
       input.value = "";
       onChange();
     } catch (exc) { fail(exc); }

@@ -49,8 +49,21 @@ export class ConversationsApi {
     return call(url);
   }
 
-  get(id) {
-    return call(this._url(id));
+  /** The conversation with its whole shown branch: the server answers a page of the newest
+   *  messages (`has_more` when older ones exist), so the older pages are read in turn. */
+  async get(id) {
+    return this._whole(id, await call(this._url(id)));
+  }
+
+  async _whole(id, conv) {
+    while (conv.has_more && conv.messages.length) {
+      const url = new URL(this._url(id), location.href);
+      url.searchParams.set("before", conv.messages[0].id);
+      const older = await call(url);
+      conv.messages = [...older.messages, ...conv.messages];
+      conv.has_more = older.has_more;
+    }
+    return conv;
   }
 
   rename(id, title) {
@@ -58,8 +71,8 @@ export class ConversationsApi {
   }
 
   /** Switch to the newest branch through a message; answers the whole conversation. */
-  branch(id, messageId) {
-    return call(this._url(id), json("PATCH", { branch: messageId }));
+  async branch(id, messageId) {
+    return this._whole(id, await call(this._url(id), json("PATCH", { branch: messageId })));
   }
 
   remove(id) {

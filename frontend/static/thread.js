@@ -29,7 +29,8 @@ export function entriesOf(messages) {
 }
 
 export class Thread {
-  /** `actions`: {onEdit(entry, text), onRegenerate(entry), onBranch(messageId), canAct(), onOpenArtifact(a)} */
+  /** `actions`: {onEdit(entry, text), onRegenerate(entry), onBranch(messageId), canAct(), onOpenArtifact(a),
+   * onOpenApp(callId, tool), onStoredApp(callId, tool)} */
   constructor(view, actions) {
     this.view = view;
     this.actions = actions;
@@ -187,9 +188,10 @@ export class Thread {
 
   _storedCard(message, call) {
     const card = new ToolCard({ callId: message.call_id, tool: message.tool || call?.name, server: message.server,
-      onOpenArtifact: this.actions.onOpenArtifact });
+      onOpenArtifact: this.actions.onOpenArtifact, onOpenApp: this.actions.onOpenApp });
     card.setArguments(parseArgs(message.arguments ?? call?.arguments));
     card.finish(message);
+    if (message.app) this.actions.onStoredApp?.(message.call_id, message.tool || call?.name);
     return card;
   }
 

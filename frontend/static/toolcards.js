@@ -83,10 +83,11 @@ export function resultSummary(results, content) {
 }
 
 export class ToolCard {
-  constructor({ callId, tool, server, onOpenArtifact }) {
+  constructor({ callId, tool, server, onOpenArtifact, onOpenApp }) {
     this.callId = callId;
     this.tool = tool;
     this.onOpenArtifact = onOpenArtifact;
+    this.onOpenApp = onOpenApp;
     this.started = null;
     this.state = "awaiting";
     this.statusText = el("span", { class: "tool-status" });
@@ -184,6 +185,14 @@ export class ToolCard {
     }
   }
 
+  /** The "Open app" button of an app tool call (it reopens the app in the canvas). */
+  offerApp() {
+    if (this.appButton || !this.onOpenApp) return;
+    this.appButton = el("button", { type: "button", class: "btn app-open", text: "Open app", title: `Open the ${this.tool} app in the canvas`,
+      onclick: () => this.onOpenApp(this.callId, this.tool) });
+    this.node.append(el("div", { class: "tool-app" }, this.appButton));
+  }
+
   log(event) {
     this.logs.hidden = false;
     this.logs.append(el("li", { class: `log log-${event.level}` },
@@ -211,6 +220,7 @@ export class ToolCard {
         el("pre", { class: "result-text", text: content }));
       this.result.append(details);
     }
+    if (event.app && this.onOpenApp) this.offerApp(event.app);
     const artifacts = event.artifacts || [];
     if (artifacts.length) {
       this.artifacts.hidden = false;
@@ -221,8 +231,9 @@ export class ToolCard {
 
 /** All cards of the page, by call id, with one timer for elapsed times. */
 export class ToolCards {
-  constructor(onOpenArtifact) {
+  constructor(onOpenArtifact, onOpenApp) {
     this.onOpenArtifact = onOpenArtifact;
+    this.onOpenApp = onOpenApp;
     this.cards = [];
     setInterval(() => {
       const now = performance.now();
@@ -237,7 +248,7 @@ export class ToolCards {
   get(callId, info, place) {
     let card = this.find(callId, info.tool);
     if (!card) {
-      card = new ToolCard({ callId, tool: info.tool, server: info.server, onOpenArtifact: this.onOpenArtifact });
+      card = new ToolCard({ callId, tool: info.tool, server: info.server, onOpenArtifact: this.onOpenArtifact, onOpenApp: this.onOpenApp });
       this.cards.push(card);
       place(card.node);
     }
@@ -250,6 +261,12 @@ export class ToolCards {
       const card = this.cards[i];
       if (card.callId === callId && card.open && (!tool || card.tool === tool)) return card;
     }
+    return undefined;
+  }
+
+  /** The newest card of a call id, finished or not (an `app` event follows its tool_result). */
+  latest(callId) {
+    for (let i = this.cards.length - 1; i >= 0; i--) if (this.cards[i].callId === callId) return this.cards[i];
     return undefined;
   }
 

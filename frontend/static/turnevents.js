@@ -4,11 +4,13 @@
 import { approvalPrompt } from "./approval.js";
 import { elicitationPrompt } from "./elicitation.js";
 
-export const TURN_EVENTS = new Set(["notice", "token", "render", "tool_start", "tool_progress", "tool_log", "approval_request",
-  "elicitation_request", "tool_result", "message_done"]);
+const NARROW = window.matchMedia("(max-width: 899px)");
 
-/** Draw one event; `ctx` = {view, cards, canvas, send, onDone(event)}. */
-export function drawTurnEvent(turn, event, { view, cards, canvas, send, onDone }) {
+export const TURN_EVENTS = new Set(["notice", "token", "render", "tool_start", "tool_progress", "tool_log", "approval_request",
+  "elicitation_request", "tool_result", "app", "message_done"]);
+
+/** Draw one event; `ctx` = {view, cards, canvas, apps, send, onDone(event)}. */
+export function drawTurnEvent(turn, event, { view, cards, canvas, apps, send, onDone }) {
   const place = (node) => turn.addBlock(node);
   switch (event.type) {
     case "token":
@@ -55,8 +57,16 @@ export function drawTurnEvent(turn, event, { view, cards, canvas, send, onDone }
       break;
     }
     case "tool_result": {
+      performance.mark(`sb:tool-result:${event.call_id}`); // bench/apps.py: tool result to app initialized
       cards.get(event.call_id, event, place).finish(event);
       canvas.showResult(event.artifacts, event.display);
+      view.changed();
+      break;
+    }
+    case "app": {
+      // An app tool call finished: its card reopens the app, and the app opens in the canvas.
+      cards.latest(event.call_id)?.offerApp();
+      apps.add(event.call_id, { title: event.tool, show: !NARROW.matches || !canvas.panel.hidden });
       view.changed();
       break;
     }

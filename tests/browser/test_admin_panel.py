@@ -41,6 +41,23 @@ def admin_site(tmp_path_factory):
         server.stop()
 
 
+def test_an_admin_sees_why_a_server_exited_with_its_stderr(browser, admin_site, watch):
+    server, _ = admin_site
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda exc: watch.errors.append(str(exc)))
+        page.goto(server.url + "/")
+        licensed = page.locator('details.server[data-server="licensed"]')
+        expect(licensed.locator(".server-reason")).to_contain_text("the server process exited with code 1")
+        expect(licensed.locator(".server-reason")).to_contain_text("licensed.stderr.log")
+        stderr = licensed.locator(".server-stderr")
+        stderr.locator("summary").click()
+        expect(stderr.locator("pre")).to_have_text("cannot start: no licence")
+    finally:
+        context.close()
+
+
 def test_an_admin_sees_config_errors_and_restarts_a_failed_server(browser, admin_site, watch):
     server, licence = admin_site
     context = browser.new_context(viewport={"width": 1280, "height": 800})

@@ -490,3 +490,24 @@ def test_show_more_pages_through_a_long_list(page, live):
     expect(items).to_have_count(min(total, 100))
     ids = items.evaluate_all("nodes => nodes.map(n => n.dataset.id)")
     assert len(set(ids)) == len(ids)
+
+
+def test_a_conversation_longer_than_one_page_opens_whole(page, live, llm):
+    """The server answers a long conversation a page at a time (about 2 MB of text each);
+    the page reads every page and shows the whole branch, oldest first."""
+    marker = word()
+    with ws_connect(f"ws://127.0.0.1:{live.port}/ws", open_timeout=10) as ws:
+        conversation_id = json.loads(ws.recv(timeout=10))["conversation_id"]
+        for i in range(16):  # 16 questions of 150,000 characters: three pages
+            llm.enqueue(TextReply(f"answer {i} {marker}"))
+            ws.send(json.dumps({"type": "chat", "content": f"question {i} " + "x" * 150_000,
+                                "conversation_id": conversation_id}))  # fmt: skip
+            while json.loads(ws.recv(timeout=30))["type"] != "message_done":
+                pass
+    first = page.request.get(f"{live.url}/api/conversations/{conversation_id}").json()
+    assert first["has_more"] and 0 < len(first["messages"]) < 32
+    page.goto(f"{live.url}/?c={conversation_id}")
+    answers = page.locator(".msg.assistant").filter(has_text=marker)
+    expect(answers).to_have_count(16)
+    expect(answers.first).to_contain_text(f"answer 0 {marker}")
+    expect(page.locator(".msg.user")).to_have_count(16)

@@ -32,8 +32,7 @@ from tests.support.harness import make_settings, running_app, write_config  # no
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the URL the suite's CIMD scenario expects
 SERVER = "conformance"
-SECRET = "conformance-proxy-secret"
-USER = {"X-User-Email": "tester@example.com", "X-Proxy-Secret": SECRET}
+USER_EMAIL = "dev@localhost"  # dev auth mode: the one local user; its servers on localhost may sign in there
 ARGUMENTS = {"add_numbers": {"a": 1, "b": 2}}
 
 
@@ -78,16 +77,16 @@ def server_entry(url: str, scenario: str, context: dict[str, Any]) -> tuple[dict
 
 def sign_in(client: Any) -> None:
     """A browser's part: Connect, the authorization server (which approves at once), the callback."""
-    start = client.get(f"/api/servers/{SERVER}/connect", headers=USER, follow_redirects=False)
+    start = client.get(f"/api/servers/{SERVER}/connect", follow_redirects=False)
     if start.status_code != 302:
         raise SystemExit(f"Connect did not redirect: HTTP {start.status_code} {start.text}")
     answer = httpx.get(start.headers["location"], follow_redirects=False)
     back = urlsplit(answer.headers.get("location", ""))
     if not back.query:
         raise SystemExit(f"the authorization server did not redirect back: HTTP {answer.status_code} {answer.text}")
-    done = client.get(f"/oauth/callback?{back.query}", headers=USER, follow_redirects=False)
-    if done.status_code != 303:
-        raise SystemExit(f"the callback failed: HTTP {done.status_code} {done.text}")
+    done = client.get(f"/oauth/callback?{back.query}", follow_redirects=False)
+    if done.status_code != 303 or not done.headers["location"].startswith("/?connected="):
+        raise SystemExit(f"the callback failed: HTTP {done.status_code} {done.headers.get('location')}")
 
 
 def main(url: str) -> None:
@@ -98,13 +97,13 @@ def main(url: str) -> None:
         tmp = Path(folder)
         write_config(tmp / "defaults")
         write_config(tmp / "overrides", servers={SERVER: entry})
-        settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, oauth_client_metadata_url=CIMD_URL)
+        settings = make_settings(tmp, auth_mode="dev", dev_user=USER_EMAIL, oauth_client_metadata_url=CIMD_URL)
         with running_app(settings, environ=environ) as (client, services):
-            status = next(s for s in client.get("/api/config", headers=USER).json()["servers"] if s["name"] == SERVER)
+            status = next(s for s in client.get("/api/config", ).json()["servers"] if s["name"] == SERVER)
             if status["status"] == "needs_auth":
                 sign_in(client)
             pool = services.pool
-            user = USER["X-User-Email"]
+            user = USER_EMAIL
             client.portal.call(pool.open_for_server, SERVER, user)
             deadline = time.monotonic() + 30
             while (status := client.portal.call(pool.user_status, SERVER, user)).status == "starting":

@@ -135,8 +135,18 @@ def test_a_refused_chat_answers_json_with_its_status(site):
     llm_free = client.post("/api/chat", json={"content": "x", "conversation_id": "someone-elses-1"}, headers=BOB)
     assert llm_free.status_code == 200  # bob's conversation now
     list(llm_free.iter_lines())
-    foreign = client.post("/api/chat", json={"content": "x", "conversation_id": "someone-elses-1"}, headers=bearer(token))
+    # An id a client picks is its user's own: alice's "someone-elses-1" is not bob's (nor blocked by it).
+    own = client.post("/api/chat", json={"content": "alice's own", "conversation_id": "someone-elses-1"},
+                      headers=bearer(token))  # fmt: skip
+    assert own.status_code == 200
+    list(own.iter_lines())
+    bobs, alices = (client.get("/api/conversations/someone-elses-1", headers=who).json() for who in (BOB, ALICE))
+    assert [m["content"] for m in bobs["messages"]][:1] == ["x"] and alices["messages"][0]["content"] == "alice's own"
+    assert bobs["id"] != alices["id"]
+    # the id the store gave bob's conversation is his: for alice it is another user's, so not found
+    foreign = client.post("/api/chat", json={"content": "x", "conversation_id": bobs["id"]}, headers=bearer(token))
     assert foreign.status_code == 404 and foreign.json()["error"]["code"] == "not_found"
+    assert client.get(f"/api/conversations/{bobs['id']}", headers=ALICE).status_code == 404
 
 
 def test_without_a_store_tokens_say_why_they_cannot_be_used(tmp_path, llm):

@@ -60,7 +60,7 @@ async def test_dataviz_over_stdio(tmp_path):
             "slow_count", {"n": 2, "delay_s": 0}, progress_handler=on_progress
         )
 
-    assert tools == {"chart_csv", "describe_csv", "slow_count", "fail"}, log.read_text()
+    assert tools == {"chart_csv", "describe_csv", "chart_series", "slow_count", "fail"}, log.read_text()
     assert described.structured_content["results"]["summary"] == "2 rows, 2 columns (1 numeric)"
     assert counted.content[0].text == "Counted to 2."
     assert progress == [1, 2]
@@ -71,4 +71,4 @@ async def test_dataviz_ships_without_its_test_tools(tmp_path):
     async with _client("dataviz", log) as client:
         tools = {t.name for t in await client.list_tools()}
 
-    assert tools == {"chart_csv", "describe_csv"}, log.read_text()
+    assert tools == {"chart_csv", "describe_csv", "chart_series"}, log.read_text()

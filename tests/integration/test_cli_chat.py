@@ -100,12 +100,12 @@ def test_ctrl_c_stops_the_answer_on_the_server(site, llm):
         for line in proc.stderr:
             if line.startswith("→ toolbox_slow"):
                 break
-        assert services.turns.running("cli-interrupted-1") is not None
+        assert services.turns.running("alice@example.com", "cli-interrupted-1") is not None
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 130
     finally:
         proc.kill()
     deadline = time.monotonic() + 10  # well within the 30 s grace: Ctrl-C cancelled it, not the grace period
-    while services.turns.running("cli-interrupted-1") is not None and time.monotonic() < deadline:
+    while services.turns.running("alice@example.com", "cli-interrupted-1") is not None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert services.turns.running("cli-interrupted-1") is None
+    assert services.turns.running("alice@example.com", "cli-interrupted-1") is None

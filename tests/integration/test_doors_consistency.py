@@ -190,11 +190,11 @@ def test_a_dropped_stream_leaves_its_turn_running_only_for_the_grace_period(site
             next(e for e in events_of(response.iter_lines()) if e["type"] == "approval_request")
         dropped = time.monotonic()
         time.sleep(GRACE_S / 3)
-        assert services.turns.running("dropped-stream-1") is not None  # a reconnect could still attach
-        while services.turns.running("dropped-stream-1") is not None and time.monotonic() - dropped < 10:
+        assert services.turns.running("dev@localhost", "dropped-stream-1") is not None  # a reconnect could still attach
+        while services.turns.running("dev@localhost", "dropped-stream-1") is not None and time.monotonic() - dropped < 10:
             time.sleep(0.05)
         waited = time.monotonic() - dropped
-    assert services.turns.running("dropped-stream-1") is None
+    assert services.turns.running("dev@localhost", "dropped-stream-1") is None
     assert GRACE_S - 0.2 < waited < GRACE_S + 2
 
 
@@ -217,4 +217,4 @@ def test_a_websocket_turn_is_answered_and_stopped_over_http(site, llm):
         http.close()
     results = [e for e in events if e["type"] == "tool_result"]
     assert results[0]["tool"] == "toolbox_delete_everything" and results[0]["ok"]
-    assert events[-1]["finish_reason"] == "cancelled" and services.turns.running("cross-door-1") is None
+    assert events[-1]["finish_reason"] == "cancelled" and services.turns.running("dev@localhost", "cross-door-1") is None

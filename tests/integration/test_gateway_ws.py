@@ -67,5 +67,7 @@ def test_the_config_says_whether_the_gateway_is_on(app):
     demo = next(m for m in config["models"] if m["name"] == "demo")
     gateway = demo["gateway"]
     assert gateway["exposure"] == "auto" and gateway["threshold_tokens"] == 4000
-    assert gateway["tools"] == len(config["tools"]) and gateway["tool_tokens"] > 0
+    for_model = [t for t in config["tools"] if "model" in t.get("app", {}).get("visibility", ["model"])]
+    assert len(for_model) < len(config["tools"])  # dataviz_chart_series is for its app only
+    assert gateway["tools"] == len(for_model) and gateway["tool_tokens"] > 0
     assert gateway["active"] == (gateway["tool_tokens"] > 4000)

@@ -93,8 +93,10 @@ async def test_a_refused_token_says_so_and_is_not_retried(tmp_path, token_server
     pool = make_pool(tmp_path, token_server)
     pool.start()
     try:
-        await pool.set_user_token("signin", "alice@x", "wrong")
-        with pytest.raises(NeedsAuth, match="HTTP 401"):
+        refused = await pool.set_user_token("signin", "alice@x", "wrong")
+        assert refused is not None and "HTTP 401" in refused  # tried at once, and not kept
+        assert not await pool.connected("signin", "alice@x")
+        with pytest.raises(NeedsAuth, match="press Connect"):
             await pool.call(WHOAMI, {}, Sink(), user="alice@x")
         assert (await pool.user_status("signin", "alice@x")).status == "needs_auth"
         await pool.set_user_token("signin", "alice@x", "tok-fixed")

@@ -6,7 +6,9 @@ user-entered tokens; two users never share a token, a session or a sign-in."""
 from __future__ import annotations
 
 import functools
+import html
 import json
+import re
 import sqlite3
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -56,6 +58,18 @@ def sign_in(client, headers) -> httpx.Response:
     back = urlsplit(answer.headers["location"])
     assert back.path == "/oauth/callback"
     return client.get(f"/oauth/callback?{back.query}", headers=headers, follow_redirects=False)
+
+
+def notice(client, answer: httpx.Response, headers) -> str:
+    """A sign-in that did not work goes back to the chat page, which says why (signed, for this user only)."""
+    assert answer.status_code == 303, answer.text
+    location = answer.headers["location"]
+    assert location.startswith("/?signin_notice=")
+    page = client.get(location, headers=headers)
+    assert page.status_code == 200
+    found = re.search(r'<p id="signin-notice"[^>]*><span>(.*?)</span>', page.text, re.S)
+    assert found, "the page shows no sign-in notice"
+    return html.unescape(found.group(1))
 
 
 def call_whoami(client, services, user: str) -> dict:
@@ -116,14 +130,14 @@ def test_state_is_bound_to_its_user_and_used_once(tmp_path, oauth_server):
         query = urlsplit(answer.headers["location"]).query
         # CSRF: Bob's browser is sent to the callback with Alice's code and state
         refused = client.get(f"/oauth/callback?{query}", headers=BOB, follow_redirects=False)
-        assert refused.status_code == 403
+        assert "started by another user" in notice(client, refused, BOB)
         assert server_entry(client, BOB)["auth"]["connected"] is False
         # the state was burnt: Alice cannot replay it either
         replay = client.get(f"/oauth/callback?{query}", headers=ALICE, follow_redirects=False)
-        assert replay.status_code == 400 and "Connect again" in replay.text
+        assert "Connect again" in notice(client, replay, ALICE)
         assert server_entry(client, ALICE)["auth"]["connected"] is False
         unknown = client.get("/oauth/callback?state=made-up&code=x", headers=ALICE, follow_redirects=False)
-        assert unknown.status_code == 400
+        assert "unknown" in notice(client, unknown, ALICE)
 
 
 def test_user_entered_tokens_through_the_routes(tmp_path, token_server):

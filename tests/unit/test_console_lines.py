@@ -31,3 +31,29 @@ def test_status_changes_make_one_human_line_each_and_repeats_are_quiet():
         "server git FAILED: could not start: no git",
         "CONFIG ERROR: groups.yml: not valid YAML",
     ]
+
+
+def test_the_summary_says_which_servers_wait_for_users_to_sign_in():
+    out = io.StringIO()
+    _say(ConsoleLines(out), "x", event="servers_settled", total=5, ready=3, failed=[], needs_auth=["github", "drive"],
+         required_not_ready=[])  # fmt: skip
+    assert out.getvalue().splitlines() == ["servers: 3 of 5 ready, 2 waiting for users to sign in (github, drive)"]
+
+
+async def test_the_pool_reports_servers_waiting_for_sign_in_when_it_settles(tmp_path, caplog):
+    from switchboard.config.loader import McpConfig
+    from switchboard.config.models import ServerConfig
+    from switchboard.tools import ServerPool
+
+    from fastmcp import FastMCP
+
+    mcp = McpConfig(servers={"github": ServerConfig(url="https://mcp.example.com/mcp",
+                                                    auth={"type": "user_token", "header": "Authorization"}),
+                             "local": ServerConfig(command="python")})  # fmt: skip
+    pool = ServerPool(mcp, project_root=tmp_path, log_dir=tmp_path, in_memory={"local": FastMCP("local")})
+    with caplog.at_level(logging.INFO, logger="switchboard.tools"):
+        pool.start()
+        await pool.wait_settled(5)
+    await pool.stop()
+    [settled] = [r for r in caplog.records if getattr(r, "event", None) == "servers_settled"]
+    assert settled.needs_auth == ["github"] and settled.ready == 1 and settled.failed == []

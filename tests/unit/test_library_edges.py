@@ -11,7 +11,10 @@ called) or a moved import break at run time.
   rules (internal modules), and overrides `AsyncStream.__stream__` so that the body is drained
   after `[DONE]` and the connection goes back to the pool (the SDK closes it: a new TLS handshake
   per call).
-- `tools/oauth.py` subclasses the MCP SDK's `OAuthClientProvider` to authenticate a pre-registered
+- `tools/stdio.py` keeps the MCP SDK's process handling for stdio servers (spawn in its own
+  process group, the shutdown sequence, its waits) and replaces only the reader; it calls the
+  SDK's helpers for those, and runs the shutdown sequence itself with a shorter grace.
+- `tools/oauth_provider.py` subclasses the MCP SDK's `OAuthClientProvider` to authenticate a pre-registered
   client the way the authorization server's metadata says, to refresh a little before expiry,
   and to learn the scopes a step-up needs; the SDK offers no hook for these.
 """
@@ -63,15 +66,16 @@ def test_the_openai_stream_reads_its_events_from_the_overridden_method():
 def test_the_mcp_oauth_provider_still_has_the_methods_the_host_overrides():
     from mcp.client.auth import OAuthClientProvider
 
-    from switchboard.tools import oauth
+    from switchboard.tools import oauth_guard, oauth_provider
 
-    ours = [cls for cls in vars(oauth).values() if inspect.isclass(cls) and issubclass(cls, OAuthClientProvider)
-            and cls.__module__ == oauth.__name__]  # fmt: skip
-    assert ours, "tools/oauth.py no longer subclasses OAuthClientProvider: update this test"
+    own_helpers = {"_fit_client_authentication", "_update_expiry", "_check_resource", "_secret_goes_to_its_issuer"}
+    ours = [cls for module in (oauth_provider, oauth_guard) for cls in vars(module).values()
+            if inspect.isclass(cls) and cls.__module__ == module.__name__
+            and (issubclass(cls, OAuthClientProvider) or cls is oauth_guard.GuardedAuth)]  # fmt: skip
+    assert len(ours) >= 2, "tools/oauth_provider.py no longer subclasses OAuthClientProvider: update this test"
     for cls in ours:
         for name, member in vars(cls).items():
-            if name.startswith("_") and not name.startswith("__") and callable(member) and not name.startswith("_fit") \
-                    and not name.startswith("_update"):  # fmt: skip
+            if name.startswith("_") and not name.startswith("__") and callable(member) and name not in own_helpers:
                 parent = getattr(OAuthClientProvider, name, None)
                 assert parent is not None, f"OAuthClientProvider.{name} is gone: {cls.__name__}.{name} is never called"
                 assert list(inspect.signature(parent).parameters) == list(inspect.signature(member).parameters), (
@@ -82,4 +86,15 @@ def test_the_oauth_context_still_computes_token_expiry_where_the_host_replaces_i
     from mcp.client.auth.oauth2 import OAuthContext
 
     assert "update_token_expiry" in vars(OAuthContext), (
-        "OAuthContext.update_token_expiry is gone: tools/oauth.py refreshes early by replacing it")
+        "OAuthContext.update_token_expiry is gone: tools/oauth_provider.py refreshes early by replacing it")
+
+
+@pytest.mark.parametrize("name", [
+    "_KILL_REAP_TIMEOUT", "_WRITER_FLUSH_TIMEOUT", "_aclose_all", "_close_pipe", "_close_subprocess_transport",
+    "_create_platform_compatible_process", "_drain_stdout", "_get_executable_command", "_parse_line",
+    "_terminate_process_tree", "_wait_for_process_exit", "close_process_job",
+])  # fmt: skip
+def test_the_mcp_stdio_helpers_the_host_reuses_are_there(name):
+    from mcp.client import stdio
+
+    assert hasattr(stdio, name), f"mcp.client.stdio.{name} is gone: re-check tools/stdio.py against this MCP SDK"

@@ -11,6 +11,7 @@ they are not in the default catalogue.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -21,10 +22,14 @@ if _MCP_DIR not in sys.path:
     sys.path.insert(0, _MCP_DIR)
 
 from _common import FetchedFile, artifact, fetch_file, local_files_allowed, v2_result  # noqa: E402
+from dataviz._app import APP_URI, Aggregate, app_html, chart_data, series  # noqa: E402
 from dataviz._render import ChartKind, chart_png, report_html  # noqa: E402
 from dataviz._table import Table, parse_csv  # noqa: E402
 from fastmcp import Context, FastMCP  # noqa: E402
+from fastmcp.apps.config import AppConfig  # noqa: E402
 from fastmcp.exceptions import ToolError  # noqa: E402
+from fastmcp.tools import ToolResult  # noqa: E402
+from mcp_types import TextContent  # noqa: E402
 from pydantic import Field  # noqa: E402
 
 ALLOW_LOCAL_ENV = "DATAVIZ_ALLOW_LOCAL"
@@ -49,7 +54,7 @@ mcp = FastMCP(
 )
 
 
-@mcp.tool(annotations={"readOnlyHint": True})
+@mcp.tool(annotations={"readOnlyHint": True}, app=AppConfig(resource_uri=APP_URI))
 async def chart_csv(
     csv_text: CsvText = None,
     file_url: FileUrl = None,
@@ -62,7 +67,7 @@ async def chart_csv(
     ] = None,
     kind: Annotated[ChartKind, Field(description="Chart type.")] = "bar",
     title: Annotated[str, Field(description="Chart title; default: 'y by x'.")] = "",
-) -> dict[str, Any]:
+) -> ToolResult:
     """Draw a line, bar or scatter chart from CSV data (a header row is required) and
     write an HTML report with statistics for every column. The chart (chart.png) and the
     report (report.html) open beside the chat; you receive the columns, the row count and
@@ -99,7 +104,7 @@ async def chart_csv(
         "kind": kind,
         "stats": table.numeric_stats(),
     }
-    return v2_result(
+    out = v2_result(
         results,
         artifacts=[
             artifact("chart.png", png, "image/png"),
@@ -107,6 +112,39 @@ async def chart_csv(
         ],
         display={"open_canvas": True, "primary_file": "chart.png"},
     )
+    # Hosts with MCP Apps show the interactive chart from `_meta` (the model never sees it);
+    # others show chart.png and report.html.
+    return ToolResult(
+        content=[TextContent(type="text", text=json.dumps(out))],
+        structured_content=out,
+        meta={"dataviz/chart": chart_data(table, x_col, y_cols, kind, heading)},
+    )
+
+
+@mcp.tool(annotations={"readOnlyHint": True}, app=AppConfig(visibility=["app"]))
+async def chart_series(
+    y: Annotated[str, Field(description="The numeric column to give.")],
+    csv_text: CsvText = None,
+    file_url: FileUrl = None,
+    x: Annotated[str | None, Field(description="The x column; default: the first column.")] = None,
+    aggregate: Annotated[
+        Aggregate, Field(description="Group rows with the same x value: none, sum, mean, count, min, max.")
+    ] = "none",
+) -> dict[str, Any]:
+    """For the interactive chart (apps only): one numeric column by x, as the rows are or
+    grouped by x value; at most 2,000 points (thinned evenly)."""
+    table = await _load_table(csv_text, file_url)
+    x_col = table.column(x) if x else table.columns[0]
+    y_col = table.column(y)
+    if not y_col.is_numeric:
+        raise ToolError(f"column {y_col.name!r} is not numeric")
+    return series(table, x_col, y_col, aggregate)
+
+
+@mcp.resource(APP_URI, app=AppConfig(prefers_border=True))
+def chart_app() -> str:
+    """The interactive chart: zoom, hover, switch and group series (self-contained HTML)."""
+    return app_html()
 
 
 @mcp.tool(annotations={"readOnlyHint": True})

@@ -2,12 +2,12 @@
 approvals and the events."""
 
 from .calls import CallRunner, CallSettings
-from .conversations import Conversations
+from .conversations import ConversationLimits, Conversations
 from .loop import ChatEngine, TurnLimits, TurnState
 from .session import ApprovalAnswer, ChatSession
 from .task_board import TaskBoard
 from .tasks import TaskPoller, TaskSettings
-from .turns import Subscription, Turn, TurnHub
+from .turns import Subscription, Turn, TurnHub, UserLimits
 
 __all__ = [
     "ApprovalAnswer",
@@ -15,6 +15,7 @@ __all__ = [
     "CallSettings",
     "ChatEngine",
     "ChatSession",
+    "ConversationLimits",
     "Conversations",
     "Subscription",
     "TaskBoard",
@@ -24,4 +25,5 @@ __all__ = [
     "TurnHub",
     "TurnLimits",
     "TurnState",
+    "UserLimits",
 ]

@@ -13,21 +13,29 @@ from ..tools import ToolInfo
 __all__ = ["allowance_key", "approval_reason", "schema_problem"]
 
 
-def allowance_key(tool: ToolInfo) -> str:
-    """"Allow for this conversation" holds for this definition of the tool only."""
-    return f"{tool.qualified_name}#{tool.definition_hash}"
+def allowance_key(tool: ToolInfo, app_digest: str | None = None) -> str:
+    """"Allow for this conversation" holds for this definition of the tool (and of its app) only."""
+    key = f"{tool.qualified_name}#{tool.definition_hash}"
+    return f"{key}#{app_digest[:16]}" if app_digest else key
 
 
-def approval_reason(tool: ToolInfo, config: ServerConfig, allowed_for_conversation: set[str]) -> str | None:
-    """Why this call needs approval, or None when it may run."""
+def approval_reason(tool: ToolInfo, config: ServerConfig, allowed_for_conversation: set[str],
+                    app_digest: str | None = None, app_changed: bool = False) -> str | None:  # fmt: skip
+    """Why this call needs approval, or None when it may run. `app_changed`: the tool's MCP App
+    (its `ui://` resource) is not the one the host first saw."""
     if tool.name in config.require_approval or tool.qualified_name in config.require_approval:
         return "the server's configuration requires approval for this tool"
-    if allowance_key(tool) in allowed_for_conversation:
+    if allowance_key(tool, app_digest) in allowed_for_conversation:
         return None
     if tool.definition_changed:
         return (
             "the tool's definition (description, input schema or annotations) changed since it was "
             "first seen; check what it does before approving"
+        )
+    if app_changed:
+        return (
+            "the tool's app (its ui:// resource: the interface the server ships) changed since it was "
+            "first seen; check it before approving"
         )
     if tool.name in config.skip_approval or tool.qualified_name in config.skip_approval:
         return None  # the site overrides the server's annotations for this tool

@@ -2,13 +2,22 @@
 `ChatSession` at the start of a turn, kept there as it runs (`record`), and
 the rules for continuing one: ownership, edits and regeneration (branches),
 and compliance levels (a conversation that has run at a level not allowed
-with the new one is not continued: a new one starts)."""
+with the new one is not continued: a new one starts).
+
+An id a client picks is its user's own: the store keeps that conversation under
+`scoped_id(user, id)`, so no one can take or probe another user's names.
+Incognito conversations stay in memory (`IncognitoMemory`, per user) and their
+files are deleted when they leave it; a conversation past `max_chars` of stored
+text is not continued."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import logging
-from collections import OrderedDict
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from ..artifacts import ArtifactStore
@@ -16,16 +25,18 @@ from ..auth import User
 from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
-from ..store import UNSET, ConversationStore, Message, active_path
-from .events import ChatMessage
+from ..store import UNSET, Conversation, ConversationStore, Message, active_path
+from .app_context import app_contexts
+from .events import CONVERSATION_ID, ChatMessage
+from .incognito import IncognitoMemory
 from .session import ChatSession, new_id
 
-__all__ = ["Conversations", "title_of"]
+__all__ = ["ConversationLimits", "Conversations", "scoped_id", "title_of"]
 
 log = logging.getLogger("switchboard.chat")
 
 TITLE_CHARS = 60
-MAX_INCOGNITO = 1000  # incognito conversations kept in memory per process, least recently used dropped
+_ID = re.compile(CONVERSATION_ID)
 
 
 def title_of(text: str) -> str:
@@ -63,21 +74,63 @@ def _stored_form(record: HistoryRecord, data: dict[str, Any]) -> tuple[str, str,
                              "ok": record.ok, "model_text": record.text}  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationLimits:
+    max_chars: int = 10_000_000  # a conversation's stored text (every branch); past it, no new turn
+    incognito_per_user: int = 20
+    incognito_idle_s: float = 24 * 3600
+
+
+def scoped_id(owner: str, client_id: str) -> str:
+    """The store's id of the conversation a client named `client_id` for `owner`: ids a client
+    picks live in the owner's own namespace, so another user can neither take nor probe them."""
+    digest = hashlib.sha256(f"{owner}\x00{client_id}".encode()).digest()
+    return "u" + base64.urlsafe_b64encode(digest[:18]).decode()  # 25 characters: a valid conversation id
+
+
 class Conversations:
-    def __init__(self, store: ConversationStore, files: ArtifactStore) -> None:
+    def __init__(self, store: ConversationStore, files: ArtifactStore, limits: ConversationLimits | None = None) -> None:
         self.store = store
         self._files = files
-        self._memory: OrderedDict[str, ChatSession] = OrderedDict()  # incognito conversations: never stored
+        self.limits = limits or ConversationLimits()
+        self._memory = IncognitoMemory(self._drop_files, per_user=self.limits.incognito_per_user,
+                                       idle_s=self.limits.incognito_idle_s)  # fmt: skip
 
-    def keep_incognito(self, session: ChatSession) -> None:
-        """Hold an incognito conversation made elsewhere (the OpenAI-compatible door
-        seeds one with the caller's earlier messages) until `forget`."""
-        self._memory[session.conversation_id] = session
-        while len(self._memory) > MAX_INCOGNITO:
-            self._memory.popitem(last=False)
+    # -- identity ----------------------------------------------------------------
+    async def find(self, user: User, conversation_id: str) -> Conversation:
+        """The user's stored conversation by the id a client knows it by (the store's own, or one
+        the client picked); NotFound for anyone else's and for none."""
+        if _ID.match(conversation_id):
+            for candidate in (conversation_id, scoped_id(user.email, conversation_id)):
+                found = await self.store.get_conversation(candidate)
+                if found is not None:
+                    if found.owner != user.email:
+                        break  # another user's: the same answer as none
+                    return found
+        raise NotFound("there is no such conversation", action="It may have been deleted; pick another one.")
 
-    def forget(self, conversation_id: str) -> None:
-        self._memory.pop(conversation_id, None)
+    # -- incognito files ---------------------------------------------------------
+    def turn_ended(self, session: ChatSession) -> None:
+        """An incognito conversation that memory no longer holds (a /v1 request, or one pushed
+        out while its turn ran) ends with its turn: its files go."""
+        if session.incognito and not self._memory.holds(session):
+            self._drop_files(session)
+
+    def _drop_files(self, session: ChatSession) -> None:
+        file_ids = [*session.files, *session.made_files]
+        session.files, session.made_files = {}, []
+        if not file_ids:
+            return
+        owner = session.user.email
+
+        def delete() -> None:
+            for file_id in file_ids:
+                self._files.delete(file_id, owner=owner)
+
+        try:
+            asyncio.get_running_loop().run_in_executor(None, delete)
+        except RuntimeError:  # no event loop (tests, shutdown): delete here
+            delete()
 
     # -- loading -----------------------------------------------------------------
     async def session_for(self, user: User, admin: bool, request: ChatMessage, current_id: str,
@@ -89,7 +142,9 @@ class Conversations:
                 and request.compliance_level not in compliance.names:  # fmt: skip
             raise BadRequest(f"unknown compliance level '{request.compliance_level}'",
                              action=f"Use one of: {', '.join(compliance.names)}.")  # fmt: skip
-        session = await self._load(user, admin, conversation_id, incognito=request.incognito)
+        # An id the client picked (not the connection's own, which the server made) is the user's own.
+        picked = conversation_id != current_id
+        session = await self._load(user, admin, conversation_id, incognito=request.incognito, picked=picked)
         reason = None
         if request.changes_level and request.compliance_level != session.compliance_level:
             new_level = request.compliance_level
@@ -97,6 +152,8 @@ class Conversations:
                 reason = (f"This conversation has run at compliance level {_name(session.compliance_level)}, "
                           f"which may not be mixed with {_name(new_level)}, so a new conversation was started.")  # fmt: skip
                 session = ChatSession(user=user, admin=admin, incognito=request.incognito)
+                if request.incognito:
+                    self._memory.keep(session)
             session.compliance_level = new_level
             session.levels_changed = True
             if new_level not in session.levels_used:
@@ -107,28 +164,45 @@ class Conversations:
             self._regenerate(session)
         return session, reason
 
-    async def _load(self, user: User, admin: bool, conversation_id: str, *, incognito: bool) -> ChatSession:
-        remembered = self._memory.get(conversation_id)
+    async def call_session(self, user: User, admin: bool, conversation: Conversation) -> ChatSession:
+        """What a tool call needs of a stored conversation of the user's (its level, allowances and
+        attached files; not its messages): for an MCP App's own calls."""
+        if conversation.owner != user.email:
+            raise NotFound("there is no such conversation")
+        session = ChatSession(user=user, conversation_id=conversation.id, admin=admin, stored=True,
+                              compliance_level=conversation.compliance_level, levels_used=list(conversation.levels_used),
+                              allowed_tools=await self.store.allowances(conversation.id))  # fmt: skip
+        for file_id in await self.store.files(conversation.id):
+            try:
+                session.files[file_id] = self._files.get(file_id, owner=user.email)[0]
+            except SwitchboardError:
+                continue  # removed by retention
+        return session
+
+    async def _load(self, user: User, admin: bool, conversation_id: str, *, incognito: bool, picked: bool) -> ChatSession:
+        remembered = self._memory.get(user.email, conversation_id)
         if remembered is not None:
-            if remembered.user.email != user.email:
-                raise NotFound("there is no such conversation")
-            self._memory.move_to_end(conversation_id)
+            self._check_size(sum(len(getattr(r, "text", "")) for r in remembered.history))
             return _fresh(remembered, admin)
         if incognito:
             # A stored conversation never turns incognito: an incognito chat there starts its own.
-            stored_id = await self.store.get_conversation(conversation_id) is not None
-            session = ChatSession(user=user, conversation_id=new_id() if stored_id else conversation_id, admin=admin,
-                                  incognito=True)  # fmt: skip
-            self._memory[session.conversation_id] = session
-            while len(self._memory) > MAX_INCOGNITO:
-                self._memory.popitem(last=False)  # the least recently used goes
+            mine = [conversation_id, scoped_id(user.email, conversation_id)] if picked else [conversation_id]
+            stored = [await self.store.get_conversation(c) for c in mine]
+            session = ChatSession(user=user, admin=admin, incognito=True,
+                                  conversation_id=new_id() if any(c is not None and c.owner == user.email for c in stored)
+                                  else conversation_id)  # fmt: skip
+            self._memory.keep(session)
             return session
         loaded = await self.store.load(conversation_id)  # one read: the row, messages, allowances, files
+        if loaded is None and picked:
+            conversation_id = scoped_id(user.email, conversation_id)
+            loaded = await self.store.load(conversation_id)
         if loaded is None:
             return ChatSession(user=user, conversation_id=conversation_id, admin=admin, levels_used=[])
         stored = loaded.conversation
         if stored.owner != user.email:
             raise NotFound("there is no such conversation", action="Start a new conversation.")
+        self._check_size(sum(len(m.content) for m in loaded.messages))
         session = ChatSession(
             user=user, conversation_id=conversation_id, admin=admin, stored=True, title=stored.title,
             model=stored.model, saved_model=stored.model, compliance_level=stored.compliance_level,
@@ -137,12 +211,19 @@ class Conversations:
             allowed_tools=loaded.allowances,
         )  # fmt: skip
         session.branches = loaded.messages
+        session.app_context = app_contexts(active_path(loaded.messages, stored.leaf_id))
         for file_id in loaded.files:
             try:
                 session.files[file_id] = self._files.get(file_id, owner=user.email)[0]
             except SwitchboardError:
                 continue  # removed by retention
         return session
+
+    def _check_size(self, chars: int) -> None:
+        if chars > self.limits.max_chars:
+            raise BadRequest(f"this conversation is too long to continue ({chars:,} characters; the limit is "
+                             f"{self.limits.max_chars:,})",
+                             action="Start a new conversation; this one can still be read and exported.")  # fmt: skip
 
     async def _branch_at(self, session: ChatSession, message_id: str) -> None:
         messages: list[Message] = session.branches
@@ -183,6 +264,27 @@ class Conversations:
         session.stored, session.saved_model, session.levels_changed = True, session.model, False
         return True
 
+    async def record_lost(self, conversation_id: str, reason: str) -> None:
+        """Store a failed answer for a turn whose process died: the conversation shows why, and
+        its history stays one a model accepts (every open tool call answered)."""
+        stored = await self.store.get_conversation(conversation_id)
+        if stored is None:
+            return
+        messages = active_path(await self.store.messages(conversation_id), stored.leaf_id)
+        answered = {m.data.get("call_id") for m in messages if m.role == "tool"}
+        parent = stored.leaf_id
+        open_calls = [c for m in messages if m.role == "assistant" for c in m.data.get("tool_calls", [])
+                      if c.get("id") not in answered]  # fmt: skip
+        for call in open_calls:
+            reply_id = new_id()
+            await self.store.add_message(conversation_id, id=reply_id, parent_id=parent, role="tool", content=reason,
+                                         data={"call_id": call["id"], "tool": call.get("name", ""), "server": "",
+                                               "ok": False, "model_text": reason})  # fmt: skip
+            parent = reply_id
+        await self.store.add_message(conversation_id, id=new_id(), parent_id=parent, role="assistant", content="",
+                                     data={"finish_reason": "error", "error": {"code": "internal", "message": reason,
+                                           "action": "Send your message again."}})  # fmt: skip
+
     async def record(self, session: ChatSession, record: HistoryRecord, data: dict[str, Any]) -> None:
         """Keep a record of the running turn: stored (and committed) first, then in memory.
 
@@ -206,6 +308,8 @@ class Conversations:
                 raise
             _remember(session, record, allowances, bool(new_model))
         else:
+            if session.incognito:  # its files go when it ends (turn_ended, or memory drops it)
+                session.made_files.extend(a["id"] for a in data.get("artifacts") or [] if a.get("id"))
             _remember(session, record, [], False)
 
 

@@ -11,10 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from ..errors import BadRequest
 
 __all__ = [
+    "AppEvent",
     "ApprovalRequest",
     "ApprovalResponse",
     "AttachMessage",
     "AttachedEvent",
+    "CONVERSATION_ID",
+    "MAX_CONTENT_CHARS",
     "CatalogueChanged",
     "ConversationEvent",
     "CancelMessage",
@@ -48,11 +51,12 @@ class ResourceRef(_Client):
 
 
 CONVERSATION_ID = r"^[A-Za-z0-9_-]{8,64}$"
+MAX_CONTENT_CHARS = 200_000  # one message's text
 
 
 class ChatMessage(_Client):
     type: Literal["chat"]
-    content: str = Field(max_length=200_000)
+    content: str = Field(max_length=MAX_CONTENT_CHARS)
     model: str | None = Field(default=None, max_length=200)
     tools: list[str] | None = Field(default=None, max_length=2000)
     files: list[str] = Field(default_factory=list, max_length=20)
@@ -141,6 +145,7 @@ class ToolStart(_Event):
     arguments: dict[str, Any]
     started_at: float | None = None  # server clock, ms since the epoch: a page that joins late shows the true elapsed time
     approval: dict[str, Any] | None = None  # {answer: approve|remember, edited}: how the user let it run
+    from_app: str | None = None  # an MCP App made this call: the call id the app was mounted for
 
 
 class ToolProgress(_Event):
@@ -167,6 +172,7 @@ class ApprovalRequest(_Event):
     reason: str
     editable: bool = True
     kind: Literal["tool", "sampling"] = "tool"  # sampling: a server asks to use the conversation's model
+    from_app: str | None = None  # an MCP App asks to make this call (the call id it was mounted for)
 
 
 class ElicitationRequest(_Event):
@@ -200,6 +206,17 @@ class ToolResultEvent(_Event):
     display: dict[str, Any] | None = None
     duration_ms: int = 0
     approval: dict[str, Any] | None = None  # as in ToolStart
+    from_app: str | None = None  # as in tool_start
+
+
+class AppEvent(_Event):
+    """An app tool's call finished: the page mounts the tool's MCP App (`GET /api/apps/{call_id}`)."""
+
+    type: Literal["app"] = "app"
+    call_id: str
+    server: str
+    tool: str
+    resource_uri: str
 
 
 class RenderEvent(_Event):
@@ -289,6 +306,7 @@ ServerEvent = (
     | ApprovalRequest
     | ElicitationRequest
     | ToolResultEvent
+    | AppEvent
     | RenderEvent
     | MessageDone
     | NoticeEvent

@@ -44,6 +44,14 @@ def _match_file(value: Any, files: list[StoredFile]) -> StoredFile | None:
     return None
 
 
+def _linked_file(value: Any, files: list[StoredFile]) -> StoredFile | None:
+    """The file behind a link the host made, when it is one of this conversation's files (an MCP
+    App sends back the link it got in the tool's input; the link itself may have expired)."""
+    if not isinstance(value, str):
+        return None
+    return next((f for f in files if f"/api/files/{f.id}/content?" in value), None)
+
+
 def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], session: ChatSession,
                         signer: UrlSigner | None) -> dict[str, Any]:  # fmt: skip
     """The arguments to send; raises ToolError when the tool needs a file and none is attached."""
@@ -67,11 +75,16 @@ def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], session: Chat
             )
         return arguments
     owner = session.user.email
+    known = [*session.files.values(), *files]
+
+    def match(value: Any) -> StoredFile | None:
+        return _match_file(value, files) or _linked_file(value, known)
+
     for name in FILE_PARAMS.intersection(properties):
-        chosen = _match_file(arguments.get(name), files) or files[-1]
+        chosen = match(arguments.get(name)) or files[-1]
         arguments[name] = signer.url(chosen.id, owner)
     for name in FILE_LIST_PARAMS.intersection(properties):
         asked = arguments.get(name) if isinstance(arguments.get(name), list) else []
-        chosen_files = [f for f in (_match_file(v, files) for v in asked) if f is not None] or files
+        chosen_files = [f for f in (match(v) for v in asked) if f is not None] or files
         arguments[name] = [signer.url(f.id, owner) for f in chosen_files]
     return arguments

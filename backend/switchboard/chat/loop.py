@@ -22,17 +22,21 @@ from ..access import Access
 from ..artifacts import ArtifactStore, StoredFile
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
-from ..errors import SwitchboardError
+from ..errors import LLMUnavailable, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
 from ..llm.types import Completed, LLMEvent, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .attachments import attach
 from .calls import CallRunner, ExecutedCall
+from .app_context import app_context_text
 from .context import fitting_context
-from .events import ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent, TokenEvent
+from .events import (AppEvent, ApprovalRequest, ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent,
+                     ServerEvent, TokenEvent, ToolResultEvent, ToolStart)  # fmt: skip
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
+from .growing import GrowingText
 from .render import render_markdown
 from .session import ChatSession, new_id
+from .unfinished import StoppedBy, unfinished_text
 
 __all__ = ["ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 
@@ -43,6 +47,8 @@ _DONE = object()
 
 class ModelResolver(Protocol):
     def resolve(self, name: str | None, access: Access) -> ModelConfig: ...
+
+    def note_outcome(self, name: str, failure: str | None) -> None: ...
 
 
 class Recorder(Protocol):
@@ -80,6 +86,9 @@ class TurnState:
     usage: Usage | None = None
     calls_run: int = 0
     completed: Completed | None = None  # the last event of the model call just made
+    tools_of_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, server) it runs
+    stopped_by: StoppedBy | None = None  # who ended the turn early, when it was stopped
+    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for a person when it was stopped
     error: ErrorEvent | None = None  # why the turn failed: stored with the answer, shown after a reload
 
     @property
@@ -89,35 +98,6 @@ class TurnState:
     @property
     def round_text(self) -> str:
         return self.round_answer.text()
-
-
-class GrowingText:
-    """Text that grows piece by piece. `text += piece` on an attribute copies the whole text
-    every time (CPython extends a string in place only in a local variable), which made a
-    20,000-token answer quadratic; here a piece costs its own length and the text is joined
-    when read (a live render, the end of a round)."""
-
-    __slots__ = ("_parts", "_length")
-
-    def __init__(self) -> None:
-        self._parts: list[str] = []
-        self._length = 0
-
-    def add(self, piece: str) -> None:
-        if piece:
-            self._parts.append(piece)
-            self._length += len(piece)
-
-    def __len__(self) -> int:
-        return self._length
-
-    def endswith(self, suffix: str) -> bool:
-        return bool(self._parts) and self.text().endswith(suffix)
-
-    def text(self) -> str:
-        if len(self._parts) > 1:
-            self._parts[:] = ["".join(self._parts)]
-        return self._parts[0] if self._parts else ""
 
 
 class ChatEngine:
@@ -146,7 +126,7 @@ class ChatEngine:
         return session.access_with(self._config.compliance)
 
     def tools_for(self, session: ChatSession, selection: list[str] | None) -> list[ToolInfo]:
-        visible = self._pool.registry.visible(self.access(session))
+        visible = self._pool.registry.for_model(self.access(session))  # never the tools only apps may call
         if selection is None:
             return visible
         wanted = set(selection)
@@ -251,8 +231,21 @@ class ChatEngine:
         """One model call: tokens (cut at the answer limit), notices and now and then a live
         render; its last event goes to `state.completed`."""
         state.round_answer = GrowingText()
+        try:
+            async with aclosing(self._model_round(model, session, tools, state)) as events:
+                async for event in events:
+                    yield event
+        except LLMUnavailable as exc:  # not usable as configured: never picked as the default meanwhile
+            self._models.note_outcome(model.name, exc.message)
+            raise
+        if state.completed is not None:
+            self._models.note_outcome(model.name, None)
+
+    async def _model_round(self, model: ModelConfig, session: ChatSession, tools: list[dict[str, Any]] | None,
+                           state: TurnState) -> AsyncIterator[ServerEvent]:  # fmt: skip
         rendered_at, rendered_len = time.monotonic(), 0
-        stream = fitting_context(self._llm, model, self._config.system_prompt.strip(), session, tools)
+        system = self._config.system_prompt.strip() + app_context_text(session.app_context)
+        stream = fitting_context(self._llm, model, system, session, tools)
         async with aclosing(stream) as events:  # closed (the provider's stream too) when cut short
             async for event in events:
                 if isinstance(event, Notice):
@@ -282,13 +275,24 @@ class ChatEngine:
     async def finish(self, session: ChatSession, state: TurnState, finish: str,
                      recorder: Recorder) -> AsyncIterator[ServerEvent]:  # fmt: skip
         """Close the turn: answer every open call, store the answer, then announce it."""
+        restarted = state.stopped_by == "restart"
+        if restarted:
+            finish = "error"
+            state.error = ErrorEvent(code="internal", message="The server restarted while this answer was being written.",
+                                     action="Ask again.")  # fmt: skip
+            yield state.error
         for call in state.open_calls:
-            reply = ToolReply(id=new_id(), call_id=call.id, tool=call.name, server="", ok=False,
-                              text="Cancelled by the user." if finish == "cancelled" else "The call did not finish.")  # fmt: skip
+            # A gateway call names the tool it runs (once known), not the gateway.
+            tool, server = state.tools_of_calls.get(call.id, (call.name, ""))
+            text = unfinished_text(state.stopped_by if finish in ("cancelled", "error") else None,
+                                   call.id in state.awaiting_approval)  # fmt: skip
+            reply = ToolReply(id=new_id(), call_id=call.id, tool=tool, server=server, ok=False, text=text)
             try:
                 await recorder.record(session, reply, {"turn": state.message_id, "content": reply.text})
             except SwitchboardError:
                 break
+            if restarted:  # a page still attached hears it; a user's Stop is shown by the page itself
+                yield ToolResultEvent(call_id=call.id, tool=tool, server=server, ok=False, content=text)
         state.open_calls = []
         answer = AssistantText(id=state.message_id, text=state.round_text, finish_reason=finish)
         usage = _usage_dict(state.usage)
@@ -344,7 +348,12 @@ class ChatEngine:
                     await recorder.record(session, _reply_of(item, dropped_note if last else ""), _tool_data(item, state))
                     state.open_calls = [c for c in state.open_calls if c.id != item.request.id]
                     yield item.event
+                    if item.app_uri is not None and session.stored:  # an app mounts from the store
+                        yield AppEvent(call_id=item.event.call_id, server=item.event.server, tool=item.event.tool,
+                                       resource_uri=item.app_uri)  # fmt: skip
                 else:
+                    if isinstance(item, ToolStart | ApprovalRequest):
+                        state.tools_of_calls[item.call_id] = (item.tool, item.server)
                     yield item
         finally:
             for task in tasks:
@@ -374,6 +383,9 @@ def _tool_data(executed: ExecutedCall, state: TurnState) -> dict[str, Any]:
     data["content"] = event.content
     data["arguments"] = executed.arguments
     data["turn"] = state.message_id
+    if executed.app_uri is not None:  # enough to mount the app again after a reload or restart
+        data["app"] = {"resource_uri": executed.app_uri, "digest": executed.app_digest}
+        data["mcp_result"] = executed.mcp_result
     return data
 
 

@@ -50,8 +50,10 @@ class ChatSession:
     allowed_tools: set[str] = field(default_factory=set)  # "allow for this conversation"
     files: dict[str, StoredFile] = field(default_factory=dict)  # uploads attached in this conversation
     turn_files: list[StoredFile] = field(default_factory=list)  # attached to the message being answered
+    made_files: list[str] = field(default_factory=list)  # artifacts of an incognito conversation (deleted with it)
     branches: list[Any] = field(default_factory=list)  # every stored message, all branches (for edits)
     trimmed: int = 0  # oldest tool results left out of the model's view (context window)
+    app_context: list[tuple[str, str]] = field(default_factory=list)  # (tool, text) MCP Apps gave the model
     _approvals: dict[str, asyncio.Future[ApprovalAnswer]] = field(default_factory=dict)
     _elicitations: dict[str, asyncio.Future[tuple[str, dict[str, Any] | None]]] = field(default_factory=dict)
 

@@ -64,7 +64,7 @@ class TaskPoller:
     calls: CallRunner
     board: TaskBoard = field(default_factory=TaskBoard)
     settings: TaskSettings = field(default_factory=TaskSettings)
-    is_turn_running: Callable[[str], bool] = lambda conversation_id: False
+    is_turn_running: Callable[[str, str], bool] = lambda owner, conversation_id: False
     owner_id: str = field(default_factory=lambda: f"p-{secrets.token_hex(6)}")  # this process, for leases
     _held: dict[str, _Held] = field(default_factory=dict)
     _loop: asyncio.Task[None] | None = None
@@ -233,7 +233,7 @@ class TaskPoller:
     async def _finish(self, held: _Held, state: Any, *, error: str | None = None) -> None:
         """Store the result in the conversation, then tell the owner's pages."""
         record = held.record
-        if self.is_turn_running(record.conversation_id):
+        if self.is_turn_running(record.owner, record.conversation_id):
             held.due = time.monotonic() + 1.0  # added once the running answer is stored, so it stays in order
             return
         status = state.status if state is not None else "failed"

@@ -3,7 +3,8 @@ its events so far, and lets any door (a websocket, an HTTP stream) start,
 join (`attach`), cancel and answer it.  A door is a pump from its wire format
 to the hub and back.
 
-One turn per conversation at a time.  A turn whose every listener has gone
+One turn per conversation at a time, and per user at most `limits.turns` turns
+and `limits.streams` listeners at once.  A turn whose every listener has gone
 keeps running for `grace_s` (a reload or reconnect attaches again), then is
 cancelled.  A crash inside a turn ends it with an `error` and a
 `message_done`, never silently."""
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import suppress
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 
 from ..auth import User
-from ..errors import BadRequest, NotFound, SwitchboardError
+from ..errors import Conflict, NotFound, SwitchboardError, TooMany
 from ..telemetry import turn_finished, turn_span
 from .events import (
     ChatMessage,
@@ -26,35 +28,19 @@ from .events import (
     ServerEvent,
     TokenEvent,
 )
-from .conversations import Conversations
+from .conversations import Conversations, scoped_id
 from .loop import ChatEngine, PreparedTurn, TurnState
+from .listeners import END as _END
+from .listeners import Subscription
+from .pages import ConversationPages
+from .relay import LocalRelay, Relay
 from .session import ApprovalAnswer, ChatSession
 from .task_board import TaskBoard
+from .unfinished import StoppedBy
 
-__all__ = ["Subscription", "Turn", "TurnHub"]
+__all__ = ["Subscription", "Turn", "TurnHub", "UserLimits"]
 
 log = logging.getLogger("switchboard.chat")
-
-_END = None
-
-
-class Subscription:
-    """One listener's view of a turn: the events so far, then the rest live (JSON text)."""
-
-    def __init__(self, turn: Turn) -> None:
-        self.turn = turn
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._events()
-
-    async def _events(self) -> AsyncIterator[str]:
-        try:
-            while (text := await self.queue.get()) is not _END:
-                yield text
-        finally:
-            self.turn.leave(self)
-
 
 class Turn:
     def __init__(self, hub: TurnHub, session: ChatSession) -> None:
@@ -100,7 +86,15 @@ class Turn:
         self._grace = None
         if not self.listeners and self.task is not None:
             log.info("turn abandoned by every client", extra={"event": "turn_abandoned", "user": self.owner})
-            self.task.cancel()
+            self.stop("abandoned")
+
+    def stop(self, by: StoppedBy) -> None:
+        """Cancel the turn, noting who stopped it and which calls were waiting for approval then."""
+        if self.task is None or self.task.done():
+            return
+        self.state.stopped_by = by
+        self.state.awaiting_approval = self.session.pending()[0]
+        self.task.cancel()
 
     def _replay(self) -> list[str]:
         # Tokens are sent one by one live; a late listener gets them as one event.
@@ -118,44 +112,117 @@ class Turn:
             self.log.append(text)
         for listener in self.listeners:
             listener.queue.put_nowait(text)
+        self.hub.relay.published(self, text)
 
     def close(self) -> None:
         for listener in self.listeners:
             listener.queue.put_nowait(_END)
 
 
+@dataclass(frozen=True, slots=True)
+class UserLimits:
+    turns: int = 8  # answers being written at once, per user
+    streams: int = 32  # listeners (streams, followed turns) at once, per user
+
+
+BUSY = "an answer is still being written in this conversation"
+
+
 class TurnHub:
-    def __init__(self, engine: ChatEngine, conversations: Conversations, *, grace_s: float = 30.0) -> None:
+    def __init__(self, engine: ChatEngine, conversations: Conversations, *, grace_s: float = 30.0,
+                 limits: UserLimits | None = None, relay: Relay | None = None,
+                 shutdown_grace_s: float = 10.0) -> None:  # fmt: skip
         self.engine = engine
         self.conversations = conversations
         self.grace_s = grace_s
-        self._turns: dict[str, Turn] = {}  # running (or just finished) turns by conversation id
+        self.shutdown_grace_s = shutdown_grace_s  # how long a stopping process lets running turns finish
+        self.relay: Relay = relay or LocalRelay()  # other processes (several on one Postgres)
+        self.limits = limits or UserLimits()
+        # Turns by (owner, conversation id): one user's ids never meet another's.
+        self._turns: dict[tuple[str, str], Turn] = {}
+        # Conversations whose turn is starting or running. A key is taken before the first await
+        # of `start`, so two chats on one conversation cannot both pass the check.
+        self._busy: set[tuple[str, str]] = set()
+        self._starts: dict[str, int] = {}  # per user: turns starting or running
+        self.pages = ConversationPages()  # the pages showing each conversation (events made outside turns)
+        self._app_sessions: dict[int, ChatSession] = {}  # sessions of MCP Apps' calls now running, by id()
         self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
 
-    def running(self, conversation_id: str) -> Turn | None:
-        turn = self._turns.get(conversation_id)
-        return turn if turn is not None and turn.running else None
+    @contextmanager
+    def app_call(self, session: ChatSession) -> Iterator[None]:
+        """While an app's call runs, its approval can be answered like a turn's (any door)."""
+        self._app_sessions[id(session)] = session
+        try:
+            yield
+        finally:
+            self._app_sessions.pop(id(session), None)
+
+    def running(self, owner: str, conversation_id: str) -> Turn | None:
+        """The turn running in this conversation of `owner`'s, by the id a client knows it by."""
+        for key in ((owner, conversation_id), (owner, scoped_id(owner, conversation_id))):
+            turn = self._turns.get(key)
+            if turn is not None and turn.running:
+                return turn
+        return None
 
     def tasks(self) -> list[asyncio.Task[None]]:
         return [t.task for t in self._turns.values() if t.task is not None and not t.task.done()]
 
-    async def start(self, user: User, admin: bool, request: ChatMessage, current_id: str) -> Subscription:
-        """Start a turn for this `chat`; raises SwitchboardError when it cannot start."""
-        wanted = request.conversation_id or current_id
-        if self.running(wanted) is not None:
-            raise BadRequest("an answer is still being written in this conversation",
-                             action="Wait for it to finish, or press Stop.")  # fmt: skip
-        session, reason = await self.conversations.session_for(user, admin, request, current_id,
-                                                               self.engine.config.compliance)  # fmt: skip
-        if self.running(session.conversation_id) is not None:
-            raise BadRequest("an answer is still being written in this conversation",
-                             action="Wait for it to finish, or press Stop.")  # fmt: skip
-        prepared = await self.engine.prepare(session, request)
+    async def start(self, user: User, admin: bool, request: ChatMessage, current_id: str, *,
+                    session: ChatSession | None = None) -> Subscription:  # fmt: skip
+        """Start a turn for this `chat` (in `session` when given: a conversation made by the door,
+        e.g. /v1's); raises SwitchboardError when it cannot start."""
+        email = user.email
+        self._check_streams(email)
+        if self._starts.get(email, 0) >= self.limits.turns:
+            raise TooMany(f"you have {self.limits.turns} answers being written already",
+                          action="Wait for one to finish, or stop one, and try again.")  # fmt: skip
+        wanted = (email, session.conversation_id if session is not None else request.conversation_id or current_id)
+        self._claim(wanted)  # before any await
+        self._starts[email] = self._starts.get(email, 0) + 1
+        held = [wanted]
+        try:
+            reason = None
+            if session is None:
+                session, reason = await self.conversations.session_for(user, admin, request, current_id,
+                                                                       self.engine.config.compliance)  # fmt: skip
+            key = (email, session.conversation_id)
+            if key != wanted:
+                self._claim(key)
+                held.append(key)
+            prepared = await self.engine.prepare(session, request)
+            if not session.incognito:
+                await self.relay.claim(session.conversation_id, email)  # one turn per conversation, across processes
+        except BaseException:
+            self._release(email, held)
+            raise
+        if key != wanted:
+            self._busy.discard(wanted)  # the turn holds the conversation's own key from here on
         session.model = prepared.model.name
         turn = Turn(self, session)
-        self._turns[session.conversation_id] = turn
-        turn.task = asyncio.create_task(self._run(turn, request, prepared, reason), name=f"turn:{user.email}")
+        self._turns[key] = turn
+        turn.task = asyncio.create_task(self._run(turn, request, prepared, reason), name=f"turn:{email}")
         return turn.join()  # before the task first runs: nothing is missed
+
+    def _claim(self, key: tuple[str, str]) -> None:
+        if key in self._busy or self.running(*key) is not None:
+            raise Conflict(BUSY, action="Wait for it to finish, or press Stop.")
+        self._busy.add(key)
+
+    def _release(self, email: str, keys: list[tuple[str, str]]) -> None:
+        for key in keys:
+            self._busy.discard(key)
+        left = self._starts.get(email, 1) - 1
+        if left > 0:
+            self._starts[email] = left
+        else:
+            self._starts.pop(email, None)
+
+    def _check_streams(self, email: str) -> None:
+        open_streams = sum(len(t.listeners) for t in self._turns.values() if t.owner == email)
+        if open_streams >= self.limits.streams:
+            raise TooMany(f"you have {open_streams} answer streams open already",
+                          action="Close other tabs, scripts or streams you no longer read, and try again.")  # fmt: skip
 
     async def _run(self, turn: Turn, request: ChatMessage, prepared: PreparedTurn, reason: str | None) -> None:
         session, state = turn.session, turn.state
@@ -186,51 +253,86 @@ class TurnHub:
                                      conversation_id=session.conversation_id, user_message_id=state.user_message_id))  # fmt: skip
         finally:
             turn.close()
-            if self._turns.get(session.conversation_id) is turn:
-                del self._turns[session.conversation_id]
+            key = (turn.owner, session.conversation_id)
+            if self._turns.get(key) is turn:
+                del self._turns[key]
+            self._release(turn.owner, [key])
+            self.conversations.turn_ended(session)
+            if not session.incognito:
+                with suppress(Exception):
+                    await asyncio.shield(self.relay.released(turn))
 
     def attach(self, user: User, conversation_id: str) -> Subscription | None:
         """Join the turn running in this conversation of the user's, if any."""
-        turn = self.running(conversation_id)
-        if turn is None or turn.owner != user.email:
+        turn = self.running(user.email, conversation_id)
+        if turn is None:
             return None
+        self._check_streams(user.email)
         return turn.join()
 
-    async def cancel(self, user: User, conversation_id: str) -> bool:
-        turn = self.running(conversation_id)
-        if turn is None or turn.owner != user.email or turn.task is None:
-            return False
-        turn.task.cancel()
+    async def attach_anywhere(self, user: User, conversation_id: str) -> Subscription | None:
+        """Join the turn running in this conversation of the user's, in this process or another."""
+        local = self.attach(user, conversation_id)
+        if local is not None:
+            return local
+        for stored_id in (conversation_id, scoped_id(user.email, conversation_id)):
+            remote = await self.relay.attach(user, stored_id)
+            if remote is not None:
+                return remote
+        return None
+
+    async def cancel(self, user: User, conversation_id: str, *, local_only: bool = False) -> bool:
+        turn = self.running(user.email, conversation_id)
+        if turn is None or turn.task is None:
+            return False if local_only else await self.relay.ask(user, "cancel", c=conversation_id)
+        turn.stop("user")
         with suppress(asyncio.CancelledError):
             await asyncio.shield(turn.task)
         return True
 
-    def _turn_asking(self, user: User, ask_id: str, approvals: bool) -> Turn:
-        for turn in self._turns.values():
-            if turn.owner != user.email:
+    def _session_asking(self, user: User, ask_id: str, approvals: bool) -> ChatSession:
+        sessions = [turn.session for turn in self._turns.values()] + list(self._app_sessions.values())
+        for session in sessions:
+            if session.user.email != user.email:
                 continue
-            pending_approvals, pending_questions = turn.session.pending()
+            pending_approvals, pending_questions = session.pending()
             if ask_id in (pending_approvals if approvals else pending_questions):
-                return turn
+                return session
         what = "approval is waiting for call" if approvals else "question is waiting with id"
         raise NotFound(f"no {what} '{ask_id}'")
 
-    def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer) -> None:
-        """Answer an approval (any door, any connection of the user's); raises NotFound."""
-        turn = self._turn_asking(user, call_id, approvals=True)
-        if not turn.session.answer_approval(call_id, answer):
+    async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None:
+        """Answer an approval (any door, any connection of the user's, any process); raises NotFound."""
+        try:
+            session = self._session_asking(user, call_id, approvals=True)
+        except NotFound:
+            if local_only or not await self.relay.ask(user, "approval", id=call_id, approved=answer.approved,
+                                                      arguments=answer.arguments, remember=answer.remember):  # fmt: skip
+                raise
+            return
+        if not session.answer_approval(call_id, answer):
             raise NotFound(f"no approval is waiting for call '{call_id}'")
 
-    def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None) -> None:
+    async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
+                                 local_only: bool = False) -> None:  # fmt: skip
         if self.task_questions is not None and self.task_questions.answer(user.email, request_id, action, content):
             return  # a background task's question (chat/tasks.py)
-        turn = self._turn_asking(user, request_id, approvals=False)
-        if not turn.session.answer_elicitation(request_id, action, content):
+        try:
+            session = self._session_asking(user, request_id, approvals=False)
+        except NotFound:
+            if local_only or not await self.relay.ask(user, "elicitation", id=request_id, action=action, content=content):
+                raise
+            return
+        if not session.answer_elicitation(request_id, action, content):
             raise NotFound(f"no question is waiting with id '{request_id}'")
 
     async def stop(self) -> None:
-        """Cancel every running turn (app shutdown)."""
+        """App shutdown: running turns get `shutdown_grace_s` to finish (a rolling restart loses
+        nothing that can finish in time), then the rest are stopped, each saying the server restarted."""
         tasks = self.tasks()
-        for task in tasks:
-            task.cancel()
+        if tasks and self.shutdown_grace_s > 0:
+            await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
+        for turn in list(self._turns.values()):
+            turn.stop("restart")
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.relay.stop()

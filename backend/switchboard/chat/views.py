@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from ..store import Conversation, Message, active_path
+from ..store import Conversation, Message, Outline, active_path
 from .render import render_markdown
 
-__all__ = ["conversation_view", "export_json", "export_markdown"]
+__all__ = ["conversation_view", "export_json", "page_view", "siblings_of"]
 
 
-def _siblings(messages: list[Message]) -> dict[str, list[str]]:
+def siblings_of(messages: Sequence[Message | Outline]) -> dict[str, list[str]]:
+    """For each message that has siblings (other answers or edits under its parent): all of them."""
     children: dict[str | None, list[str]] = defaultdict(list)
     for message in messages:  # in seq order
         children[message.parent_id].append(message.id)
@@ -23,18 +25,32 @@ def _siblings(messages: list[Message]) -> dict[str, list[str]]:
 
 def conversation_view(conversation: Conversation, messages: list[Message]) -> dict[str, Any]:
     """The conversation's fields and its active branch, as the page shows it."""
-    siblings = _siblings(messages)
+    return page_view(conversation, active_path(messages, conversation.leaf_id), siblings_of(messages))
+
+
+def page_view(conversation: Conversation, path: list[Message], siblings: dict[str, list[str]]) -> dict[str, Any]:
+    """The conversation's fields and `path` (its active branch, or a page of it)."""
     shown = []
-    for message in active_path(messages, conversation.leaf_id):
+    for message in path:
         entry = message.to_api()
         entry.pop("context", None)  # host-added text for the model; the page shows files instead
         entry.pop("model_text", None)
         if message.role == "assistant":
             entry["html"] = render_markdown(message.content)
+        _app_mark(entry)
         if message.id in siblings:
             entry["siblings"] = siblings[message.id]
         shown.append(entry)
     return {**conversation.to_api(), "messages": shown}
+
+
+def _app_mark(entry: dict[str, Any]) -> None:
+    """A tool message that mounts an MCP App shows `app: {resource_uri}`; the rest of what is kept
+    for the app (the whole MCP result, its context and calls) is read through /api/apps."""
+    entry.pop("mcp_result", None)
+    app = entry.pop("app", None)
+    if entry["role"] == "tool" and isinstance(app, dict) and app.get("resource_uri"):
+        entry["app"] = {"resource_uri": app["resource_uri"]}
 
 
 def export_json(conversation: Conversation, messages: list[Message]) -> str:
@@ -42,33 +58,3 @@ def export_json(conversation: Conversation, messages: list[Message]) -> str:
     for message in view["messages"]:
         message.pop("html", None)
     return json.dumps(view, indent=2, ensure_ascii=False)
-
-
-def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
-    lines = [f"# {conversation.title}", "", f"_{conversation.created_at:%Y-%m-%d %H:%M} UTC"
-             + (f" · model {conversation.model}" if conversation.model else "")
-             + (f" · compliance level {conversation.compliance_level}" if conversation.compliance_level else "") + "_", ""]  # fmt: skip
-    for message in active_path(messages, conversation.leaf_id):
-        data = message.data
-        if message.role == "user":
-            lines += ["## You", "", message.content, ""]
-            lines += [f"- attached: {f['name']}" for f in data.get("files", [])]
-        elif message.role == "assistant":
-            if message.content.strip():
-                lines += ["## Assistant", "", message.content, ""]
-            if data.get("finish_reason") == "error":
-                lines += [] if message.content.strip() else ["## Assistant", ""]
-                lines += [_failure(data.get("error") or {}), ""]
-        else:
-            status = "ok" if data.get("ok") else "failed"
-            arguments = json.dumps(data.get("arguments") or {}, ensure_ascii=False)
-            lines += [f"### Tool `{data.get('tool', '')}` ({status})", "", f"Arguments: `{arguments}`", "",
-                      "```", message.content[:20_000], "```", ""]  # fmt: skip
-            lines += [f"- artifact: {a['name']}" for a in data.get("artifacts", [])]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _failure(error: dict[str, Any]) -> str:
-    """A failed answer, with the reason the page showed."""
-    reason = " ".join(part for part in (error.get("message"), error.get("action")) if part)
-    return f"> **The answer failed**{': ' + reason if reason else '.'}"

@@ -104,17 +104,19 @@ def _problems(exc: ValidationError) -> Problems:
     ]  # fmt: skip
 
 
-def _entry_error(problems: Problems, *, file: str, server: str) -> ConfigError:
-    """Every problem of the entry, not only the first, so that one round of fixes is enough."""
-    if len(problems) == 1:
-        loc, message = problems[0]
-        return ConfigError(message, file=file, server=server, field=loc)
-    listed = "; ".join(f"field '{loc}': {message}" if loc else message for loc, message in problems)
-    return ConfigError(f"{len(problems)} problems: {listed}", file=file, server=server)
+def _entry_error(problems: Problems, *, file: str, server: str = "", model: str = "", prefix: str = "") -> ConfigError:
+    """Every problem of the entry, not only the first, so that one round of fixes is enough.
+    `prefix`: where the entry sits, for an entry without a name (`models[2]`)."""
+    located = [(f"{prefix}.{loc}" if prefix and loc else prefix or loc, message) for loc, message in problems]
+    if len(located) == 1:
+        loc, message = located[0]
+        return ConfigError(message, file=file, server=server, model=model, field=loc)
+    listed = "; ".join(f"field '{loc}': {message}" if loc else message for loc, message in located)
+    return ConfigError(f"{len(located)} problems: {listed}", file=file, server=server, model=model)
 
 
-def _validation_error(exc: ValidationError, *, file: str, server: str) -> ConfigError:
-    return _entry_error(_problems(exc), file=file, server=server)
+def _validation_error(exc: ValidationError, *, file: str, server: str = "", model: str = "", prefix: str = "") -> ConfigError:
+    return _entry_error(_problems(exc), file=file, server=server, model=model, prefix=prefix)
 
 
 def _server_entries(path: Path, data: Any) -> dict[str, Any]:
@@ -197,6 +199,7 @@ def _load_model(cls: type[BaseModel], name: str, defaults_dir: Path, overrides_d
 def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError], file_errors: list[ConfigError]) -> LLMConfig:
     models: dict[str, ModelConfig] = {}
     default_model: str | None = None
+    site_default = False
     threshold: int | None = None
     for path, data in _safe_layers("llmconfig.yml", defaults_dir, overrides_dir, file_errors):
         if not isinstance(data, dict):
@@ -205,7 +208,8 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
         unknown = set(data) - {"default_model", "models", "gateway_threshold_tokens"}
         if unknown:
             errors.append(ConfigError(f"unknown key(s) {sorted(unknown)}", file=str(path)))
-        default_model = data.get("default_model") or default_model
+        if data.get("default_model"):
+            default_model, site_default = data["default_model"], path.parent == overrides_dir
         if "gateway_threshold_tokens" in data:
             value = data["gateway_threshold_tokens"]
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -217,14 +221,18 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
             try:
                 model = ModelConfig.model_validate(entry)
             except ValidationError as exc:
-                errors.append(_validation_error(exc, file=str(path), server=f"models[{i}]"))
+                name = entry.get("name") if isinstance(entry, dict) else None
+                if isinstance(name, str) and name:
+                    errors.append(_validation_error(exc, file=str(path), model=name))
+                else:
+                    errors.append(_validation_error(exc, file=str(path), prefix=f"models[{i}]"))
                 continue
             models[model.name] = model
     if default_model and default_model not in models:
         errors.append(ConfigError(f"default_model '{default_model}' is not in models", file="llmconfig.yml", field="default_model"))
         default_model = None
     extra = {"gateway_threshold_tokens": threshold} if threshold is not None else {}
-    return LLMConfig(default_model=default_model, models=list(models.values()), **extra)
+    return LLMConfig(default_model=default_model, default_is_site_choice=site_default, models=list(models.values()), **extra)
 
 
 def load_app_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[str, str] | None = None) -> AppConfig:

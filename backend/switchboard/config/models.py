@@ -59,6 +59,10 @@ class OAuthConfig(_Strict):
     # environment reference; the host signs a short-lived assertion for each token request.
     private_key: str | None = None
     signing_algorithm: str = "RS256"
+    # Let this server's sign-in reach loopback, link-local and private addresses (and plain
+    # http there): for an authorization server inside your own network.  Off by default, as
+    # the MCP server chooses where its sign-in leads.
+    allow_private_endpoints: bool = False
 
     @field_validator("scopes", mode="before")
     @classmethod
@@ -122,6 +126,8 @@ class ServerConfig(_Strict):
     per_user: bool | None = None
     idle_close_s: float = Field(default=600.0, gt=0)  # a user's idle session is closed after this
     max_user_sessions: int = Field(default=100, ge=1)  # per server; the least recently used is closed
+    # Browser permissions this server's MCP Apps may have, when their resource declares them too.
+    app_permissions: list[Literal["camera", "microphone", "geolocation", "clipboard-write"]] = Field(default_factory=list)
 
     @property
     def user_credential(self) -> bool:
@@ -218,6 +224,9 @@ class ModelConfig(_Strict):
 
 class LLMConfig(_Strict):
     default_model: str | None = None
+    # Set by the loader when the overrides file names the default: then it is honoured even
+    # for the demo model (the shipped `default_model: demo` gives way to any usable real model).
+    default_is_site_choice: bool = Field(default=False, exclude=True)
     models: list[ModelConfig] = Field(default_factory=list)
     gateway_threshold_tokens: int = Field(default=4000, ge=0)  # `auto` exposure: estimated tokens of tool definitions
 

@@ -1,7 +1,11 @@
 """Which models a user may pick, which are usable now, and which one is the default.
 
 Built from llmconfig.yml and the environment only: listing models never imports
-litellm or calls a provider.
+litellm or calls a provider. What the catalogue learns from calls is one thing: a
+model whose last call failed because it is not usable (rejected or missing
+credentials, unknown model, unreachable endpoint) is never picked as the default
+until a call to it succeeds again; it stays listed (with the failure) and can
+still be chosen by name.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ class ModelInfo:
     reason: str | None  # why it is not available
     is_demo: bool
     compliance_level: str | None
+    failing: str | None = None  # why its last call failed (it is not picked as the default meanwhile)
 
 
 class ModelCatalogue:
@@ -35,6 +40,14 @@ class ModelCatalogue:
         self._config = config
         self._environ = os.environ if environ is None else environ
         self._by_name = {model.name: model for model in config.models}
+        self._failing: dict[str, str] = {}  # model name -> why its last call failed
+
+    def note_outcome(self, name: str, failure: str | None) -> None:
+        """After a call: `failure` says why the model is not usable (None: the call worked)."""
+        if failure is None:
+            self._failing.pop(name, None)
+        else:
+            self._failing[name] = failure
 
     def entries(self, access: Access) -> list[ModelInfo]:
         """The models this user may use in this conversation, in config order,
@@ -42,15 +55,18 @@ class ModelCatalogue:
         return [self._info(model) for model in self._admitted(access)]
 
     def default_model_name(self, access: Access) -> str | None:
-        """The configured default when usable; the demo model only while nothing else is."""
+        """The configured default when usable; the demo model only while nothing else is,
+        unless the site's own file names it. A model whose last call failed is passed over."""
         usable = [m for m in self._admitted(access) if self._unavailable_reason(m) is None]
-        real = [m for m in usable if not m.is_demo]
+        working = [m for m in usable if m.name not in self._failing]
         configured = self._by_name.get(self._config.default_model or "")
-        if configured is not None and configured in real:
+        if configured is not None and configured in working and (self._config.default_is_site_choice or not configured.is_demo):
             return configured.name
+        real = [m for m in working if not m.is_demo]
         if real:
             return real[0].name
-        return usable[0].name if usable else None
+        fallback = working or usable  # every usable model failed: the first one still says why when used
+        return fallback[0].name if fallback else None
 
     def resolve(self, name: str | None, access: Access) -> ModelConfig:
         """The model to call for this request; raises LLMUnavailable saying why not."""
@@ -100,6 +116,7 @@ class ModelCatalogue:
             reason=reason,
             is_demo=model.is_demo,
             compliance_level=model.compliance_level,
+            failing=self._failing.get(model.name),
         )
 
     def _choice_hint(self, access: Access) -> str:

@@ -29,13 +29,15 @@ from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm._errors import PROVIDER_ERRORS, stream_cut, translate
 from switchboard.llm.demo import DEMO_PROVIDER, DemoLLM
 from switchboard.llm.messages import to_openai
-from switchboard.llm.openai_direct import DirectPool, Route, direct_events, open_stream, plan_route
+from switchboard.llm.openai_direct import DirectPool, Route, direct_events, is_keyless, open_stream, plan_route
 from switchboard.llm.retry import RetryPolicy, log_retry, retry_notice, with_attempts
 from switchboard.llm.types import Completed, Notice, TextDelta, Usage
 
 __all__ = ["CallReporter", "LLMClient"]
 
 logger = logging.getLogger(__name__)
+
+KEYLESS = "keyless"  # what litellm sends as the key of a model with an api_base and no api_key_env
 
 CallReporter = Callable[[str, float, Usage | None, SwitchboardError | None], None]
 """on_call(model_name, duration_s, usage, error): called once after every model call."""
@@ -169,6 +171,11 @@ class LLMClient:
             kwargs["tools"] = tools
         if api_key is not None:
             kwargs["api_key"] = api_key
+        elif model.api_base and not model.api_key_env and is_keyless(model, _provider(model)):
+            # A keyless local server: litellm's OpenAI code refuses to send without a key and would
+            # otherwise send the provider's own (OPENAI_API_KEY) to this endpoint. Servers that check
+            # no key ignore this one; the direct path sends no Authorization header at all.
+            kwargs["api_key"] = KEYLESS
         if model.api_base:
             kwargs["api_base"] = model.api_base
         if max_tokens or model.max_tokens:
@@ -254,6 +261,13 @@ def _usage_of(chunk: Any) -> Usage | None:
     if raw is None:
         return None
     return usage_from(getattr(raw, "prompt_tokens", 0), getattr(raw, "completion_tokens", 0), getattr(raw, "total_tokens", 0))
+
+
+def _provider(model: ModelConfig) -> str:
+    try:
+        return str(litellm.get_llm_provider(model=model.model, api_base=model.api_base)[1])
+    except litellm.BadRequestError:
+        return ""
 
 
 def _check_provider(model: ModelConfig) -> None:

@@ -7,6 +7,8 @@ the real client is built in a worker thread, started at app start-up
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +33,34 @@ class DeferredLLMClient:
         return LLMClient(**kwargs)
 
     def warm_up(self) -> None:
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(asyncio.to_thread(self._build, self._kwargs))
+        """Start building the real client in a daemon thread of its own: not the loop's default
+        executor, whose threads the process waits for when it stops, so that stopping the app
+        (Ctrl-C) never waits for seconds of litellm import that nobody needs any more."""
+        if self._loading is not None:
+            return
+        loop = asyncio.get_running_loop()
+        loading: asyncio.Future[LLMClient] = loop.create_future()
+        self._loading = loading
+        kwargs = self._kwargs
+
+        def settle(client: LLMClient | None, error: BaseException | None) -> None:
+            if loading.done():
+                return
+            if error is not None:
+                loading.set_exception(error)
+            else:
+                loading.set_result(client)  # type: ignore[arg-type]
+
+        def build() -> None:
+            client, error = None, None
+            try:
+                client = self._build(kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever awaits the client
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop has closed: the app has stopped
+                loop.call_soon_threadsafe(settle, client, error)
+
+        threading.Thread(target=build, name="llm-warm-up", daemon=True).start()
 
     async def client(self) -> LLMClient:
         self.warm_up()

@@ -42,7 +42,8 @@ from switchboard.config.models import ModelConfig
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm.types import Completed, TextDelta
 
-__all__ = ["DIRECT_PROVIDERS", "DirectPool", "Route", "direct_events", "open_stream", "plan_route"]
+__all__ = ["DIRECT_PROVIDERS", "KEYLESS_PROVIDERS", "DirectPool", "Route", "direct_events", "is_keyless", "open_stream",
+           "plan_route"]
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -64,10 +65,11 @@ class Route:
 
     provider: str  # litellm's name for it, e.g. "openai", "hosted_vllm"
     base_url: str
-    provider_key: str | None  # the key litellm would use when the entry names none
+    provider_key: str | None  # the key litellm would use when the entry names none (None: keyless)
     body: dict[str, Any]  # model and request options, as litellm would send them
     max_tokens_key: str  # "max_tokens", or "max_completion_tokens" (OpenAI's newer models)
     headers: dict[str, str] = field(default_factory=dict)
+    keyless: bool = False  # an api_base of the site's and no api_key_env: no Authorization header
 
 
 def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str, str] | None = None) -> Route | None:
@@ -117,8 +119,19 @@ def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str,
     body = {"model": name, **params, **litellm_body, **extra_body}
     if provider == "openrouter":
         headers = {header: environ[env] for env, header in _OPENROUTER_HEADERS.items() if environ.get(env)} | headers
-    provider_key = dynamic_key or _first(environ, _KEY_ENV.get(provider, ()))
-    return Route(provider, base_url.rstrip("/"), provider_key, body, max_tokens_key, headers)
+    keyless = is_keyless(model, provider)
+    provider_key = None if keyless else dynamic_key or _first(environ, _KEY_ENV.get(provider, ()))
+    return Route(provider, base_url.rstrip("/"), provider_key, body, max_tokens_key, headers, keyless)
+
+
+# OpenAI-compatible providers whose key variable (OPENAI_API_KEY, ...) belongs to the provider's
+# own endpoint: an entry of theirs with an api_base of the site's and no api_key_env is a keyless
+# local server (Ollama's /v1, vLLM, LM Studio, llama.cpp), never sent that key.
+KEYLESS_PROVIDERS = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile"})
+
+
+def is_keyless(model: ModelConfig, provider: str) -> bool:
+    return bool(model.api_base) and not model.api_key_env and provider in KEYLESS_PROVIDERS
 
 
 class DirectPool:
@@ -127,11 +140,14 @@ class DirectPool:
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str | None], openai.AsyncOpenAI] = {}
 
-    def client(self, base_url: str, api_key: str | None) -> openai.AsyncOpenAI:
+    def client(self, base_url: str, api_key: str | None, *, keyless: bool = False) -> openai.AsyncOpenAI:
         found = self._clients.get((base_url, api_key))
         if found is None:
-            # Without a key the SDK reads OPENAI_API_KEY, or refuses (openai.OpenAIError): as litellm does.
-            found = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+            # Without a key the SDK reads OPENAI_API_KEY, or refuses (openai.OpenAIError): as litellm
+            # does. A keyless local server is neither: the key provider gives "" and `open_stream`
+            # omits the header.
+            key = _no_key if keyless and api_key is None else api_key
+            found = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0)
             self._clients[(base_url, api_key)] = found
         return found
 
@@ -162,11 +178,13 @@ async def open_stream(
     if max_tokens:
         body[route.max_tokens_key] = max_tokens
     options: dict[str, Any] = {}
-    if route.headers:
-        options["headers"] = route.headers
+    key = api_key or route.provider_key
+    keyless = route.keyless and key is None
+    if route.headers or keyless:
+        options["headers"] = {**route.headers, "Authorization": openai.Omit()} if keyless else route.headers
     options["timeout"] = _UNSET_TIMEOUT_S if timeout_s is None else timeout_s
     try:
-        return await pool.client(route.base_url, api_key or route.provider_key).post(
+        return await pool.client(route.base_url, key, keyless=keyless).post(
             "/chat/completions",
             cast_to=object,  # chunks stay plain dicts
             body=body,
@@ -278,6 +296,10 @@ def _stream_error(exc: Exception, route: Route, received: bool) -> Exception:
             return mapped
     return lx.MidStreamFallbackError(message=str(mapped), model=route.body["model"], llm_provider=route.provider,
                                      original_exception=mapped, is_pre_first_chunk=not received)  # fmt: skip
+
+
+async def _no_key() -> str:
+    return ""
 
 
 def _first(environ: Mapping[str, str], names: tuple[str, ...]) -> str | None:

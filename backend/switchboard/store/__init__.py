@@ -1,6 +1,7 @@
 """The durable conversation store (SQLAlchemy async; SQLite by default, Postgres for teams)."""
 
 from .migrate import upgrade
+from .pages import MessagePage, Outline, page_of
 from .records import Conversation, Message, StoredConversation, active_path, latest_leaf
 from .repo import UNSET, ConversationStore, open_store
 
@@ -9,9 +10,12 @@ __all__ = [
     "Conversation",
     "ConversationStore",
     "Message",
+    "MessagePage",
+    "Outline",
     "StoredConversation",
     "active_path",
     "latest_leaf",
     "open_store",
+    "page_of",
     "upgrade",
 ]

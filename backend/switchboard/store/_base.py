@@ -121,6 +121,11 @@ class StoreBase:
         async with (self._writer if write else self._engine).begin() as conn:
             return await conn.run_sync(work)
 
+    @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`."""
+        return self._dialect
+
     async def ping(self) -> None:
         try:
             async with asyncio.timeout(PING_TIMEOUT_S), self._engine.connect() as conn:

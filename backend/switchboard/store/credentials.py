@@ -1,17 +1,22 @@
-"""Rows of users' own credentials for MCP servers.  Values arrive encrypted
-(see ``switchboard.credentials``); this module never sees a credential in clear."""
+"""Rows of users' own credentials for MCP servers, and of pending OAuth sign-ins.  Values
+arrive encrypted (see ``switchboard.credentials``); this module never sees a credential in clear."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import hashlib
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ._base import StoreBase
-from .models import user_credentials
+from .models import oauth_pending, user_credentials
 
 __all__ = ["CredentialRecords"]
+
+
+def _state_hash(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()
 
 
 class CredentialRecords(StoreBase):
@@ -34,3 +39,23 @@ class CredentialRecords(StoreBase):
         table = user_credentials
         async with self._write("forget a credential") as conn:
             await conn.execute(delete(table).where(table.c.server == server, table.c.user == user))
+
+    async def put_pending(self, state: str, server: str, user: str, value: str, *, max_age_s: float) -> None:
+        """One pending sign-in per (server, user): the older one and every expired one go."""
+        table, now = oauth_pending, datetime.now(UTC)
+        async with self._write("keep a pending sign-in") as conn:
+            await conn.execute(delete(table).where(or_(
+                (table.c.server == server) & (table.c.user == user),
+                table.c.created_at < now - timedelta(seconds=max_age_s),
+            )))  # fmt: skip
+            await conn.execute(table.insert().values(state_hash=_state_hash(state), server=server, user=user,
+                                                     value=value, created_at=now))  # fmt: skip
+
+    async def take_pending(self, state: str) -> tuple[str, str, str, datetime] | None:
+        """The row of this state, deleted in the same statement: two callbacks cannot both take it."""
+        table = oauth_pending
+        stmt = (delete(table).where(table.c.state_hash == _state_hash(state))
+                .returning(table.c.server, table.c.user, table.c.value, table.c.created_at))  # fmt: skip
+        async with self._write("take a pending sign-in") as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else (row.server, row.user, row.value, row.created_at)

@@ -13,7 +13,9 @@ and one idle for ``PING_AFTER_IDLE_S`` or more is pinged first (one round trip; 
 
 from __future__ import annotations
 
+import os
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -99,13 +101,24 @@ def _sqlite_file(url: URL) -> str | None:
     return database
 
 
+def _private_database(path: Path) -> None:
+    """The database's folder (when made here) 0700, the file 0600 whatever the umask; SQLite gives
+    its -wal and -shm files the database file's mode. An older, readable file is made private."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with suppress(FileNotFoundError):
+            if file.stat().st_mode & 0o077:
+                file.chmod(0o600)
+
+
 def _sqlite_engine(url: URL) -> AsyncEngine:
     if url.drivername != "sqlite+aiosqlite":
         url = url.set(drivername="sqlite+aiosqlite")
     database = _sqlite_file(url)
     if database:
         try:
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _private_database(Path(database).expanduser())
         except OSError as exc:
             raise StoreUnavailable(
                 f"cannot create the folder for the database {describe(url)} ({exc.strerror}); "

@@ -28,8 +28,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "allowances", "api_tokens", "conversations", "files", "messages", "metadata", "tasks",
-           "tool_pins", "user_credentials"]  # fmt: skip
+__all__ = ["UTCDateTime", "allowances", "api_tokens", "app_processes", "conversations", "files", "live_turns", "messages",
+           "metadata", "oauth_pending", "tasks", "tool_pins", "turn_events", "user_credentials"]  # fmt: skip
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -138,6 +138,46 @@ user_credentials = Table(
     Column("kind", String(32), primary_key=True),
     Column("value", Text, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# Turns running in some app process (several processes on one Postgres): which process owns the
+# conversation's turn, the processes' heartbeats, and a turn's events copied out for listeners on
+# other processes. Rows live only while a turn runs (and shortly after).
+live_turns = Table(
+    "live_turns",
+    metadata,
+    Column("conversation_id", String(200), primary_key=True),
+    Column("owner", String(320), nullable=False, index=True),
+    Column("process_id", String(40), nullable=False, index=True),
+    Column("started_at", UTCDateTime, nullable=False),
+)
+
+app_processes = Table(
+    "app_processes",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+)
+
+turn_events = Table(
+    "turn_events",
+    metadata,
+    Column("conversation_id", String(200), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("body", Text, nullable=False),
+)
+
+# OAuth sign-ins between the redirect and the callback: one per (server, user); the key is a
+# hash of the `state`, the value (PKCE verifier, discovered metadata) encrypted like a credential.
+oauth_pending = Table(
+    "oauth_pending",
+    metadata,
+    Column("state_hash", String(64), primary_key=True),
+    Column("server", String(200), nullable=False),
+    Column("user", String(320), nullable=False),
+    Column("value", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_oauth_pending_server_user", "server", "user", unique=True),
 )
 
 # Tasks (MCP extension `io.modelcontextprotocol/tasks`): calls a server runs in the background.

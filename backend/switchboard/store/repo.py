@@ -18,12 +18,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import BadRequest, Conflict, NotFound
-from ._base import StoreBase
+from .app_calls import AppCallQueries
+from .pages import PagedReads
 from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
 from . import statements as S
 from .models import allowances, conversations, files, messages, tool_pins
 from .records import ROLES, Conversation, Message, StoredConversation
+from .rows import conversation_of as _conversation
+from .rows import message_of as _message
 from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
 __all__ = ["UNSET", "ConversationStore", "open_store"]
@@ -46,34 +49,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _conversation(row: Mapping[str, Any]) -> Conversation:
-    return Conversation(
-        id=row["id"],
-        owner=row["owner"],
-        title=row["title"],
-        model=row["model"],
-        compliance_level=row["compliance_level"],
-        levels_used=tuple(row["levels_used"] or ()),
-        leaf_id=row["leaf_id"],
-        message_count=row["message_count"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
-
-
-def _message(row: Mapping[str, Any]) -> Message:
-    return Message(
-        id=row["id"],
-        conversation_id=row["conversation_id"],
-        parent_id=row["parent_id"],
-        seq=row["seq"],
-        role=row["role"],
-        content=row["content"],
-        data=dict(row["data"] or {}),
-        created_at=row["created_at"],
-    )
-
-
 async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
     """Connect (and by default migrate); ``StoreUnavailable`` says why when that fails."""
     engine = make_engine(url)
@@ -91,7 +66,7 @@ async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
     return store
 
 
-class ConversationStore(StoreBase):
+class ConversationStore(PagedReads, AppCallQueries):
     def __init__(self, engine: Any, url: str) -> None:
         super().__init__(engine, url)
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
@@ -163,7 +138,8 @@ class ConversationStore(StoreBase):
         self, owner: str, *, q: str | None = None, limit: int = 50, before: datetime | None = None
     ) -> list[Conversation]:
         """Newest ``updated_at`` first. ``q``: case-insensitive substring of the title or of any
-        message's text (of the title only when shorter than 3 characters). ``before``: only
+        message's text (shorter than 3 characters: of the messages of the owner's 200 most
+        recently updated conversations; store/search.py). ``before``: only
         conversations updated strictly earlier (the next page)."""
         stmt = select(conversations).where(conversations.c.owner == owner)
         if before is not None and before.tzinfo is None:
@@ -171,6 +147,8 @@ class ConversationStore(StoreBase):
         if before is not None:
             stmt = stmt.where(conversations.c.updated_at < before)
         q = (q or "").strip()
+        if "\x00" in q:
+            return []  # no stored text holds NUL (Postgres refuses it; FTS5 ends the phrase there)
 
         def work(conn: Connection) -> list[Conversation]:
             query = stmt
@@ -179,7 +157,7 @@ class ConversationStore(StoreBase):
                 if len(q) >= SHORTEST_TEXT_QUERY:
                     probe = common_in_messages(q, self._dialect)
                     common = conn.execute(probe).scalar_one() >= COMMON_MATCHES
-                query = query.where(matches(q, self._dialect, common=common))
+                query = query.where(matches(q, self._dialect, owner=owner, common=common))
             query = query.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
             return [_conversation(row) for row in conn.execute(query).mappings()]
 

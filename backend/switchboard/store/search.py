@@ -3,8 +3,10 @@ conversation's title or of any of its messages' text (every branch).
 
 SQLite answers from the FTS5 trigram tables; Postgres from ``ILIKE`` served by trigram GIN
 indexes (pg_trgm).  Both match substrings, so the two backends give the same results.  A trigram
-index needs three characters: a query of one or two characters matches titles only, because
-scanning every message for it took 0.2-0.5 s at 100,000 messages (docs/benchmarks.md).
+index needs three characters: a query of one or two characters is answered without it, from
+titles and from the messages of the owner's SHORT_QUERY_CONVERSATIONS most recently updated
+conversations (a scan of every message for two letters nobody wrote took over a second at
+100,000 messages; docs/benchmarks.md).
 
 Two plans: when few messages match, their conversations are collected once; when many do
 (``common_in_messages`` counts up to COMMON_MATCHES), conversations are tested newest first
@@ -18,9 +20,10 @@ from sqlalchemy import ColumnElement, Select, column, exists, func, literal, lit
 
 from .models import conversations, messages
 
-__all__ = ["COMMON_MATCHES", "SHORTEST_TEXT_QUERY", "common_in_messages", "matches"]
+__all__ = ["COMMON_MATCHES", "SHORTEST_TEXT_QUERY", "SHORT_QUERY_CONVERSATIONS", "common_in_messages", "matches"]
 
 SHORTEST_TEXT_QUERY = 3  # characters: what a trigram index can serve
+SHORT_QUERY_CONVERSATIONS = 200  # a shorter query reads the messages of this many newest conversations
 COMMON_MATCHES = 500  # from this many matching messages on, walk conversations newest first
 
 _messages_fts = table("messages_fts", column("rowid"))
@@ -32,8 +35,15 @@ def _like_pattern(q: str) -> str:
     return f"%{escaped}%"
 
 
-def _titles_by_scan(q: str) -> ColumnElement[bool]:
-    return conversations.c.title.ilike(_like_pattern(q), escape="\\")
+def _by_scan(q: str, owner: str) -> ColumnElement[bool]:
+    """Short queries: the title, or a message of one of the owner's most recent conversations."""
+    pattern = _like_pattern(q)
+    recent = conversations.alias("recent")
+    newest = (select(recent.c.id).where(recent.c.owner == owner)
+              .order_by(recent.c.updated_at.desc()).limit(SHORT_QUERY_CONVERSATIONS))  # fmt: skip
+    in_messages = select(messages.c.conversation_id).where(
+        messages.c.conversation_id.in_(newest), messages.c.content.ilike(pattern, escape="\\"))
+    return or_(conversations.c.title.ilike(pattern, escape="\\"), conversations.c.id.in_(in_messages))
 
 
 def _by_trigram_index(q: str, common: bool) -> ColumnElement[bool]:
@@ -86,8 +96,8 @@ def _by_fts5(q: str, common: bool) -> ColumnElement[bool]:
     return or_(literal_column("conversations.rowid").in_(title_rows), in_messages)
 
 
-def matches(q: str, dialect: str, *, common: bool = False) -> ColumnElement[bool]:
+def matches(q: str, dialect: str, *, owner: str, common: bool = False) -> ColumnElement[bool]:
     """``common`` (from ``common_in_messages``) picks the plan that suits many matches."""
     if len(q) < SHORTEST_TEXT_QUERY:
-        return _titles_by_scan(q)
+        return _by_scan(q, owner)
     return _by_fts5(q, common) if dialect == "sqlite" else _by_trigram_index(q, common)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, select, text, update
 
 from ..errors import BadRequest
 from .models import api_tokens
@@ -67,15 +67,22 @@ class TokenStore:
         self._store = store
 
     async def create(self, owner: str, name: str) -> NewToken:
-        async with self._store._read("count your tokens") as conn:
-            count = (await conn.execute(select(func.count()).select_from(api_tokens)
-                                        .where(api_tokens.c.owner == owner))).scalar_one()  # fmt: skip
-        if count >= MAX_TOKENS_PER_USER:
-            raise BadRequest(f"you have {count} API tokens already", action="Revoke tokens you no longer use first.")
+        """A new token, unless the owner has MAX_TOKENS_PER_USER already. The count and the insert
+        are one transaction that holds the owner's lock (SQLite: the one writer, BEGIN IMMEDIATE;
+        Postgres: a transaction-scoped advisory lock on the owner), so concurrent creates queue
+        and cannot pass the cap together."""
         token_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
         row = {"id": token_id, "owner": owner, "name": name, "secret_hash": _hash(secret),
                "created_at": datetime.now(UTC), "last_used_at": None}  # fmt: skip
         async with self._store._write("save the new API token") as conn:
+            if conn.dialect.name == "postgresql":
+                await conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+                                   {"key": f"api_tokens:{owner}"})  # fmt: skip
+            count = (await conn.execute(select(func.count()).select_from(api_tokens)
+                                        .where(api_tokens.c.owner == owner))).scalar_one()  # fmt: skip
+            if count >= MAX_TOKENS_PER_USER:
+                raise BadRequest(f"you have {count} API tokens already, the limit is {MAX_TOKENS_PER_USER}",
+                                 action="Revoke tokens you no longer use first.")  # fmt: skip
             await conn.execute(insert(api_tokens).values(**row))
         return NewToken(_token(row), f"{TOKEN_PREFIX}{token_id}_{secret}")
 

@@ -23,14 +23,17 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
 from mcp import MCPError
+from mcp.client import advertise
 from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
-from ..errors import ServerUnavailable, ToolError, ToolTimeout
+from ..errors import NeedsAuth, ServerUnavailable, ToolError, ToolTimeout
+from .apps import APP_MIME, UI_EXTENSION
 from .call_traffic import Activity, CallTraffic
-from .diagnostics import HttpTrace, describe_failure
+from .diagnostics import HttpTrace, caused_by, describe_failure
 from .launch import EarlyStarts
+from .stdio import stderr_tail
 from .models import CallSink, ServerStatus
 from .tasks import HostTasksExtension, TaskHandle, TaskStarted
 from .transports import build_transport, stderr_path
@@ -42,18 +45,6 @@ log = logging.getLogger("switchboard.tools")
 PING_INTERVAL_S = 5.0
 BACKOFF_CAP_S = 60.0
 OVERALL_CAP_FACTOR = 10  # a call may run this many idle limits in all
-
-
-def _tail(path: Path, limit: int = 2000) -> str | None:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - limit))
-            text = handle.read().decode("utf-8", "replace").strip()
-    except OSError:
-        return None
-    return text or None
 
 
 class ServerConnection:
@@ -132,6 +123,7 @@ class ServerConnection:
             transport=self.status.transport,
             reason=reason,
             stderr_tail=extra.get("stderr_tail"),
+            stderr_log=extra.get("stderr_log"),
             ready_after_s=extra.get("ready_after_s"),
             tool_count=len(self.tools) if status == "ready" else 0,
         )
@@ -160,7 +152,9 @@ class ServerConnection:
             elicitation_handler=self._traffic.on_elicit,
             sampling_handler=self._traffic.on_sample if self.config.sampling != "deny" else None,
             message_handler=self._on_message,
-            extensions=[HostTasksExtension()],  # a tools/call may come back as a task (tools/tasks.py)
+            # MCP Apps: the host renders `ui://` resources of this MIME type; a tools/call may come back
+            # as a task (tools/tasks.py)
+            extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]}), HostTasksExtension()],
         )
 
     async def _supervise(self) -> None:
@@ -189,12 +183,16 @@ class ServerConnection:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure becomes a visible status
                 self._client = None
+                if self.user is not None and (needs := caused_by(exc, NeedsAuth)) is not None:
+                    await self._set_status("needs_auth", needs.message)  # e.g. a step-up: the scopes to allow
+                    return
                 if self.user is not None and self._trace.status == 401:
                     await self._set_status("needs_auth", "the server refused the credential (HTTP 401): connect again")
                     return
-                tail = _tail(stderr_path(self._log_dir, self.name)) if self.config.transport == "stdio" else None
+                log_file = stderr_path(self._log_dir, self.name) if self.config.transport == "stdio" else None
+                tail = stderr_tail(log_file) if log_file is not None else None
                 reason = describe_failure(exc, url=self.config.url or "", trace=self._trace, timeout_s=self._init_timeout_s)
-                await self._set_status("failed", reason, stderr_tail=tail)
+                await self._set_status("failed", reason, stderr_tail=tail, stderr_log=str(log_file) if tail else None)
                 log.warning("server %s failed: %s", self.name, reason)
             attempt += 1
             await asyncio.sleep(min(BACKOFF_CAP_S, 0.5 * 2**attempt))

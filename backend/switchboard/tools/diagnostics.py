@@ -14,6 +14,7 @@ import asyncio
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -21,9 +22,10 @@ import mcp_types
 from mcp import MCPError
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SignInFailed
+from .stdio import ServerExited, last_lines, stderr_tail
 
-__all__ = ["HttpTrace", "describe_failure", "http_client_factory"]
+__all__ = ["HttpTrace", "caused_by", "describe_failure", "http_client_factory"]
 
 
 @dataclass
@@ -111,18 +113,22 @@ def _first(exc: BaseException, kind: type[BaseException] | tuple[type[BaseExcept
     return next((e for e in _chain(exc) if isinstance(e, kind)), None)
 
 
+def caused_by(exc: BaseException, kind: type[BaseException] | tuple[type[BaseException], ...]) -> Any:
+    """The first exception of `kind` anywhere in `exc`'s chain (through task groups and wrappers), or None."""
+    return _first(exc, kind)
+
+
 def describe_failure(exc: BaseException, *, url: str = "", trace: HttpTrace | None = None,
                      timeout_s: float | None = None) -> str:  # fmt: skip
     """Words for a failed connection or call, from exception types and the HTTP trace."""
     if trace is not None and trace.errors and isinstance(exc, Exception):
         exc = ExceptionGroup("connection attempt", [exc, *(e for e in trace.errors if isinstance(e, Exception))])
-    if (config := _first(exc, ConfigError)) is not None:
-        return config.message
-    if (oauth := _first(exc, (OAuthTokenError, OAuthRegistrationError))) is not None:
-        # the authorization server's answer (e.g. invalid_client): the server's own 401 says less
-        return f"the authorization server refused this host's client: {oauth}"
-    if (flow := _first(exc, OAuthFlowError)) is not None:
-        return f"OAuth sign-in to {url or 'the server'} failed: {flow}"
+    if (ours := _first(exc, (ConfigError, SignInFailed))) is not None:
+        return ours.message  # a sign-in failure in the host's words (oauth_guard), never the remote answer
+    if _first(exc, (OAuthTokenError, OAuthRegistrationError)) is not None:
+        return "the authorization server refused this host's client; the details are in the host's log"
+    if _first(exc, OAuthFlowError) is not None:
+        return f"OAuth sign-in to {url or 'the server'} failed; the details are in the host's log"
     if (status_error := _first(exc, httpx2.HTTPStatusError)) is not None:
         return _http_status(status_error.response.status_code, url)
     if trace is not None and trace.status is not None:
@@ -136,6 +142,11 @@ def describe_failure(exc: BaseException, *, url: str = "", trace: HttpTrace | No
         return f"timed out: the server did not finish the MCP handshake{within}"
     if (http := _first(exc, httpx2.HTTPError)) is not None:
         return f"HTTP error: {http}"
+    if (exited := _first(exc, ServerExited)) is not None:
+        how = f"was killed by signal {-exited.code}" if exited.code < 0 else f"exited with code {exited.code}"
+        said = last_lines(stderr_tail(Path(exited.log_file)))
+        said = f"; its stderr ends: {said}" if said else "; it wrote nothing to stderr"
+        return f"the server process {how}{said} (whole log: {exited.log_file})"
     if (mcp := _first(exc, MCPError)) is not None:
         if mcp.code == mcp_types.CONNECTION_CLOSED:
             return "the server closed the connection (for a local server: the process exited; see its stderr)"

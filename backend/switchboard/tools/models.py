@@ -19,6 +19,13 @@ class ToolInfo:
     title: str | None = None
     definition_hash: str = ""
     definition_changed: bool = False  # differs from the first definition the host saw
+    app_uri: str | None = None  # MCP Apps: the `ui://` resource the tool's results are shown in
+    visibility: tuple[str, ...] = ("model", "app")  # who may call it: the model, the server's own apps
+
+    @property
+    def model_visible(self) -> bool:
+        """Whether the model is offered the tool (app-only tools are for their server's apps)."""
+        return "model" in self.visibility
 
     @property
     def read_only(self) -> bool:
@@ -59,6 +66,7 @@ class ToolOutcome:
     notes: list[str] = field(default_factory=list)  # problems met while parsing (dropped artifacts)
     resource_links: list[tuple[str, str]] = field(default_factory=list)  # (name, uri) still to fetch
     duration_ms: int = 0
+    mcp_result: dict[str, Any] | None = None  # the CallToolResult as JSON, when asked for (MCP Apps)
     task: Any = None  # a TaskHandle (tools/tasks.py) when the server took the call on as a task
 
 
@@ -68,7 +76,8 @@ class ServerStatus:
     status: str  # starting | ready | failed | disabled
     transport: str
     reason: str | None = None
-    stderr_tail: str | None = None
+    stderr_tail: str | None = None  # the end of a failed stdio server's stderr (administrators only)
+    stderr_log: str | None = None  # where all of it is
     ready_after_s: float | None = None
     tool_count: int = 0
 

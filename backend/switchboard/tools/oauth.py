@@ -6,12 +6,15 @@ the `resource` parameter, refresh, step-up on `insufficient_scope`), and the
 `client_credentials` grant for machine-to-machine servers (the SDK's
 `ClientCredentialsOAuthProvider`: one shared token, held in memory only).
 
-The host adds two things: token storage in the vault (per server and user), and
-the browser leg.  `begin` runs the SDK's flow in a task until it asks to send the
-user to the authorization server; that URL goes back to the browser, and the task
-waits (holding the PKCE verifier, in memory only) for `finish`, which the callback
-route calls with the `state` and `code` the browser brought back.  A `state` is
-bound to the user who started it and is used once.
+The host adds token storage in the vault (per server and user), the endpoint policy
+(`oauth_guard`), and the browser leg in two halves that need not run in one process.
+`begin` runs the SDK's flow until it would send the user to the authorization server,
+keeps what the token exchange will need (state, PKCE verifier, the discovered metadata
+and client) as one pending sign-in per (server, user) in the vault, encrypted, and ends:
+nothing waits in memory.  `finish`, which the callback route calls on whichever process
+the browser lands on, takes that pending sign-in (once), checks that the same user
+started it and that the answer came from the expected authorization server (RFC 9207
+`iss`), and exchanges the code for tokens.
 """
 
 from __future__ import annotations
@@ -21,23 +24,22 @@ import json
 import logging
 import time
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-from mcp.client.auth.extensions.client_credentials import (
-    ClientCredentialsOAuthProvider,
-    PrivateKeyJWTOAuthProvider,
-    SignedJWTParameters,
-)
-from mcp.client.auth.utils import union_scopes
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.client.auth import AuthorizationCodeResult, OAuthFlowError
+from mcp.client.auth.extensions.client_credentials import SignedJWTParameters
+from mcp.client.auth.utils import validate_authorization_response_iss
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthMetadata, ProtectedResourceMetadata
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from ..config.models import OAuthConfig, ServerConfig
-from ..errors import BadRequest, Forbidden, NeedsAuth, ToolError
+from ..errors import BadRequest, Forbidden, NeedsAuth, SignInFailed, SwitchboardError, ToolError
+from .oauth_guard import EndpointPolicy, is_local_url, origin_of, sign_in_failure
+from .oauth_provider import GuardedClientCredentials, GuardedPrivateKeyJWT, Parked, Provider
+from .oauth_storage import MemoryStorage, VaultStorage
 from .vault import CredentialVault
 
 __all__ = ["SignIns"]
@@ -48,147 +50,22 @@ SIGN_IN_WAIT_S = 600.0  # how long a started sign-in waits for the browser to co
 URL_WAIT_S = 30.0  # discovery and registration, before the redirect is known
 
 
-class _VaultStorage:
-    """The SDK's TokenStorage, on the vault: one token set per (server, user)."""
-
-    def __init__(self, vault: CredentialVault, server: str, user: str, auth: OAuthConfig, redirect_uri: str,
-                 *, fresh: bool = False) -> None:  # fmt: skip
-        self._vault, self._server, self._user, self._auth, self._redirect = vault, server, user, auth, redirect_uri
-        self._fresh = fresh  # a step-up sign-in: start from no token, so the server asks again
-
-    async def _stored(self) -> dict[str, Any] | None:
-        raw = await self._vault.get(self._server, self._user, "oauth_tokens")
-        return json.loads(raw) if raw else None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        stored = None if self._fresh else await self._stored()
-        return OAuthToken.model_validate(stored["token"]) if stored else None
-
-    async def expires_at(self) -> float | None:
-        stored = await self._stored()
-        return stored.get("expires_at") if stored else None
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        # `expires_in` is relative to when the token was issued: keep the moment it ends.
-        lifetime = tokens.expires_in
-        expires_at = time.time() + lifetime - _margin(lifetime) if lifetime else None
-        value = {"token": tokens.model_dump(mode="json"), "expires_at": expires_at}
-        await self._vault.put(self._server, self._user, "oauth_tokens", json.dumps(value))
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        if self._auth.client_id:  # pre-registered in mcp.json
-            return OAuthClientInformationFull(
-                client_id=self._auth.client_id, client_secret=self._auth.client_secret,
-                redirect_uris=[self._redirect],  # type: ignore[list-item]
-                token_endpoint_auth_method="client_secret_post" if self._auth.client_secret else "none",
-            )  # fmt: skip
-        raw = await self._vault.get(self._server, self._user, "oauth_client")
-        return OAuthClientInformationFull.model_validate_json(raw) if raw else None
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        if not self._auth.client_id:
-            await self._vault.put(self._server, self._user, "oauth_client", client_info.model_dump_json())
-
-
-def _margin(lifetime: float) -> float:
-    """Refresh this long before a token ends, so it does not expire between our check and the server's."""
-    return min(60.0, lifetime / 5)
-
-
-class _MemoryStorage:
-    """The SDK's TokenStorage for a machine-to-machine server: one token set, in memory only
-    (it is fetched again with the client's own credentials whenever it is missing)."""
-
-    def __init__(self) -> None:
-        self._tokens: OAuthToken | None = None
-        self._client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self._tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self._tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self._client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self._client = client_info
-
-
-class _Provider(OAuthClientProvider):
-    """The SDK's provider, told when a token expires, a little early.  Left alone it loads
-    stored tokens without their expiry and checks expiry to the second, so it can send a
-    token that is expired by the time the server looks; on that 401 it starts a whole new
-    sign-in instead of refreshing."""
-
-    preregistered = False  # the client is the one in mcp.json (not registered by this host)
-    extra_scope: str | None = None  # a step-up: scopes the server asked for beyond what was granted
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.context.update_token_expiry = self._update_expiry  # type: ignore[method-assign]
-
-    def _update_expiry(self, token: OAuthToken) -> None:
-        lifetime = token.expires_in
-        self.context.token_expiry_time = time.time() + lifetime - _margin(lifetime) if lifetime else None
-
-    def _fit_client_authentication(self) -> None:
-        """A client with a secret (pre-registered in mcp.json) authenticates the way the
-        authorization server says it takes: its metadata's `token_endpoint_auth_methods_supported`,
-        `client_secret_basic` first (the default when the list is absent, RFC 8414)."""
-        info, metadata = self.context.client_info, self.context.oauth_metadata
-        if not self.preregistered or info is None or not info.client_secret:
-            return  # a registered client's method is the one its registration answer gave
-        supported = (metadata.token_endpoint_auth_methods_supported if metadata else None) or ["client_secret_basic"]
-        if info.token_endpoint_auth_method not in supported:
-            usable = [m for m in ("client_secret_basic", "client_secret_post") if m in supported]
-            if usable:
-                info.token_endpoint_auth_method = usable[0]  # type: ignore[assignment]
-
-    async def _perform_authorization(self) -> httpx2.Request:
-        if self.extra_scope:
-            self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self.extra_scope)
-        return await super()._perform_authorization()
-
-    async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
-        self._fit_client_authentication()
-        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
-
-    async def _refresh_token(self) -> httpx2.Request:
-        self._fit_client_authentication()
-        return await super()._refresh_token()
-
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        storage = self.context.storage
-        if isinstance(storage, _VaultStorage):
-            self.context.token_expiry_time = await storage.expires_at()
-
-
-@dataclass
-class _Pending:
-    server: str
-    user: str
-    code: asyncio.Future[AuthorizationCodeResult]
-    task: asyncio.Task[None]
-    started: float = field(default_factory=time.monotonic)
-
-
 class SignIns:
-    def __init__(self, vault: CredentialVault, redirect_uri: str, client_metadata_url: str | None = None) -> None:
+    def __init__(self, vault: CredentialVault, redirect_uri: str, client_metadata_url: str | None = None,
+                 *, dev: bool = False) -> None:  # fmt: skip
         self._vault = vault
         self.redirect_uri = redirect_uri
         # This host's client ID as an https URL (a client ID metadata document), used with
         # authorization servers that advertise `client_id_metadata_document_supported`.
         self.client_metadata_url = client_metadata_url
-        self._pending: dict[str, _Pending] = {}
+        self._dev = dev  # dev auth mode: plain http, and private endpoints for servers on localhost
         # (server, user) -> the scopes a server asked for (403 insufficient_scope) during a call:
         # the user's next Connect asks for them.
         self._step_up: dict[tuple[str, str], str] = {}
 
-    def step_up_wanted(self, server: str, user: str) -> bool:
-        return (server, user) in self._step_up
+    def step_up_wanted(self, server: str, user: str) -> str | None:
+        """The scopes this user must still allow for the server (a step-up), else None."""
+        return self._step_up.get((server, user))
 
     def client_metadata_document(self) -> dict[str, Any] | None:
         """The client ID metadata document at `client_metadata_url` (None when there is none):
@@ -204,13 +81,31 @@ class SignIns:
             "token_endpoint_auth_method": "none",
         }
 
-    def _provider(self, server: str, config: ServerConfig, user: str, redirect: Any, callback: Any,
-                  *, step_up: str | None = None) -> _Provider:  # fmt: skip
+    def policy(self, server: str, config: ServerConfig) -> EndpointPolicy:
+        """Where this server's sign-in may send the host (see `oauth_guard`)."""
         assert isinstance(config.auth, OAuthConfig) and config.url is not None
-        storage = _VaultStorage(self._vault, server, user, config.auth, self.redirect_uri, fresh=step_up is not None)
-        provider = _Provider(config.url, self._metadata(config.auth), storage, redirect, callback,
-                             client_metadata_url=None if config.auth.client_id else self.client_metadata_url)  # fmt: skip
+        allow = config.auth.allow_private_endpoints or (self._dev and is_local_url(config.url))
+        return EndpointPolicy(server, own_origin=origin_of(config.url), allow_private=allow, allow_http=self._dev)
+
+    @staticmethod
+    def warn_without_issuer(server: str, config: ServerConfig) -> None:
+        """Said at start-up: a client secret without `issuer` goes wherever the server's metadata points."""
+        auth = config.auth
+        if isinstance(auth, OAuthConfig) and auth.client_id and (auth.client_secret or auth.private_key) \
+                and auth.issuer is None:  # fmt: skip
+            log.warning("server %s: its pre-registered client has no 'issuer' in mcp.json, so its credential goes to "
+                        "whichever authorization server the MCP server names; set 'auth.issuer'", server,
+                        extra={"event": "oauth_no_issuer", "server": server})  # fmt: skip
+
+    def _provider(self, server: str, config: ServerConfig, user: str, redirect: Any, callback: Any,
+                  *, step_up: str | None = None) -> Provider:  # fmt: skip
+        assert isinstance(config.auth, OAuthConfig) and config.url is not None
+        storage = VaultStorage(self._vault, server, user, config.auth, self.redirect_uri, fresh=step_up is not None)
+        provider = Provider(config.url, self._metadata(config.auth), storage, redirect, callback,
+                            client_metadata_url=None if config.auth.client_id else self.client_metadata_url,
+                            policy=self.policy(server, config))  # fmt: skip
         provider.preregistered = bool(config.auth.client_id)
+        provider.issuer = config.auth.issuer
         provider.extra_scope = step_up
         return provider
 
@@ -219,25 +114,24 @@ class SignIns:
         `client_credentials` grant with the client from `auth`, its token kept in memory."""
         auth = config.auth
         assert isinstance(auth, OAuthConfig) and auth.client_id and config.url is not None
-        if auth.issuer is None:
-            log.warning("server %s: its client_credentials client has no 'issuer' in mcp.json, so its credential goes "
-                        "to whichever authorization server the MCP server names; set 'auth.issuer'", server,
-                        extra={"event": "oauth_no_issuer", "server": server})  # fmt: skip
+        policy = self.policy(server, config)
         with warnings.catch_warnings():
-            # Without `issuer` the SDK warns (once per provider); the config check says it once, in words.
+            # Without `issuer` the SDK warns (once per provider); warn_without_issuer says it once, in words.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             scope = " ".join(auth.scopes) if auth.scopes else None
             if auth.private_key:
                 signer = SignedJWTParameters(issuer=auth.client_id, subject=auth.client_id, signing_key=auth.private_key,
                                              signing_algorithm=auth.signing_algorithm)  # fmt: skip
-                return PrivateKeyJWTOAuthProvider(config.url, _MemoryStorage(), auth.client_id,
-                                                  signer.create_assertion_provider(), scope=scope, issuer=auth.issuer)  # fmt: skip
-            return ClientCredentialsOAuthProvider(
-                config.url, _MemoryStorage(), auth.client_id, auth.client_secret or "",
-                scope=scope, issuer=auth.issuer,
-            )  # fmt: skip
+                return GuardedPrivateKeyJWT(config.url, MemoryStorage(), auth.client_id,
+                                            signer.create_assertion_provider(), scope=scope, issuer=auth.issuer,
+                                            policy=policy)  # fmt: skip
+            return GuardedClientCredentials(config.url, MemoryStorage(), auth.client_id, auth.client_secret or "",
+                                            scope=scope, issuer=auth.issuer, policy=policy)  # fmt: skip
 
     def _metadata(self, auth: OAuthConfig) -> OAuthClientMetadata:
+        # OIDC application_type: a web client redirects to an https address that is not this
+        # machine; a callback on localhost (or plain http) is a native client's.
+        web = urlsplit(self.redirect_uri).scheme == "https" and not is_local_url(self.redirect_uri)
         return OAuthClientMetadata(
             client_name="Switchboard",
             redirect_uris=[self.redirect_uri],  # type: ignore[list-item]
@@ -245,6 +139,7 @@ class SignIns:
             response_types=["code"],
             scope=" ".join(auth.scopes) if auth.scopes else None,
             token_endpoint_auth_method="client_secret_post" if auth.client_secret else "none",
+            application_type="web" if web else "native",
         )
 
     def session_auth(self, server: str, config: ServerConfig, user: str) -> httpx2.Auth:
@@ -269,79 +164,134 @@ class SignIns:
         storage = provider.context.storage
         return provider
 
+    # -- the browser leg ------------------------------------------------------------------
+
     async def begin(self, server: str, config: ServerConfig, user: str) -> str:
-        """Start a sign-in; returns the authorization server's URL to send the browser to."""
+        """Start a sign-in; returns the authorization server's URL to send the browser to.
+        This user's earlier pending sign-in to the server, if any, is dropped."""
         assert isinstance(config.auth, OAuthConfig) and config.url is not None
-        self._drop_stale()
-        loop = asyncio.get_running_loop()
-        url_ready: asyncio.Future[str] = loop.create_future()
-        code: asyncio.Future[AuthorizationCodeResult] = loop.create_future()
+        sent: list[str] = []
 
         async def redirect(url: str) -> None:
-            url_ready.set_result(url)
+            sent.append(url)
 
         async def callback() -> AuthorizationCodeResult:
-            return await asyncio.wait_for(asyncio.shield(code), SIGN_IN_WAIT_S)
+            # Not the browser's answer: it lets the SDK hand over the PKCE verifier (see Provider.park).
+            metadata = provider.context.oauth_metadata
+            state = parse_qs(urlsplit(sent[0]).query).get("state", [""])[0]
+            return AuthorizationCodeResult(code="-", state=state, iss=str(metadata.issuer) if metadata else None)
+
+        async def park(parked: Provider, verifier: str) -> None:
+            state = parse_qs(urlsplit(sent[0]).query).get("state", [""])[0]
+            await self._vault.put_pending(state, server, user, _pending_value(parked, verifier), max_age_s=SIGN_IN_WAIT_S)
 
         provider = self._provider(server, config, user, redirect, callback, step_up=self._step_up.get((server, user)))
-        task = asyncio.create_task(self._drive(provider, config.url), name=f"oauth:{server}")
-        waiting = asyncio.ensure_future(url_ready)
-        done, _ = await asyncio.wait({waiting, task}, timeout=URL_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
-        if waiting not in done:
-            waiting.cancel()
-            task.cancel()
-            if task in done and task.exception() is not None:
-                raise ToolError(f"could not start signing in to '{server}': {_why(task.exception())}")
-            if task in done:
-                raise ToolError(f"server '{server}' did not ask for a sign-in (it may not need one)")
-            raise ToolError(f"could not start signing in to '{server}': its authorization server did not answer in time")
-        url = url_ready.result()
-        state = parse_qs(urlsplit(url).query).get("state", [""])[0]
-        self._pending[state] = _Pending(server, user, code, task)
-        task.add_done_callback(lambda _t: self._pending.pop(state, None))
-        return url
+        provider.park = park
+        try:
+            async with asyncio.timeout(URL_WAIT_S):
+                await self._drive(provider, config.url)
+        except Parked:
+            return sent[0]
+        except TimeoutError:
+            raise SignInFailed(f"could not start signing in to '{server}': its authorization server did not answer "
+                               f"within {URL_WAIT_S:g} s", action="Try again later.") from None  # fmt: skip
+        except SwitchboardError:
+            raise
+        except httpx2.HTTPError as exc:
+            raise SignInFailed(f"could not start signing in to '{server}': {_unreachable(exc)}",
+                               action="Try again later; if it keeps failing, ask your administrator.") from None  # fmt: skip
+        raise ToolError(f"server '{server}' did not ask for a sign-in (it may not need one)")
 
-    async def _drive(self, provider: OAuthClientProvider, url: str) -> None:
-        """One request through the SDK's auth flow: a 401, then discovery, registration,
-        the browser leg and the token exchange; the tokens land in the vault."""
-        async with httpx2.AsyncClient(auth=provider, timeout=30.0, follow_redirects=False) as client:
+    async def _drive(self, provider: Provider, url: str) -> None:
+        """One request through the SDK's auth flow: a 401, then discovery and registration,
+        up to the redirect to the authorization server."""
+        async with httpx2.AsyncClient(auth=provider, timeout=URL_WAIT_S, follow_redirects=False) as client:
             await client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                               headers={"Accept": "application/json, text/event-stream"})  # fmt: skip
 
-    async def finish(self, user: str, *, state: str, code: str, error: str = "", iss: str | None = None) -> str:
+    async def finish(self, user: str, *, state: str, code: str, error: str = "", iss: str | None = None,
+                     config_of: Callable[[str], ServerConfig]) -> str:  # fmt: skip
         """Complete the sign-in the callback carries; returns the server's name."""
-        pending = self._pending.pop(state, None) if state else None  # single use, whatever follows
-        if pending is None:
-            raise BadRequest("this sign-in link is unknown, already used or expired",
+        pending = await self._vault.take_pending(state) if state else None  # single use, whatever follows
+        if pending is None or time.time() - pending.created > SIGN_IN_WAIT_S:
+            raise BadRequest("this sign-in link is unknown, already used, replaced by a newer sign-in or expired",
                              action="Press Connect again to start a new sign-in.")  # fmt: skip
+        server = pending.server
         if pending.user != user:
-            pending.task.cancel()
             log.warning("an OAuth callback came back for another user; refused",
-                        extra={"event": "oauth_state_mismatch", "server": pending.server})  # fmt: skip
+                        extra={"event": "oauth_state_mismatch", "server": server})  # fmt: skip
             raise Forbidden("this sign-in was started by another user", action="Press Connect again yourself.")
         if error or not code:
-            pending.task.cancel()
-            raise BadRequest(f"signing in to '{pending.server}' was not completed: {error or 'no code came back'}",
-                             action="Press Connect to try again.")  # fmt: skip
-        pending.code.set_result(AuthorizationCodeResult(code=code, state=state, iss=iss))
+            said = "".join(c for c in error[:80] if c.isalnum() or c in "_-. ") or "no code came back"
+            raise BadRequest(f"signing in to '{server}' was not completed: {said}", action="Press Connect to try again.")
+        saved = json.loads(pending.value)
+        provider = self._provider(server, config_of(server), user, None, None)
+        _restore(provider, saved)
         try:
-            await asyncio.wait_for(pending.task, URL_WAIT_S)
-        except Exception as exc:  # noqa: BLE001 - the SDK's flow errors become one clear message
-            raise BadRequest(f"signing in to '{pending.server}' failed: {_why(exc)}",
-                             action="Press Connect to try again.") from None  # fmt: skip
-        if await self._vault.get(pending.server, user, "oauth_tokens") is None:
-            raise BadRequest(f"signing in to '{pending.server}' did not give a token", action="Press Connect to try again.")
-        self._step_up.pop((pending.server, user), None)
-        return pending.server
+            validate_authorization_response_iss(iss, provider.context.oauth_metadata)
+        except OAuthFlowError:
+            expected = provider.context.oauth_metadata.issuer if provider.context.oauth_metadata else "none"
+            log.warning("server %s: an authorization response named issuer %r, expected %s", server, (iss or "")[:100],
+                        expected, extra={"event": "oauth_iss_mismatch", "server": server})  # fmt: skip
+            raise SignInFailed(f"signing in to '{server}' was refused: the answer did not come from {expected}, the "
+                               "authorization server this sign-in was started with (it may be a mix-up attack)",
+                               action="Press Connect to try again.") from None  # fmt: skip
+        await self._exchange(provider, code, saved["verifier"])
+        self._step_up.pop((server, user), None)
+        return server
 
-    def _drop_stale(self) -> None:
-        now = time.monotonic()
-        for state, pending in list(self._pending.items()):
-            if now - pending.started > SIGN_IN_WAIT_S:
-                pending.task.cancel()
-                self._pending.pop(state, None)
+    async def _exchange(self, provider: Provider, code: str, verifier: str) -> None:
+        """The token request of the authorization code grant, sent from here under the endpoint policy."""
+        server = provider.policy.server
+        request = await provider._exchange_token_authorization_code(code, verifier)
+        await provider.policy.check(str(request.url))
+        try:
+            async with httpx2.AsyncClient(timeout=URL_WAIT_S, follow_redirects=False) as client:
+                response = await client.send(request)
+        except httpx2.HTTPError as exc:
+            raise SignInFailed(f"signing in to '{server}' failed: {_unreachable(exc)}",
+                               action="Press Connect to try again later.") from None  # fmt: skip
+        try:
+            await provider._handle_token_response(response)
+        except Exception as exc:  # noqa: BLE001 - the SDK's token errors quote the answer: translated, logged
+            raise sign_in_failure(server, exc, response) from None
 
 
-def _why(exc: BaseException | None) -> str:
-    """The SDK's flow errors (OAuthFlowError, OAuthTokenError, httpx2 errors) name what failed."""
-    return f"{type(exc).__name__}: {exc}" if exc is not None else "no reason given"
+def _pending_value(provider: Provider, verifier: str) -> str:
+    """What `finish` needs to exchange the code, wherever it runs."""
+    context = provider.context
+    return json.dumps({
+        "verifier": verifier,
+        "scope": context.client_metadata.scope,
+        "protocol_version": context.protocol_version,
+        "metadata": context.oauth_metadata.model_dump_json(exclude_none=True) if context.oauth_metadata else None,
+        "resource": context.protected_resource_metadata.model_dump_json(exclude_none=True)
+        if context.protected_resource_metadata else None,
+        "client": context.client_info.model_dump_json(exclude_none=True) if context.client_info else None,
+    })  # fmt: skip
+
+
+def _restore(provider: Provider, saved: dict[str, Any]) -> None:
+    context = provider.context
+    context.client_metadata.scope = saved.get("scope")
+    context.protocol_version = saved.get("protocol_version")
+    if saved.get("metadata"):
+        context.oauth_metadata = OAuthMetadata.model_validate_json(saved["metadata"])
+    if saved.get("resource"):
+        context.protected_resource_metadata = ProtectedResourceMetadata.model_validate_json(saved["resource"])
+    if saved.get("client"):
+        context.client_info = OAuthClientInformationFull.model_validate_json(saved["client"])
+
+
+def _unreachable(exc: httpx2.HTTPError) -> str:
+    """Which sign-in server could not be reached, and how (the transport's words, no answer body)."""
+    where = "its sign-in server"
+    try:
+        where = f"{exc.request.url.scheme}://{exc.request.url.netloc.decode()}"
+    except RuntimeError:
+        pass
+    if isinstance(exc, httpx2.TimeoutException):
+        return f"{where} did not answer in time"
+    if isinstance(exc, httpx2.ConnectError):
+        return f"{where} could not be reached (it may be down)"
+    return f"talking to {where} failed ({type(exc).__name__})"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["PinBackend", "ToolPins", "definition_hash"]
+__all__ = ["PinBackend", "ToolPins", "app_pin_name", "definition_hash"]
 
 log = logging.getLogger("switchboard.tools")
 
@@ -37,6 +37,14 @@ def _definition(description: str, input_schema: dict[str, Any], annotations: dic
 def definition_hash(description: str, input_schema: dict[str, Any], annotations: dict[str, Any]) -> str:
     canonical = json.dumps(_definition(description, input_schema, annotations), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def app_pin_name(tool: str) -> str:
+    return f"{tool}#ui"  # never a tool's name: MCP tool names have no '#'
+
+
+def _app_digest(uri: str, content_digest: str) -> str:
+    return hashlib.sha256(f"{uri}\n{content_digest}".encode()).hexdigest()
 
 
 class ToolPins:
@@ -84,6 +92,32 @@ class ToolPins:
                        "new": _definition(description, input_schema, annotations)},
             )  # fmt: skip
         return digest, True
+
+    def check_app(self, server: str, tool: str, uri: str, digest: str) -> bool:
+        """Whether the app (`ui://` resource) of this tool changed since the host first saw it;
+        pins it when seen for the first time. Kept beside the tool's own pin, under `TOOL#ui`."""
+        key = (server, app_pin_name(tool))
+        pinned = self._pins.get(key)
+        digest = _app_digest(uri, digest)
+        if pinned is None:
+            definition = {"resource": uri, "sha256": digest}
+            self._pins[key] = (digest, definition)
+            self._write(self._pin_if_absent(key, digest, definition))
+            return False
+        if pinned[0] == digest:
+            return False
+        if (server, key[1], digest) not in self._reported:
+            self._reported.add((server, key[1], digest))
+            log.warning("app resource changed: %s/%s", server, tool,
+                        extra={"event": "app_resource_changed", "tool": f"{server}/{tool}", "uri": uri})  # fmt: skip
+        return True
+
+    def accept_app(self, server: str, tool: str, uri: str, digest: str) -> None:
+        digest = _app_digest(uri, digest)
+        definition = {"resource": uri, "sha256": digest}
+        self._pins[(server, app_pin_name(tool))] = (digest, definition)
+        if self._backend is not None:
+            self._write(self._backend.replace_pin(server, app_pin_name(tool), digest, definition))
 
     def accept(self, server: str, tool: str, description: str, input_schema: dict[str, Any],
                annotations: dict[str, Any]) -> None:  # fmt: skip

@@ -19,6 +19,7 @@ from ..config.loader import McpConfig
 from ..config.models import ServerConfig
 from ..errors import NeedsAuth, ServerUnavailable, ToolError
 from ..telemetry import mcp_span
+from .apps import AppResource, AppResources, parse_app_resource
 from .catalogue_watch import CatalogueWatch
 from .connection import ServerConnection
 from .launch import EarlyStarts
@@ -36,6 +37,7 @@ __all__ = ["Readiness", "ServerPool"]
 log = logging.getLogger("switchboard.tools")
 
 MAX_RESOURCE_LINKS = 10
+TOKEN_CHECK_S = 15.0  # how long a newly entered token is tried before the answer goes back
 
 
 @dataclass
@@ -79,10 +81,14 @@ class ServerPool:
         vault: CredentialVault | None = None,
         client_metadata_url: str | None = None,
         early: EarlyStarts | None = None,
+        dev_auth: bool = False,
+        app_cache_s: float = 60.0,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
-        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url)
+        # dev_auth: the app runs in dev auth mode (see SignIns.policy for what that allows)
+        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url,
+                                dev=dev_auth)  # fmt: skip
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
@@ -94,6 +100,7 @@ class ServerPool:
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
         self.pins = ToolPins(on_change=self._rebuild)
+        self.apps = AppResources(ttl_s=app_cache_s)  # MCP Apps' ui:// resources read lately
         self.watch = CatalogueWatch()  # the pages hear of every change of a server's lists or status
         self.registry = ToolRegistry(self.pins)
         self.connections: dict[str, ServerConnection | UserSessions] = {
@@ -105,6 +112,7 @@ class ServerPool:
     def _connection(self, name: str, config: ServerConfig) -> ServerConnection | UserSessions:
         server = self._in_memory.get(name)
         transport = FastMCPTransport(server) if server is not None else None
+        self.sign_ins.warn_without_issuer(name, config)
         if config.sessions_per_user:
             return self._user_sessions(name, config, transport)
         auth = config.auth
@@ -115,6 +123,7 @@ class ServerPool:
 
     def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
         async def changed() -> None:
+            self.apps.forget(name)
             self._rebuild()
             self.watch.changed(name)
 
@@ -155,7 +164,8 @@ class ServerPool:
 
     async def finish_sign_in(self, user: str, *, state: str, code: str, error: str = "", iss: str | None = None) -> str:
         """Complete a sign-in from the callback; the user's session reopens with the new tokens."""
-        name = await self.sign_ins.finish(user, state=state, code=code, error=error, iss=iss)
+        name = await self.sign_ins.finish(user, state=state, code=code, error=error, iss=iss,
+                                          config_of=lambda server: self._per_user(server).config)  # fmt: skip
         group = self._per_user(name)
         await group.close_user(user)
         await group.open(user)
@@ -182,6 +192,10 @@ class ServerPool:
         conn = self.connections[name]
         if not isinstance(conn, UserSessions):
             return conn.status
+        scopes = self.sign_ins.step_up_wanted(name, user)
+        if scopes is not None:  # a call was refused for want of scopes: not a failure, a sign-in to do
+            return ServerStatus(name, "needs_auth", conn.status.transport,
+                                reason=f"needs more permissions ({scopes}): press Connect to allow them")  # fmt: skip
         session = conn.session_of(user)
         if session is not None and session.status.status != "disabled":
             return session.status
@@ -200,13 +214,25 @@ class ServerPool:
             except NeedsAuth:
                 pass
 
-    async def set_user_token(self, name: str, user: str, token: str) -> None:
+    async def set_user_token(self, name: str, user: str, token: str) -> str | None:
+        """Keep the user's token and try it: None when it works (or the server is down), else why
+        the server refused it (the token is then forgotten)."""
         group = self._per_user(name)
         if group.config.auth is None or group.config.auth.type != "user_token":
             raise ToolError(f"server '{name}' does not take a user-entered token")
         await self.vault.put(name, user, "token", token)
         await group.close_user(user)  # the next use opens a session with the new token
         await group.open(user)
+        try:
+            async with asyncio.timeout(TOKEN_CHECK_S):
+                await group.session_for(user)
+        except NeedsAuth:
+            status = group.session_of(user)
+            await self.disconnect(name, user)  # a refused token is not kept: the user is not connected
+            return status.status.reason if status is not None and status.status.reason else "the server refused it"
+        except (ServerUnavailable, TimeoutError):
+            pass  # the server's trouble, not the token's: it is kept, and the status says what is wrong
+        return None
 
     async def disconnect(self, name: str, user: str) -> None:
         """Forget this user's credential for the server and close their session."""
@@ -215,6 +241,7 @@ class ServerPool:
         await group.close_user(user)
 
     async def _on_status(self, status: ServerStatus) -> None:
+        self.apps.forget(status.name)
         self._rebuild()
         self.watch.changed(status.name)
         if self._on_status_cb is not None:
@@ -227,10 +254,11 @@ class ServerPool:
             return
         self._settled_said = True
         failed = [s.name for s in readiness.servers if s.status == "failed"]
+        needs_auth = [s.name for s in readiness.servers if s.status == "needs_auth"]
         log.info(
             "every server has left starting",
             extra={"event": "servers_settled", "total": len(readiness.servers), "ready": readiness.count("ready"),
-                   "failed": failed, "required_not_ready": readiness.required_not_ready},  # fmt: skip
+                   "failed": failed, "needs_auth": needs_auth, "required_not_ready": readiness.required_not_ready},  # fmt: skip
         )
 
     def readiness(self) -> Readiness:
@@ -338,6 +366,24 @@ class ServerPool:
             raise ToolError("; ".join(outcome.notes))
         return outcome.artifacts
 
+    async def app_resource(self, tool: ToolInfo, user: str | None = None) -> AppResource:
+        """The app (`ui://` resource) of an app tool, read from its server on the user's session."""
+        if tool.app_uri is None:
+            raise ToolError(f"the tool '{tool.qualified_name}' has no app")
+        uri = tool.app_uri
+        conn = await self._session(tool.server, user)
+
+        async def read() -> AppResource:
+            return parse_app_resource(tool.server, uri, await conn.read_resource(uri), conn.resources,
+                                      self._max_artifact_bytes)  # fmt: skip
+
+        return await self.apps.get(tool.server, conn.user, uri, read)
+
+    async def read_resource_json(self, server: str, uri: str, user: str | None = None) -> dict[str, Any]:
+        """`resources/read` of a server, answered as MCP JSON (for an app of that server)."""
+        contents = await (await self._session(server, user)).read_resource(uri)
+        return {"contents": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in contents]}
+
     async def get_prompt(self, server: str, name: str, arguments: dict[str, str],
                          user: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
         conn = await self._session(server, user)
@@ -362,7 +408,7 @@ class ServerPool:
         return conn.config.description if conn else ""
 
     async def call(self, tool: ToolInfo, arguments: dict[str, Any], sink: CallSink, *,
-                   user: str | None = None) -> ToolOutcome:  # fmt: skip
+                   user: str | None = None, raw: bool = False) -> ToolOutcome:  # fmt: skip
         """Run one call (on `user`'s own session for a per-user server).  Raises the ToolError
         tree; the caller turns it into data."""
         started = time.monotonic()
@@ -391,6 +437,8 @@ class ServerPool:
 
     async def _outcome(self, conn: ServerConnection, result: Any) -> ToolOutcome:
         outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
+        if raw:  # an app gets the whole MCP result (content blocks, structuredContent, _meta)
+            outcome.mcp_result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         for name, uri in outcome.resource_links[:MAX_RESOURCE_LINKS]:
             try:
                 contents = await conn.read_resource(uri)

@@ -11,6 +11,7 @@ import mcp_types
 from ..access import Access
 from ..config.models import ServerConfig
 from ..errors import ToolNotAllowed
+from .apps import app_fields
 from .models import ToolInfo
 from .naming import qualify
 from .pins import ToolPins
@@ -50,6 +51,7 @@ class ToolRegistry:
                 name = self._names[key]
                 description, schema, annotations = tool.description or "", dict(tool.input_schema or {}), _annotations(tool)
                 digest, changed = self._pins.check(server, tool.name, description, schema, annotations)
+                app_uri, visibility = app_fields(tool.meta)
                 tools[name] = ToolInfo(
                     qualified_name=name,
                     server=server,
@@ -60,6 +62,8 @@ class ToolRegistry:
                     title=tool.title,
                     definition_hash=digest,
                     definition_changed=changed,
+                    app_uri=app_uri,
+                    visibility=visibility,
                 )
         self._tools, self._configs = tools, configs
         self.version += 1
@@ -93,6 +97,23 @@ class ToolRegistry:
 
     def visible(self, access: Access) -> list[ToolInfo]:
         return [t for t in self._tools.values() if access.may_use_server(self._configs.get(t.server))]
+
+    def for_model(self, access: Access) -> list[ToolInfo]:
+        """What the model may be offered: `visible` without the tools only apps may call."""
+        return [t for t in self.visible(access) if t.model_visible]
+
+    def of_server(self, server: str, name: str) -> ToolInfo | None:
+        """The tool a server calls `name` (an app names its own server's tools so)."""
+        return next((t for t in self._tools.values() if t.server == server and t.name == name), None)
+
+    def accept_app(self, tool: ToolInfo, digest: str) -> None:
+        """Pin a changed app of this tool as the trusted one (an administrator approved it)."""
+        if tool.app_uri is not None:
+            self._pins.accept_app(tool.server, tool.name, tool.app_uri, digest)
+
+    def check_app(self, tool: ToolInfo, digest: str) -> bool:
+        """Whether the tool's app changed since it was first seen (pins it the first time)."""
+        return tool.app_uri is not None and self._pins.check_app(tool.server, tool.name, tool.app_uri, digest)
 
     def authorize(self, name: str, access: Access) -> ToolInfo:
         """The tool behind `name`, if this user may run it in this conversation."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TextIO
 
 import anyio
@@ -31,9 +32,63 @@ from mcp.shared.message import SessionMessage
 
 from .launch import child_environment
 
-__all__ = ["LineSplitter", "stdio_streams"]
+__all__ = ["LineSplitter", "ProcessEnd", "ServerExited", "last_lines", "stderr_tail", "stdio_streams"]
 
 log = logging.getLogger(__name__)
+
+
+def stderr_tail(path: Path, limit: int = 2000) -> str | None:
+    """The end of a server's stderr log (at most `limit` bytes), or None when there is none."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            text = handle.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def last_lines(text: str | None, count: int = 3, limit: int = 300) -> str:
+    """The last non-empty lines of `text` on one line, " | " between them, cut at `limit`."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()][-count:]
+    joined = " | ".join(lines)
+    return joined if len(joined) <= limit else "…" + joined[-limit:]
+
+
+STOP_GRACE_S = 0.5  # after stdin closes, how long a server may take to exit before SIGTERM
+
+
+async def _stop_process(process: anyio.abc.Process) -> None:
+    """The SDK's shutdown sequence (close stdin, wait, terminate the process group, reap), with a
+    grace of STOP_GRACE_S instead of the SDK's 2 s: a server exits on end of input at once or
+    is sent SIGTERM, which it may handle too, so that stopping the app (Ctrl-C) is quick."""
+    assert process.stdin is not None and process.stdout is not None
+    await sdk._close_pipe(process.stdin)
+    if not await sdk._wait_for_process_exit(process, STOP_GRACE_S):
+        await sdk._terminate_process_tree(process)
+        if not await sdk._wait_for_process_exit(process, sdk._KILL_REAP_TIMEOUT):
+            log.warning("MCP server process %d is still alive after SIGKILL; abandoning it", process.pid)
+    sdk.close_process_job(process)  # Windows job members; nothing on POSIX
+    await sdk._close_pipe(process.stdout)
+    sdk._close_subprocess_transport(process)
+
+
+class ProcessEnd:
+    """How a server process ended, when it ended on its own (its stdout closed before the host
+    stopped it): `code` is its exit status (negative: the signal that killed it)."""
+
+    def __init__(self) -> None:
+        self.code: int | None = None
+
+
+class ServerExited(Exception):
+    """The server process exited by itself; raised from the failure it caused."""
+
+    def __init__(self, code: int, log_file: str) -> None:
+        super().__init__(f"exited with code {code}")
+        self.code, self.log_file = code, log_file
 
 
 class LineSplitter:
@@ -58,10 +113,12 @@ class LineSplitter:
 
 @asynccontextmanager
 async def stdio_streams(
-    server: StdioServerParameters, errlog: TextIO, process: anyio.abc.Process | None = None
+    server: StdioServerParameters, errlog: TextIO, process: anyio.abc.Process | None = None,
+    ended: ProcessEnd | None = None,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream[SessionMessage | Exception], anyio.abc.ObjectSendStream[SessionMessage]]]:
     """Spawn the server (or use `process`, already spawned for it) and yield (read stream,
-    write stream) for a ClientSession."""
+    write stream) for a ClientSession. `ended` learns the exit status of a process that ended
+    by itself (known once the context has exited)."""
     if process is None:
         command = await sdk._get_executable_command(server.command)
         process = await sdk._create_platform_compatible_process(
@@ -72,6 +129,7 @@ async def stdio_streams(
     read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
     shutting_down = False
+    closed_by_server = False  # its stdout ended before the host began to stop it
     writer_done = anyio.Event()
 
     async def stdout_reader() -> None:
@@ -84,6 +142,8 @@ async def stdio_streams(
                         try:
                             data = await process.stdout.receive()
                         except anyio.EndOfStream:
+                            nonlocal closed_by_server
+                            closed_by_server = not shutting_down
                             return
                         for line in lines.feed(data):
                             text = line.decode(server.encoding, errors="replace")
@@ -119,7 +179,9 @@ async def stdio_streams(
         write_stream.close()
         with anyio.move_on_after(sdk._WRITER_FLUSH_TIMEOUT):
             await writer_done.wait()
-        await sdk._stop_server_process(process)
+        await _stop_process(process)
+        if ended is not None and closed_by_server:
+            ended.code = process.returncode
         await sdk._aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
         await anyio.lowlevel.checkpoint()
 

@@ -17,7 +17,7 @@ from mcp import ClientSession, StdioServerParameters
 from ..config.models import ServerConfig
 from .diagnostics import HttpTrace, http_client_factory
 from .launch import FILES_ORIGIN_ENV, EarlyStarts, stderr_path, stdio_launch
-from .stdio import stdio_streams
+from .stdio import ProcessEnd, ServerExited, stdio_streams
 
 if TYPE_CHECKING:
     from anyio.abc import Process
@@ -44,10 +44,16 @@ class _StdioTransport(ClientTransport):
         process, self._early = self._early, None
         if process is None:  # a fresh process, a fresh stderr log (an early one already writes there)
             self._log_file.unlink(missing_ok=True)
-        with self._log_file.open("a", encoding="utf-8", errors="replace") as errlog:
-            async with stdio_streams(self._params, errlog, process) as (read, write):
-                async with options.session_class(read, write, **session_kwargs) as session:
-                    yield session
+        ended = ProcessEnd()
+        try:
+            with self._log_file.open("a", encoding="utf-8", errors="replace") as errlog:
+                async with stdio_streams(self._params, errlog, process, ended) as (read, write):
+                    async with options.session_class(read, write, **session_kwargs) as session:
+                        yield session
+        except Exception as exc:
+            if ended.code is not None:  # the process's own exit is the cause, whatever it broke
+                raise ServerExited(ended.code, str(self._log_file)) from exc
+            raise
 
     def __repr__(self) -> str:
         return f"<stdio: {self._params.command} {' '.join(self._params.args)}>"

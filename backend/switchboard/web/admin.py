@@ -33,6 +33,7 @@ async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
     settings = services.settings
     broken = load_app_config(settings.defaults_dir, settings.config_dir, services.environ).broken_files()
     if broken:
+        services.refuse_reload(broken, user.email)
         raise BadRequest("not reloaded: " + "; ".join(str(e) for e in broken),
                          action="Fix the file and reload again; the running configuration is unchanged.")  # fmt: skip
     return await services.reload()

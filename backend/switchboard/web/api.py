@@ -54,7 +54,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     models = services.models.entries(access)
     tools = services.pool.registry.visible(access)
     configured = {model.name: model for model in cfg.llm.models}
-    tool_tokens = services.engine.tool_tokens(tools)  # remembered: every open page asks after a catalogue change
+    tool_tokens = services.engine.tool_tokens([t for t in tools if t.model_visible])  # remembered: every open page asks after a catalogue change
     servers = []
     for status in services.pool.statuses():
         server_cfg = cfg.mcp.servers.get(status.name)
@@ -75,7 +75,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             "tools": [t.qualified_name for t in tools if t.server == status.name],
         }
         if admin:
-            entry["stderr_tail"] = status.stderr_tail
+            entry["stderr_tail"], entry["stderr_log"] = status.stderr_tail, status.stderr_log
         if server_cfg is not None and server_cfg.sessions_per_user and may_use:
             await services.pool.open_for_server(status.name, user.email)
             mine = await services.pool.user_status(status.name, user.email)  # this user's own session
@@ -96,6 +96,9 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
                 "annotations": tool.annotations,
                 "requires_approval": approval_reason(tool, server_cfg, set()) is not None,
                 "definition_changed": tool.definition_changed,
+                # MCP Apps: the tool's app, and who may call it (app-only tools are never the model's)
+                **({"app": {"resource_uri": tool.app_uri, "visibility": list(tool.visibility)}}
+                   if tool.app_uri is not None or not tool.model_visible else {}),
             }
         )
     resources, templates, prompts = [], [], []
@@ -116,7 +119,8 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         "prompts": prompts,
         "models": [
             {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo,
-             "gateway": exposure_report(configured[m.name], cfg.llm, tool_tokens, len(tools)) if m.name in configured else None}
+             "failing": m.failing,
+             "gateway": exposure_report(configured[m.name], cfg.llm, tool_tokens, sum(t.model_visible for t in tools)) if m.name in configured else None}
             for m in models
         ],
         "default_model": services.models.default_model_name(access),
@@ -169,7 +173,7 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
     )  # fmt: skip
     suggested = [
         tool.qualified_name
-        for tool in services.pool.registry.visible(Access(user, None, False, services.config.compliance))
+        for tool in services.pool.registry.for_model(Access(user, None, False, services.config.compliance))
         if (cfg := services.pool.server_config(tool.server)) is not None and cfg.handles_file(stored.name, stored.mime)
     ]
     # `suggested_tools`: the tools that handle this kind of file (config `file_types`); the page pre-selects them.

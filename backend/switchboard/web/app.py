@@ -18,9 +18,11 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, connect, conversations, http_chat, metrics, openai_compat, pages, tasks, tokens, ws
+from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tasks, tokens, ws
+from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
+from .sandbox import SandboxMiddleware, SandboxPolicy
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
 
 __all__ = ["create_app"]
@@ -66,8 +68,12 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json")  # fmt: skip
     app.state.services = services
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
+    app.state.sandbox = SandboxPolicy.from_settings(settings)
     # Added first, so it runs inside the headers middleware: its refusals get the headers too.
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
+    # Outside the guard: a request for the sandbox host gets the app sandbox's pages only.
+    app.add_middleware(SandboxMiddleware, policy=app.state.sandbox)
     app.add_middleware(SecurityHeadersMiddleware)
 
     @app.exception_handler(SwitchboardError)
@@ -87,6 +93,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     app.include_router(api.router)
     app.include_router(conversations.router)
+    app.include_router(apps.router)
     app.include_router(admin.router)
     app.include_router(http_chat.router)
     app.include_router(tokens.router)

@@ -5,6 +5,7 @@ forgetting it again.  The credential itself never comes back out of these routes
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -12,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from ..access import Access
 from ..auth import User
-from ..errors import BadRequest, NotFound
+from ..errors import BadRequest, NotFound, SwitchboardError
 from ..services import Services
 from .deps import current_user, services_of
 
@@ -45,7 +46,10 @@ async def auth_entry(services: Services, user: User, name: str) -> dict[str, Any
     if config is None or config.auth is None or not config.sessions_per_user:
         return None
     connected = await services.pool.connected(name, user.email)
+    mine = await services.pool.user_status(name, user.email)
     entry: dict[str, Any] = {"type": config.auth.type, "connected": connected}
+    if connected and mine.status == "needs_auth":  # refused, or more permissions wanted: connect again
+        entry["connected"], entry["refused"] = False, mine.reason or "the server refused your credential"
     if config.auth.type == "oauth":
         entry["connect_url"] = f"/api/servers/{name}/connect"
     else:
@@ -60,7 +64,9 @@ async def put_token(name: str, body: TokenBody, request: Request, user: UserDep)
     config = _server(services, user, name)
     if config.auth.type != "user_token":
         raise BadRequest(f"server '{name}' signs in with OAuth, not a token", action="Press Connect instead.")
-    await services.pool.set_user_token(name, user.email, body.token)
+    refused = await services.pool.set_user_token(name, user.email, body.token)
+    if refused is not None:
+        return {"server": name, "connected": False, "refused": refused}
     return {"server": name, "connected": True}
 
 
@@ -79,8 +85,19 @@ async def connect(name: str, request: Request, user: UserDep) -> RedirectRespons
     config = _server(services, user, name)
     if config.auth.type != "oauth":
         raise BadRequest(f"server '{name}' takes a token, not a sign-in", action="Enter your token in the tools panel.")
-    url = await services.pool.begin_sign_in(name, user.email)
+    try:
+        url = await services.pool.begin_sign_in(name, user.email)
+    except SwitchboardError as exc:
+        return _back_with_notice(services, user, f"Could not connect '{name}'", exc)
     return RedirectResponse(url, status_code=302)
+
+
+def _back_with_notice(services: Services, user: User, what: str, exc: SwitchboardError) -> RedirectResponse:
+    """To the chat page, which says what happened (a browser followed Connect or came back
+    from the authorization server: a JSON error page would strand it)."""
+    text = f"{what}: {exc.message}" + (f" {exc.action}" if exc.action else "")
+    sealed = services.signer.seal_notice(user.email, text)
+    return RedirectResponse(f"/?{urlencode({'signin_notice': sealed})}", status_code=303)
 
 
 @router.get("/oauth/client-metadata.json")
@@ -100,5 +117,8 @@ async def callback(request: Request, user: UserDep, state: str = Query(default="
     """The authorization server sends the browser back here.  `state` must be one this
     user started (single use); the code is exchanged server-side with the kept PKCE verifier."""
     services = services_of(request)
-    server = await services.pool.finish_sign_in(user.email, state=state, code=code, error=error, iss=iss)
-    return RedirectResponse(f"/?connected={server}", status_code=303)
+    try:
+        server = await services.pool.finish_sign_in(user.email, state=state, code=code, error=error, iss=iss)
+    except SwitchboardError as exc:
+        return _back_with_notice(services, user, "Signing in did not work", exc)
+    return RedirectResponse(f"/?{urlencode({'connected': server})}", status_code=303)

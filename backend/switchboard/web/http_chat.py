@@ -77,14 +77,14 @@ async def chat(request: Request, user: UserDep, body: ChatRequest) -> EventStrea
 @router.post("/calls/{call_id}/approval", status_code=204)
 async def answer_approval(request: Request, user: UserDep, call_id: str, body: ApprovalBody) -> Response:
     """Answer an `approval_request` of one of your turns, whichever door started it."""
-    services_of(request).turns.answer_approval(user, call_id, ApprovalAnswer(body.approved, body.arguments, body.remember))
+    await services_of(request).turns.answer_approval(user, call_id, ApprovalAnswer(body.approved, body.arguments, body.remember))
     return Response(status_code=204)
 
 
 @router.post("/elicitations/{request_id}", status_code=204)
 async def answer_elicitation(request: Request, user: UserDep, request_id: str, body: ElicitationBody) -> Response:
     """Answer an `elicitation_request` (a tool's question) of one of your turns."""
-    services_of(request).turns.answer_elicitation(user, request_id, body.action, body.content)
+    await services_of(request).turns.answer_elicitation(user, request_id, body.action, body.content)
     return Response(status_code=204)
 
 

@@ -6,7 +6,12 @@ question.  The host's tool loop runs with the caller's MCP tools (every tool
 the caller may use; none with `tools: []`) under every check the page gets.
 The client sees only the final answer.  No one is there to approve: a call
 that needs approval is refused at once (the tool does not run, and the model is
-told why); a tool's question (elicitation) is declined."""
+told why); a tool's question (elicitation) is declined.
+
+The whole request is checked before anything is kept. The turn runs at the
+request's compliance level (`compliance_level`, or the `X-Switchboard-Compliance-Level`
+header), with only the models and tools allowed at it. The conversation lives
+only while its turn runs: its files (tools' artifacts) are deleted when it ends."""
 
 from __future__ import annotations
 
@@ -16,14 +21,14 @@ from contextlib import suppress
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..access import Access
 from ..auth import User
 from ..chat import ApprovalAnswer, ChatSession, Subscription
-from ..chat.events import ChatMessage
+from ..chat.events import MAX_CONTENT_CHARS, ChatMessage
 from ..errors import BadRequest, NotFound, SwitchboardError
 from ..history import AssistantText, HistoryRecord, UserText
 from ..chat.session import new_id
@@ -34,6 +39,9 @@ __all__ = ["openai_error", "router"]
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 UserDep = Annotated[User, Depends(current_user)]
+LEVEL_HEADER = "X-Switchboard-Compliance-Level"
+LevelHeader = Annotated[str | None, Header(alias=LEVEL_HEADER, max_length=100,
+                                           description="the compliance level to run at (the body's field wins)")]  # fmt: skip
 
 REFUSED_APPROVAL = ("This tool needs the user's approval, and nobody can approve calls made through the "
                     "OpenAI-compatible API, so it was not run. Answer without it, or tell the user to ask in "
@@ -76,6 +84,9 @@ class CompletionRequest(BaseModel):
     tools: list[dict[str, Any]] | None = Field(
         default=None, description="leave out for every MCP tool you may use; [] for none. "
                                   "Function definitions of the client's own are not supported.")  # fmt: skip
+    compliance_level: str | None = Field(
+        default=None, max_length=100, description="the compliance level the answer runs at (only models and tools "
+                                                  "allowed at it); also the X-Switchboard-Compliance-Level header")  # fmt: skip
 
 
 class Usage(BaseModel):
@@ -143,12 +154,17 @@ def _error_of(exc: SwitchboardError) -> JSONResponse:
 # -- the request as a conversation ----------------------------------------------------------------
 
 
-def _text(message: InputMessage) -> str:
+def _text(message: InputMessage, index: int) -> str:
     if message.content is None or isinstance(message.content, str):
-        return message.content or ""
-    if any(part.type != "text" for part in message.content):
+        text = message.content or ""
+    elif any(part.type != "text" for part in message.content):
         raise BadRequest("only text content is supported", action="Send message content as text.")
-    return "".join(part.text or "" for part in message.content)
+    else:
+        text = "".join(part.text or "" for part in message.content)
+    if len(text) > MAX_CONTENT_CHARS:
+        raise BadRequest(f"messages[{index}] has {len(text):,} characters; the limit is {MAX_CONTENT_CHARS:,}",
+                         action="Send a shorter message, or split the text over several requests.")  # fmt: skip
+    return text
 
 
 def _history(messages: list[InputMessage]) -> tuple[list[HistoryRecord], str]:
@@ -157,11 +173,11 @@ def _history(messages: list[InputMessage]) -> tuple[list[HistoryRecord], str]:
     if last.role != "user":
         raise BadRequest("the last message must be the user's question", action="End `messages` with a user message.")
     records: list[HistoryRecord] = []
-    for message in earlier:
+    for index, message in enumerate(earlier):
         if message.role in ("tool", "function") or getattr(message, "tool_calls", None):
             raise BadRequest("tool calls of the client's own are not supported",
                              action="Switchboard runs its own MCP tools; send only system, user and assistant text.")  # fmt: skip
-        text = _text(message)
+        text = _text(message, index)
         if message.role in ("system", "developer"):
             # The host keeps its own system prompt; the client's instructions travel as a user message.
             records.append(UserText(id=new_id(), text=f"Instructions from the API client:\n{text}"))
@@ -169,30 +185,45 @@ def _history(messages: list[InputMessage]) -> tuple[list[HistoryRecord], str]:
             records.append(UserText(id=new_id(), text=text))
         else:
             records.append(AssistantText(id=new_id(), text=text, finish_reason="stop"))
-    return records, _text(last)
+    return records, _text(last, len(earlier))
 
 
-async def _start(request: Request, user: User, body: CompletionRequest) -> tuple[Subscription, ChatSession]:
+def _level(request: Request, body_level: str | None, header_level: str | None) -> str | None:
+    """The compliance level asked for (the body's, else the header's); BadRequest when unknown."""
+    level = body_level if body_level is not None else header_level
+    if level is not None and level.strip() == "":
+        level = None
+    names = services_of(request).config.compliance.names
+    if level is not None and level not in names:
+        raise BadRequest(f"unknown compliance level '{level}'", action=f"Use one of: {', '.join(names) or '(none)'}.")
+    return level
+
+
+async def _start(request: Request, user: User, body: CompletionRequest,
+                 level: str | None) -> tuple[Subscription, ChatSession]:  # fmt: skip
+    """Check the whole request, then start its turn; nothing is kept for a refused request."""
     services = services_of(request)
     if body.tools:
         raise BadRequest("function definitions of the client's own are not supported",
                          action="Leave `tools` out to use your MCP tools in Switchboard, or send [] for none.")  # fmt: skip
     admin = services.auth.is_admin(user)
-    usable = [m.name for m in services.models.entries(Access(user, None, admin, services.config.compliance)) if m.available]
+    entries = services.models.entries(Access(user, level, admin, services.config.compliance))
+    usable = [m.name for m in entries if m.available]
     if body.model not in usable:
-        raise NotFound(f"there is no model named '{body.model}' for you",
+        at_level = f" at compliance level {level}" if level is not None else ""
+        why = next((f"model '{m.name}' is not available: {m.reason}" for m in entries if m.name == body.model), None)
+        raise NotFound(why or f"there is no model named '{body.model}' for you{at_level}",
                        action=f"Use one of: {', '.join(usable) or '(none)'} (GET /v1/models).")  # fmt: skip
     history, question = _history(body.messages)
-    session = ChatSession(user=user, admin=admin, incognito=True, history=history,
-                          leaf_id=history[-1].id if history else None)  # fmt: skip
-    services.conversations.keep_incognito(session)
-    message = ChatMessage(type="chat", content=question, model=body.model, incognito=True,
-                          tools=[] if body.tools == [] else None, conversation_id=session.conversation_id)  # fmt: skip
     try:
-        return await services.turns.start(user, admin, message, session.conversation_id), session
-    except BaseException:
-        services.conversations.forget(session.conversation_id)
-        raise
+        message = ChatMessage(type="chat", content=question, model=body.model, incognito=True,
+                              tools=[] if body.tools == [] else None)  # fmt: skip
+    except ValidationError as exc:
+        raise BadRequest(f"the question is malformed ({exc.errors()[0]['msg']})") from None
+    session = ChatSession(user=user, admin=admin, incognito=True, history=history, compliance_level=level,
+                          levels_used=[level], leaf_id=history[-1].id if history else None)  # fmt: skip
+    subscription = await services.turns.start(user, admin, message, session.conversation_id, session=session)
+    return subscription, session
 
 
 async def _events(request: Request, user: User, subscription: Subscription) -> AsyncIterator[dict[str, Any]]:
@@ -204,9 +235,10 @@ async def _events(request: Request, user: User, subscription: Subscription) -> A
             event = json.loads(text)
             with suppress(NotFound):  # answered meanwhile (through /api/calls, say)
                 if event["type"] == "approval_request":
-                    hub.answer_approval(user, event["call_id"], ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL))
+                    await hub.answer_approval(user, event["call_id"], ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL),
+                                              local_only=True)  # fmt: skip
                 elif event["type"] == "elicitation_request":
-                    hub.answer_elicitation(user, event["request_id"], "decline", None)
+                    await hub.answer_elicitation(user, event["request_id"], "decline", None, local_only=True)
             yield event
     finally:
         await events.aclose()
@@ -220,10 +252,10 @@ def _usage(done: dict[str, Any]) -> Usage:
 
 
 @router.get("/models")
-async def list_models(request: Request, user: UserDep) -> ModelList:
-    """The models you may use (outside any compliance level)."""
+async def list_models(request: Request, user: UserDep, level: LevelHeader = None) -> ModelList:
+    """The models you may use (at the compliance level of the header, when sent)."""
     services = services_of(request)
-    access = Access(user, None, services.auth.is_admin(user), services.config.compliance)
+    access = Access(user, _level(request, None, level), services.auth.is_admin(user), services.config.compliance)
     return ModelList(data=[ModelCard(id=m.name) for m in services.models.entries(access) if m.available])
 
 
@@ -233,18 +265,16 @@ _DOC = {200: {"description": "a chat.completion, or with `stream: true` chat.com
 
 
 @router.post("/chat/completions", response_model=ChatCompletion, responses=_DOC)  # type: ignore[arg-type]
-async def chat_completions(request: Request, user: UserDep, body: CompletionRequest) -> Any:
+async def chat_completions(request: Request, user: UserDep, body: CompletionRequest, level: LevelHeader = None) -> Any:
     """Answer with the host's tool loop and the caller's MCP tools (OpenAI's API shape)."""
-    services = services_of(request)
     try:
-        subscription, session = await _start(request, user, body)
+        subscription, _ = await _start(request, user, body, _level(request, body.compliance_level, level))
     except SwitchboardError as exc:
         return _error_of(exc)
     completion_id, created = f"chatcmpl-{new_id()}", int(time.time())
 
     def finished() -> None:
-        subscription.turn.leave(subscription)
-        services.conversations.forget(session.conversation_id)
+        subscription.turn.leave(subscription)  # a turn nobody reads is stopped after the grace period
 
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage

@@ -13,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 from .. import __version__
 from ..settings import Settings
 from .deps import current_user, services_of
+from .sandbox import page_csp
 
 __all__ = ["mount"]
 
@@ -45,6 +46,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
     async def chat_page(request: Request) -> HTMLResponse:
         user = await current_user(request)
         services = services_of(request)
+        sandbox = request.app.state.sandbox.origin_for(request.url.scheme, request.headers.get("host", ""))
         page = {
             "user": user.email,
             "groups": sorted(user.groups),
@@ -53,8 +55,14 @@ def mount(app: FastAPI, settings: Settings) -> None:
             "config_url": "/api/config",
             "upload_url": "/api/files",
             "max_upload_bytes": services.settings.max_upload_bytes,
+            "sandbox_origin": sandbox,
+            "apps_url": "/api/apps",
         }
-        return templates.TemplateResponse(request, "chat.html", {"page": page})
+        sealed = request.query_params.get("signin_notice")  # a Connect that failed (web/connect.py)
+        notice = services.signer.open_notice(user.email, sealed) if sealed else None
+        response = templates.TemplateResponse(request, "chat.html", {"page": page, "signin_notice": notice})
+        response.headers["content-security-policy"] = page_csp(sandbox)
+        return response
 
     @app.get("/settings/tokens", response_class=HTMLResponse, include_in_schema=False)
     async def tokens_page(request: Request) -> HTMLResponse:

@@ -45,8 +45,16 @@ def _public(error: ConfigError, root: Path) -> str:
 def config_problems(services: Services, admin: bool) -> dict[str, Any]:
     """For `/api/config`: every config error for an admin; a note for others when a whole file is broken."""
     if admin:
-        return {"config_errors": [str(e) for e in services.config.all_errors()]}
-    return {"config_note": _NOTE} if services.config.broken_files() else {}
+        return {"config_errors": [str(e) for e in _current_errors(services)]}
+    return {"config_note": _NOTE} if services.config.broken_files() or services.refused_reload else {}
+
+
+def _current_errors(services: Services) -> list[ConfigError]:
+    """Every config error, the files as they are now first when a reload was refused for them
+    (the running configuration's errors of the same files may be stale)."""
+    refused = services.refused_reload
+    files = {e.file for e in refused}
+    return [*refused, *(e for e in services.config.all_errors() if e.file not in files)]
 
 
 async def readiness_report(request: Request) -> tuple[dict[str, Any], int]:
@@ -54,10 +62,15 @@ async def readiness_report(request: Request) -> tuple[dict[str, Any], int]:
     admin = await is_admin_request(request)
     readiness = services.pool.readiness()
     broken = services.config.broken_files()
+    refused = services.refused_reload
+    root = services.settings.project_root
     reasons = []
+    if refused:  # the files as they are now, not as they were when the running configuration loaded
+        reasons.append("the last config reload was refused, so the configuration loaded before still runs: "
+                       + "; ".join(_public(e, root) for e in refused))  # fmt: skip
+        broken = [e for e in broken if e.file not in {r.file for r in refused}]
     if broken:
-        reasons.append("config file(s) could not be used: " + "; ".join(_public(e, services.settings.project_root)
-                                                                       for e in broken))  # fmt: skip
+        reasons.append("config file(s) could not be used: " + "; ".join(_public(e, root) for e in broken))
     if readiness.starting:
         names = f": {', '.join(readiness.starting)}" if admin else ""
         reasons.append(f"{len(readiness.starting)} server(s) still starting{names}")
@@ -66,6 +79,9 @@ async def readiness_report(request: Request) -> tuple[dict[str, Any], int]:
     if readiness.required_not_ready:
         names = f": {', '.join(readiness.required_not_ready)}" if admin else ""
         reasons.append(f"{len(readiness.required_not_ready)} required server(s) not ready{names}")
+    # A refused reload leaves a working configuration running: it is reported, not made a 503
+    # (a typo must not take every replica out of its load balancer), unless what runs is broken too.
+    broken = services.config.broken_files()
     ok = not broken and readiness.ready and not services.store_error
     status = "ready" if ok else "starting" if readiness.starting and not broken else "not_ready"
     body: dict[str, Any] = {
@@ -76,7 +92,8 @@ async def readiness_report(request: Request) -> tuple[dict[str, Any], int]:
     if reasons:
         body["reason"] = "; ".join(reasons)
     if admin:
-        body["servers"] = {s.name: {"status": s.status, "reason": s.reason, "required": s.name in readiness.required}
+        body["servers"] = {s.name: {"status": s.status, "reason": s.reason, "required": s.name in readiness.required,
+                                    **({"stderr_tail": s.stderr_tail, "stderr_log": s.stderr_log} if s.stderr_tail else {})}
                            for s in readiness.servers}  # fmt: skip
-        body["config_errors"] = [str(e) for e in services.config.all_errors()]
+        body["config_errors"] = [str(e) for e in _current_errors(services)]
     return body, 200 if ok else 503

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import BadRequest, Conflict, Forbidden, NotFound, SwitchboardError, ToolError, Unauthorized
+from ..errors import BadRequest, Conflict, Forbidden, NotFound, SwitchboardError, TooMany, ToolError, Unauthorized
 from ..settings import Settings
 
 __all__ = ["ARTIFACT_CSP", "ARTIFACT_CSP_SCRIPTS", "PAGE_CSP", "PDF_CSP", "EdgePolicy", "RequestGuardMiddleware",
@@ -79,6 +79,8 @@ def http_status(exc: SwitchboardError) -> int:
         return 400
     if isinstance(exc, Conflict):
         return 409
+    if isinstance(exc, TooMany):  # RateLimited too
+        return 429
     if isinstance(exc, ToolError):
         return 502  # the MCP server behind the request failed
     return 500

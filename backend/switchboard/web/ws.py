@@ -49,6 +49,8 @@ class _Connection:
         self.user = user
         self.conversation_id = new_id()  # the connection's current conversation
         self.pump: asyncio.Task[None] | None = None
+        self.watcher: asyncio.Task[None] | None = None  # events of the conversation made outside turns (MCP Apps)
+        self.watched: str | None = None
         self._send_lock = asyncio.Lock()
 
     async def send_text(self, text: str) -> None:
@@ -69,7 +71,8 @@ class _Connection:
                 await self.follow(await hub.start(self.user, self.services.auth.is_admin(self.user), message,
                                                   self.conversation_id))  # fmt: skip
             elif isinstance(message, AttachMessage):
-                subscription = hub.attach(self.user, message.conversation_id)
+                await self.watch_if_owned(message.conversation_id)
+                subscription = await hub.attach_anywhere(self.user, message.conversation_id)
                 await self.send_text(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
                                                    server_time=time.time() * 1000).to_json())  # fmt: skip
                 if subscription is not None:
@@ -77,10 +80,10 @@ class _Connection:
             elif isinstance(message, CancelMessage):
                 await hub.cancel(self.user, self.conversation_id)
             elif isinstance(message, ApprovalResponse):
-                hub.answer_approval(self.user, message.call_id,
-                                    ApprovalAnswer(message.approved, message.arguments, message.remember))  # fmt: skip
+                await hub.answer_approval(self.user, message.call_id,
+                                          ApprovalAnswer(message.approved, message.arguments, message.remember))  # fmt: skip
             elif isinstance(message, ElicitationResponse):
-                hub.answer_elicitation(self.user, message.request_id, message.action, message.content)
+                await hub.answer_elicitation(self.user, message.request_id, message.action, message.content)
         except SwitchboardError as exc:
             await self.error(exc)
 
@@ -88,7 +91,38 @@ class _Connection:
         """Send this turn's events from now on (one turn followed at a time)."""
         await self.unfollow()
         self.conversation_id = subscription.turn.conversation_id
+        self.watch(self.conversation_id)
         self.pump = asyncio.create_task(self._pump(subscription), name=f"pump:{self.user.email}")
+
+    async def watch_if_owned(self, conversation_id: str) -> None:
+        """The page shows this conversation: watch it, if it is the user's and stored."""
+        if conversation_id == self.watched:
+            return
+        try:
+            stored = await self.services.store.get_conversation(conversation_id)
+        except SwitchboardError:
+            return  # no store, no apps to hear from
+        if stored is not None and stored.owner == self.user.email:
+            self.watch(conversation_id)
+
+    def watch(self, conversation_id: str) -> None:
+        """Send the events of this conversation made outside its turns (an app's own tool calls)."""
+        if conversation_id == self.watched and self.watcher is not None and not self.watcher.done():
+            return
+        self.unwatch()
+        self.watched = conversation_id
+        self.watcher = asyncio.create_task(self._watch(conversation_id), name=f"watch:{self.user.email}")
+
+    async def _watch(self, conversation_id: str) -> None:
+        with self.services.turns.pages.watch(conversation_id) as queue:
+            while True:
+                await self.send_text(await queue.get())
+
+    def unwatch(self) -> None:
+        if self.watcher is not None:
+            self.watcher.cancel()
+            self.watcher = None
+        self.watched = None
 
     async def _pump(self, subscription: Subscription) -> None:
         async for text in subscription:
@@ -167,4 +201,5 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
             with suppress(asyncio.CancelledError, Exception):
                 await forwarder
         await connection.unfollow()
+        connection.unwatch()
         sessions_changed(-1)

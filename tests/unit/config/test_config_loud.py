@@ -91,3 +91,16 @@ def test_check_config_warns_but_passes_when_a_command_is_not_on_path(dirs, monke
     assert "server 'missing', field 'command': 'no-such-mcp-server-binary' is not on PATH" in warnings[0] + warnings[1]
     assert any("server 'gone', field 'cwd'" in w for w in warnings)
     assert "0 error(s), 2 warning(s)" in out
+
+
+def test_check_config_labels_a_model_as_a_model_and_counts_broken_entries(dirs, monkeypatch, capsys):
+    defaults, overrides = dirs
+    write(defaults, "mcp.json", json.dumps({"servers": {"ok": {"command": "python"}, "bad": {"command": "x", "url": "http://x"}}}))
+    write(defaults, "llmconfig.yml", "models:\n  - name: demo\n    model: switchboard/demo\n"
+                                      "  - name: local\n    model: openai/llama3\n    temprature: 0.2\n"
+                                      "  - model: openai/unnamed\n")  # fmt: skip
+    code, out = _check(monkeypatch, capsys, defaults, overrides)
+    assert code == 1
+    assert "model 'local', field 'temprature': unknown field" in out, out
+    assert "field 'models[2].name'" in out and "server 'models" not in out, out
+    assert "2 server(s) (1 enabled, 1 broken), 3 model(s) (2 broken)," in out, out

@@ -221,7 +221,8 @@ async def test_unreachable_provider_becomes_llm_unavailable(client):
 
 async def test_provider_sdk_without_credentials_is_unavailable(client, llm, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    model = ModelConfig(name="keyless", model="openai/x", api_base=llm.base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)  # OpenAI itself, no key anywhere (no api_base of the site's)
+    model = ModelConfig(name="no-key", model="openai/x")
 
     with pytest.raises(LLMUnavailable, match="not set up correctly"):
         await collect(client.stream(model, HELLO, None))
@@ -278,3 +279,16 @@ async def test_leaving_after_the_completed_event_is_not_a_cancellation(client, m
     await stream.aclose()
 
     assert calls[0][3] is None
+
+
+async def test_a_keyless_local_model_sends_no_key_and_never_openais(llm, path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-operators-openai-key")
+    client = LLMClient(environ={}, direct=path == "direct")
+    model = ModelConfig(name="local", model="openai/llama3.1", api_base=llm.base_url)
+
+    events = await collect(client.stream(model, HELLO, None))
+    await client.aclose()
+
+    assert isinstance(events[-1], Completed)
+    sent = llm.request_headers[-1].get("authorization")
+    assert sent is None if path == "direct" else sent == "Bearer keyless"

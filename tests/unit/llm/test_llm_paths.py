@@ -173,13 +173,14 @@ async def test_the_demo_model_still_answers_through_litellm(clients):
 @pytest.mark.parametrize("path", ["direct", "litellm"])
 async def test_stopping_a_stream_hangs_up_on_the_provider(clients, llm, path):
     llm.chunk_delay_s = 0.05
-    llm.enqueue(TextReply("one two three four five six seven eight", chunks=8))
+    # 40 chunks (2 s): on a busy machine the close may come late, but always before the last chunk
+    llm.enqueue(TextReply(" ".join(f"word{n}" for n in range(40)), chunks=40))
     stream = clients[path].stream(entry(llm), HELLO, None)
     assert isinstance(await anext(stream), TextDelta)
 
     await stream.aclose()
 
-    for _ in range(100):  # the double notices the closed connection while it still has chunks to send
+    for _ in range(300):  # the double notices the closed connection while it still has chunks to send
         if llm.hung_up:
             break
         await asyncio.sleep(0.01)

@@ -42,8 +42,10 @@ async def _error(client: Client, tool: str, arguments: dict[str, Any]) -> str:
 async def test_tools_and_annotations(client):
     tools = {t.name: t for t in await client.list_tools()}
 
-    assert set(tools) == {"chart_csv", "describe_csv"}  # the test tools are not shipped
-    for name in ("chart_csv", "describe_csv"):
+    assert set(tools) == {"chart_csv", "describe_csv", "chart_series"}  # the test tools are not shipped
+    assert tools["chart_csv"].meta["ui"]["resourceUri"] == "ui://dataviz/chart.html"
+    assert tools["chart_series"].meta["ui"]["visibility"] == ["app"]  # only the chart app calls it
+    for name in ("chart_csv", "describe_csv", "chart_series"):
         assert tools[name].annotations.read_only_hint is True
     kinds = tools["chart_csv"].input_schema["properties"]["kind"]
     assert kinds["enum"] == ["line", "bar", "scatter"]
@@ -178,7 +180,7 @@ async def test_tools_client(dataviz_test_tools_mcp):
 async def test_the_test_tools_come_only_with_dataviz_test_tools(test_tools_client):
     tools = {t.name: t for t in await test_tools_client.list_tools()}
 
-    assert set(tools) == {"chart_csv", "describe_csv", "slow_count", "fail"}
+    assert set(tools) == {"chart_csv", "describe_csv", "chart_series", "slow_count", "fail"}
     assert tools["slow_count"].annotations.read_only_hint is True
     assert tools["slow_count"].description.startswith("Test/demo tool")
     assert tools["fail"].description.startswith("Test tool")
@@ -202,3 +204,32 @@ async def test_slow_count_reports_every_step(test_tools_client):
 
 async def test_fail_is_a_tool_error(test_tools_client):
     assert await _error(test_tools_client, "fail", {"message": "disk on fire"}) == "disk on fire"
+
+
+async def test_the_chart_result_carries_the_interactive_charts_data_beside_the_v2_result(client):
+    result = await client.call_tool("chart_csv", {"csv_text": SALES, "y": ["sales"], "kind": "line"})
+
+    assert "chart.png" in {a["name"] for a in _v2(result)["artifacts"]}  # clients without apps keep the V2 files
+    chart = result.meta["dataviz/chart"]
+    assert (chart["x"], chart["kind"], chart["numeric"]) == ("month", "line", ["sales", "cost"])
+    assert chart["series"] == [{"x": "month", "y": "sales", "aggregate": "none", "rows": 3,
+                                "labels": ["Jan", "Feb", "Mar"], "values": [10, 12.5, None]}]
+
+
+async def test_chart_series_switches_and_groups_a_series_for_the_app(client):
+    rows = "day,kind,amount\n1,a,2\n1,b,3\n2,a,5\n"
+    out = (await client.call_tool("chart_series", {"csv_text": rows, "y": "amount", "aggregate": "sum"})).structured_content
+    assert (out["labels"], out["values"]) == (["1", "2"], [5, 5])
+    out = (await client.call_tool("chart_series", {"csv_text": rows, "y": "amount", "aggregate": "count"})).structured_content
+    assert out["values"] == [2, 1]
+    assert "not numeric" in await _error(client, "chart_series", {"csv_text": rows, "y": "kind"})
+
+
+async def test_the_chart_app_is_self_contained_and_speaks_the_bridge(client):
+    contents = await client.read_resource("ui://dataviz/chart.html")
+    html = contents[0].text
+
+    assert contents[0].mime_type == "text/html;profile=mcp-app"
+    assert "ui/initialize" in html and "ui/notifications/tool-result" in html and '"tools/call"' in html
+    assert "chart_series" in html
+    assert "<script src" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")

@@ -40,12 +40,18 @@ async def test_substrings_and_odd_characters(filled):
     assert await ids(filled, "file()") == ["code"]
 
 
-async def test_queries_under_three_characters_match_titles_only(filled):
-    assert await ids(filled, "re") == ["code"]  # "Refactor"
-    assert await ids(filled, "q") == ["budget"]  # "Quarterly budget"
-    assert await ids(filled, "Q3") == []  # only in a message
-    assert await ids(filled, "ö") == []
-    assert await ids(filled, "Q3 ") == []  # the query is stripped first
+async def test_queries_under_three_characters_match_titles_and_message_text(filled):
+    assert "code" in await ids(filled, "re")  # "Refactor"
+    assert "budget" in await ids(filled, "q")  # "Quarterly budget"
+    assert await ids(filled, "Q3") == ["budget"]  # only in a message
+    assert await ids(filled, "ö") == ["volcano"]  # "Eyjafjallajökull", in a message
+    assert await ids(filled, "Q3 ") == ["budget"]  # the query is stripped first
+    assert await ids(filled, "zx") == []
+
+
+async def test_a_nul_character_matches_nothing_and_fails_nothing(filled):
+    for q in ("a\x00b", "\x00", "Iceland\x00", "\x00Hekla trip"):
+        assert await ids(filled, q) == [], repr(q)
 
 
 async def test_never_another_owners_conversation(filled):
@@ -93,7 +99,7 @@ async def test_plans_for_few_and_many_matches_agree(store_url):
                 for common in (False, True):
                     stmt = (
                         select(conversations.c.id)
-                        .where(conversations.c.owner == ANN, matches(q, dialect, common=common))
+                        .where(conversations.c.owner == ANN, matches(q, dialect, owner=ANN, common=common))
                         .order_by(conversations.c.updated_at.desc())
                         .limit(5)
                     )
@@ -102,3 +108,16 @@ async def test_plans_for_few_and_many_matches_agree(store_url):
                 assert (found[0] == []) == (q == "nothing"), q
     finally:
         await engine.dispose()
+
+
+async def test_a_short_query_reads_the_messages_of_the_newest_conversations_only(store, monkeypatch):
+    from switchboard.store import search
+
+    monkeypatch.setattr(search, "SHORT_QUERY_CONVERSATIONS", 2)
+    for i, text in enumerate(["old Q3 plan", "newer", "newest"]):
+        await store.create_conversation(id=f"c{i}", owner=ANN, title=f"chat {i}", model=None, compliance_level=None)
+        await store.add_message(f"c{i}", id=f"m{i}", parent_id=None, role="user", content=text)
+    assert await ids(store, "Q3") == [], "c0 is not among the 2 newest"
+    await store.add_message("c0", id="m3", parent_id="m0", role="user", content="again")  # c0 is the newest now
+    assert await ids(store, "Q3") == ["c0"]
+    assert await ids(store, "chat 0") == ["c0"]  # titles: every conversation

@@ -68,3 +68,20 @@ async def test_a_store_made_before_tokens_is_migrated_and_keeps_its_conversation
         assert (await TokenStore(store).verify(made.secret)).owner == "ann"
     finally:
         await store.close()
+
+
+async def test_concurrent_creates_never_pass_the_cap(store):
+    """The count and the insert are one step: 120 creates at once make at most the cap."""
+    import asyncio
+
+    from switchboard.errors import BadRequest
+    from switchboard.store.tokens import MAX_TOKENS_PER_USER
+
+    tokens = TokenStore(store)
+    await tokens.create("bob@example.com", "someone else's")
+    outcomes = await asyncio.gather(*(tokens.create("ann@example.com", f"t{i}") for i in range(120)),
+                                    return_exceptions=True)  # fmt: skip
+    refused = [o for o in outcomes if isinstance(o, BadRequest)]
+    assert not [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, BadRequest)]
+    assert len(await tokens.list("ann@example.com")) == MAX_TOKENS_PER_USER == 120 - len(refused)
+    assert "Revoke" in refused[0].action

@@ -1,0 +1,37 @@
+"""A listener of a turn (a websocket, an HTTP stream), wherever the turn runs: its events so far,
+then the rest live, as JSON text."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+__all__ = ["END", "Subscription"]
+
+END = None  # queued after a turn's last event
+
+
+class _Followed(Protocol):
+    @property
+    def conversation_id(self) -> str: ...
+
+    def leave(self, subscription: Subscription) -> None: ...
+
+
+class Subscription:
+    """One listener's view of a turn: the events so far, then the rest live (JSON text)."""
+
+    def __init__(self, turn: _Followed) -> None:
+        self.turn = turn
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[str]:
+        try:
+            while (text := await self.queue.get()) is not END:
+                yield text
+        finally:
+            self.turn.leave(self)

@@ -1,0 +1,46 @@
+"""The pages that have a conversation open, so that events made outside a turn (an MCP App's
+own tool calls and their approvals) reach every one of them. A door watches the conversation
+its page shows (after checking that the page's user owns it)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .events import ServerEvent
+
+__all__ = ["ConversationPages"]
+
+MAX_QUEUED = 1000  # events waiting for one slow page; more are dropped (the page reloads from the store)
+
+
+class ConversationPages:
+    def __init__(self) -> None:
+        self._queues: dict[str, set[asyncio.Queue[str]]] = {}
+
+    @contextmanager
+    def watch(self, conversation_id: str) -> Iterator[asyncio.Queue[str]]:
+        queue: asyncio.Queue[str] = asyncio.Queue(MAX_QUEUED)
+        self._queues.setdefault(conversation_id, set()).add(queue)
+        try:
+            yield queue
+        finally:
+            watching = self._queues.get(conversation_id)
+            if watching is not None:
+                watching.discard(queue)
+                if not watching:
+                    del self._queues[conversation_id]
+
+    def publish(self, conversation_id: str, event: ServerEvent) -> int:
+        """Send to every page of the conversation; how many got it."""
+        text = event.to_json()
+        sent = 0
+        for queue in self._queues.get(conversation_id, ()):
+            if not queue.full():
+                queue.put_nowait(text)
+                sent += 1
+        return sent
+
+    def watching(self, conversation_id: str) -> int:
+        return len(self._queues.get(conversation_id, ()))

@@ -1,0 +1,67 @@
+"""Three app processes on one PostgreSQL and one data dir, behind nginx doing round robin with no
+stickiness: whatever process a request lands on, the user's conversations, files and tokens are
+there."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.support.cluster import running_cluster
+from tests.support.harness import toolbox_entry, write_config
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]  # three app processes start (slowly on a busy machine)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, postgres_cluster):
+    folder = tmp_path_factory.mktemp("cluster")
+    write_config(folder / "defaults", servers={"toolbox": toolbox_entry(approval="never")})
+    with running_cluster(folder, postgres_cluster.create_database(), replicas=3) as running:
+        yield running
+
+
+def _chat(base: str, content: str, **extra: object) -> list[tuple[str, dict]]:
+    events, kind = [], None
+    with httpx.Client(timeout=60) as client, client.stream("POST", f"{base}/api/chat", json={"content": content, **extra}) as r:
+        assert r.status_code == 200, r.read()
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: ") and kind:
+                events.append((kind, json.loads(line[6:])))
+    return events
+
+
+def test_requests_spread_over_every_process_and_each_sees_the_same_conversations(cluster):
+    events = _chat(cluster.base, 'toolbox_echo {"text": "from one process"}')
+    done = next(data for kind, data in events if kind == "message_done")
+    conversation = done["conversation_id"]
+    seen = []
+    for _ in range(6):  # fresh connections: nginx sends them round robin
+        with httpx.Client() as client:
+            listing = client.get(f"{cluster.base}/api/conversations").json()["conversations"]
+            seen.append(any(c["id"] == conversation for c in listing))
+            messages = client.get(f"{cluster.base}/api/conversations/{conversation}").json()["messages"]
+            assert any(m["role"] == "tool" and "from one process" in m["content"] for m in messages)
+    assert all(seen)
+    assert len(set(cluster.upstreams())) == 3, cluster.upstreams()
+
+
+def test_a_file_uploaded_through_one_process_is_read_through_the_others(cluster):
+    file_id = httpx.post(f"{cluster.base}/api/files", files={"file": ("n.txt", b"shared bytes", "text/plain")}).json()["id"]
+    for _ in range(3):
+        with httpx.Client() as client:
+            assert client.get(f"{cluster.base}/api/artifacts/{file_id}").content == b"shared bytes"
+    answered = [u for u in cluster.upstreams()[-3:]]
+    assert len(set(answered)) >= 2, answered
+
+
+def test_an_api_token_made_on_one_process_works_on_every_other(cluster):
+    token = httpx.post(f"{cluster.base}/api/tokens", json={"name": "ci"}).json()["token"]
+    for _ in range(3):
+        with httpx.Client() as client:
+            response = client.get(f"{cluster.base}/v1/models", headers={"Authorization": f"Bearer {token}"})
+            assert response.status_code == 200 and response.json()["data"]

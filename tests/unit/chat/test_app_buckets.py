@@ -1,0 +1,23 @@
+"""The rate limit of MCP Apps' requests: per app (user and call id), and per user for all of
+their apps together (made-up call ids do not get round it)."""
+
+import pytest
+from switchboard.chat.apps import AppLimits, RequestBuckets
+from switchboard.errors import RateLimited
+
+
+def test_one_app_gets_its_burst_then_is_refused_and_other_users_are_not():
+    buckets = RequestBuckets(AppLimits(requests_per_s=0.001, burst=3))
+    for _ in range(3):
+        buckets.take("alice", "call_a")
+    with pytest.raises(RateLimited):
+        buckets.take("alice", "call_a")
+    buckets.take("bob", "call_a")  # someone else's bucket
+
+
+def test_many_call_ids_of_one_user_share_the_users_bucket():
+    buckets = RequestBuckets(AppLimits(requests_per_s=0.001, burst=2))
+    for n in range(10):  # 5 times one app's burst
+        buckets.take("alice", f"call_{n}")
+    with pytest.raises(RateLimited):
+        buckets.take("alice", "call_new")

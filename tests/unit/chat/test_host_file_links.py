@@ -1,0 +1,28 @@
+"""A file parameter an MCP App sends back (the signed link it got in the tool's input) is the
+same attached file, re-signed: not the conversation's latest one, and never the app's URL."""
+
+from switchboard.artifacts import StoredFile
+from switchboard.auth import User
+from switchboard.chat import ChatSession
+from switchboard.chat.host_args import fill_host_arguments
+from switchboard.signing import UrlSigner
+from switchboard.tools import ToolInfo
+
+TOOL = ToolInfo("viz_chart", "viz", "chart", "", {"type": "object", "properties": {"file_url": {"type": "string"}}}, {})
+
+
+def _file(file_id: str, name: str) -> StoredFile:
+    return StoredFile(id=file_id, name=name, mime="text/csv", size=1, owner="a@example.com", kind="upload", created=0)
+
+
+def test_a_host_link_sent_back_names_its_own_file():
+    signer = UrlSigner(b"k" * 32, "http://host.example")
+    session = ChatSession(user=User("a@example.com", frozenset()))
+    session.files = {"f1": _file("f1", "sales.csv"), "f2": _file("f2", "costs.csv")}  # costs.csv is the latest
+    sent_back = signer.url("f1", "a@example.com", now=1)  # expired long ago: re-signed
+
+    arguments = fill_host_arguments(TOOL, {"file_url": sent_back}, session, signer)
+    assert "/api/files/f1/content" in arguments["file_url"] and arguments["file_url"] != sent_back
+
+    arguments = fill_host_arguments(TOOL, {"file_url": "https://evil.example/api/files/f9/content"}, session, signer)
+    assert "/api/files/f2/content" in arguments["file_url"]  # not an attached file: the latest one
