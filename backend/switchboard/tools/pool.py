@@ -427,7 +427,7 @@ class ServerPool:
                     raise NeedsAuth(f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
                                     f"next to '{tool.server}' to allow them, then try again") from None  # fmt: skip
                 raise
-        outcome = await self._outcome(conn, result)
+        outcome = await self._outcome(conn, result, raw=raw)
         outcome.duration_ms = int((time.monotonic() - started) * 1000)
         return outcome
 
@@ -435,7 +435,7 @@ class ServerPool:
         """A finished task's result, parsed as a call's result is."""
         return await self._outcome(await self._session(server, user), result)
 
-    async def _outcome(self, conn: ServerConnection, result: Any) -> ToolOutcome:
+    async def _outcome(self, conn: ServerConnection, result: Any, *, raw: bool = False) -> ToolOutcome:
         outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
         if raw:  # an app gets the whole MCP result (content blocks, structuredContent, _meta)
             outcome.mcp_result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
