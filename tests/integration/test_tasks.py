@@ -9,6 +9,7 @@ Real sockets (the app served by uvicorn), real server processes
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -232,3 +233,15 @@ def test_a_task_survives_a_restart_of_the_host_and_its_result_lands_in_the_conve
             assert [m["role"] for m in conversation["messages"]] == ["user", "assistant", "tool", "assistant", "tool"]
             assert conversation["messages"][-1]["content"] == "crunched 6 steps"
             assert services.tasks.held() == 0
+
+
+def test_the_terminal_client_says_a_call_runs_as_a_task(site, llm):
+    base, _ = site
+    token = httpx.post(f"{base}/api/tokens", json={"name": "cli"}, headers=ALICE).json()["token"]
+    llm.reset()
+    llm.enqueue(ToolCallReply([ToolCall("local_crunch", '{"steps": 1, "delay": 0.1}')]), TextReply("Started."))
+    command = [sys.executable, "-m", "switchboard", "chat", "crunch", "--url", base, "--token", token]
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "SWITCHBOARD_TOKEN": "", "SWITCHBOARD_URL": ""}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, encoding="utf-8", env=env)
+    assert done.returncode == 0 and done.stdout == "Started.\n"
+    assert "⧗ local_crunch runs as background task " in done.stderr and "(working)" in done.stderr
