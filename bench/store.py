@@ -124,7 +124,7 @@ async def _timed(reps: int, call: Any) -> tuple[list[float], Any]:
 async def _tool_turn(conversations: Conversations, user: User, compliance: ComplianceLevels, n: int) -> None:
     """The store's part of one tool turn, as the turn engine makes it (chat/turns.py, chat/loop.py)."""
     request = ChatMessage(type="chat", content="Please echo hello with the toolbox.", conversation_id=f"bench-turn-{n:08d}")
-    session, _ = await conversations.session_for(user, False, request, "unused-current-id", compliance)
+    session, _ = await conversations.session_for(user, request, "unused-current-id", compliance)
     session.model = "double"
     await conversations.begin(session, request.content)
     turn = f"answer-{n}"

@@ -122,6 +122,7 @@ def _server_report(status: ServerStatus, tools: list[ToolInfo], waited_s: float)
         "name": status.name,
         "status": status.status,
         "transport": status.transport,
+        "protocol_version": status.protocol_version,
         "reason": reason,
         "stderr_tail": status.stderr_tail,
         "ready_after_s": status.ready_after_s,
@@ -165,7 +166,8 @@ def _indented(label: str, text: str) -> list[str]:
 def _print_server(server: dict[str, Any]) -> None:
     ready = f"  ready in {server['ready_after_s']:.2f} s" if server["ready_after_s"] is not None else ""
     count = f"  {server['tool_count']} tool(s)" if server["status"] == "ready" else ""
-    print(f"{server['name']}  [{server['transport']}]  {server['status']}{ready}{count}")
+    version = f"  protocol {server['protocol_version']}" if server["protocol_version"] else ""
+    print(f"{server['name']}  [{server['transport']}]  {server['status']}{version}{ready}{count}")
     if server["tools"]:
         print("    tools: " + ", ".join(t["name"] for t in server["tools"]))
     if server["status"] not in ("ready", "disabled"):

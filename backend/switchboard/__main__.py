@@ -146,6 +146,10 @@ def check_config(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}")
     enabled = [name for name, server in config.mcp.servers.items() if server.enabled]
+    if args.connect and not errors:
+        import asyncio
+
+        asyncio.run(_connect_report(config.mcp, settings, args.timeout))
     broken_servers = len(config.mcp.errors)  # refused entries count too: they are in the files
     broken_models = sum(1 for e in config.errors if e.model or e.field.startswith("models["))
     servers = f"{len(config.mcp.servers) + broken_servers} server(s) ({len(enabled)} enabled"
@@ -174,6 +178,25 @@ def _start_servers(mcp: object, settings: Settings) -> list[str]:
     return lines
 
 
+async def _connect_report(mcp: object, settings: Settings, timeout_s: float) -> None:
+    """`check-config --connect`: each enabled server's status and the protocol version it speaks."""
+    from .tools import ServerPool  # imports fastmcp (seconds): only when asked to connect
+
+    pool = ServerPool(mcp, project_root=settings.project_root, log_dir=settings.log_dir / "debug",  # type: ignore[arg-type]
+                      init_timeout_s=timeout_s)  # fmt: skip
+    pool.start()
+    try:
+        await pool.wait_settled(timeout_s)
+        for status in pool.statuses():
+            if status.status == "disabled":
+                continue
+            version = f", protocol {status.protocol_version}" if status.protocol_version else ""
+            why = f" ({status.reason})" if status.reason and status.status != "ready" else ""
+            print(f"server '{status.name}': {status.status}{version}{why}")
+    finally:
+        await pool.stop()
+
+
 def db_upgrade(args: argparse.Namespace) -> int:
     from .errors import StoreUnavailable
     from .store import upgrade
@@ -200,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     p_check = sub.add_parser("check-config", help="validate every config file")
     p_check.add_argument("--start", action="store_true",
                          help="also start each enabled stdio server once and say why one does not come up")
+    p_check.add_argument("--connect", action="store_true",
+                         help="also connect to each enabled server and show its status and protocol version")
+    p_check.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for servers with --connect")
     p_check.set_defaults(func=check_config)
     p_db = sub.add_parser("db", help="the conversation store").add_subparsers(dest="db_command", required=True)
     p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(func=db_upgrade)

@@ -1,14 +1,19 @@
-"""Who is the user, and which groups they are in.
+"""Who is the user, which groups they are in, and whether they administer the host.
 
 `dev` mode: one local user.  `proxy` mode: a reverse proxy authenticates
 and sets the identity header; it is trusted only together with the shared
-secret in `X-Proxy-Secret` (compared in constant time).  API routes also take
-a personal API token (`Authorization: Bearer sb_...`, checked in `web/deps.py`);
-its owner's groups come from `user_for_token`.
+secret in `X-Proxy-Secret` (compared in constant time).  A personal API token
+(`Authorization: Bearer sb_...`, verified in `web/authn.py`) names its owner;
+`user_for_token` gives that owner's groups.
 
 Groups come from groups.yml, plus (proxy mode) a groups header the proxy
 sets, plus an optional HTTP group service (cached; when it fails, it adds no
-groups: fail closed)."""
+groups: fail closed).  The address is normalized (stripped, lower-cased) once,
+here, so that ownership and group patterns compare the same string.
+
+This is the only module that reads identity headers or groups.yml; the web
+layer calls it once per request (`web/authn.py`) and the turn hub once per turn
+(`refresh`), so a reload's new groups count from the next request or turn."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from .config.models import GroupsConfig
 from .errors import Unauthorized
 from .settings import Settings
 
-__all__ = ["Authenticator", "GroupService", "RequestHeaders", "User"]
+__all__ = ["Authenticator", "GroupService", "RequestHeaders", "User", "normalize_email"]
 
 log = logging.getLogger("switchboard.auth")
 
@@ -37,10 +42,19 @@ class RequestHeaders(Protocol):
     def getlist(self, key: str) -> list[str]: ...
 
 
+def normalize_email(raw: str) -> str:
+    return raw.strip().lower()
+
+
 @dataclass(frozen=True, slots=True)
 class User:
-    email: str
-    groups: frozenset[str]
+    """A signed-in user as one request or turn sees them: worked out by `Authenticator`."""
+
+    email: str  # normalized (`normalize_email`)
+    groups: frozenset[str] = frozenset()
+    admin: bool = False
+    via_token: bool = False  # identified by a personal API token, not the page's sign-in
+    vouched_groups: frozenset[str] = frozenset()  # the proxy's groups header (kept for `refresh`)
 
     @property
     def group_set(self) -> set[str]:
@@ -82,21 +96,32 @@ class Authenticator:
         if settings.auth_mode == "proxy" and not settings.proxy_secret:
             raise ValueError("SWITCHBOARD_PROXY_SECRET must be set when SWITCHBOARD_AUTH_MODE=proxy")
 
-    async def _user(self, email: str, header_groups: list[str]) -> User:
-        groups = set(self._groups.groups_for(email)) | set(header_groups)
+    def use_groups(self, groups: GroupsConfig) -> None:
+        """A reloaded groups.yml: it counts from the next request, turn and catalogue push."""
+        self._groups = groups
+
+    async def _user(self, email: str, vouched: frozenset[str], *, via_token: bool = False) -> User:
+        email = normalize_email(email)
+        groups = set(self._groups.groups_for(email)) | vouched
         if self._service is not None:
             groups |= set(await self._service.groups_for(email))
-        return User(email=email, groups=frozenset(groups))
+        return User(email=email, groups=frozenset(groups), admin=self._groups.admin_group in groups,
+                    via_token=via_token, vouched_groups=vouched)  # fmt: skip
 
     async def user_for_token(self, email: str) -> User:
         """The owner of a personal API token: groups from groups.yml and the group
         service only (no proxy stands behind such a request to vouch for a groups header)."""
-        return await self._user(email, [])
+        return await self._user(email, frozenset(), via_token=True)
+
+    async def refresh(self, user: User) -> User:
+        """The same identity with its groups and admin worked out again from the current
+        configuration (a socket's user at each turn and catalogue push)."""
+        return await self._user(user.email, user.vouched_groups, via_token=user.via_token)
 
     async def identify(self, headers: RequestHeaders) -> User:
         """The user behind a request's headers (lower-case names)."""
         if self._settings.auth_mode == "dev":
-            return await self._user(self._settings.dev_user, [])
+            return await self._user(self._settings.dev_user, frozenset())
         secret = self._settings.proxy_secret
         assert secret is not None
         sent = _single(headers, PROXY_SECRET_HEADER)
@@ -105,17 +130,11 @@ class Authenticator:
         email = _single(headers, self._settings.auth_header).strip()
         if not email or len(email) > 320 or "," in email:
             raise Unauthorized("no signed-in user")
-        header_groups: list[str] = []
+        vouched: frozenset[str] = frozenset()
         if self._settings.groups_header:
             raw = _single(headers, self._settings.groups_header)
-            header_groups = [g.strip() for g in raw.split(",") if g.strip()]
-        return await self._user(email, header_groups)
-
-    def with_groups(self, groups: GroupsConfig) -> Authenticator:
-        return Authenticator(self._settings, groups, self._service)
-
-    def is_admin(self, user: User) -> bool:
-        return self._groups.admin_group in user.groups
+            vouched = frozenset(g.strip() for g in raw.split(",") if g.strip())
+        return await self._user(email, vouched)
 
 
 def _single(headers: RequestHeaders, name: str) -> str:

@@ -2,33 +2,35 @@
 
 Third-party errors are translated into this tree once, where the library is
 called (litellm errors in ``llm/``, MCP errors in ``tools/``).  The web layer
-turns any of these into an ``error`` event or HTTP status in one place.
+turns any of these into an ``error`` event or HTTP status in one place:
+each class carries its ``code`` (the event's) and its HTTP ``status``, and
+nothing else maps errors to statuses (``http_status``, ``status_for_code``).
 
-    SwitchboardError                 code        (what the user sees)
-    ├── ConfigError                  internal    a config file is wrong
-    ├── BadRequest                   bad_request a malformed client message
-    ├── Unauthorized                 unauthorized no (trusted) identity
-    ├── Forbidden                    forbidden   identity known, not allowed
-    ├── NotFound                     not_found
-    ├── Conflict                     conflict    the id is taken, or the conversation is busy (a turn runs)
-    ├── TooMany                      rate_limited a per-user limit is reached (turns, streams at once)
-    ├── Cancelled                    cancelled   the user pressed Stop
-    ├── RateLimited                  rate_limited too many requests (an MCP App's bridge)
-    ├── ToolError                    tool_error  a tool call could not run
-    │   ├── ToolNotAllowed           forbidden   not in the user's catalogue
-    │   ├── ToolTimeout              timeout
-    │   ├── ServerUnavailable        tool_error  the server is not ready
-    │   ├── NeedsAuth                tool_error  the user has not connected (signed in to) the server
-    │   ├── SignInFailed             tool_error  an OAuth sign-in was refused or failed (never the remote answer)
-    │   └── TaskGone                 tool_error  the server no longer knows a task (expired or lost)
-    ├── StoreError                   internal    the conversation store failed a read or write
-    │   └── StoreUnavailable         internal    the database cannot be reached (names it and what to check)
-    └── LLMError                     llm_error   the model call failed
-        ├── LLMRateLimited           rate_limited
-        ├── LLMTimeout               timeout
-        ├── LLMUnavailable           llm_error   not configured / no key
-        ├── LLMStreamCut             llm_error   the answer broke off; the part shown is kept
-        └── LLMContextOverflow       llm_error   the conversation no longer fits the model
+    SwitchboardError                 code         status  (what the user sees)
+    ├── ConfigError                  internal     500  a config file is wrong
+    ├── BadRequest                   bad_request  400  a malformed client message
+    ├── Unauthorized                 unauthorized 401  no (trusted) identity
+    ├── Forbidden                    forbidden    403  identity known, not allowed
+    ├── NotFound                     not_found    404
+    ├── Conflict                     bad_request  409  the id is taken, or the conversation is busy (a turn runs)
+    ├── TooMany                      rate_limited 429  a per-user limit is reached (turns, streams at once)
+    │   └── RateLimited              rate_limited 429  too many requests (an MCP App's bridge)
+    ├── Cancelled                    cancelled    500  the user pressed Stop
+    ├── ToolError                    tool_error   502  a tool call could not run
+    │   ├── ToolNotAllowed           forbidden    403  not in the user's catalogue
+    │   ├── ToolTimeout              timeout      504
+    │   ├── ServerUnavailable        tool_error   503  the server is not ready
+    │   ├── NeedsAuth                tool_error   502  the user has not connected (signed in to) the server
+    │   ├── SignInFailed             tool_error   502  an OAuth sign-in was refused or failed (never the remote answer)
+    │   └── TaskGone                 tool_error   502  the server no longer knows a task (expired or lost)
+    ├── StoreError                   internal     500  the conversation store failed a read or write
+    │   └── StoreUnavailable         internal     503  the database cannot be reached (names it and what to check)
+    └── LLMError                     llm_error    502  the model call failed
+        ├── LLMRateLimited           rate_limited 429
+        ├── LLMTimeout               timeout      504
+        ├── LLMUnavailable           llm_error    502  not configured / no key
+        ├── LLMStreamCut             llm_error    502  the answer broke off; the part shown is kept
+        └── LLMContextOverflow       llm_error    400  the conversation no longer fits the model
 """
 
 from __future__ import annotations
@@ -59,11 +61,14 @@ __all__ = [
     "ToolTimeout",
     "TooMany",
     "Unauthorized",
+    "http_status",
+    "status_for_code",
 ]
 
 
 class SwitchboardError(Exception):
     code = "internal"
+    status = 500  # the HTTP status of a request this error ends
     action: str | None = None
 
     def __init__(self, message: str, *, action: str | None = None) -> None:
@@ -86,31 +91,37 @@ class ConfigError(SwitchboardError):
 
 class BadRequest(SwitchboardError):
     code = "bad_request"
+    status = 400
 
 
 class Unauthorized(SwitchboardError):
     code = "unauthorized"
+    status = 401
     action = "Sign in through your organisation's login page and reload."
 
 
 class Forbidden(SwitchboardError):
     code = "forbidden"
+    status = 403
 
 
 class NotFound(SwitchboardError):
     code = "not_found"
+    status = 404
 
 
 class Conflict(SwitchboardError):
     """Something with that id exists already (HTTP 409); on the websocket a `bad_request`."""
 
     code = "bad_request"
+    status = 409
 
 
 class TooMany(SwitchboardError):
     """A per-user limit is reached (HTTP 429); the message names the limit."""
 
     code = "rate_limited"
+    status = 429
 
 
 class Cancelled(SwitchboardError):
@@ -123,18 +134,21 @@ class RateLimited(TooMany):
 
 class ToolError(SwitchboardError):
     code = "tool_error"
+    status = 502
 
 
 class ToolNotAllowed(ToolError):
     code = "forbidden"
+    status = 403
 
 
 class ToolTimeout(ToolError):
     code = "timeout"
+    status = 504
 
 
 class ServerUnavailable(ToolError):
-    pass
+    status = 503
 
 
 class NeedsAuth(ToolError):
@@ -159,21 +173,25 @@ class StoreError(SwitchboardError):
 class StoreUnavailable(StoreError):
     """The database cannot be reached; the message names it (never its password) and what to check."""
 
+    status = 503
     action = "Ask your administrator to check that the database is running and SWITCHBOARD_DATABASE_URL is right."
 
 
 class LLMError(SwitchboardError):
     code = "llm_error"
+    status = 502
     action = "Try again, or pick another model."
 
 
 class LLMRateLimited(LLMError):
     code = "rate_limited"
+    status = 429
     action = "The model provider is rate-limiting requests; wait a minute and try again."
 
 
 class LLMTimeout(LLMError):
     code = "timeout"
+    status = 504
     action = "The model took too long to answer; try again or pick another model."
 
 
@@ -186,4 +204,30 @@ class LLMStreamCut(LLMError):
 
 
 class LLMContextOverflow(LLMError):
+    status = 400
     action = "Start a new conversation, or pick a model with a larger context window."
+
+
+def http_status(exc: SwitchboardError) -> int:
+    """The HTTP status of a request that ends with this error."""
+    return exc.status
+
+
+def _status_by_code() -> dict[str, int]:
+    """An event's `code` -> the status of the most general class with that code (a door that
+    only has the event, like `/v1`, answers with it)."""
+    found: dict[str, int] = {}
+    pending: list[type[SwitchboardError]] = [SwitchboardError]
+    while pending:
+        cls = pending.pop(0)
+        found.setdefault(cls.code, cls.status)
+        pending += cls.__subclasses__()
+    return found
+
+
+def status_for_code(code: str) -> int:
+    """The HTTP status for an `error` event's code (500 for a code no error has)."""
+    return _STATUS_BY_CODE.get(code, 500)
+
+
+_STATUS_BY_CODE = _status_by_code()

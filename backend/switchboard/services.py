@@ -164,11 +164,12 @@ class Services:
         servers = await self.pool.reload(config.mcp)
         self.config = config
         self.models = ModelCatalogue(config.llm, self.environ)
-        self.auth = self.auth.with_groups(config.groups)
+        self.auth.use_groups(config.groups)  # the next request, turn and catalogue push see them
         self.engine.use_config(config, self.models)
         self._probe_models()
         self.refused_reload = []
         errors = [str(e) for e in config.all_errors()]
+        self.pool.watch.reloaded()  # open sockets work out their users' groups again
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
 
@@ -203,7 +204,8 @@ def _log_status(status: ServerStatus) -> None:
         status.name,
         status.status,
         extra={"event": "server_status", "server": status.name, "status": status.status,
-               "reason": status.reason, "ready_after_s": status.ready_after_s, "tools": status.tool_count},  # fmt: skip
+               "reason": status.reason, "ready_after_s": status.ready_after_s, "tools": status.tool_count,
+               "protocol_version": status.protocol_version},  # fmt: skip
     )
 
 
@@ -250,6 +252,7 @@ def build_services(
         project_root=settings.project_root,
         log_dir=settings.log_dir,
         init_timeout_s=settings.server_start_timeout_s,
+        input_rounds=settings.mcp_input_rounds,
         max_artifact_bytes=settings.max_artifact_bytes,
         concurrency_per_server=settings.tool_concurrency_per_server,
         on_status=_log_status,
@@ -287,7 +290,6 @@ def build_services(
             elicitation_timeout_s=settings.elicitation_timeout_s,
         ),
         signer=signer,
-        admin_group=config.groups.admin_group,
     )
     limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
@@ -295,7 +297,8 @@ def build_services(
     conversations = Conversations(None, artifacts, ConversationLimits(  # type: ignore[arg-type]  # the store opens at start-up
         max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
         incognito_idle_s=settings.incognito_idle_s))
-    turns = TurnHub(engine, conversations, grace_s=settings.turn_grace_s,
+    auth = Authenticator(settings, config.groups)
+    turns = TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s,
                     limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
                     shutdown_grace_s=settings.shutdown_grace_s)
     tasks = TaskPoller(pool, conversations, calls, is_turn_running=lambda owner, cid: turns.running(owner, cid) is not None,
@@ -306,7 +309,7 @@ def build_services(
     services = Services(
         settings=settings,
         config=config,
-        auth=Authenticator(settings, config.groups),
+        auth=auth,
         pool=pool,
         llm=llm,
         models=models,

@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     retention_days: float | None = 30  # uploads and artifacts older than this are deleted
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
+    # MCP 2026-07-28 multi round-trip requests: rounds of `input_required` answered before a
+    # server that keeps asking is cut off (its call fails with a message that says so).
+    mcp_input_rounds: int = Field(default=10, ge=1, le=1000)
     # MCP Apps: requests of one mounted app (per user and call), as a token bucket
     app_requests_per_s: float = Field(default=10.0, gt=0)
     app_requests_burst: int = Field(default=20, ge=1)

@@ -245,6 +245,10 @@ function endTurn() {
 // -- server events -----------------------------------------------------------
 function onEvent(event) {
   if (event.type === "session") {
+    if (event.refreshed) {
+      tools.load(); // the same connection, the user's groups changed (an administrator reloaded the config)
+      return;
+    }
     const reconnected = state.hadSession;
     if (reconnected) tools.load(); // models and servers may have changed while the line was down
     state.hadSession = true;

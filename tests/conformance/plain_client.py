@@ -78,6 +78,12 @@ async def main(url: str) -> None:
         for name in ("test-tool", "test_tool", "add_numbers", "test_client_elicitation_defaults"):
             if name in names:
                 await client.call_tool(name, {"a": 1, "b": 2} if name == "add_numbers" else {}, raise_on_error=False)
+        focal = next((tool for tool in tools if tool.name == "json_schema_2020_12_tool"), None)
+        if focal is not None and "json_schema_echo" in names:  # echo the schema as the client holds it
+            await client.call_tool("json_schema_echo", {"schema": focal.input_schema}, raise_on_error=False)
+        for call in context.get("toolCalls") or []:  # the calls a scenario asks for, with its arguments
+            if call["name"] in names:
+                await client.call_tool(call["name"], call.get("arguments") or {}, raise_on_error=False)
 
 
 if __name__ == "__main__":

@@ -5,10 +5,11 @@ the host, `switchboard_client.py`) and against a plain fastmcp client
     uv run python tests/conformance/run.py                 # both clients, every scenario
     uv run python tests/conformance/run.py --client switchboard --scenario auth/metadata-default
     uv run python tests/conformance/run.py --json
+    uv run python tests/conformance/run.py --suite 0.1.16      # the older suite (default: the newest)
 
 The suite (`@modelcontextprotocol/conformance`, npm) needs Node 22 or newer; both
-are installed on first use into ~/.cache/switchboard-conformance (or
-$SWITCHBOARD_CONFORMANCE_DIR) with the npm client, as the npm package `node@^22`.
+are installed on first use into ~/.cache/switchboard-conformance/<suite version> (or
+$SWITCHBOARD_CONFORMANCE_DIR/<suite version>) with the npm client, as the npm package `node@^22`.
 """
 
 from __future__ import annotations
@@ -23,17 +24,19 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SUITE_VERSION = "0.1.16"
+SUITE_VERSIONS = ("0.1.16", "0.2.0-alpha.12")  # 0.2.0-alpha.12: the first with MCP 2026-07-28 scenarios
+SUITE_VERSION = SUITE_VERSIONS[-1]
 CLIENTS = {"switchboard": HERE / "switchboard_client.py", "plain": HERE / "plain_client.py"}
 
 
-def suite_dir() -> Path:
-    return Path(os.environ.get("SWITCHBOARD_CONFORMANCE_DIR") or Path.home() / ".cache" / "switchboard-conformance")
+def suite_dir(version: str = SUITE_VERSION) -> Path:
+    base = os.environ.get("SWITCHBOARD_CONFORMANCE_DIR") or Path.home() / ".cache" / "switchboard-conformance"
+    return Path(base) / version
 
 
-def install() -> Path:
-    """The suite's command, installed (quietly, once) with Node 22 beside it."""
-    where = suite_dir()
+def install(version: str = SUITE_VERSION) -> Path:
+    """The suite's command (that version), installed (quietly, once) with Node 22 beside it."""
+    where = suite_dir(version)
     binary = where / "node_modules" / ".bin" / "conformance"
     if binary.exists() and (where / "node_modules" / ".bin" / "node").exists():
         return binary
@@ -42,7 +45,7 @@ def install() -> Path:
         raise SystemExit("npm is missing: install Node.js and npm (apt-get install -y nodejs npm), then run again")
     where.mkdir(parents=True, exist_ok=True)
     subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(where),
-                    "node@^22", f"@modelcontextprotocol/conformance@{SUITE_VERSION}"],
+                    "node@^22", f"@modelcontextprotocol/conformance@{version}"],
                    check=True, stdout=subprocess.DEVNULL)  # fmt: skip
     return binary
 
@@ -81,11 +84,17 @@ def main() -> None:
     parser.add_argument("--client", choices=[*CLIENTS, "both"], default="both")
     parser.add_argument("--scenario", action="append", help="a scenario (repeatable); default: every client scenario")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--suite", choices=[*SUITE_VERSIONS, "all"], default=SUITE_VERSION,
+                        help="the suite's version (default: the newest); `all` only with --install-only")
     parser.add_argument("--install-only", action="store_true", help="install the suite and Node 22, run nothing")
     args = parser.parse_args()
-    binary = install()
     if args.install_only:
+        for version in SUITE_VERSIONS if args.suite == "all" else [args.suite]:
+            install(version)
         return
+    if args.suite == "all":
+        parser.error("--suite all needs --install-only")
+    binary = install(args.suite)
     names = args.scenario or scenarios(binary)
     clients = list(CLIENTS) if args.client == "both" else [args.client]
     results: dict[str, dict[str, dict[str, object]]] = {}

@@ -34,6 +34,7 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the URL the 
 SERVER = "conformance"
 USER_EMAIL = "dev@localhost"  # dev auth mode: the one local user; its servers on localhost may sign in there
 ARGUMENTS = {"add_numbers": {"a": 1, "b": 2}}
+SCHEMA_TOOL, SCHEMA_ECHO = "json_schema_2020_12_tool", "json_schema_echo"
 
 
 class _UserSink:
@@ -75,6 +76,12 @@ def server_entry(url: str, scenario: str, context: dict[str, Any]) -> tuple[dict
     return entry, {}
 
 
+def scenario_arguments(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The arguments a scenario asks its tools to be called with (`toolCalls`), as a model would
+    pass them; nulls stay (the host sends what the model wrote)."""
+    return {call["name"]: call.get("arguments") or {} for call in context.get("toolCalls") or []}
+
+
 def sign_in(client: Any) -> None:
     """A browser's part: Connect, the authorization server (which approves at once), the callback."""
     start = client.get(f"/api/servers/{SERVER}/connect", follow_redirects=False)
@@ -104,7 +111,7 @@ def main(url: str) -> None:
                 sign_in(client)
             pool = services.pool
             user = USER_EMAIL
-            client.portal.call(pool.open_for_server, SERVER, user)
+            client.portal.call(pool.open_for_user, [SERVER], user, 30.0)
             deadline = time.monotonic() + 30
             while (status := client.portal.call(pool.user_status, SERVER, user)).status == "starting":
                 if time.monotonic() > deadline:
@@ -112,9 +119,13 @@ def main(url: str) -> None:
                 time.sleep(0.1)
             if status.status != "ready":
                 raise SystemExit(f"the server is {status.status} for the user: {status.reason}")
-            tools = [t for t in pool.registry.all() if t.server == SERVER]
+            tools = [t for t in pool.registry.all(user) if t.server == SERVER]
+            arguments = {**ARGUMENTS, **scenario_arguments(context)}
+            focal = next((t for t in tools if t.name == SCHEMA_TOOL), None)
+            if focal is not None:  # the schema preservation scenario: echo the schema as the model is offered it
+                arguments[SCHEMA_ECHO] = {"schema": focal.openai_schema()["function"]["parameters"]}
             for tool in tools:
-                call = functools.partial(pool.call, tool, ARGUMENTS.get(tool.name, {}), _UserSink(), user=user)
+                call = functools.partial(pool.call, tool, arguments.get(tool.name, {}), _UserSink(), user=user)
                 try:
                     outcome = client.portal.call(call)
                 except NeedsAuth as exc:  # e.g. more permissions (step-up): the user presses Connect, tries again

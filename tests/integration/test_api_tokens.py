@@ -158,5 +158,5 @@ def test_without_a_store_tokens_say_why_they_cannot_be_used(tmp_path, llm):
         made = client.post("/api/tokens", json={"name": "x"})
         used = client.get("/api/conversations", headers=bearer("sb_0123456789abcdef_whatever"))
     for response in (made, used):
-        assert response.status_code == 500 and "API tokens cannot be used now" in response.json()["error"]["message"]
+        assert response.status_code == 503 and "API tokens cannot be used now" in response.json()["error"]["message"]
         assert "secret" not in response.text

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.support.doors import served
-from tests.support.harness import double_model, free_port, make_settings, toolbox_entry, write_config
+from tests.support.harness import PROJECT_ROOT, double_model, free_port, make_settings, toolbox_entry, write_config
 from tests.support.llm_double import ErrorReply, TextReply, ToolCall, ToolCallReply
 
 SECRET = "proxy-secret-123"
@@ -25,7 +25,10 @@ ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "SWITCHBOARD_TOKEN": "", "SWIT
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("cli")
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
+    trip = {"command": sys.executable, "args": [str(PROJECT_ROOT / "tests" / "support" / "servers" / "eras.py")],
+            "approval": "never"}  # an MCP 2026-07-28 server that asks over several rounds
+    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry(), "trip": trip}, models=[double_model(llm)],
+                 default_model="double")  # fmt: skip
     settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, llm_max_attempts=1, turn_grace_s=30.0)
     with served(settings) as (base, services):
         token = httpx.post(f"{base}/api/tokens", json={"name": "cli"}, headers=ALICE).json()["token"]
@@ -60,6 +63,17 @@ def test_no_answer_denies_and_the_tool_does_not_run(site, llm):
     assert done.returncode == 0 and done.stdout == "Not deleted.\n" and "denied" in done.stderr
     assert "→ toolbox_delete_everything" not in done.stderr
     assert "denied" in next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")["content"]
+
+
+def test_a_servers_questions_over_several_rounds_are_asked_on_the_terminal(site, llm):
+    """MRTR: two questions in one round, then a request for the model (approved with y)."""
+    llm.enqueue(ToolCallReply([ToolCall("trip_plan_trip", "{}")]), TextReply("Sunny."), TextReply("Planned."))
+    done = chat(site, "plan a trip", stdin="Lisbon\n3\ny\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Planned.\n"
+    assert "? Which city?" in done.stderr and "? How many days?" in done.stderr
+    result = next(m for m in llm.requests[-1]["messages"] if m["role"] == "tool")["content"]
+    assert "trip to Lisbon for 3 days: Sunny." in result
 
 
 def test_progress_goes_to_stderr_and_a_conversation_continues(site, llm):

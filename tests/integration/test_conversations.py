@@ -309,7 +309,7 @@ def test_a_store_that_cannot_be_reached_is_loud(tmp_path, llm):
             ws.send_json({"type": "chat", "content": "hello?"})
             error = ws.receive_json()
         assert error["type"] == "error" and "database" in (error["message"] + error.get("action", "")).lower()
-        assert client.get("/api/conversations").status_code == 500
+        assert client.get("/api/conversations").status_code == 503
 
 
 def test_a_failed_write_during_a_turn_is_told_to_the_user(tmp_path, llm):

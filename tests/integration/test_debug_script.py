@@ -70,6 +70,7 @@ def test_json_report_lists_ready_failed_and_disabled_servers(config: Path) -> No
     toolbox = servers["toolbox"]
     assert (toolbox["status"], toolbox["transport"]) == ("ready", "stdio")
     assert toolbox["ready_after_s"] > 0
+    assert toolbox["protocol_version"] == "2026-07-28"  # FastMCP servers speak the newest revision
     assert {"toolbox_echo", "toolbox_add", "toolbox_boom"} <= {t["name"] for t in toolbox["tools"]}
     assert toolbox["tool_count"] == len(toolbox["tools"])
 

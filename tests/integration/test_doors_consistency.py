@@ -13,9 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.sync.client import connect
 
-from tests.support.doors import events_of, served
+from tests.support.doors import HttpDoor, WebsocketDoor, events_of, served
 from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
 from tests.support.llm_double import ErrorReply, Reply, TextReply, ToolCall, ToolCallReply
 
@@ -29,60 +28,6 @@ def site(tmp_path_factory, llm):
     write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
     with served(make_settings(tmp, llm_max_attempts=1, turn_grace_s=GRACE_S)) as (base, services):
         yield base, services
-
-
-class WebsocketDoor:
-    def __init__(self, base: str) -> None:
-        self.ws = connect(base.replace("http://", "ws://") + "/ws", open_timeout=10)
-        assert json.loads(self.ws.recv(timeout=10))["type"] == "session"
-
-    def chat(self, body: dict[str, Any], refused: bool) -> Iterator[dict[str, Any]]:
-        self.ws.send(json.dumps({"type": "chat", **body}))
-        while True:
-            event = json.loads(self.ws.recv(timeout=30))
-            yield event
-            if event["type"] == "message_done" or (refused and event["type"] == "error"):
-                return  # a refused chat gets one error, and nothing follows
-
-    def approve(self, call_id: str) -> None:
-        self.ws.send(json.dumps({"type": "approval_response", "call_id": call_id, "approved": True}))
-
-    def elicit(self, request_id: str, content: dict[str, Any]) -> None:
-        self.ws.send(json.dumps({"type": "elicitation_response", "request_id": request_id, "action": "accept",
-                                 "content": content}))  # fmt: skip
-
-    def cancel(self, conversation_id: str) -> None:
-        self.ws.send(json.dumps({"type": "cancel"}))
-
-    def close(self) -> None:
-        self.ws.close()
-
-
-class HttpDoor:
-    def __init__(self, base: str) -> None:
-        self.client = httpx.Client(base_url=base, timeout=30)
-
-    def chat(self, body: dict[str, Any], refused: bool) -> Iterator[dict[str, Any]]:
-        with self.client.stream("POST", "/api/chat", json=body) as response:
-            if response.status_code != 200:
-                error = json.loads(response.read())["error"]
-                yield {"type": "error", **{k: v for k, v in error.items() if v is not None}}
-                return
-            assert response.headers["content-type"].startswith("text/event-stream")
-            yield from events_of(response.iter_lines())
-
-    def approve(self, call_id: str) -> None:
-        assert self.client.post(f"/api/calls/{call_id}/approval", json={"approved": True}).status_code == 204
-
-    def elicit(self, request_id: str, content: dict[str, Any]) -> None:
-        answer = {"action": "accept", "content": content}
-        assert self.client.post(f"/api/elicitations/{request_id}", json=answer).status_code == 204
-
-    def cancel(self, conversation_id: str) -> None:
-        assert self.client.post(f"/api/conversations/{conversation_id}/cancel").status_code == 204
-
-    def close(self) -> None:
-        self.client.close()
 
 
 @dataclass

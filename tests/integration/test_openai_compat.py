@@ -137,7 +137,7 @@ def test_errors_come_in_openais_shape(site, llm):
 
 def test_the_openapi_schema_documents_the_doors_with_their_models(site):
     _, base, _ = site
-    schema = httpx.get(f"{base}/openapi.json").json()
+    schema = httpx.get(f"{base}/openapi.json", headers=ALICE).json()  # signed in, like the routes it describes
     paths, models = schema["paths"], schema["components"]["schemas"]
     for path in ("/api/chat", "/api/calls/{call_id}/approval", "/api/elicitations/{request_id}",
                  "/api/conversations/{conversation_id}/cancel", "/api/tokens", "/api/tokens/{token_id}",
@@ -150,5 +150,5 @@ def test_the_openapi_schema_documents_the_doors_with_their_models(site):
     completions = paths["/v1/chat/completions"]["post"]["responses"]["200"]["content"]
     assert completions["application/json"]["schema"]["$ref"].endswith("/ChatCompletion")
     assert "token" in models["NewTokenInfo"]["properties"] and "token" not in models["TokenInfo"]["properties"]
-    docs = httpx.get(f"{base}/docs")  # ReDoc, its script served by the app itself
+    docs = httpx.get(f"{base}/docs", headers=ALICE)  # ReDoc, its script served by the app itself
     assert docs.status_code == 200 and "/docs/assets/redoc.standalone.js" in docs.text

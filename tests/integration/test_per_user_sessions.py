@@ -16,7 +16,8 @@ from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
 from switchboard.errors import NeedsAuth
 from switchboard.tools import ServerPool, ToolInfo
-from tests.support.harness import free_port, wait_for_port
+from tests.support.harness import double_model, free_port, make_settings, running_app, wait_for_port, write_config
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 from tests.support.sinks import Sink
 
 SIGNIN = Path(__file__).parents[1] / "support" / "servers" / "signin.py"
@@ -76,9 +77,10 @@ async def test_each_user_gets_their_own_session_with_their_own_token(tmp_path, t
         await whoami(pool, "alice@x")
         assert group.session_of("alice@x") is alice_session  # kept, not reopened
 
-        # once a session has listed them, the registry offers the server's tools
+        # once a user's session has listed them, the registry offers the server's tools to that user only
         assert pool.statuses()[0].status == "ready"
-        assert {t.name for t in pool.registry.all()} >= {"whoami", "echo"}
+        assert {t.name for t in pool.registry.all("alice@x")} >= {"whoami", "echo"}
+        assert [t for t in pool.registry.all("carol@x") if t.server == "signin"] == []
         assert (await pool.user_status("signin", "carol@x")).status == "needs_auth"
 
         await pool.disconnect("signin", "bob@x")
@@ -138,3 +140,71 @@ async def test_a_required_server_waiting_for_users_to_connect_does_not_hold_up_r
         assert readiness.ready and readiness.required_not_ready == []
     finally:
         await pool.stop()
+
+
+SECRET = "per-user-secret"
+
+
+def as_user(email: str) -> dict[str, str]:
+    return {"x-user-email": email, "x-proxy-secret": SECRET}
+
+
+def listing(client, email: str) -> dict[str, object]:
+    """What /api/config shows this user of the per-user server."""
+    config = client.get("/api/config", headers=as_user(email)).json()
+    server = next(s for s in config["servers"] if s["name"] == "signin")
+    return {"status": server["status"], "tools": sorted(server["tools"]),
+            "resources": [r["name"] for r in config["resources"] if r["server"] == "signin"],
+            "prompts": [p["name"] for p in config["prompts"] if p["server"] == "signin"]}  # fmt: skip
+
+
+def until_listed(client, email: str) -> dict[str, object]:
+    import time
+
+    deadline = time.monotonic() + 20
+    while (seen := listing(client, email))["status"] != "ready" or not seen["tools"]:
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.1)
+    return seen
+
+
+def chat(client, email: str, llm, tool: str) -> list[dict]:
+    llm.enqueue(ToolCallReply([ToolCall(tool, "{}")]), TextReply("done"))
+    with client.stream("POST", "/api/chat", json={"content": "who am I?"}, headers=as_user(email)) as response:
+        assert response.status_code == 200
+        return [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+
+
+def test_a_users_listing_of_a_per_user_server_is_shown_to_that_user_only(tmp_path, token_server, llm):
+    write_config(tmp_path / "overrides", servers={"signin": {"url": token_server, "auth": {"type": "user_token"},
+                                                             "approval": "never"}},
+                 models=[double_model(llm)], default_model="double")  # fmt: skip
+    settings = make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)
+    with running_app(settings) as (client, services):
+        group = services.pool.connections["signin"]
+        alice, bob = "alice@example.com", "bob@example.com"
+        assert client.put("/api/servers/signin/token", json={"token": "tok-alice"}, headers=as_user(alice)).status_code == 200
+        mine = until_listed(client, alice)
+        assert mine == {"status": "ready", "tools": ["signin_echo", "signin_whoami"], "resources": ["my-notes"],
+                        "prompts": ["my-summary"]}  # fmt: skip
+
+        # bob has not connected: the server waits for him, and he learns nothing of alice's session
+        assert listing(client, bob) == {"status": "needs_auth", "tools": [], "resources": [], "prompts": []}
+        assert "signin_whoami" not in {t["name"] for t in client.get("/api/config", headers=as_user(bob)).json()["tools"]}
+        refused = next(e for e in chat(client, bob, llm, "signin_whoami") if e["type"] == "tool_result")
+        assert not refused["ok"] and "signin_whoami" not in {t["function"]["name"] for t in llm.requests[-1].get("tools") or []}
+
+        # a GET opens no session: after alice's closes, /api/config still shows her listing and opens nothing
+        client.portal.call(group.close_user, alice)
+        assert listing(client, alice) == mine and group.session_of(alice) is None
+        assert listing(client, bob)["status"] == "needs_auth" and group.open_sessions == 0
+        # her next turn opens it again, on her token
+        result = next(e for e in chat(client, alice, llm, "signin_whoami") if e["type"] == "tool_result")
+        assert result["ok"] and "tok-alice" in result["content"]
+
+        # once bob connects he sees his own session's listing; disconnecting forgets it
+        assert client.put("/api/servers/signin/token", json={"token": "tok-bob"}, headers=as_user(bob)).status_code == 200
+        assert until_listed(client, bob)["resources"] == ["my-notes"]
+        assert client.delete("/api/servers/signin/connection", headers=as_user(bob)).status_code == 200
+        assert listing(client, bob) == {"status": "needs_auth", "tools": [], "resources": [], "prompts": []}
+        assert listing(client, alice) == mine

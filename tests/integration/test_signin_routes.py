@@ -161,7 +161,8 @@ def test_user_entered_tokens_through_the_routes(tmp_path, token_server):
 
 
 def test_a_chat_call_before_connecting_tells_the_user_to_connect(tmp_path, token_server, llm):
-    """Through the whole loop: Bob's call fails with what to do; Alice's runs on her own session."""
+    """Through the whole loop: Bob, not connected, is not offered what Alice's session listed, and his
+    page shows the server as needing his sign-in; Alice's call runs on her own session."""
     from tests.support.harness import double_model, until
     from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
@@ -184,7 +185,9 @@ def test_a_chat_call_before_connecting_tells_the_user_to_connect(tmp_path, token
             return next(e for e in events if e["type"] == "tool_result")
 
         bob = run_as(BOB)
-        assert bob["ok"] is False and "press Connect" in bob["content"] and "tok-alice" not in bob["content"]
+        assert bob["ok"] is False and "not offered" in bob["content"] and "tok-alice" not in bob["content"]
+        server = next(s for s in client.get("/api/config", headers=BOB).json()["servers"] if s["name"] == "signin")
+        assert server["status"] == "needs_auth" and server["auth"]["connected"] is False
         alice = run_as(ALICE)
         assert alice["ok"] is True and "tok-alice-own" in alice["content"]
 

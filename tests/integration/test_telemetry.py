@@ -23,6 +23,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from switchboard.settings import PROJECT_ROOT
 from tests.support.harness import free_port, wait_for_port, write_config
 
+pytestmark = pytest.mark.timeout(180)  # real app processes start (slowly on a busy machine)
+
 TRACED = PROJECT_ROOT / "tests" / "support" / "servers" / "traced.py"
 
 
@@ -86,8 +88,13 @@ def _serve(tmp_path: Path, extra_env: dict[str, str]) -> tuple[subprocess.Popen[
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     wait_for_port(port, proc, "switchboard serve", timeout_s=60)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while httpx.get(f"{base}/readyz").status_code != 200:
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=30).status_code == 200:
+                break
+        except httpx.TimeoutException:
+            pass  # a busy machine: the app is still loading
         assert time.monotonic() < deadline, "the traced server did not become ready"
         time.sleep(0.2)
     return proc, base

@@ -106,8 +106,8 @@ class AppBridge:
             "notifications/message": self._log,
         }
 
-    def _access(self, user: User, admin: bool, conversation: Conversation) -> Access:
-        return Access(user, conversation.compliance_level, admin, self._hub.engine.config.compliance)
+    def _access(self, user: User, conversation: Conversation) -> Access:
+        return Access(user, conversation.compliance_level, self._hub.engine.config.compliance)
 
     async def _mounted(self, user: User, call_id: str) -> _Mounted:
         found = await self._hub.conversations.store.find_tool_call(user.email, call_id)
@@ -118,10 +118,10 @@ class AppBridge:
         return _Mounted(conversation, message, call_id, str(message.data.get("server", "")),
                         str(message.data.get("tool", "")), app["resource_uri"])  # fmt: skip
 
-    def _tool(self, user: User, admin: bool, mounted: _Mounted) -> ToolInfo:
+    def _tool(self, user: User, mounted: _Mounted) -> ToolInfo:
         """The app's tool, if the user may still use its server in this conversation."""
         registry = self._pool.registry
-        if not registry.server_admits(mounted.server, self._access(user, admin, mounted.conversation)):
+        if not registry.server_admits(mounted.server, self._access(user, mounted.conversation)):
             raise Forbidden(f"you may not use server '{mounted.server}' in this conversation")
         tool = registry.get(mounted.tool)
         if tool is None or tool.server != mounted.server or tool.app_uri is None:
@@ -130,10 +130,10 @@ class AppBridge:
 
     # -- mounting ---------------------------------------------------------------------------
 
-    async def describe(self, user: User, admin: bool, call_id: str) -> dict[str, Any]:
+    async def describe(self, user: User, call_id: str) -> dict[str, Any]:
         """Everything the page needs to mount the app of this call (owner only)."""
         mounted = await self._mounted(user, call_id)
-        tool = self._tool(user, admin, mounted)
+        tool = self._tool(user, mounted)
         resource = await self._pool.app_resource(tool, user.email)
         ran_with = (mounted.message.data.get("app") or {}).get("digest")
         if resource.digest != ran_with and self._pool.registry.check_app(tool, resource.digest):
@@ -161,11 +161,11 @@ class AppBridge:
 
     # -- the app's requests -----------------------------------------------------------------
 
-    async def rpc(self, user: User, admin: bool, call_id: str, body: Any) -> dict[str, Any]:
+    async def rpc(self, user: User, call_id: str, body: Any) -> dict[str, Any]:
         """Answer one request of the app mounted for `call_id`: `{"result": ...}`; raises the
         error tree (BadRequest, Forbidden, NotFound, RateLimited, ToolError), each refusal logged."""
         try:
-            return await self._answer(user, admin, call_id, body)
+            return await self._answer(user, call_id, body)
         except SwitchboardError as exc:
             method = body.get("method") if isinstance(body, dict) else None
             log.warning("refused an app's request", extra={
@@ -173,7 +173,7 @@ class AppBridge:
                 "method": str(method)[:100] if method is not None else None, "error": exc.message[:500]})  # fmt: skip
             raise
 
-    async def _answer(self, user: User, admin: bool, call_id: str, body: Any) -> dict[str, Any]:
+    async def _answer(self, user: User, call_id: str, body: Any) -> dict[str, Any]:
         self._buckets.take(user.email, call_id)
         if not isinstance(body, dict) or not isinstance(body.get("method"), str):
             raise invalid_request("send a JSON object with a 'method' (string) and 'params' (object)")
@@ -186,9 +186,9 @@ class AppBridge:
         handler = self._methods.get(body["method"])
         if handler is None:
             raise NotFound(f"the host does not answer '{body['method'][:100]}' from apps")
-        return {"result": await handler(user, admin, mounted, params)}
+        return {"result": await handler(user, mounted, params)}
 
-    async def _call_tool(self, user: User, admin: bool, mounted: _Mounted, params: dict[str, Any]) -> dict[str, Any]:
+    async def _call_tool(self, user: User, mounted: _Mounted, params: dict[str, Any]) -> dict[str, Any]:
         name, arguments = params.get("name"), params.get("arguments", {})
         if not isinstance(name, str) or not isinstance(arguments, dict | None):
             raise BadRequest("tools/call takes 'name' (string) and 'arguments' (object)")
@@ -197,8 +197,8 @@ class AppBridge:
         if tool is None or "app" not in tool.visibility:
             raise Forbidden(f"an app may call only tools of its own server '{mounted.server}' that apps may "
                             f"call; '{name[:100]}' is not one")  # fmt: skip
-        session = await self._hub.conversations.call_session(user, admin, mounted.conversation)
-        access = self._access(user, admin, mounted.conversation)
+        session = await self._hub.conversations.call_session(user, mounted.conversation)
+        access = self._access(user, mounted.conversation)
         offered = {t.qualified_name for t in registry.visible(access) if t.server == mounted.server and "app" in t.visibility}
         request = ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=tool.qualified_name,
                                   arguments=json.dumps(arguments or {}))  # fmt: skip
@@ -235,16 +235,16 @@ class AppBridge:
 
         await store.change_message_data(mounted.conversation.id, mounted.message.id, add)
 
-    async def _read_resource(self, user: User, admin: bool, mounted: _Mounted, params: dict[str, Any]) -> dict[str, Any]:
+    async def _read_resource(self, user: User, mounted: _Mounted, params: dict[str, Any]) -> dict[str, Any]:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise BadRequest("resources/read takes 'uri' (string)")
-        self._tool(user, admin, mounted)  # the user may still use the server here
+        self._tool(user, mounted)  # the user may still use the server here
         log.info("app read a resource", extra={"event": "app_resource_read", "user": user.email,
                                                "server": mounted.server, "uri": uri[:500], "app": mounted.call_id})  # fmt: skip
         return await self._pool.read_resource_json(mounted.server, uri, user.email)
 
-    async def _update_model_context(self, user: User, admin: bool, mounted: _Mounted,
+    async def _update_model_context(self, user: User, mounted: _Mounted,
                                     params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         text = model_context_of(params)
 
@@ -259,7 +259,7 @@ class AppBridge:
         await self._hub.conversations.store.change_message_data(mounted.conversation.id, mounted.message.id, put)
         return {}
 
-    async def _log(self, user: User, admin: bool, mounted: _Mounted, params: dict[str, Any]) -> dict[str, Any]:
+    async def _log(self, user: User, mounted: _Mounted, params: dict[str, Any]) -> dict[str, Any]:
         level = params.get("level") if isinstance(params.get("level"), str) else "info"
         data = params.get("data")
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)

@@ -112,6 +112,11 @@ class _Sink:
         self.call_id, self._tool, self._emit, self._session = call_id, tool, emit, session
         self._settings, self._sample, self._sampling = settings, sample, sampling
 
+    @property
+    def owner(self) -> ChatSession:
+        """The user's turn this call runs in (see CallSink)."""
+        return self._session
+
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         await self._emit(ToolProgress(call_id=self.call_id, progress=progress, total=total, message=message))
 
@@ -157,8 +162,7 @@ class _Sink:
 
 class CallRunner:
     def __init__(self, pool: ServerPool, artifacts: ArtifactStore, compliance: ComplianceLevels,
-                 settings: CallSettings, signer: UrlSigner | None = None, admin_group: str = "admin") -> None:  # fmt: skip
-        self._admin_group = admin_group
+                 settings: CallSettings, signer: UrlSigner | None = None) -> None:  # fmt: skip
         self._pool = pool
         self._artifacts = artifacts
         self._compliance = compliance
@@ -243,9 +247,9 @@ class CallRunner:
                     return self._failed(request, tool, exc.message, started)
             if answer.remember:
                 session.allow(allowance_key(tool, app_digest))
-            if tool.definition_changed and self._admin_group in user.groups:
+            if tool.definition_changed and session.access_with(self._compliance).is_admin():
                 self._pool.registry.accept_definition(tool)
-            if app_changed and app_digest is not None and self._admin_group in user.groups:
+            if app_changed and app_digest is not None and session.access_with(self._compliance).is_admin():
                 self._pool.registry.accept_app(tool, app_digest)
             approval = {"answer": "remember" if answer.remember else "approve", "edited": answer.arguments is not None}
 

@@ -133,7 +133,7 @@ class Conversations:
             delete()
 
     # -- loading -----------------------------------------------------------------
-    async def session_for(self, user: User, admin: bool, request: ChatMessage, current_id: str,
+    async def session_for(self, user: User, request: ChatMessage, current_id: str,
                           compliance: ComplianceLevels) -> tuple[ChatSession, str | None]:  # fmt: skip
         """The conversation a `chat` continues (or starts), ready for its turn, and
         why a new one was started instead of the one asked for (or None)."""
@@ -144,14 +144,14 @@ class Conversations:
                              action=f"Use one of: {', '.join(compliance.names)}.")  # fmt: skip
         # An id the client picked (not the connection's own, which the server made) is the user's own.
         picked = conversation_id != current_id
-        session = await self._load(user, admin, conversation_id, incognito=request.incognito, picked=picked)
+        session = await self._load(user, conversation_id, incognito=request.incognito, picked=picked)
         reason = None
         if request.changes_level and request.compliance_level != session.compliance_level:
             new_level = request.compliance_level
             if session.history and not _may_move(session.levels_used, new_level, compliance):
                 reason = (f"This conversation has run at compliance level {_name(session.compliance_level)}, "
                           f"which may not be mixed with {_name(new_level)}, so a new conversation was started.")  # fmt: skip
-                session = ChatSession(user=user, admin=admin, incognito=request.incognito)
+                session = ChatSession(user=user, incognito=request.incognito)
                 if request.incognito:
                     self._memory.keep(session)
             session.compliance_level = new_level
@@ -164,12 +164,12 @@ class Conversations:
             self._regenerate(session)
         return session, reason
 
-    async def call_session(self, user: User, admin: bool, conversation: Conversation) -> ChatSession:
+    async def call_session(self, user: User, conversation: Conversation) -> ChatSession:
         """What a tool call needs of a stored conversation of the user's (its level, allowances and
         attached files; not its messages): for an MCP App's own calls."""
         if conversation.owner != user.email:
             raise NotFound("there is no such conversation")
-        session = ChatSession(user=user, conversation_id=conversation.id, admin=admin, stored=True,
+        session = ChatSession(user=user, conversation_id=conversation.id, stored=True,
                               compliance_level=conversation.compliance_level, levels_used=list(conversation.levels_used),
                               allowed_tools=await self.store.allowances(conversation.id))  # fmt: skip
         for file_id in await self.store.files(conversation.id):
@@ -179,16 +179,16 @@ class Conversations:
                 continue  # removed by retention
         return session
 
-    async def _load(self, user: User, admin: bool, conversation_id: str, *, incognito: bool, picked: bool) -> ChatSession:
+    async def _load(self, user: User, conversation_id: str, *, incognito: bool, picked: bool) -> ChatSession:
         remembered = self._memory.get(user.email, conversation_id)
         if remembered is not None:
             self._check_size(sum(len(getattr(r, "text", "")) for r in remembered.history))
-            return _fresh(remembered, admin)
+            return _fresh(remembered, user)
         if incognito:
             # A stored conversation never turns incognito: an incognito chat there starts its own.
             mine = [conversation_id, scoped_id(user.email, conversation_id)] if picked else [conversation_id]
             stored = [await self.store.get_conversation(c) for c in mine]
-            session = ChatSession(user=user, admin=admin, incognito=True,
+            session = ChatSession(user=user, incognito=True,
                                   conversation_id=new_id() if any(c is not None and c.owner == user.email for c in stored)
                                   else conversation_id)  # fmt: skip
             self._memory.keep(session)
@@ -198,13 +198,13 @@ class Conversations:
             conversation_id = scoped_id(user.email, conversation_id)
             loaded = await self.store.load(conversation_id)
         if loaded is None:
-            return ChatSession(user=user, conversation_id=conversation_id, admin=admin, levels_used=[])
+            return ChatSession(user=user, conversation_id=conversation_id, levels_used=[])
         stored = loaded.conversation
         if stored.owner != user.email:
             raise NotFound("there is no such conversation", action="Start a new conversation.")
         self._check_size(sum(len(m.content) for m in loaded.messages))
         session = ChatSession(
-            user=user, conversation_id=conversation_id, admin=admin, stored=True, title=stored.title,
+            user=user, conversation_id=conversation_id, stored=True, title=stored.title,
             model=stored.model, saved_model=stored.model, compliance_level=stored.compliance_level,
             levels_used=list(stored.levels_used),
             leaf_id=stored.leaf_id, history=[record_of(m) for m in active_path(loaded.messages, stored.leaf_id)],
@@ -329,9 +329,10 @@ async def _committed(write: asyncio.Future[Any]) -> bool:
     return True
 
 
-def _fresh(session: ChatSession, admin: bool) -> ChatSession:
-    """An incognito conversation's session for a new turn (nothing of the last turn's waiting)."""
-    session.admin = admin
+def _fresh(session: ChatSession, user: User) -> ChatSession:
+    """An incognito conversation's session for a new turn (nothing of the last turn's waiting),
+    as the user is now (groups and admin worked out for this turn)."""
+    session.user = user
     session.turn_files = []
     session.trimmed = 0
     return session

@@ -130,6 +130,8 @@ class SessionEvent(_Event):
     user: str
     groups: list[str]
     conversation_id: str
+    # Set on a `session` sent again on an open connection: the user's groups changed (a reload).
+    refreshed: Literal[True] | None = None
 
 
 class TokenEvent(_Event):

@@ -24,6 +24,7 @@ from cachetools import LRUCache
 from ..config.models import LLMConfig, ModelConfig
 from ..llm.types import ToolCallRequest
 from ..tools import ToolInfo, ToolRegistry
+from ..tools.search import ToolIndex
 from .calls import ExecutedCall, frame_for_model
 from .events import ServerEvent, ToolResultEvent, ToolStart
 from .host_args import parse_arguments
@@ -129,6 +130,7 @@ class Gateway:
         for tool in tools:
             self._bare.setdefault(tool.name, []).append(tool.qualified_name)
         self.described: list[str] = []  # offered directly in the turn's later rounds
+        self._index: ToolIndex | None = None
 
     @staticmethod
     def handles(name: str) -> bool:
@@ -194,7 +196,9 @@ class Gateway:
             servers = [{"server": name, "tools": count, "description": self._server_description(name)}
                        for name, count in counts.items()]  # fmt: skip
             return True, json.dumps(servers, ensure_ascii=False)
-        index = self._registry.index
+        if self._index is None:
+            self._index = self._registry.index_for(list(self._tools.values()))
+        index = self._index
         if query.lower().startswith("list:"):
             server = query[5:].strip()
             hits = [index.hit(name) for name, tool in self._tools.items() if tool.server == server and name in index]

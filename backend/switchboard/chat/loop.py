@@ -43,6 +43,7 @@ __all__ = ["ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 log = logging.getLogger("switchboard.chat")
 
 _DONE = object()
+PER_USER_LISTING_WAIT_S = 10.0  # a turn waits this long at most for a per-user session to list its tools
 
 
 class ModelResolver(Protocol):
@@ -135,7 +136,12 @@ class ChatEngine:
     async def prepare(self, session: ChatSession, request: ChatMessage) -> PreparedTurn:
         """Everything a turn needs before it may start (model, attachments); raises
         SwitchboardError when the request is refused, before anything is stored."""
-        model = self._models.resolve(request.model, self.access(session))
+        access = self.access(session)
+        model = self._models.resolve(request.model, access)
+        # The user's own sessions of per-user servers list the tools this turn may offer.
+        mine = [name for name, config in self._pool.per_user_configs() if access.may_use_server(config)]
+        if mine:
+            await self._pool.open_for_user(mine, session.user.email, wait_s=PER_USER_LISTING_WAIT_S)
         if request.regenerate:
             return PreparedTurn(model, None, {})
         content = await attach(request, session, self._files, self._pool, self.access(session))

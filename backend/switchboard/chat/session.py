@@ -46,7 +46,6 @@ class ChatSession:
     stored: bool = False  # the store has it
     incognito: bool = False  # nothing of it is ever stored
     leaf_id: str | None = None  # the newest message of the active branch: the next one's parent
-    admin: bool = False
     allowed_tools: set[str] = field(default_factory=set)  # "allow for this conversation"
     files: dict[str, StoredFile] = field(default_factory=dict)  # uploads attached in this conversation
     turn_files: list[StoredFile] = field(default_factory=list)  # attached to the message being answered
@@ -63,7 +62,7 @@ class ChatSession:
     new_allowances: list[str] = field(default_factory=list)  # granted during this turn, not stored yet
 
     def access_with(self, compliance: ComplianceLevels) -> Access:
-        return Access(user=self.user, compliance_level=self.compliance_level, admin=self.admin, compliance=compliance)
+        return Access(user=self.user, compliance_level=self.compliance_level, compliance=compliance)
 
     def allow(self, key: str) -> None:
         """"Allow for this conversation": this tool definition runs unasked from now on."""

@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..auth import User
 from ..errors import Conflict, NotFound, SwitchboardError, TooMany
@@ -38,7 +39,7 @@ from .session import ApprovalAnswer, ChatSession
 from .task_board import TaskBoard
 from .unfinished import StoppedBy
 
-__all__ = ["Subscription", "Turn", "TurnHub", "UserLimits"]
+__all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
 
 log = logging.getLogger("switchboard.chat")
 
@@ -128,11 +129,18 @@ class UserLimits:
 BUSY = "an answer is still being written in this conversation"
 
 
+class Identities(Protocol):
+    async def refresh(self, user: User) -> User:
+        """The same user, with groups and admin worked out from the current configuration."""
+        ...
+
+
 class TurnHub:
-    def __init__(self, engine: ChatEngine, conversations: Conversations, *, grace_s: float = 30.0,
-                 limits: UserLimits | None = None, relay: Relay | None = None,
+    def __init__(self, engine: ChatEngine, conversations: Conversations, identities: Identities, *,
+                 grace_s: float = 30.0, limits: UserLimits | None = None, relay: Relay | None = None,
                  shutdown_grace_s: float = 10.0) -> None:  # fmt: skip
         self.engine = engine
+        self.identities = identities
         self.conversations = conversations
         self.grace_s = grace_s
         self.shutdown_grace_s = shutdown_grace_s  # how long a stopping process lets running turns finish
@@ -168,10 +176,12 @@ class TurnHub:
     def tasks(self) -> list[asyncio.Task[None]]:
         return [t.task for t in self._turns.values() if t.task is not None and not t.task.done()]
 
-    async def start(self, user: User, admin: bool, request: ChatMessage, current_id: str, *,
+    async def start(self, user: User, request: ChatMessage, current_id: str, *,
                     session: ChatSession | None = None) -> Subscription:  # fmt: skip
         """Start a turn for this `chat` (in `session` when given: a conversation made by the door,
-        e.g. /v1's); raises SwitchboardError when it cannot start."""
+        e.g. /v1's); raises SwitchboardError when it cannot start.  The user's groups and admin
+        are worked out again for the turn, from the configuration of now (a socket may have been
+        open across a reload)."""
         email = user.email
         self._check_streams(email)
         if self._starts.get(email, 0) >= self.limits.turns:
@@ -183,8 +193,11 @@ class TurnHub:
         held = [wanted]
         try:
             reason = None
-            if session is None:
-                session, reason = await self.conversations.session_for(user, admin, request, current_id,
+            user = await self.identities.refresh(user)
+            if session is not None:
+                session.user = user
+            else:
+                session, reason = await self.conversations.session_for(user, request, current_id,
                                                                        self.engine.config.compliance)  # fmt: skip
             key = (email, session.conversation_id)
             if key != wanted:

@@ -17,9 +17,12 @@ PYTHON_COMMANDS = frozenset({"python", "python3", "python3.11", "python3.12", "p
 
 
 def server_warnings(mcp: McpConfig, project_root: Path, environ: Mapping[str, str]) -> list[str]:
-    """One line per problem found in the enabled stdio servers' `command` and `cwd`."""
+    """One line per problem found in the enabled stdio servers' `command` and `cwd`, and one per
+    server on a deprecated transport (HTTP+SSE keeps working, but MCP 2026-07-28 dropped it)."""
     warnings = []
     for name, server in mcp.servers.items():
+        if server.enabled and server.transport == "sse":
+            warnings.append(f"server '{name}', field 'transport': deprecated transport: prefer streamable HTTP")
         if not server.enabled or server.transport != "stdio" or not server.command:
             continue
         cwd = Path(server.cwd) if server.cwd else project_root

@@ -80,7 +80,7 @@ class ModelCatalogue:
                 )
             return self._by_name[default]
         model = self._by_name.get(name)
-        if model is None or not model.admits_group(access.groups):
+        if model is None or not access.at_level(None).may_use_model(model):
             raise LLMUnavailable(f"There is no model named '{name}' for you.", action=f"Pick another model{choices}.")
         if not access.may_use_model(model):
             raise LLMUnavailable(

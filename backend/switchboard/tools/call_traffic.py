@@ -63,9 +63,14 @@ class CallTraffic:
             _current_sink.reset(token)
 
     def _sink(self) -> CallSink | None:
+        """The call a server request belongs to. Over stdio (and some HTTP servers) a request of
+        an older server names no call: it goes to the only call in flight, or, with several, to
+        the first when they all have one owner (one user's turn); otherwise to none."""
         sink = _current_sink.get()
-        if sink is None and len(self._activity) == 1:
-            sink = next(iter(self._activity))
+        if sink is None and self._activity:
+            owners = {id(getattr(s, "owner", s)) for s in self._activity}
+            if len(owners) == 1:
+                sink = next(iter(self._activity))
         return sink
 
     @contextlib.contextmanager

@@ -1,6 +1,8 @@
 """Who hears that a server's catalogue changed: its tools, resources or prompts were
 listed again (`notifications/*/list_changed`), or it started, stopped, failed or was
-reloaded.  The web layer forwards this to the open pages so they list the tools again."""
+reloaded.  The web layer forwards this to the open pages so they list the tools again.
+`RELOADED` (not a server name) says the whole configuration was reloaded: groups,
+models and servers may all have changed."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 
-__all__ = ["CatalogueWatch"]
+__all__ = ["RELOADED", "CatalogueWatch"]
+
+RELOADED = ""
 
 _PENDING = 256  # a listener this far behind has enough to refresh on; more is dropped
 
@@ -21,6 +25,9 @@ class CatalogueWatch:
         for queue in self._listeners:
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(server)
+
+    def reloaded(self) -> None:
+        self.changed(RELOADED)
 
     @contextlib.contextmanager
     def listen(self) -> Iterator[asyncio.Queue[str]]:

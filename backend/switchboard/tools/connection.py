@@ -23,7 +23,8 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
 from mcp import MCPError
-from mcp.client import advertise
+from mcp.client import InputRequiredRoundsExceededError, advertise
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .. import __version__
@@ -32,6 +33,7 @@ from ..errors import NeedsAuth, ServerUnavailable, ToolError, ToolTimeout
 from .apps import APP_MIME, UI_EXTENSION
 from .call_traffic import Activity, CallTraffic
 from .diagnostics import HttpTrace, caused_by, describe_failure
+from .freshness import ReadCache, keep_listening, list_cache
 from .launch import EarlyStarts
 from .stdio import stderr_tail
 from .models import CallSink, ServerStatus
@@ -63,7 +65,9 @@ class ServerConnection:
         headers: dict[str, str] | None = None,
         http_auth: httpx2.Auth | None = None,
         early: EarlyStarts | None = None,
+        input_rounds: int = 10,
     ) -> None:
+        self._input_rounds = input_rounds  # MRTR: input_required rounds answered before giving up
         self.name = name
         self._early = early  # a process started before the app was built, for the first session
         # A per-user session: the user's own headers/auth, and a refused credential ends it
@@ -83,6 +87,7 @@ class ServerConnection:
         self._task: asyncio.Task[None] | None = None
         self._broken = asyncio.Event()
         self._traffic = CallTraffic(name)
+        self._reads = ReadCache(shared=user is None)  # resource reads the server allowed to keep (ttlMs)
         self.tools: list[mcp_types.Tool] = []
         self.resources: list[mcp_types.Resource] = []
         self.resource_templates: list[mcp_types.ResourceTemplate] = []
@@ -93,6 +98,7 @@ class ServerConnection:
             status="starting" if config.enabled else "disabled",
             transport=config.transport or "stdio",
         )
+        self.protocol_version: str | None = None  # negotiated on the last connect (kept while reconnecting)
         self.generation = 0  # bumps on every (re)connect, so the registry can refresh
         self._refresh: asyncio.Task[None] | None = None
         self._refresh_again = False
@@ -126,6 +132,7 @@ class ServerConnection:
             stderr_log=extra.get("stderr_log"),
             ready_after_s=extra.get("ready_after_s"),
             tool_count=len(self.tools) if status == "ready" else 0,
+            protocol_version=self.protocol_version,
         )
         if status == "ready":
             self.ready_event.set()
@@ -152,6 +159,8 @@ class ServerConnection:
             elicitation_handler=self._traffic.on_elicit,
             sampling_handler=self._traffic.on_sample if self.config.sampling != "deny" else None,
             message_handler=self._on_message,
+            input_required_max_rounds=self._input_rounds,
+            cache=list_cache(self.name, self.user),  # 2026-07-28 cache hints on lists; `private` stays per user
             # MCP Apps: the host renders `ui://` resources of this MIME type; a tools/call may come back
             # as a task (tools/tasks.py)
             extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]}), HostTasksExtension()],
@@ -170,11 +179,12 @@ class ServerConnection:
                         self.tools = await client.list_tools()
                         await self._list_extras(client)
                     self._client = client
+                    self.protocol_version = client.protocol_version
                     self._broken.clear()
                     self.generation += 1
                     attempt = 0
                     await self._set_status("ready", ready_after_s=round(time.monotonic() - started, 3))
-                    await self._watch(client)
+                    await self._watch_and_listen(client)
                     # Say so before the old session is closed (that can take seconds).
                     await self._set_status("starting", "the connection was lost; reconnecting")
                     self._client = None
@@ -217,6 +227,7 @@ class ServerConnection:
         (Listing inside the handler would wait on the very session that delivers the message.)"""
         changed = (mcp_types.ToolListChangedNotification, mcp_types.ResourceListChangedNotification,
                    mcp_types.PromptListChangedNotification)  # fmt: skip
+        self._reads.forget(message)
         if not isinstance(message, changed):
             return
         if self._refresh is not None and not self._refresh.done():
@@ -244,6 +255,20 @@ class ServerConnection:
             # and the page hears about it, as after a reconnect.
             await self._set_status("ready", ready_after_s=self.status.ready_after_s)
 
+    async def _watch_and_listen(self, client: Client[Any]) -> None:
+        self._reads = ReadCache(shared=self.user is None)
+        listener = asyncio.create_task(keep_listening(self.name, client.session, self._resource_uris),
+                                       name=f"mcp:{self.name}:listen")  # fmt: skip
+        try:
+            await self._watch(client)
+        finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # a broken stream dies with its session
+                await listener
+
+    def _resource_uris(self) -> list[str]:
+        return [str(resource.uri) for resource in self.resources]
+
     async def _watch(self, client: Client[Any]) -> None:
         while True:
             try:
@@ -251,8 +276,10 @@ class ServerConnection:
                 return
             except TimeoutError:
                 pass
-            if self._traffic.busy:
-                continue  # calls in flight will notice a dead session themselves
+            if self._traffic.busy or (self.config.transport == "http" and self.protocol_version in MODERN_PROTOCOL_VERSIONS):
+                # Calls in flight notice a dead session themselves; a 2026 server over HTTP holds no
+                # session at all, so a restart between two requests is nothing to reconnect for.
+                continue
             try:
                 await asyncio.wait_for(client.ping(), timeout=PING_INTERVAL_S)
             except MCPError as exc:
@@ -321,6 +348,11 @@ class ServerConnection:
                     f"server '{self.name}' stopped during the call and is being restarted; try again shortly"
                 ) from None
             raise ToolError(f"server '{self.name}' refused the call: {exc.message}") from None
+        except InputRequiredRoundsExceededError:
+            raise ToolError(
+                f"server '{self.name}' kept asking for input for more than {self._input_rounds} rounds and was "
+                "stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)"
+            ) from None
         except ValidationError as exc:
             raise ToolError(
                 f"server '{self.name}' answered with an invalid result ({exc.error_count()} problems, "
@@ -350,7 +382,13 @@ class ServerConnection:
 
     async def read_resource(self, uri: str) -> list[Any]:
         try:
-            return await self._live_client().read_resource(uri)
+            cached = self._reads.get(uri)
+            if cached is None:
+                cached = await self._live_client().read_resource_mcp(uri)
+                self._reads.put(uri, cached)
+            return list(cached.contents)
+        except InputRequiredRoundsExceededError:
+            raise ToolError(f"server '{self.name}' kept asking for input while reading {uri}") from None
         except MCPError as exc:
             raise ToolError(f"server '{self.name}' could not read {uri}: {exc.message}") from None
 

@@ -80,11 +80,13 @@ class ServerStatus:
     stderr_log: str | None = None  # where all of it is
     ready_after_s: float | None = None
     tool_count: int = 0
+    protocol_version: str | None = None  # negotiated with the server on its last connect
 
 
 class CallSink(Protocol):
     """Where one tool call's side-channel traffic goes (progress, logs, and
-    server requests made on the call's behalf)."""
+    server requests made on the call's behalf). A sink may have an `owner` (the user's turn):
+    a server request that names no call may go to any call of the same owner."""
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 

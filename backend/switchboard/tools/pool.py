@@ -73,6 +73,7 @@ class ServerPool:
         project_root: Path,
         log_dir: Path,
         init_timeout_s: float = 60.0,
+        input_rounds: int = 10,
         max_artifact_bytes: int = 25 * 1024 * 1024,
         concurrency_per_server: int = 4,
         on_status: Callable[[ServerStatus], None] | None = None,
@@ -95,7 +96,7 @@ class ServerPool:
         # early: stdio processes started before the app was built (launch.py), adopted by their connections.
         self._early = early
         self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s,
-                                 "files_origin": files_origin}  # fmt: skip
+                                 "files_origin": files_origin, "input_rounds": input_rounds}  # fmt: skip
         self._concurrency = concurrency_per_server
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
@@ -122,7 +123,7 @@ class ServerPool:
                                 **self._connection_args)  # type: ignore[arg-type]  # fmt: skip
 
     def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
-        async def changed() -> None:
+        async def changed(user: str) -> None:  # this user's listing changed
             self.apps.forget(name)
             self._rebuild()
             self.watch.changed(name)
@@ -202,17 +203,28 @@ class ServerPool:
         base = conn.status
         if conn.config.user_credential and not await self.connected(name, user):
             return ServerStatus(name, "needs_auth", base.transport, reason="connect your account to use this server")
-        return ServerStatus(name, "ready", base.transport, tool_count=len(conn.tools))
+        listing = conn.listing_of(user)
+        return ServerStatus(name, "ready", base.transport, tool_count=len(listing.tools) if listing else 0,
+                            protocol_version=base.protocol_version)
 
-    async def open_for_server(self, name: str, user: str) -> None:
-        """Start this user's session of a per-user server if they have a credential for it (in
-        the background), so its tools get listed before their first call."""
-        conn = self.connections.get(name)
-        if isinstance(conn, UserSessions) and conn.config.enabled and conn.session_of(user) is None:
+    async def open_for_user(self, names: list[str], user: str, wait_s: float) -> None:
+        """Start this user's sessions of these per-user servers where they have a credential but
+        no listing yet (after a restart, say), and wait up to `wait_s` for them to list their tools,
+        so that a turn can offer them.  Never from a GET: listing is a side effect on the server."""
+        opened = []
+        for name in names:
+            conn = self.connections.get(name)
+            if not isinstance(conn, UserSessions) or not conn.config.enabled or conn.listing_of(user) is not None:
+                continue
+            if conn.session_of(user) is None and conn.config.user_credential and not await self.connected(name, user):
+                continue
             try:
-                await conn.open(user)
-            except NeedsAuth:
-                pass
+                opened.append(await conn.open(user))
+            except (NeedsAuth, ServerUnavailable):
+                continue
+        deadline = time.monotonic() + wait_s
+        while any(c.status.status == "starting" for c in opened) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
 
     async def set_user_token(self, name: str, user: str, token: str) -> str | None:
         """Keep the user's token and try it: None when it works (or the server is down), else why
@@ -238,7 +250,7 @@ class ServerPool:
         """Forget this user's credential for the server and close their session."""
         group = self._per_user(name)
         await self.vault.forget(name, user)
-        await group.close_user(user)
+        await group.forget_user(user)
 
     async def _on_status(self, status: ServerStatus) -> None:
         self.apps.forget(status.name)
@@ -267,9 +279,12 @@ class ServerPool:
         return Readiness([s for s in self.statuses() if s.status != "disabled"], required)
 
     def _rebuild(self) -> None:
+        per_user = {name: {user: listing.tools for user, listing in conn.listings().items()}
+                    for name, conn in self.connections.items() if isinstance(conn, UserSessions)}  # fmt: skip
         self.registry.rebuild(
-            (name, conn.config, conn.tools if conn.status.status == "ready" else [])
-            for name, conn in self.connections.items()
+            ((name, conn.config, conn.tools if conn.status.status == "ready" else [])
+             for name, conn in self.connections.items()),
+            per_user,
         )
 
     def start(self) -> None:
@@ -335,11 +350,20 @@ class ServerPool:
         self._say_when_settled()
         return report
 
-    def resources_of(self, server: str) -> tuple[list[Any], list[Any], list[Any]]:
+    def resources_of(self, server: str, user: str) -> tuple[list[Any], list[Any], list[Any]]:
+        """The server's resources, resource templates and prompts as `user` may see them: a
+        per-user server's are those of the user's own session, never another user's."""
         conn = self.connections.get(server)
+        if isinstance(conn, UserSessions):
+            listing = conn.listing_of(user)
+            return (listing.resources, listing.resource_templates, listing.prompts) if listing else ([], [], [])
         if conn is None or conn.status.status != "ready":
             return [], [], []
         return conn.resources, conn.resource_templates, conn.prompts
+
+    def per_user_configs(self) -> list[tuple[str, ServerConfig]]:
+        """The servers with one session per user."""
+        return [(name, conn.config) for name, conn in self.connections.items() if isinstance(conn, UserSessions)]
 
     def server_config(self, server: str) -> ServerConfig | None:
         conn = self.connections.get(server)

@@ -1,9 +1,13 @@
 """The namespaced tool registry: qualified name -> (server, tool), built as
-servers connect.  Qualified names are never split to find a server."""
+servers connect.  Qualified names are never split to find a server.
+
+A shared server's tools are one catalogue.  A per-user server's tools are what
+each user's own session listed, offered to that user only (`visible`,
+`authorize` and `all` take the user)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 import mcp_types
@@ -31,62 +35,88 @@ class ToolRegistry:
         self._pins = pins or ToolPins()
         self._names: dict[tuple[str, str], str] = {}  # stable for the app's life
         self._tools: dict[str, ToolInfo] = {}
+        self._user_tools: dict[str, dict[str, ToolInfo]] = {}  # per-user servers' tools: user -> name -> tool
         self._configs: dict[str, ServerConfig] = {}
         self._index: ToolIndex | None = None
         self.version = 0  # bumps whenever a tool is added, removed or redefined
 
-    def rebuild(self, servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]]) -> None:
+    def rebuild(self, servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]],
+                per_user: Mapping[str, Mapping[str, Sequence[mcp_types.Tool]]] | None = None) -> None:  # fmt: skip
+        """`servers`: (name, config, shared listing); `per_user`: server -> user -> what that
+        user's own session listed."""
         tools: dict[str, ToolInfo] = {}
         configs: dict[str, ServerConfig] = {}
         for server, config, listed in servers:
             configs[server] = config
-            for tool in listed:
-                if config.tools is not None and not config.tools.admits(tool.name):
-                    continue
-                if tool.execution is not None and tool.execution.task_support == "required":
-                    continue  # runs only as an MCP task, which the host does not support yet
-                key = (server, tool.name)
-                if key not in self._names:
-                    self._names[key] = qualify(server, tool.name, set(self._names.values()))
-                name = self._names[key]
-                description, schema, annotations = tool.description or "", dict(tool.input_schema or {}), _annotations(tool)
-                digest, changed = self._pins.check(server, tool.name, description, schema, annotations)
-                app_uri, visibility = app_fields(tool.meta)
-                tools[name] = ToolInfo(
-                    qualified_name=name,
-                    server=server,
-                    name=tool.name,
-                    description=description,
-                    input_schema=schema,
-                    annotations=annotations,
-                    title=tool.title,
-                    definition_hash=digest,
-                    definition_changed=changed,
-                    app_uri=app_uri,
-                    visibility=visibility,
-                )
-        self._tools, self._configs = tools, configs
+            tools.update(self._infos(server, config, listed))
+        user_tools: dict[str, dict[str, ToolInfo]] = {}
+        for server, listings in (per_user or {}).items():
+            config = configs.get(server)
+            for user, listed in listings.items():
+                if config is not None:
+                    user_tools.setdefault(user, {}).update(self._infos(server, config, listed))
+        self._tools, self._user_tools, self._configs = tools, user_tools, configs
         self.version += 1
         self._index = None  # built again on the next search, not per query
 
+    def _infos(self, server: str, config: ServerConfig, listed: Iterable[mcp_types.Tool]) -> dict[str, ToolInfo]:
+        infos: dict[str, ToolInfo] = {}
+        for tool in listed:
+            if config.tools is not None and not config.tools.admits(tool.name):
+                continue
+            if tool.execution is not None and tool.execution.task_support == "required":
+                continue  # runs only as an MCP task, which the host does not support yet
+            key = (server, tool.name)
+            if key not in self._names:
+                self._names[key] = qualify(server, tool.name, set(self._names.values()))
+            name = self._names[key]
+            description, schema, annotations = tool.description or "", dict(tool.input_schema or {}), _annotations(tool)
+            digest, changed = self._pins.check(server, tool.name, description, schema, annotations)
+            app_uri, visibility = app_fields(tool.meta)
+            infos[name] = ToolInfo(qualified_name=name, server=server, name=tool.name, description=description,
+                                   input_schema=schema, annotations=annotations, title=tool.title,
+                                   definition_hash=digest, definition_changed=changed, app_uri=app_uri,
+                                   visibility=visibility)  # fmt: skip
+        return infos
+
     @property
     def index(self) -> ToolIndex:
-        """The search index of the whole catalogue (callers filter by what a user may use)."""
+        """The search index of the shared catalogue (callers filter by what a user may use)."""
         if self._index is None:
-            self._index = ToolIndex(self._tools.values(), {s: c.description for s, c in self._configs.items()})
+            self._index = ToolIndex(self._tools.values(), self._descriptions())
         return self._index
 
-    def get(self, name: str) -> ToolInfo | None:
-        return self._tools.get(name)
+    def _descriptions(self) -> dict[str, str]:
+        return {s: c.description for s, c in self._configs.items()}
+
+    def index_for(self, tools: Sequence[ToolInfo]) -> ToolIndex:
+        """A search index holding these tools: the shared one, unless some are a user's own
+        (a per-user server's), which only a user's own index may hold."""
+        if all(self._tools.get(t.qualified_name) is t for t in tools):
+            return self.index
+        return ToolIndex(tools, self._descriptions())
+
+    def get(self, name: str, user: str | None = None) -> ToolInfo | None:
+        tool = self._tools.get(name)
+        if tool is None and user is not None:
+            tool = self._user_tools.get(user, {}).get(name)
+        return tool
 
     def accept_definition(self, tool: ToolInfo) -> None:
         """Pin a changed definition as the trusted one (an administrator approved it)."""
         self._pins.accept(tool.server, tool.name, tool.description, tool.input_schema, tool.annotations)
-        self._tools[tool.qualified_name] = replace(tool, definition_changed=False)
+        accepted = replace(tool, definition_changed=False)
+        if tool.qualified_name in self._tools:
+            self._tools[tool.qualified_name] = accepted
+        for tools in self._user_tools.values():
+            if tool.qualified_name in tools:
+                tools[tool.qualified_name] = accepted
         self.version += 1
 
-    def all(self) -> list[ToolInfo]:
-        return list(self._tools.values())
+    def all(self, user: str | None = None) -> list[ToolInfo]:
+        """The shared tools, and `user`'s own tools of per-user servers."""
+        mine = self._user_tools.get(user, {}) if user is not None else {}
+        return [*self._tools.values(), *mine.values()]
 
     def config_of(self, server: str) -> ServerConfig | None:
         return self._configs.get(server)
@@ -96,7 +126,7 @@ class ToolRegistry:
         return access.may_use_server(self._configs.get(server))
 
     def visible(self, access: Access) -> list[ToolInfo]:
-        return [t for t in self._tools.values() if access.may_use_server(self._configs.get(t.server))]
+        return [t for t in self.all(access.email) if access.may_use_server(self._configs.get(t.server))]
 
     def for_model(self, access: Access) -> list[ToolInfo]:
         """What the model may be offered: `visible` without the tools only apps may call."""
@@ -117,7 +147,7 @@ class ToolRegistry:
 
     def authorize(self, name: str, access: Access) -> ToolInfo:
         """The tool behind `name`, if this user may run it in this conversation."""
-        tool = self._tools.get(name)
+        tool = self.get(name, access.email)
         if tool is None:
             raise ToolNotAllowed(f"there is no tool named '{name}'")
         if not access.may_use_server(self._configs.get(tool.server)):

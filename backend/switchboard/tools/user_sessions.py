@@ -3,8 +3,11 @@
 `idle_close_s` without calls, and at most `max_user_sessions` at once (the least
 recently used idle one is closed to make room).
 
-To the pool it looks like one connection: `status`, `tools` (the listing of the
-first session that listed them, so the registry can offer them), `start`, `stop`.
+To the pool it looks like one connection (`status`, `start`, `stop`), with no
+shared listing: each user's session lists its own tools, resources and prompts,
+and `listing_of(user)` gives that user's, to that user only.  A listing outlives
+its session's idle close (the page keeps showing the user's tools; a call opens
+the session again) and goes when the user disconnects.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
@@ -23,18 +27,33 @@ from ..errors import NeedsAuth, ServerUnavailable
 from .connection import ServerConnection
 from .models import ServerStatus
 
-__all__ = ["Credential", "UserSessions"]
+__all__ = ["Credential", "Listing", "UserSessions"]
 
 log = logging.getLogger("switchboard.tools")
 
 # (extra headers, httpx2 auth) for one user's session; raises NeedsAuth when the user has none.
 Credential = Callable[[str], Awaitable[tuple[dict[str, str], httpx2.Auth | None]]]
 MakeConnection = Callable[[str, dict[str, str], httpx2.Auth | None], ServerConnection]
+LISTINGS_PER_SESSION = 10  # listings kept (after idle close) per `max_user_sessions`; the least recent go
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What one user's session of the server listed."""
+
+    tools: list[Any] = field(default_factory=list)
+    resources: list[Any] = field(default_factory=list)
+    resource_templates: list[Any] = field(default_factory=list)
+    prompts: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, conn: ServerConnection) -> Listing:
+        return cls(list(conn.tools), list(conn.resources), list(conn.resource_templates), list(conn.prompts))
 
 
 class UserSessions:
     def __init__(self, name: str, config: ServerConfig, *, credential: Credential, make: MakeConnection,
-                 on_change: Callable[[], Awaitable[None]], init_timeout_s: float) -> None:  # fmt: skip
+                 on_change: Callable[[str], Awaitable[None]], init_timeout_s: float) -> None:  # fmt: skip
         self.name = name
         self.config = config
         self._credential = credential
@@ -45,26 +64,21 @@ class UserSessions:
         self._last_used: dict[str, float] = {}
         self._lock = asyncio.Lock()
         self._reaper: asyncio.Task[None] | None = None
-        self._known: ServerConnection | None = None  # the session whose listing the registry shows
+        self._listings: OrderedDict[str, Listing] = OrderedDict()  # per user, least recently listed first
         self.generation = 0
 
     # -- what the pool reads ---------------------------------------------------------
 
     @property
     def tools(self) -> list[Any]:
-        return self._known.tools if self._known is not None else []
+        return []  # nothing is listed for everyone: see `listing_of`
 
-    @property
-    def resources(self) -> list[Any]:
-        return self._known.resources if self._known is not None else []
+    def listing_of(self, user: str) -> Listing | None:
+        """What this user's own session listed (None: it has not listed yet)."""
+        return self._listings.get(user)
 
-    @property
-    def resource_templates(self) -> list[Any]:
-        return self._known.resource_templates if self._known is not None else []
-
-    @property
-    def prompts(self) -> list[Any]:
-        return self._known.prompts if self._known is not None else []
+    def listings(self) -> dict[str, Listing]:
+        return dict(self._listings)
 
     @property
     def status(self) -> ServerStatus:
@@ -73,8 +87,9 @@ class UserSessions:
         transport = self.config.transport or "http"
         if not self.config.enabled:
             return ServerStatus(self.name, "disabled", transport)
-        if self._known is not None or not self.config.user_credential:
-            return ServerStatus(self.name, "ready", transport, tool_count=len(self.tools))
+        if self._listings or not self.config.user_credential:
+            latest = next(reversed(self._sessions.values()), None)  # the version the server spoke last
+            return ServerStatus(self.name, "ready", transport, protocol_version=latest.protocol_version if latest else None)
         return ServerStatus(self.name, "needs_auth", transport, reason="each user connects their own account")
 
     def session_of(self, user: str) -> ServerConnection | None:
@@ -97,6 +112,7 @@ class UserSessions:
             await asyncio.gather(reaper, return_exceptions=True)
         sessions = list(self._sessions.values())
         self._sessions.clear()
+        self._listings.clear()
         await asyncio.gather(*(conn.stop() for conn in sessions), return_exceptions=True)
 
     async def close_user(self, user: str) -> None:
@@ -105,6 +121,13 @@ class UserSessions:
         self._last_used.pop(user, None)
         if conn is not None:
             await conn.stop()
+
+    async def forget_user(self, user: str) -> None:
+        """Close this user's session and forget what it listed (they disconnected)."""
+        await self.close_user(user)
+        if self._listings.pop(user, None) is not None:
+            self.generation += 1
+            await self._on_change(user)
 
     async def _reap(self) -> None:
         interval = min(30.0, self.config.idle_close_s / 4)
@@ -124,10 +147,19 @@ class UserSessions:
     # -- sessions ----------------------------------------------------------------------
 
     async def _on_status(self, conn: ServerConnection) -> None:
-        if conn.status.status == "ready" and (self._known is None or self._known.tools != conn.tools):
-            self._known = conn
-            self.generation += 1
-            await self._on_change()
+        """A user's session is ready, or listed again (list_changed): keep its listing, for them."""
+        user = conn.user
+        if conn.status.status != "ready" or user is None or self._sessions.get(user) is not conn:
+            return
+        listing = Listing.of(conn)
+        if self._listings.get(user) == listing:
+            return
+        self._listings[user] = listing
+        self._listings.move_to_end(user)
+        while len(self._listings) > LISTINGS_PER_SESSION * self.config.max_user_sessions:
+            self._listings.popitem(last=False)
+        self.generation += 1
+        await self._on_change(user)
 
     async def session_for(self, user: str) -> ServerConnection:
         """The user's ready session, opened on first use."""

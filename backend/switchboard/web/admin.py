@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from ..access import Access
 from ..auth import User
 from ..config import load_app_config
 from ..errors import BadRequest, Forbidden, NotFound
@@ -20,7 +21,7 @@ UserDep = Annotated[User, Depends(current_user)]
 
 def _admin_services(request: Request, user: User, doing: str) -> Services:
     services = services_of(request)
-    if not services.auth.is_admin(user):
+    if not Access(user).allowed("administer"):
         raise Forbidden(f"only administrators may {doing}")
     return services
 

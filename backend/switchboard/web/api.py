@@ -49,8 +49,8 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     if compliance_level is not None and compliance_level not in cfg.compliance.names:
         raise BadRequest(f"unknown compliance level '{compliance_level}'",
                          action=f"Use one of: {', '.join(cfg.compliance.names)}, or leave it out.")  # fmt: skip
-    admin = services.auth.is_admin(user)
-    access = Access(user, compliance_level, admin, cfg.compliance)
+    access = Access(user, compliance_level, cfg.compliance)
+    admin = access.is_admin()
     models = services.models.entries(access)
     tools = services.pool.registry.visible(access)
     configured = {model.name: model for model in cfg.llm.models}
@@ -59,7 +59,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     for status in services.pool.statuses():
         server_cfg = cfg.mcp.servers.get(status.name)
         may_use = access.may_use_server(server_cfg)
-        if not (may_use or admin):
+        if not access.may_see_server(server_cfg):
             continue
         reason = status.reason
         if reason and not admin:
@@ -70,6 +70,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             "status": status.status,
             "reason": reason,
             "transport": status.transport,
+            "protocol_version": status.protocol_version,
             "compliance_level": server_cfg.compliance_level if server_cfg else None,
             "file_types": server_cfg.file_types if server_cfg else [],
             "tools": [t.qualified_name for t in tools if t.server == status.name],
@@ -77,9 +78,10 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         if admin:
             entry["stderr_tail"], entry["stderr_log"] = status.stderr_tail, status.stderr_log
         if server_cfg is not None and server_cfg.sessions_per_user and may_use:
-            await services.pool.open_for_server(status.name, user.email)
-            mine = await services.pool.user_status(status.name, user.email)  # this user's own session
+            # This user's own session, as it is: a GET opens none (a turn does, or Connect).
+            mine = await services.pool.user_status(status.name, user.email)
             entry["status"], entry["reason"] = mine.status, mine.reason if admin or mine.status != "failed" else reason
+            entry["protocol_version"] = mine.protocol_version or status.protocol_version
             entry["auth"] = await auth_entry(services, user, status.name)
         servers.append(entry)
     tool_entries = []
@@ -105,7 +107,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     for status in services.pool.statuses():
         if not services.pool.registry.server_admits(status.name, access):
             continue
-        listed, listed_templates, listed_prompts = services.pool.resources_of(status.name)
+        listed, listed_templates, listed_prompts = services.pool.resources_of(status.name, user.email)
         resources += [{"server": status.name, "uri": str(r.uri), "name": r.name, "description": r.description,
                        "mime": r.mime_type} for r in listed]  # fmt: skip
         templates += [{"server": status.name, "uri_template": t.uri_template, "name": t.name,
@@ -144,7 +146,7 @@ class PromptRequest(BaseModel):
 async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> dict[str, Any]:
     """A server's prompt, filled in, to start a message from."""
     services = services_of(request)
-    access = Access(user, body.compliance_level, services.auth.is_admin(user), services.config.compliance)
+    access = Access(user, body.compliance_level, services.config.compliance)
     if not services.pool.registry.server_admits(body.server, access):
         raise NotFound(f"there is no server named '{body.server}' for you")
     messages = await services.pool.get_prompt(body.server, body.name, body.arguments, user=user.email)
@@ -173,7 +175,7 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
     )  # fmt: skip
     suggested = [
         tool.qualified_name
-        for tool in services.pool.registry.for_model(Access(user, None, False, services.config.compliance))
+        for tool in services.pool.registry.for_model(Access(user, None, services.config.compliance))
         if (cfg := services.pool.server_config(tool.server)) is not None and cfg.handles_file(stored.name, stored.mime)
     ]
     # `suggested_tools`: the tools that handle this kind of file (config `file_types`); the page pre-selects them.

@@ -11,19 +11,21 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.middleware.authentication import AuthenticationMiddleware
 
 from .. import __version__
-from ..errors import SwitchboardError
+from ..errors import SwitchboardError, http_status
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
 from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tasks, tokens, ws
+from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
 from .open_files import raise_open_files_limit
 from .sandbox import SandboxMiddleware, SandboxPolicy
-from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware, http_status
+from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
 
 __all__ = ["create_app"]
 
@@ -64,13 +66,16 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             log.info("switchboard stopped", extra={"event": "shutdown"})
             flush_logs()
 
-    # The schema is at /openapi.json, and described at /docs (ReDoc, served from the app itself).
+    # The schema is at /openapi.json, and described at /docs (ReDoc, served from the app itself), both
+    # for signed-in users only (docs_page.py).
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url="/openapi.json")  # fmt: skip
+                  openapi_url=None)  # fmt: skip
     app.state.services = services
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
     app.state.sandbox = SandboxPolicy.from_settings(settings)
-    # Added first, so it runs inside the headers middleware: its refusals get the headers too.
+    # Who the user is is worked out only for requests the guard let through.
+    app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
+    # Added before the headers middleware, so it runs inside it: its refusals get the headers too.
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
     # Outside the guard: a request for the sandbox host gets the app sandbox's pages only.
     app.add_middleware(SandboxMiddleware, policy=app.state.sandbox)

@@ -46,7 +46,7 @@ def rpc_error(exc: SwitchboardError) -> JSONResponse:
 async def get_app(request: Request, user: UserDep, call_id: str) -> dict[str, Any]:
     """The app of one of your tool calls: its HTML, CSP, permissions, the tool, its input and result."""
     services = services_of(request)
-    return await services.apps.describe(user, services.auth.is_admin(user), call_id)
+    return await services.apps.describe(user, call_id)
 
 
 @router.post("/{call_id}/rpc", response_model=None)
@@ -63,6 +63,6 @@ async def app_rpc(request: Request, user: UserDep, call_id: str) -> JSONResponse
             exc = BadRequest("the body is not JSON")
             exc.rpc_code = -32600  # type: ignore[attr-defined]
             raise exc from None
-        return await services.apps.rpc(user, services.auth.is_admin(user), call_id, body)
+        return await services.apps.rpc(user, call_id, body)
     except SwitchboardError as exc:
         return rpc_error(exc)

@@ -30,7 +30,7 @@ class TokenBody(BaseModel):
 
 def _server(services: Services, user: User, name: str) -> Any:
     config = services.config.mcp.servers.get(name)
-    access = Access(user, None, services.auth.is_admin(user), services.config.compliance)
+    access = Access(user, None, services.config.compliance)
     if config is None or not access.may_use_server(config):
         raise NotFound(f"there is no server named '{name}' that you may use")
     if config.auth is None or not config.sessions_per_user:

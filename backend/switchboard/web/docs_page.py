@@ -1,14 +1,18 @@
-"""`/docs`: the HTTP API described by its OpenAPI schema, in ReDoc, with ReDoc's
-script served by the app itself (nothing from a CDN; the page makes no request
-elsewhere)."""
+"""`/docs`: the HTTP API described by its OpenAPI schema (`/openapi.json`), in ReDoc,
+with ReDoc's script served by the app itself (nothing from a CDN; the page makes no
+request elsewhere).  Both need a signed-in user, like the API they describe."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
 
 import fastapi_offline
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse
+
+from ..auth import User
+from .deps import current_user
 from fastapi.staticfiles import StaticFiles
 
 __all__ = ["mount_docs"]
@@ -33,5 +37,9 @@ def mount_docs(app: FastAPI) -> None:
     app.mount("/docs/assets", StaticFiles(directory=str(_ASSETS)), name="docs-assets")
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
-    async def docs() -> HTMLResponse:
+    async def docs(_: Annotated[User, Depends(current_user)]) -> HTMLResponse:
         return HTMLResponse(_PAGE, headers={"Content-Security-Policy": DOCS_CSP})
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi(_: Annotated[User, Depends(current_user)]) -> dict[str, Any]:
+        return app.openapi()

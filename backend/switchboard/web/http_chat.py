@@ -68,7 +68,7 @@ async def chat(request: Request, user: UserDep, body: ChatRequest) -> EventStrea
     A chat that is refused before it starts answers a JSON error instead."""
     services = services_of(request)
     try:
-        subscription = await services.turns.start(user, services.auth.is_admin(user), body, new_id())
+        subscription = await services.turns.start(user, body, new_id())
     except LLMUnavailable as exc:  # the model asked for is not one this user can use now: the request's fault
         raise BadRequest(exc.message, action=exc.action) from None
     return EventStreamResponse(sse_events(subscription), on_close=lambda: subscription.turn.leave(subscription))

@@ -29,7 +29,7 @@ from ..access import Access
 from ..auth import User
 from ..chat import ApprovalAnswer, ChatSession, Subscription
 from ..chat.events import MAX_CONTENT_CHARS, ChatMessage
-from ..errors import BadRequest, NotFound, SwitchboardError
+from ..errors import BadRequest, NotFound, SwitchboardError, status_for_code
 from ..history import AssistantText, HistoryRecord, UserText
 from ..chat.session import new_id
 from .deps import current_user, services_of
@@ -47,8 +47,6 @@ REFUSED_APPROVAL = ("This tool needs the user's approval, and nobody can approve
                     "OpenAI-compatible API, so it was not run. Answer without it, or tell the user to ask in "
                     "Switchboard's page.")  # fmt: skip
 _FINISH = {"stop": "stop", "length": "length", "round_limit": "length", "cancelled": "stop"}
-_STATUS = {"bad_request": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409,
-           "rate_limited": 429, "timeout": 504, "llm_error": 502, "tool_error": 502}  # fmt: skip
 _ERROR_TYPE = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
 
@@ -148,7 +146,7 @@ def openai_error(status: int, code: str, message: str, action: str | None = None
 
 
 def _error_of(exc: SwitchboardError) -> JSONResponse:
-    return openai_error(_STATUS.get(exc.code, 500), exc.code, exc.message, exc.action)
+    return openai_error(exc.status, exc.code, exc.message, exc.action)
 
 
 # -- the request as a conversation ----------------------------------------------------------------
@@ -206,8 +204,7 @@ async def _start(request: Request, user: User, body: CompletionRequest,
     if body.tools:
         raise BadRequest("function definitions of the client's own are not supported",
                          action="Leave `tools` out to use your MCP tools in Switchboard, or send [] for none.")  # fmt: skip
-    admin = services.auth.is_admin(user)
-    entries = services.models.entries(Access(user, level, admin, services.config.compliance))
+    entries = services.models.entries(Access(user, level, services.config.compliance))
     usable = [m.name for m in entries if m.available]
     if body.model not in usable:
         at_level = f" at compliance level {level}" if level is not None else ""
@@ -220,9 +217,9 @@ async def _start(request: Request, user: User, body: CompletionRequest,
                               tools=[] if body.tools == [] else None)  # fmt: skip
     except ValidationError as exc:
         raise BadRequest(f"the question is malformed ({exc.errors()[0]['msg']})") from None
-    session = ChatSession(user=user, admin=admin, incognito=True, history=history, compliance_level=level,
+    session = ChatSession(user=user, incognito=True, history=history, compliance_level=level,
                           levels_used=[level], leaf_id=history[-1].id if history else None)  # fmt: skip
-    subscription = await services.turns.start(user, admin, message, session.conversation_id, session=session)
+    subscription = await services.turns.start(user, message, session.conversation_id, session=session)
     return subscription, session
 
 
@@ -255,7 +252,7 @@ def _usage(done: dict[str, Any]) -> Usage:
 async def list_models(request: Request, user: UserDep, level: LevelHeader = None) -> ModelList:
     """The models you may use (at the compliance level of the header, when sent)."""
     services = services_of(request)
-    access = Access(user, _level(request, None, level), services.auth.is_admin(user), services.config.compliance)
+    access = Access(user, _level(request, None, level), services.config.compliance)
     return ModelList(data=[ModelCard(id=m.name) for m in services.models.entries(access) if m.available])
 
 
@@ -286,7 +283,7 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
             if event["type"] == "token":
                 content.append(event["text"])
             elif event["type"] == "error":
-                return openai_error(_STATUS.get(event["code"], 500), event["code"], event["message"], event.get("action"))
+                return openai_error(status_for_code(event["code"]), event["code"], event["message"], event.get("action"))
             elif event["type"] == "message_done":
                 message = OutputMessage(content="".join(content))
                 choice = Choice(message=message, finish_reason=_FINISH.get(event["finish_reason"], "stop"))
@@ -314,7 +311,7 @@ async def _chunks(events: AsyncIterator[dict[str, Any]], completion_id: str, cre
             if event["type"] == "token":
                 yield _chunk(completion_id, created, model, {"content": event["text"]})
             elif event["type"] == "error":
-                status = _STATUS.get(event["code"], 500)
+                status = status_for_code(event["code"])
                 detail = ErrorDetail(message=event["message"] + (f". {event['action']}" if event.get("action") else ""),
                                      type=_ERROR_TYPE.get(status, "api_error"), code=event["code"])  # fmt: skip
                 yield f"data: {ErrorBody(error=detail).model_dump_json()}\n\n"

@@ -5,14 +5,17 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from .. import __version__
+from ..auth import User
 from ..settings import Settings
-from .deps import current_user, services_of
+from .deps import page_viewer, services_of
 from .sandbox import page_csp
 
 __all__ = ["mount"]
@@ -43,8 +46,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
     app.mount("/static", StaticFiles(directory=str(frontend / "static")), name="static")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def chat_page(request: Request) -> HTMLResponse:
-        user = await current_user(request)
+    async def chat_page(request: Request, user: Annotated[User, Depends(page_viewer)]) -> HTMLResponse:
         services = services_of(request)
         sandbox = request.app.state.sandbox.origin_for(request.url.scheme, request.headers.get("host", ""))
         page = {
@@ -65,7 +67,6 @@ def mount(app: FastAPI, settings: Settings) -> None:
         return response
 
     @app.get("/settings/tokens", response_class=HTMLResponse, include_in_schema=False)
-    async def tokens_page(request: Request) -> HTMLResponse:
+    async def tokens_page(request: Request, user: Annotated[User, Depends(page_viewer)]) -> HTMLResponse:
         """Personal API tokens: make, list, revoke (the routes under /api/tokens)."""
-        user = await current_user(request)
         return templates.TemplateResponse(request, "tokens.html", {"page": {"user": user.email}})

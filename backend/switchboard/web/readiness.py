@@ -11,8 +11,10 @@ from typing import Any
 
 from fastapi import Request
 
+from ..access import Access
 from ..errors import ConfigError, SwitchboardError
 from ..services import Services
+from .authn import user_of
 from .deps import services_of
 
 __all__ = ["config_problems", "is_admin_request", "readiness_report"]
@@ -22,12 +24,11 @@ _NOTE = "The site's configuration has errors, so some tools or models may be mis
 
 async def is_admin_request(request: Request) -> bool:
     """Whether the request carries an administrator's identity (no identity: not an admin)."""
-    services = services_of(request)
     try:
-        user = await services.auth.identify(request.headers)
+        user = user_of(request)
     except SwitchboardError:
         return False
-    return services.auth.is_admin(user)
+    return Access(user).allowed("administer")
 
 
 def _public(error: ConfigError, root: Path) -> str:

@@ -1,4 +1,4 @@
-"""Security headers, the Host and Origin checks, and the error-to-status map."""
+"""Security headers, and the Host and Origin checks."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import BadRequest, Conflict, Forbidden, NotFound, SwitchboardError, TooMany, ToolError, Unauthorized
 from ..settings import Settings
 
 __all__ = ["ARTIFACT_CSP", "ARTIFACT_CSP_SCRIPTS", "PAGE_CSP", "PDF_CSP", "EdgePolicy", "RequestGuardMiddleware",
-           "SecurityHeadersMiddleware", "http_status", "refuse_websocket"]  # fmt: skip
+           "SecurityHeadersMiddleware", "refuse_websocket"]  # fmt: skip
 
 log = logging.getLogger("switchboard.web")
 
@@ -66,24 +65,6 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-
-def http_status(exc: SwitchboardError) -> int:
-    if isinstance(exc, Unauthorized):
-        return 401
-    if isinstance(exc, Forbidden):
-        return 403
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, BadRequest):
-        return 400
-    if isinstance(exc, Conflict):
-        return 409
-    if isinstance(exc, TooMany):  # RateLimited too
-        return 429
-    if isinstance(exc, ToolError):
-        return 502  # the MCP server behind the request failed
-    return 500
 
 
 # -- Host and Origin -------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from contextlib import suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
 
+from ..access import Access
 from ..auth import User
 from ..chat import ApprovalAnswer, Subscription
 from ..chat.events import (
@@ -32,6 +33,8 @@ from ..chat.session import new_id
 from ..errors import BadRequest, SwitchboardError
 from ..services import Services
 from ..telemetry import sessions_changed
+from ..tools.catalogue_watch import RELOADED
+from .authn import user_of
 
 __all__ = ["router"]
 
@@ -68,8 +71,7 @@ class _Connection:
         try:
             message = parse_client_message(raw)
             if isinstance(message, ChatMessage):
-                await self.follow(await hub.start(self.user, self.services.auth.is_admin(self.user), message,
-                                                  self.conversation_id))  # fmt: skip
+                await self.follow(await hub.start(self.user, message, self.conversation_id))
             elif isinstance(message, AttachMessage):
                 await self.watch_if_owned(message.conversation_id)
                 subscription = await hub.attach_anywhere(self.user, message.conversation_id)
@@ -136,22 +138,37 @@ class _Connection:
                 await pump
 
 
+    def session_event(self, *, refreshed: bool = False) -> str:
+        return SessionEvent(user=self.user.email, groups=sorted(self.user.groups), conversation_id=self.conversation_id,
+                            refreshed=True if refreshed else None).to_json()  # fmt: skip
+
+
 async def _forward_catalogue_changes(connection: _Connection) -> None:
     """Tell the page when a server it may use changed its catalogue, so it lists the tools
-    again without waiting for a reload (`notifications/tools/list_changed` and the like)."""
+    again without waiting for a reload (`notifications/tools/list_changed` and the like).
+    The user's groups are worked out again for every push; after a reload that changed
+    them, the page first gets a refreshed `session`."""
     services = connection.services
-    admin = services.auth.is_admin(connection.user)
     with services.pool.watch.listen() as queue:
         while True:
             servers = {await queue.get()}
             await asyncio.sleep(CATALOGUE_SETTLE_S)
             while not queue.empty():
                 servers.add(queue.get_nowait())
+            before, connection.user = connection.user, await services.auth.refresh(connection.user)
+            if (before.groups, before.admin) != (connection.user.groups, connection.user.admin):
+                log.info("a user's groups changed on an open connection", extra={"event": "groups_changed",
+                                                                                  "user": connection.user.email})  # fmt: skip
+                await connection.send_text(connection.session_event(refreshed=True))
+            access = Access(connection.user, None, services.config.compliance)
+            if RELOADED in servers:  # models, groups and servers may all have changed: the page lists everything again
+                await connection.send_text(CatalogueChanged().to_json())
+                continue
             for server in sorted(servers):
                 config = services.pool.server_config(server)
                 if config is None:  # removed: its users' pages refresh, nobody learns its name
                     await connection.send_text(CatalogueChanged().to_json())
-                elif config.admits_group(connection.user.groups) or admin:  # administrators see every server's status
+                elif access.may_see_server(config):  # administrators see every server's status
                     await connection.send_text(CatalogueChanged(server=server).to_json())
 
 
@@ -167,7 +184,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
     # Host and Origin were checked by RequestGuardMiddleware (web/security.py).
     try:
-        user = await services.auth.identify(websocket.headers)
+        user = user_of(websocket)  # found by the authentication backend (web/authn.py)
     except SwitchboardError:
         await websocket.accept()  # closing before accepting would reach the browser as HTTP 403, not 1008
         await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
@@ -175,8 +192,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     await websocket.accept()
     sessions_changed(+1)
     connection = _Connection(websocket, services, user)
-    await connection.send_text(SessionEvent(user=user.email, groups=sorted(user.groups),
-                                            conversation_id=connection.conversation_id).to_json())  # fmt: skip
+    await connection.send_text(connection.session_event())
     catalogue = asyncio.create_task(_forward_catalogue_changes(connection), name=f"catalogue:{user.email}")
     task_events = asyncio.create_task(_forward_task_events(connection), name=f"tasks:{user.email}")
     try:

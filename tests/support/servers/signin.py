@@ -42,6 +42,15 @@ def build(auth: object) -> FastMCP:
         """Return the text unchanged."""
         return text
 
+    @mcp.resource("notes://mine", name="my-notes", description="The signed-in user's own notes")
+    def notes() -> str:
+        token = get_access_token()
+        return f"notes of {token.token if token else 'nobody'}"
+
+    @mcp.prompt(name="my-summary", description="Summarise the signed-in user's notes")
+    def summary() -> str:
+        return "Summarise my notes."
+
     return mcp
 
 

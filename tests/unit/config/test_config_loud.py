@@ -104,3 +104,15 @@ def test_check_config_labels_a_model_as_a_model_and_counts_broken_entries(dirs, 
     assert "model 'local', field 'temprature': unknown field" in out, out
     assert "field 'models[2].name'" in out and "server 'models" not in out, out
     assert "2 server(s) (1 enabled, 1 broken), 3 model(s) (2 broken)," in out, out
+
+
+def test_check_config_notes_a_server_on_the_deprecated_sse_transport(dirs, monkeypatch, capsys):
+    defaults, overrides = dirs
+    write(defaults, "mcp.json", json.dumps({"servers": {
+        "old_sse": {"url": "http://127.0.0.1:9/sse"},
+        "modern": {"url": "http://127.0.0.1:9/mcp"},
+    }}))
+    code, out = _check(monkeypatch, capsys, defaults, overrides)
+    assert code == 0, out
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: server 'old_sse', field 'transport': deprecated transport: prefer streamable HTTP"]

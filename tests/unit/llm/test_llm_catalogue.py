@@ -27,7 +27,7 @@ def catalogue(
 
 
 def acc(groups: set[str], level: str | None = None, levels: ComplianceLevels | None = None) -> Access:
-    return Access(User("a@example.com", frozenset(groups)), level, False, levels or ComplianceLevels())
+    return Access(User("a@example.com", frozenset(groups)), level, levels or ComplianceLevels())
 
 
 def by_name(entries):

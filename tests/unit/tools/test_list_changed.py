@@ -81,7 +81,7 @@ async def test_tools_and_resources_added_at_run_time_appear_without_a_reconnect(
         assert pool.registry.get("live_added").definition_changed  # pinned: a changed definition is flagged
 
         await pool.call(pool.registry.authorize("live_add_resource", access), {}, Sink())
-        await eventually(lambda: any(str(r.uri) == "memo://today" for r in pool.resources_of("live")[0]))
+        await eventually(lambda: any(str(r.uri) == "memo://today" for r in pool.resources_of("live", "a@example.com")[0]))
         assert pool.connections["live"].generation == generation  # no reconnect
     finally:
         await pool.stop()
