@@ -21,7 +21,7 @@ POSTGRES_LINES = ("COMPOSE_PROFILES=postgres\n"
 
 def test_the_app_waits_for_a_healthy_postgres_only_when_the_profile_is_on():
     services = yaml.safe_load(COMPOSE.read_text())["services"]
-    assert services["postgres"]["profiles"] == ["postgres"] and "healthcheck" in services["postgres"]
+    assert "postgres" in services["postgres"]["profiles"] and "healthcheck" in services["postgres"]
     assert services["app"]["depends_on"]["postgres"] == {"condition": "service_healthy", "required": False}
     assert any(f.get("path") == ".env" for f in services["app"]["env_file"]), "SWITCHBOARD_DATABASE_URL comes from .env"
 
@@ -57,3 +57,18 @@ def test_compose_resolves_the_postgres_setup_from_env(tmp_path):
     assert "postgres" in services
     assert services["app"]["environment"]["SWITCHBOARD_DATABASE_URL"].startswith("postgresql+asyncpg://")
     assert services["app"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_the_scale_profile_puts_replicas_behind_nginx_with_shared_state_and_no_stickiness():
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    replica = services["replica"]
+    assert replica["profiles"] == ["scale"] and "scale" in services["postgres"]["profiles"]
+    env = dict(line.split("=", 1) for line in replica["environment"] if "=" in line)
+    assert env["SWITCHBOARD_DATABASE_URL"].startswith("postgresql+asyncpg://") and "@postgres:5432/" in env["SWITCHBOARD_DATABASE_URL"]
+    assert env["SWITCHBOARD_FILES_URL"].startswith("s3://") and env["AWS_ENDPOINT_URL"] == "http://minio:9000"
+    assert env["SWITCHBOARD_SECRET_KEY"].startswith("${SWITCHBOARD_SECRET_KEY:?"), "replicas must share one key"
+    assert "./deploy/nginx.conf:/etc/nginx/nginx.conf:ro" in services["nginx"]["volumes"]
+    conf = (PROJECT_ROOT / "deploy" / "nginx.conf").read_text()
+    assert "server replica:8000;" in conf
+    assert "Upgrade $http_upgrade" in conf and "proxy_buffering off" in conf  # websockets, server-sent events
+    assert not re.search(r"\b(ip_hash|sticky|hash \$)", conf), "no sticky routing: any replica serves any request"
