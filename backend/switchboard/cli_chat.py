@@ -90,6 +90,8 @@ class _Terminal:
             mark = "✓" if event["ok"] else "✗"
             detail = "" if event["ok"] else f": {event['content'][:300]}"
             self.note(f"{mark} {event['tool']} ({event.get('duration_ms', 0)} ms){detail}")
+        elif kind == "task":  # a background task: its result lands in the conversation later (GET /api/tasks)
+            self.note(f"⧗ {event['tool']} runs as background task {event['task_id']} ({event['status']})")
         elif kind == "approval_request":
             self.approve(event)
         elif kind == "elicitation_request":

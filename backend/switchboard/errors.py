@@ -21,7 +21,8 @@ nothing else maps errors to statuses (``http_status``, ``status_for_code``).
     │   ├── ToolTimeout              timeout      504
     │   ├── ServerUnavailable        tool_error   503  the server is not ready
     │   ├── NeedsAuth                tool_error   502  the user has not connected (signed in to) the server
-    │   └── SignInFailed             tool_error   502  an OAuth sign-in was refused or failed (never the remote answer)
+    │   ├── SignInFailed             tool_error   502  an OAuth sign-in was refused or failed (never the remote answer)
+    │   └── TaskGone                 tool_error   502  the server no longer knows a task (expired or lost)
     ├── StoreError                   internal     500  the conversation store failed a read or write
     │   └── StoreUnavailable         internal     503  the database cannot be reached (names it and what to check)
     └── LLMError                     llm_error    502  the model call failed
@@ -52,6 +53,7 @@ __all__ = [
     "ServerUnavailable",
     "SignInFailed",
     "StoreError",
+    "TaskGone",
     "StoreUnavailable",
     "SwitchboardError",
     "ToolError",
@@ -156,6 +158,10 @@ class NeedsAuth(ToolError):
 class SignInFailed(ToolError):
     """Signing in to a server's authorization server failed or was stopped.  The message says
     which step and why in the host's words: never the remote server's answer."""
+
+
+class TaskGone(ToolError):
+    """The server no longer knows a task the host holds (past its TTL, or the server lost it)."""
 
 
 class StoreError(SwitchboardError):

@@ -47,6 +47,7 @@ class ToolReply:
     server: str
     ok: bool
     text: str  # what the model sees (framed as data)
+    late: bool = False  # a background task's result, added after the turn that started it had ended
 
 
 HistoryRecord = UserText | AssistantText | ToolReply

@@ -24,7 +24,7 @@ __all__ = ["ConsoleLines", "JsonFormatter", "SAFE_FIELDS", "enable_console", "fl
 SAFE_FIELDS = frozenset({
     "after", "attempt", "before", "completion_tokens", "delay_s", "duration_ms", "error", "errors", "event",
     "exporter", "failed", "host", "model", "needs_auth", "new", "ok", "old", "origin", "path", "prompt_tokens",
-    "protocol_version", "ready",
+    "protocol_version", "ready", "task",
     "ready_after_s", "reason", "removed", "required_not_ready", "server", "servers", "status", "tool", "tools",
     "total", "trimmed", "user", "why",
     # MCP Apps

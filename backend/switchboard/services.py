@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
-from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Conversations, TurnHub, TurnLimits,
+from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Conversations, TaskPoller, TaskSettings,
+                   TurnHub, TurnLimits,
                    UserLimits)
 from .chat.apps import AppBridge, AppLimits
 from .chat.relay import LOST as LOST_REASON
@@ -48,6 +49,7 @@ class Services:
     engine: ChatEngine
     conversations: Conversations
     turns: TurnHub
+    tasks: TaskPoller
     environ: Mapping[str, str]
     apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
@@ -70,6 +72,7 @@ class Services:
         await self.open_store()
         self.pool.start()
         self._probe_models()
+        self.tasks.start()  # takes the stored tasks nobody follows (after a restart) once the store is open
         warm_up = getattr(self.llm, "warm_up", None)
         if warm_up is not None:
             self._warm_up = asyncio.create_task(self._warm_up_after_servers(warm_up), name="llm-warm-up")
@@ -144,6 +147,7 @@ class Services:
             if task is not None:
                 task.cancel()
         await self.turns.stop()
+        await self.tasks.stop()
         close_llm = getattr(self.llm, "aclose", None)  # the model client's connection pools
         if close_llm is not None:
             await close_llm()
@@ -297,6 +301,11 @@ def build_services(
     turns = TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s,
                     limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
                     shutdown_grace_s=settings.shutdown_grace_s)
+    tasks = TaskPoller(pool, conversations, calls, is_turn_running=lambda owner, cid: turns.running(owner, cid) is not None,
+                       settings=TaskSettings(lease_s=settings.task_lease_s, max_poll_s=settings.task_max_poll_s,
+                                             question_timeout_s=settings.elicitation_timeout_s))  # fmt: skip
+    calls.tasks = tasks
+    turns.task_questions = tasks.board
     services = Services(
         settings=settings,
         config=config,
@@ -309,6 +318,7 @@ def build_services(
         engine=engine,
         conversations=conversations,
         turns=turns,
+        tasks=tasks,
         environ=environ,
         apps=AppBridge(turns, calls, pool, AppLimits(settings.app_requests_per_s, settings.app_requests_burst)),
         tracing=Tracing.from_environment(environ),

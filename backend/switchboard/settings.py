@@ -81,6 +81,8 @@ class Settings(BaseSettings):
     llm_direct: bool = True
     approval_timeout_s: float = 300.0  # an unanswered approval counts as denied
     elicitation_timeout_s: float = 600.0
+    task_lease_s: float = Field(default=30.0, gt=0)  # a background task held by a process that died is taken over after this
+    task_max_poll_s: float = Field(default=30.0, gt=0)  # the longest wait between two polls of one task
     max_tool_result_chars: int = 20_000  # what the model sees of one tool result
     max_result_event_chars: int = 50_000  # what the browser gets of V2 results
     max_artifact_bytes: int = 25 * 1024 * 1024

@@ -14,6 +14,7 @@ import { Opener } from "./opener.js";
 import { Scroller } from "./scroll.js";
 import { Sidebar } from "./sidebar.js";
 import { Connection } from "./socket.js";
+import { TaskList } from "./tasks.js";
 import { Thread } from "./thread.js";
 import { ToolCards, setServerTime } from "./toolcards.js";
 import { ToolsPanel } from "./toolspanel.js";
@@ -79,6 +80,10 @@ const thread = new Thread(view, {
   onOpenApp: (callId, tool) => apps.open(callId, tool),
   onStoredApp: (callId, tool) => apps.stored(callId, tool),
 });
+const tasks = new TaskList({
+  root: $("tasks"), conversationId: () => state.conversationId, send, onOpenArtifact: (artifact) => canvas.open(artifact),
+  onFinished: (card) => thread.last?.turn?.addBlock(card.node), // a finished task's result, after the last answer
+});
 const sidebar = new Sidebar({
   api, root: $("sidebar"), list: $("conv-groups"), search: $("conv-search"), more: $("conv-more"), status: $("conv-status"),
   newChat: $("sidebar-new-chat"), topNewChat: $("new-chat"), incognito: $("incognito"), toggle: $("sidebar-toggle"),
@@ -120,6 +125,7 @@ const hasMessage = () => Boolean(input.value.trim() || uploads.ready.length || l
 const canSend = () => connection.open && !state.running && !state.loading && !uploads.uploading && hasMessage();
 
 function updateControls() {
+  tasks.render(); // the open conversation's tasks (it may have changed)
   const connected = connection.open;
   sendButton.hidden = state.running;
   stopButton.hidden = !state.running;
@@ -249,8 +255,10 @@ function onEvent(event) {
     state.staleTurn = false; // a new connection: nothing of an old turn can arrive
     state.conversationId ??= event.conversation_id;
     opener.connected(reconnected);
+    tasks.load();
     return;
   }
+  if (tasks.handle(event)) return; // background tasks: their state, questions and results
   if (event.type === "catalogue_changed") {
     tools.load(); // a server's tools, resources or prompts changed (list_changed, restart, reload)
     return;

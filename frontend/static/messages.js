@@ -88,10 +88,11 @@ export class Turn {
     return this.texts.map((t) => t.raw.trim()).filter(Boolean).join("\n\n");
   }
 
-  /** Tool cards, approvals and questions go here, after the text so far. */
+  /** Tool cards, approvals and questions go here, after the text so far (and a background
+   * task's result after the answer has finished). */
   addBlock(node) {
     this.current = null;
-    this.blocks.insertBefore(node, this.activity);
+    this.blocks.insertBefore(node, this.activity.parentNode === this.blocks ? this.activity : null);
     this.view.changed();
   }
 

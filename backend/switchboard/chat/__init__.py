@@ -5,6 +5,8 @@ from .calls import CallRunner, CallSettings
 from .conversations import ConversationLimits, Conversations
 from .loop import ChatEngine, TurnLimits, TurnState
 from .session import ApprovalAnswer, ChatSession
+from .task_board import TaskBoard
+from .tasks import TaskPoller, TaskSettings
 from .turns import Subscription, Turn, TurnHub, UserLimits
 
 __all__ = [
@@ -16,6 +18,9 @@ __all__ = [
     "ConversationLimits",
     "Conversations",
     "Subscription",
+    "TaskBoard",
+    "TaskPoller",
+    "TaskSettings",
     "Turn",
     "TurnHub",
     "TurnLimits",

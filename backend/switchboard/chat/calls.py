@@ -12,7 +12,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..artifacts import ArtifactStore
 from ..config.models import ComplianceLevels, ServerConfig
@@ -29,6 +29,7 @@ from .events import (
     ArtifactRef,
     ElicitationRequest,
     ServerEvent,
+    TaskEvent,
     ToolLog,
     ToolProgress,
     ToolResultEvent,
@@ -41,6 +42,11 @@ __all__ = ["CallRunner", "CallSettings", "ExecutedCall"]
 log = logging.getLogger("switchboard.chat")
 
 Emit = Callable[[ServerEvent], Awaitable[None]]
+
+
+class TaskAdopter(Protocol):
+    async def adopt(self, handle: Any, *, owner: str, conversation_id: str, server: str, tool: str,
+                    call_id: str) -> TaskEvent: ...  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +168,7 @@ class CallRunner:
         self._compliance = compliance
         self._settings = settings
         self._signer = signer
+        self.tasks: TaskAdopter | None = None  # the process's task poller (chat/tasks.py), set when built
 
     def use_compliance(self, compliance: ComplianceLevels) -> None:
         self._compliance = compliance
@@ -259,6 +266,8 @@ class CallRunner:
         else:
             self._log_call(user.email, tool, started, ok=outcome.ok, error=None if outcome.ok else outcome.text[:500],
                            from_app=from_app)  # fmt: skip
+            if outcome.task is not None:
+                outcome = await self._adopt(outcome, request.id, tool, session, emit)
             executed = self._succeeded(request, tool, outcome, user.email, started, config)
             executed.mcp_result = _bounded(outcome, self._settings.max_app_result_chars)
             if app is not None:
@@ -266,6 +275,20 @@ class CallRunner:
         executed.arguments, executed.ran = arguments, True
         executed.approval = executed.event.approval = approval
         return executed
+
+    async def _adopt(self, outcome: ToolOutcome, call_id: str, tool: ToolInfo, session: ChatSession,
+                     emit: Emit) -> ToolOutcome:  # fmt: skip
+        """The server runs the call as a task: the poller keeps it (stored with the conversation),
+        and the call's own result says so."""
+        if self.tasks is None:
+            return ToolOutcome(ok=False, text="The server started a background task, but this host cannot follow tasks.")
+        event = await self.tasks.adopt(outcome.task, owner=session.user.email, conversation_id=session.conversation_id,
+                                       server=tool.server, tool=tool.qualified_name, call_id=call_id)  # fmt: skip
+        await emit(event)
+        return ToolOutcome(ok=True, duration_ms=outcome.duration_ms, text=(
+            f"The server runs this call as a background task (task {event.task_id}). Its result will be added to "
+            "this conversation when it finishes; the user sees its progress and can cancel it. Do not call the "
+            "tool again for the same work."))  # fmt: skip
 
     async def _app_of(self, tool: ToolInfo, user: str) -> AppResource | None:
         """An app tool's app, read (cached) on the user's session before the call: a changed
@@ -293,28 +316,34 @@ class CallRunner:
 
     def _succeeded(self, request: ToolCallRequest, tool: ToolInfo, outcome: ToolOutcome, owner: str,
                    started: float, config: ServerConfig | None) -> ExecutedCall:  # fmt: skip
+        event, text = self.result_of(request.id, tool.qualified_name, tool.server, outcome, owner,
+                                     int((time.monotonic() - started) * 1000))  # fmt: skip
+        return ExecutedCall(request, event, text)
+
+    def result_of(self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str,
+                  duration_ms: int) -> tuple[ToolResultEvent, str]:  # fmt: skip
+        """A call's outcome as its event (artifacts stored) and as the model's text."""
         refs = []
         for artifact in outcome.artifacts:
             stored = self._artifacts.put(owner=owner, name=artifact.name, mime=artifact.mime, data=artifact.data,
-                                         scripts=getattr(self._pool.registry.config_of(tool.server), "artifact_scripts", False))
+                                         scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False))
             refs.append(ArtifactRef(id=stored.id, name=stored.name, mime=stored.mime, size=stored.size,
                                     url=f"/api/artifacts/{stored.id}"))  # fmt: skip
         results = outcome.results
         if results is not None and len(json.dumps(results, default=str)) > self._settings.max_result_event_chars:
             results = {"note": "the full results were too large to show here"}
         event = ToolResultEvent(
-            call_id=request.id,
-            tool=tool.qualified_name,
-            server=tool.server,
+            call_id=call_id,
+            tool=tool,
+            server=server,
             ok=outcome.ok,
             content=limit_text(outcome.text, self._settings.max_result_event_chars),
             results=results,
             artifacts=refs,
             display=outcome.display,
-            duration_ms=int((time.monotonic() - started) * 1000),
+            duration_ms=duration_ms,
         )
-        text = frame_for_model(tool.qualified_name, outcome.ok, outcome.text, self._settings.max_tool_result_chars)
-        return ExecutedCall(request, event, text)
+        return event, frame_for_model(tool, outcome.ok, outcome.text, self._settings.max_tool_result_chars)
 
     @staticmethod
     def _log_call(user: str, tool: ToolInfo, started: float, *, ok: bool, error: str | None,

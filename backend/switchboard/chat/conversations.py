@@ -54,7 +54,8 @@ def record_of(message: Message) -> HistoryRecord:
         calls = tuple(CallRecord(c["id"], c["name"], c.get("arguments", "")) for c in data.get("tool_calls") or [])
         return AssistantText(id=message.id, text=message.content, calls=calls, finish_reason=data.get("finish_reason"))
     return ToolReply(id=message.id, call_id=data.get("call_id", ""), tool=data.get("tool", ""),
-                     server=data.get("server", ""), ok=bool(data.get("ok")), text=data.get("model_text", message.content))  # fmt: skip
+                     server=data.get("server", ""), ok=bool(data.get("ok")), text=data.get("model_text", message.content),
+                     late=bool(data.get("task_result")))  # fmt: skip
 
 
 def _stored_form(record: HistoryRecord, data: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:

@@ -31,6 +31,7 @@ __all__ = [
     "RenderEvent",
     "ServerEvent",
     "SessionEvent",
+    "TaskEvent",
     "TokenEvent",
     "ToolLog",
     "ToolProgress",
@@ -278,6 +279,26 @@ class CatalogueChanged(_Event):
     server: str | None = None
 
 
+class TaskEvent(_Event):
+    """A background task's state (MCP Tasks). `task_id` is the host's id (the one
+    `/api/tasks/{id}/cancel` takes). A finished task also says `ok` and `content` (the
+    result as shown), and `message_id`: the stored tool message that holds it."""
+
+    type: Literal["task"] = "task"
+    task_id: str
+    call_id: str
+    server: str
+    tool: str
+    status: str  # working | input_required | completed | failed | cancelled
+    progress: float | None = None
+    message: str | None = None
+    conversation_id: str | None = None
+    ok: bool | None = None
+    content: str | None = None
+    artifacts: list[ArtifactRef] | None = None
+    message_id: str | None = None
+
+
 ServerEvent = (
     SessionEvent
     | TokenEvent
@@ -295,4 +316,5 @@ ServerEvent = (
     | ConversationEvent
     | AttachedEvent
     | CatalogueChanged
+    | TaskEvent
 )

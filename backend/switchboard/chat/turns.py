@@ -36,6 +36,7 @@ from .listeners import Subscription
 from .pages import ConversationPages
 from .relay import LocalRelay, Relay
 from .session import ApprovalAnswer, ChatSession
+from .task_board import TaskBoard
 from .unfinished import StoppedBy
 
 __all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
@@ -153,6 +154,7 @@ class TurnHub:
         self._starts: dict[str, int] = {}  # per user: turns starting or running
         self.pages = ConversationPages()  # the pages showing each conversation (events made outside turns)
         self._app_sessions: dict[int, ChatSession] = {}  # sessions of MCP Apps' calls now running, by id()
+        self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
 
     @contextmanager
     def app_call(self, session: ChatSession) -> Iterator[None]:
@@ -326,6 +328,8 @@ class TurnHub:
 
     async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
                                  local_only: bool = False) -> None:  # fmt: skip
+        if self.task_questions is not None and self.task_questions.answer(user.email, request_id, action, content):
+            return  # a background task's question (chat/tasks.py)
         try:
             session = self._session_asking(user, request_id, approvals=False)
         except NotFound:

@@ -11,6 +11,7 @@ from switchboard.history import AssistantText, HistoryRecord, ToolReply, UserTex
 __all__ = ["to_openai"]
 
 CANCELLED_NOTE = "[cancelled by the user]"
+LATE_NOTE = "The background task has finished:"
 
 
 def to_openai(system: str, history: Sequence[HistoryRecord | dict[str, Any]]) -> list[dict[str, Any]]:
@@ -33,6 +34,10 @@ def to_openai(system: str, history: Sequence[HistoryRecord | dict[str, Any]]) ->
                     for c in record.calls
                 ]
             messages.append(message)
+        elif isinstance(record, ToolReply) and record.late:
+            # The call was answered ("started as a task") in its own turn; a provider takes a tool
+            # message only right after the call, so the finished task's result comes as a note.
+            messages.append({"role": "user", "content": f"[{LATE_NOTE} {record.tool} (call {record.call_id})]\n{record.text}"})
         elif isinstance(record, ToolReply):
             messages.append({"role": "tool", "tool_call_id": record.call_id, "content": record.text})
         else:

@@ -15,6 +15,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -28,7 +29,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 __all__ = ["UTCDateTime", "allowances", "api_tokens", "app_processes", "conversations", "files", "live_turns", "messages",
-           "metadata", "oauth_pending", "tool_pins", "turn_events", "user_credentials"]  # fmt: skip
+           "metadata", "oauth_pending", "tasks", "tool_pins", "turn_events", "user_credentials"]  # fmt: skip
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -177,4 +178,29 @@ oauth_pending = Table(
     Column("value", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_oauth_pending_server_user", "server", "user", unique=True),
+)
+
+# Tasks (MCP extension `io.modelcontextprotocol/tasks`): calls a server runs in the background.
+# `task_id` is the server's id; `id` the host's. A process polls the rows whose lease it holds.
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("task_id", String(500), nullable=False),
+    Column("owner", String(320), nullable=False),
+    Column("conversation_id", String(64), nullable=False, index=True),
+    Column("server", String(200), nullable=False),
+    Column("tool", String(500), nullable=False),  # the qualified name
+    Column("call_id", String(64), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("progress", Float),
+    Column("message", Text),
+    Column("result", _json()),  # {ok, content, message_id} once finished
+    Column("poll_interval_ms", Integer),
+    Column("lease_owner", String(64)),
+    Column("lease_until", UTCDateTime),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_tasks_owner_created_at", "owner", "created_at"),
+    Index("ix_tasks_status", "status"),
 )

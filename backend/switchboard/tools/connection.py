@@ -37,6 +37,7 @@ from .freshness import ReadCache, keep_listening, list_cache
 from .launch import EarlyStarts
 from .stdio import stderr_tail
 from .models import CallSink, ServerStatus
+from .tasks import HostTasksExtension, TaskHandle, TaskStarted
 from .transports import build_transport, stderr_path
 
 __all__ = ["ServerConnection"]
@@ -160,8 +161,9 @@ class ServerConnection:
             message_handler=self._on_message,
             input_required_max_rounds=self._input_rounds,
             cache=list_cache(self.name, self.user),  # 2026-07-28 cache hints on lists; `private` stays per user
-            # MCP Apps: the host renders `ui://` resources of this MIME type
-            extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]})],
+            # MCP Apps: the host renders `ui://` resources of this MIME type; a tools/call may come back
+            # as a task (tools/tasks.py)
+            extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]}), HostTasksExtension()],
         )
 
     async def _supervise(self) -> None:
@@ -295,7 +297,7 @@ class ServerConnection:
 
     async def call(
         self, tool: str, arguments: dict[str, Any], sink: CallSink, *, timeout_s: float | None = None
-    ) -> mcp_types.CallToolResult:
+    ) -> mcp_types.CallToolResult | TaskHandle:
         client = self._client
         if client is None or self.status.status != "ready":
             why = f": {self.status.reason}" if self.status.reason else ""
@@ -334,6 +336,8 @@ class ServerConnection:
                     )
                 await asyncio.wait({task}, timeout=min(idle_left, cap_left))
             return task.result()
+        except TaskStarted as started_task:
+            return started_task.handle
         except asyncio.CancelledError:
             task.cancel()
             raise
@@ -365,6 +369,10 @@ class ServerConnection:
         # At once, so no call sees "ready" without a session; the supervisor
         # reports the change (logs, registry) when it notices.
         self.status = replace(self.status, status="starting", reason="the connection was lost; reconnecting")
+
+    def task_session(self) -> Any:
+        """The live MCP session, for `tasks/*` requests (tools/tasks.py)."""
+        return self._live_client().session
 
     def _live_client(self) -> Client[Any]:
         client = self._client

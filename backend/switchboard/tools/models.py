@@ -67,6 +67,7 @@ class ToolOutcome:
     resource_links: list[tuple[str, str]] = field(default_factory=list)  # (name, uri) still to fetch
     duration_ms: int = 0
     mcp_result: dict[str, Any] | None = None  # the CallToolResult as JSON, when asked for (MCP Apps)
+    task: Any = None  # a TaskHandle (tools/tasks.py) when the server took the call on as a task
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
 from .registry import ToolRegistry
 from .results import add_resource_contents, finish_text, parse_result
+from .tasks import TaskChannel, TaskHandle
 from .oauth import SignIns
 from .user_sessions import UserSessions
 from .vault import CredentialVault, MemoryVault
@@ -413,6 +414,13 @@ class ServerPool:
         with mcp_span("prompts/get", name, server=server, address=_address(conn)):
             return await conn.get_prompt(name, arguments)
 
+    async def tasks_of(self, server: str, user: str | None) -> TaskChannel:
+        """`tasks/*` requests to `server` (on `user`'s own session for a per-user server)."""
+        conn = await self._session(server, user)
+        if conn.status.status != "ready":
+            raise ServerUnavailable(f"server '{server}' is {conn.status.status}")
+        return TaskChannel(server, conn.task_session())
+
     def statuses(self) -> list[ServerStatus]:
         out = [conn.status for conn in self.connections.values()]
         for name, error in self._mcp.errors.items():
@@ -435,11 +443,23 @@ class ServerPool:
                 with mcp_span("tools/call", tool.qualified_name, server=tool.server, address=_address(conn),
                               tool=tool.qualified_name):  # fmt: skip
                     result = await conn.call(tool.name, arguments, sink)
+                if isinstance(result, TaskHandle):
+                    return ToolOutcome(ok=True, text=f"started as task {result.task_id}", task=result,
+                                       duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
             except ServerUnavailable:
                 if user is not None and self.sign_ins.step_up_wanted(tool.server, user):
                     raise NeedsAuth(f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
                                     f"next to '{tool.server}' to allow them, then try again") from None  # fmt: skip
                 raise
+        outcome = await self._outcome(conn, result, raw=raw)
+        outcome.duration_ms = int((time.monotonic() - started) * 1000)
+        return outcome
+
+    async def task_outcome(self, server: str, user: str | None, result: Any) -> ToolOutcome:
+        """A finished task's result, parsed as a call's result is."""
+        return await self._outcome(await self._session(server, user), result)
+
+    async def _outcome(self, conn: ServerConnection, result: Any, *, raw: bool = False) -> ToolOutcome:
         outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
         if raw:  # an app gets the whole MCP result (content blocks, structuredContent, _meta)
             outcome.mcp_result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -453,7 +473,6 @@ class ServerPool:
         for name, uri in outcome.resource_links[MAX_RESOURCE_LINKS:]:
             outcome.notes.append(f"linked resource {name} <{uri}> not fetched (more than {MAX_RESOURCE_LINKS} links)")
         finish_text(outcome)
-        outcome.duration_ms = int((time.monotonic() - started) * 1000)
         return outcome
 
 

@@ -19,7 +19,7 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tokens, ws
+from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tasks, tokens, ws
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
@@ -102,6 +102,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.include_router(admin.router)
     app.include_router(http_chat.router)
     app.include_router(tokens.router)
+    app.include_router(tasks.router)
     app.include_router(openai_compat.router)
     app.include_router(connect.router)
     app.include_router(ws.router)

@@ -172,6 +172,13 @@ async def _forward_catalogue_changes(connection: _Connection) -> None:
                     await connection.send_text(CatalogueChanged(server=server).to_json())
 
 
+async def _forward_task_events(connection: _Connection) -> None:
+    """The user's background tasks (status, progress, questions, results), whichever turn started them."""
+    with connection.services.tasks.board.listen(connection.user.email) as queue:
+        while True:
+            await connection.send_text(await queue.get())
+
+
 @router.websocket("/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
@@ -187,6 +194,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     connection = _Connection(websocket, services, user)
     await connection.send_text(connection.session_event())
     catalogue = asyncio.create_task(_forward_catalogue_changes(connection), name=f"catalogue:{user.email}")
+    task_events = asyncio.create_task(_forward_task_events(connection), name=f"tasks:{user.email}")
     try:
         while True:
             message = await websocket.receive()
@@ -204,9 +212,10 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         pass
     finally:
         # The turn goes on for a while without listeners (a reload attaches again).
-        catalogue.cancel()
-        with suppress(asyncio.CancelledError, Exception):
-            await catalogue
+        for forwarder in (catalogue, task_events):
+            forwarder.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await forwarder
         await connection.unfollow()
         connection.unwatch()
         sessions_changed(-1)

@@ -1,0 +1,70 @@
+"""Where background tasks meet their owners: each user's open pages listen here for `task`
+events and for the questions a task asks (`elicitation_request`), and an answer from any door
+(the websocket, `POST /api/elicitations/{id}`) finds the question it answers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .events import ServerEvent
+
+__all__ = ["TaskBoard"]
+
+QUEUE_LIMIT = 1000  # a page that stops reading loses its oldest task events, never the host's memory
+
+
+class TaskBoard:
+    def __init__(self) -> None:
+        self._listeners: dict[str, set[asyncio.Queue[str]]] = {}
+        self._questions: dict[str, tuple[str, asyncio.Future[tuple[str, dict[str, Any] | None]], str]] = {}
+
+    @contextmanager
+    def listen(self, user: str) -> Iterator[asyncio.Queue[str]]:
+        """The user's task events (JSON text) while the block runs."""
+        queue: asyncio.Queue[str] = asyncio.Queue(QUEUE_LIMIT)
+        for owner, future, text in list(self._questions.values()):  # a page opened later is asked too
+            if owner == user and not future.done():
+                queue.put_nowait(text)
+        self._listeners.setdefault(user, set()).add(queue)
+        try:
+            yield queue
+        finally:
+            listeners = self._listeners.get(user, set())
+            listeners.discard(queue)
+            if not listeners:
+                self._listeners.pop(user, None)
+
+    def publish(self, user: str, event: ServerEvent) -> None:
+        text = event.to_json()
+        for queue in self._listeners.get(user, ()):
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(text)
+
+    def listening(self, user: str) -> bool:
+        return bool(self._listeners.get(user))
+
+    def ask(self, user: str, request_id: str, question: ServerEvent) -> asyncio.Future[tuple[str, dict[str, Any] | None]]:
+        """Put the question to every open page of the user's (and to pages opened later)."""
+        future: asyncio.Future[tuple[str, dict[str, Any] | None]] = asyncio.get_running_loop().create_future()
+        self._questions[request_id] = (user, future, question.to_json())
+        self.publish(user, question)
+        return future
+
+    def forget(self, request_id: str) -> None:
+        self._questions.pop(request_id, None)
+
+    def answer(self, user: str, request_id: str, action: str, content: dict[str, Any] | None) -> bool:
+        """False unless `user` owns an open question with this id."""
+        asked = self._questions.get(request_id)
+        if asked is None or asked[0] != user or asked[1].done():  # someone else's is "not found" too
+            return False
+        del self._questions[request_id]
+        asked[1].set_result((action, content))
+        return True
+
+    def pending_for(self, user: str) -> list[str]:
+        return [rid for rid, (owner, future, _) in self._questions.items() if owner == user and not future.done()]

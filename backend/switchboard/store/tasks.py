@@ -1,0 +1,100 @@
+"""Task rows: calls a server runs in the background, with the lease that says which process
+polls each (``lease_owner`` until ``lease_until``; an expired lease is free to take)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, insert, or_, select, update
+
+from .models import tasks
+from .repo import ConversationStore
+
+__all__ = ["ACTIVE", "TaskRecord", "TaskRecords"]
+
+ACTIVE = ("working", "input_required")  # still the server's to finish
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    id: str
+    task_id: str
+    owner: str
+    conversation_id: str
+    server: str
+    tool: str
+    call_id: str
+    status: str
+    progress: float | None
+    message: str | None
+    result: dict[str, Any] | None
+    poll_interval_ms: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+
+def _record(row: Any) -> TaskRecord:
+    return TaskRecord(**{name: row[name] for name in TaskRecord.__slots__})  # type: ignore[attr-defined]
+
+
+class TaskRecords:
+    """The `tasks` table, through the conversation store's engine and error translation."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self._store = store
+
+    async def add(self, *, id: str, task_id: str, owner: str, conversation_id: str, server: str, tool: str,
+                  call_id: str, status: str, message: str | None, poll_interval_ms: int | None,
+                  lease_owner: str, lease_s: float) -> TaskRecord:  # fmt: skip
+        now = datetime.now(UTC)
+        row = {"id": id, "task_id": task_id, "owner": owner, "conversation_id": conversation_id, "server": server,
+               "tool": tool, "call_id": call_id, "status": status, "progress": None, "message": message,
+               "result": None, "poll_interval_ms": poll_interval_ms, "created_at": now, "updated_at": now}  # fmt: skip
+        async with self._store._write("save the task") as conn:
+            await conn.execute(insert(tasks).values(**row, lease_owner=lease_owner,
+                                                    lease_until=now + timedelta(seconds=lease_s)))  # fmt: skip
+        return _record(row)
+
+    async def get(self, id: str) -> TaskRecord | None:
+        async with self._store._read("read the task") as conn:
+            row = (await conn.execute(select(tasks).where(tasks.c.id == id))).mappings().first()
+        return _record(row) if row is not None else None
+
+    async def of_owner(self, owner: str, conversation_id: str | None = None, limit: int = 100) -> list[TaskRecord]:
+        stmt = select(tasks).where(tasks.c.owner == owner)
+        if conversation_id is not None:
+            stmt = stmt.where(tasks.c.conversation_id == conversation_id)
+        stmt = stmt.order_by(tasks.c.created_at.desc(), tasks.c.id.desc()).limit(limit)
+        async with self._store._read("list your tasks") as conn:
+            return [_record(row) for row in (await conn.execute(stmt)).mappings().all()]
+
+    async def update(self, id: str, **values: Any) -> None:
+        values["updated_at"] = datetime.now(UTC)
+        async with self._store._write("save the task's state") as conn:
+            await conn.execute(update(tasks).where(tasks.c.id == id).values(**values))
+
+    async def lease(self, owner: str, lease_s: float, limit: int = 1000) -> list[TaskRecord]:
+        """Take (or keep) the lease on active tasks that no other process holds; returns the tasks
+        this process now holds."""
+        now = datetime.now(UTC)
+        free = or_(tasks.c.lease_until.is_(None), tasks.c.lease_until < now, tasks.c.lease_owner == owner)
+        active = and_(tasks.c.status.in_(ACTIVE), free)
+        async with self._store._write("take the lease on tasks") as conn:
+            ids = [r[0] for r in (await conn.execute(select(tasks.c.id).where(active).limit(limit))).all()]
+            if not ids:
+                return []
+            await conn.execute(update(tasks).where(tasks.c.id.in_(ids), free)
+                               .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s)))  # fmt: skip
+            rows = (await conn.execute(select(tasks).where(tasks.c.id.in_(ids), tasks.c.lease_owner == owner)))
+            return [_record(row) for row in rows.mappings().all()]
+
+    async def release(self, owner: str) -> None:
+        """Give up this process's leases (shutdown): another process may take them at once."""
+        async with self._store._write("release the task leases") as conn:
+            await conn.execute(update(tasks).where(tasks.c.lease_owner == owner).values(lease_owner=None, lease_until=None))
