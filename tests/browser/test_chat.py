@@ -77,6 +77,10 @@ def test_cut_off_answers_and_model_errors_are_explained(page, llm):
     expect(alert.locator(".alert-action")).not_to_be_empty()
     page.get_by_role("textbox", name="Message").fill("and now?")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    # A call that works again clears the model's failure: it is the site's default once more.
+    llm.enqueue(TextReply("working again"))
+    page.get_by_role("button", name="Send").click()
+    expect(wait_finished(page)).to_contain_text("working again")
 
 
 def test_an_unavailable_model_is_greyed_out_and_the_demo_model_is_labelled(page):
