@@ -45,7 +45,10 @@ def _share_metrics(settings: Settings) -> None:
 
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(settings.data_dir / "metrics")
     shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return  # an unusable data dir: each worker then fails to start saying so, in one line
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
 
 
