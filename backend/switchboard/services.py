@@ -192,10 +192,28 @@ class _UnavailableStore:
         return None
 
     def __getattr__(self, name: str) -> object:
-        async def unavailable(*args: object, **kwargs: object) -> None:
-            raise self._error
+        def unavailable(*args: object, **kwargs: object) -> _Refusal:
+            return _Refusal(self._error)
 
         return unavailable
+
+
+class _Refusal:
+    """What any call on an unavailable store gives: awaited, or entered as a transaction
+    (`async with store._write(...)`), it raises why. (A coroutine left unawaited would not.)"""
+
+    def __init__(self, error: SwitchboardError) -> None:
+        self._error = error
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        raise self._error
+        yield  # a generator: raises when awaited
+
+    async def __aenter__(self) -> None:
+        raise self._error
+
+    async def __aexit__(self, *exc: object) -> bool:
+        return False
 
 
 def _log_status(status: ServerStatus) -> None:
