@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -44,6 +45,8 @@ def converse(page) -> None:
     box.press("Enter")
     expect(page.locator(".tool-card").last).to_have_attribute("data-state", "done", timeout=60_000)
     expect(page.locator(".msg.assistant").last).to_have_attribute("data-finish", "stop", timeout=60_000)
+    # The chart's interactive app opens first; the screenshot shows the plain chart image.
+    page.locator("#canvas").get_by_role("tab", name=re.compile(r"chart\.png")).click()
     image = page.locator("#canvas .viewer-image img")
     expect(image).to_be_visible()
     image.evaluate("img => img.decode()")

@@ -357,9 +357,9 @@ def test_a_server_restart_brings_the_conversation_back(open_page, restartable, l
     expect(page.locator("#conn")).to_have_attribute("data-state", "connected", timeout=40_000)
     expect(page.locator(".msg.user .bubble")).to_have_text(["remember the number 42", "count for a long while"])
     expect(page.locator(".msg.assistant").first).to_contain_text("I will remember 42.")
-    # Drawn again from the store: a graceful stop stored the turn as cancelled (the page
-    # itself had marked it "error", connection lost).
-    expect(last_answer(page)).to_have_attribute("data-finish", "cancelled")
+    # Drawn again from the store: a stop by a restart is stored as a failed answer that says the
+    # server restarted (not as cancelled by the user).
+    expect(last_answer(page)).to_have_attribute("data-finish", "error")
     expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "failed")
     assert open_id(page) == conversation_id
     # The conversation goes on with what came before.
