@@ -5,10 +5,12 @@ there."""
 from __future__ import annotations
 
 import json
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from tests.integration.test_per_user_sessions import run_signin
 from tests.support.cluster import running_cluster
 from tests.support.harness import toolbox_entry, write_config
 
@@ -16,9 +18,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]  # three app processes
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, postgres_cluster):
+def oauth_server():
+    yield from run_signin("--oauth")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, postgres_cluster, oauth_server):
     folder = tmp_path_factory.mktemp("cluster")
-    write_config(folder / "defaults", servers={"toolbox": toolbox_entry(approval="never")})
+    write_config(folder / "defaults", servers={
+        "toolbox": toolbox_entry(approval="never"),
+        "signin": {"url": oauth_server, "auth": {"type": "oauth"}, "approval": "never"},
+    })  # fmt: skip
     with running_cluster(folder, postgres_cluster.create_database(), replicas=3) as running:
         yield running
 
@@ -65,3 +75,24 @@ def test_an_api_token_made_on_one_process_works_on_every_other(cluster):
         with httpx.Client() as client:
             response = client.get(f"{cluster.base}/v1/models", headers={"Authorization": f"Bearer {token}"})
             assert response.status_code == 200 and response.json()["data"]
+
+
+def test_an_oauth_sign_in_whose_callback_lands_on_another_process_finishes(cluster):
+    """Connect through nginx (one process), the authorization server sends the browser back
+    through nginx (round robin: the next process), which finishes the sign-in from the pending
+    sign-in in the shared store; then the server's tools work for the user on every process."""
+    with httpx.Client(timeout=60) as client:
+        signin = next(s for s in client.get(f"{cluster.base}/api/config").json()["servers"] if s["name"] == "signin")
+        assert signin["status"] == "needs_auth" and signin["auth"]["connected"] is False
+        start = client.get(f"{cluster.base}/api/servers/signin/connect", follow_redirects=False)
+        assert start.status_code == 302, start.text
+        connect_by = cluster.upstreams()[-1]
+        back = httpx.get(start.headers["location"], follow_redirects=False).headers["location"]
+        assert back.startswith(f"{cluster.base}/oauth/callback?"), back
+        done = client.get(f"{cluster.base}/oauth/callback?{urlsplit(back).query}", follow_redirects=False)
+        callback_by = cluster.upstreams()[-1]
+    assert callback_by != connect_by, (connect_by, callback_by)  # the callback landed on another process
+    assert done.status_code == 303 and done.headers["location"] == "/?connected=signin", done.headers
+    for _ in range(3):  # every process now calls the server with the user's token
+        result = next(data for kind, data in _chat(cluster.base, "signin_whoami {}") if kind == "tool_result")
+        assert result["ok"] and "token" in result["content"], result
