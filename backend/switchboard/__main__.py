@@ -56,6 +56,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .web.boot import STARTUP_FAILURE, booting_app
+    from .web.serving import DrainingServer
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None}
     settings = _settings_or_exit(**overrides)
@@ -90,7 +91,7 @@ def serve(args: argparse.Namespace) -> int:
         server.should_exit = True
 
     app = booting_app(settings, on_failure=stop)
-    server = uvicorn.Server(uvicorn.Config(app, **options))
+    server = DrainingServer(uvicorn.Config(app, **options), app.drain)
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C: uvicorn has shut down and re-raises it; no traceback for that

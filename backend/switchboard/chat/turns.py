@@ -155,6 +155,7 @@ class TurnHub:
         self.pages = ConversationPages()  # the pages showing each conversation (events made outside turns)
         self._app_sessions: dict[int, ChatSession] = {}  # sessions of MCP Apps' calls now running, by id()
         self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
+        self.draining = asyncio.Event()  # set at SIGTERM: connections without a running turn close (`drain`)
 
     @contextmanager
     def app_call(self, session: ChatSession) -> Iterator[None]:
@@ -339,13 +340,20 @@ class TurnHub:
         if not session.answer_elicitation(request_id, action, content):
             raise NotFound(f"no question is waiting with id '{request_id}'")
 
-    async def stop(self) -> None:
-        """App shutdown: running turns get `shutdown_grace_s` to finish (a rolling restart loses
-        nothing that can finish in time), then the rest are stopped, each saying the server restarted."""
+    async def drain(self) -> None:
+        """SIGTERM (a rolling restart): this process takes no new connections (the server closed its
+        socket) and `draining` is set, so pages with no turn running reconnect elsewhere. Running
+        turns get `shutdown_grace_s` to finish, with their listeners still connected; the rest are
+        then stopped, stored as stopped by a restart, and their listeners told."""
+        self.draining.set()
         tasks = self.tasks()
         if tasks and self.shutdown_grace_s > 0:
             await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
         for turn in list(self._turns.values()):
             turn.stop("restart")
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def stop(self) -> None:
+        """App shutdown: drain (if the server did not already), then stop relaying."""
+        await self.drain()
         await self.relay.stop()

@@ -71,6 +71,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)  # fmt: skip
     app.state.services = services
+    app.state.drain = services.turns.drain  # `switchboard serve` calls it at SIGTERM, before closing connections
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
     app.state.sandbox = SandboxPolicy.from_settings(settings)
     # Who the user is is worked out only for requests the guard let through.

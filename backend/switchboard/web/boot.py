@@ -103,6 +103,12 @@ class BootingApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    async def drain(self) -> None:
+        """The built app's `state.drain` (running answers finish), if it has one."""
+        drain = getattr(getattr(self._app, "state", None), "drain", None)
+        if drain is not None:
+            await drain()
+
     async def _load(self) -> None:
         assert self._settled is not None
         try:

@@ -179,6 +179,16 @@ async def _forward_task_events(connection: _Connection) -> None:
             await connection.send_text(await queue.get())
 
 
+async def _leave_when_draining(connection: _Connection) -> None:
+    """At SIGTERM the page moves to another process: at once when it follows no answer, else as
+    soon as the answer it follows has ended (a message it queued meanwhile then goes there)."""
+    await connection.services.turns.draining.wait()
+    while connection.pump is not None and not connection.pump.done():
+        await asyncio.wait({connection.pump})
+    async with connection._send_lock:
+        await connection.websocket.close(code=status.WS_1012_SERVICE_RESTART)
+
+
 @router.websocket("/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
@@ -195,6 +205,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     await connection.send_text(connection.session_event())
     catalogue = asyncio.create_task(_forward_catalogue_changes(connection), name=f"catalogue:{user.email}")
     task_events = asyncio.create_task(_forward_task_events(connection), name=f"tasks:{user.email}")
+    leaving = asyncio.create_task(_leave_when_draining(connection), name=f"drain:{user.email}")
     try:
         while True:
             message = await websocket.receive()
@@ -212,7 +223,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         pass
     finally:
         # The turn goes on for a while without listeners (a reload attaches again).
-        for forwarder in (catalogue, task_events):
+        for forwarder in (catalogue, task_events, leaving):
             forwarder.cancel()
             with suppress(asyncio.CancelledError, Exception):
                 await forwarder
