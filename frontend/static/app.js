@@ -32,7 +32,8 @@ const hint = $("composer-hint");
 /** conversationId: the open conversation; stored: it exists on the server; level: its compliance level as
  * the server knows it; entry/turn: the answer being drawn; staleTurn: events of a cancelled turn to drop. */
 const state = { conversationId: null, stored: false, level: null, incognito: false, loading: false, entry: null, turn: null,
-  lateDone: null, sendWhenReady: false, running: false, hadSession: false, staleTurn: false, turnFrom: null };
+  lateDone: null, sendWhenReady: false, running: false, hadSession: false, staleTurn: false, turnFrom: null,
+  incognitoState: null }; // incognitoState: the sealed history of the open incognito chat (the server keeps none)
 
 const api = new ConversationsApi(page.conversations_url || "/api/conversations");
 const view = new ChatView($("messages"), new Scroller($("messages"), $("jump-newest")), $("empty-state"));
@@ -157,7 +158,12 @@ function chatMessage(content, extra = {}) {
   const level = tools.complianceLevel ?? null;
   if (level !== state.level) message.compliance_level = level; // absent = keep the conversation's level
   if (tools.selectedTools) message.tools = tools.selectedTools;
-  if (state.incognito) message.incognito = true;
+  if (state.incognito) {
+    message.incognito = true;
+    // The server keeps nothing of it: the page holds its sealed history and sends it back,
+    // so the chat goes on whichever app process answers.
+    if (state.incognitoState?.conversation_id === state.conversationId) message.incognito_state = state.incognitoState.state;
+  }
   return message;
 }
 
@@ -270,6 +276,10 @@ function onEvent(event) {
   }
   if (event.type === "conversation") {
     if (!state.staleTurn) opener.announced(event);
+    return;
+  }
+  if (event.type === "incognito_state") {
+    if (state.incognito && !state.staleTurn) state.incognitoState = { conversation_id: event.conversation_id, state: event.state };
     return;
   }
   if (event.from_app) {

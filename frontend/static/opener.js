@@ -71,7 +71,7 @@ export class Opener {
   newChat({ push }) {
     this._reset();
     this.loadSeq += 1;
-    Object.assign(this.state, { conversationId: randomId(), stored: false, level: null, loading: false });
+    Object.assign(this.state, { conversationId: randomId(), stored: false, level: null, loading: false, incognitoState: null });
     this.pending = null;
     setUrl(null, push);
     this.sidebar.setActive(null);
@@ -171,9 +171,7 @@ export class Opener {
       return;
     }
     if (reconnected && this.thread.entries.length) {
-      this.view.notice(this.state.incognito
-        ? "Reconnected. An incognito chat lives only in the server's memory: if the server restarted, the assistant no longer knows the messages above."
-        : "Reconnected.");
+      this.view.notice("Reconnected.");
     }
     this.attach();
   }

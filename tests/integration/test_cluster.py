@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from websockets.sync.client import connect
 
 from tests.integration.test_per_user_sessions import run_signin
 from tests.support.cluster import running_cluster
@@ -96,3 +97,46 @@ def test_an_oauth_sign_in_whose_callback_lands_on_another_process_finishes(clust
     for _ in range(3):  # every process now calls the server with the user's token
         result = next(data for kind, data in _chat(cluster.base, "signin_whoami {}") if kind == "tool_result")
         assert result["ok"] and "token" in result["content"], result
+
+
+def _ws_turn(port: int, message: dict) -> list[dict]:
+    with connect(f"ws://127.0.0.1:{port}/ws", open_timeout=30) as ws:
+        assert json.loads(ws.recv(timeout=30))["type"] == "session"
+        ws.send(json.dumps({"type": "chat", **message}))
+        events = [json.loads(ws.recv(timeout=60))]
+        while events[-1]["type"] not in ("message_done", "error"):
+            events.append(json.loads(ws.recv(timeout=60)))
+        return events
+
+
+def test_an_incognito_chat_goes_on_through_another_process_and_nothing_is_stored(cluster):
+    """The page holds an incognito chat's history, sealed by the server; another process opens it
+    and goes on (here: regenerates the last answer, which needs the history). What the browser
+    made or changed, or another conversation's state, does not open."""
+    conversation, marker = "incognito-across-1", "incognito marker 7f3a"
+    first = _ws_turn(cluster.ports[0], {"content": f'toolbox_echo {{"text": "{marker}"}}', "incognito": True,
+                                        "conversation_id": conversation})  # fmt: skip
+    kinds = [e["type"] for e in first]
+    assert kinds[-2:] == ["incognito_state", "message_done"], kinds  # sealed before the turn's end
+    state = first[-2]["state"]
+    assert first[-2]["conversation_id"] == conversation and marker not in state
+
+    again = _ws_turn(cluster.ports[1], {"content": "", "regenerate": True, "incognito": True,
+                                        "conversation_id": conversation, "incognito_state": state})  # fmt: skip
+    result = next(e for e in again if e["type"] == "tool_result")
+    assert marker in result["content"] and again[-1]["finish_reason"] == "stop"
+    newer = next(e for e in again if e["type"] == "incognito_state")["state"]
+
+    # Refused: a state changed by the browser, another conversation's, and none at all elsewhere.
+    changed = newer[:60] + ("A" if newer[60] != "A" else "B") + newer[61:]
+    for bad, conversation_id in ((changed, conversation), (newer, "incognito-across-2")):
+        refused = _ws_turn(cluster.ports[2], {"content": "", "regenerate": True, "incognito": True,
+                                              "conversation_id": conversation_id, "incognito_state": bad})  # fmt: skip
+        assert refused[-1]["type"] == "error" and refused[-1]["code"] == "bad_request", refused[-1]
+    without = _ws_turn(cluster.ports[2], {"content": "", "regenerate": True, "incognito": True,
+                                          "conversation_id": conversation})  # fmt: skip
+    assert without[-1]["type"] == "error" and "no question to answer again" in without[-1]["message"]
+
+    # Nothing of it was written: no process lists or finds it.
+    for port in cluster.ports:
+        assert httpx.get(f"http://127.0.0.1:{port}/api/conversations", params={"q": marker}).json()["conversations"] == []

@@ -29,6 +29,7 @@ from ..store import UNSET, Conversation, ConversationStore, Message, active_path
 from .app_context import app_contexts
 from .events import CONVERSATION_ID, ChatMessage
 from .incognito import IncognitoMemory
+from .sealed import IncognitoSeal, OpenedState
 from .session import ChatSession, new_id
 
 __all__ = ["ConversationLimits", "Conversations", "scoped_id", "title_of"]
@@ -89,10 +90,12 @@ def scoped_id(owner: str, client_id: str) -> str:
 
 
 class Conversations:
-    def __init__(self, store: ConversationStore, files: ArtifactStore, limits: ConversationLimits | None = None) -> None:
+    def __init__(self, store: ConversationStore, files: ArtifactStore, limits: ConversationLimits | None = None,
+                 seal: IncognitoSeal | None = None) -> None:  # fmt: skip
         self.store = store
         self._files = files
         self.limits = limits or ConversationLimits()
+        self.seal = seal  # incognito conversations held by the page (chat/sealed.py); None: memory only
         self._memory = IncognitoMemory(self._drop_files, per_user=self.limits.incognito_per_user,
                                        idle_s=self.limits.incognito_idle_s)  # fmt: skip
 
@@ -144,7 +147,10 @@ class Conversations:
                              action=f"Use one of: {', '.join(compliance.names)}.")  # fmt: skip
         # An id the client picked (not the connection's own, which the server made) is the user's own.
         picked = conversation_id != current_id
-        session = await self._load(user, conversation_id, incognito=request.incognito, picked=picked)
+        if request.incognito and request.incognito_state is not None and self.seal is not None:
+            session = self._unseal(user, conversation_id, request.incognito_state)
+        else:
+            session = await self._load(user, conversation_id, incognito=request.incognito, picked=picked)
         reason = None
         if request.changes_level and request.compliance_level != session.compliance_level:
             new_level = request.compliance_level
@@ -163,6 +169,32 @@ class Conversations:
         elif request.regenerate:
             self._regenerate(session)
         return session, reason
+
+    def _unseal(self, user: User, conversation_id: str, sealed: str) -> ChatSession:
+        """The incognito conversation the page sent back (sealed by a process of this deployment):
+        it replaces whatever this process's memory holds of it."""
+        assert self.seal is not None
+        opened = self.seal.open(sealed, user.email, conversation_id)
+        self._check_size(sum(len(getattr(r, "text", "")) for r in opened.history))
+        session = ChatSession(user=user, conversation_id=conversation_id, incognito=True, history=opened.history,
+                              compliance_level=opened.compliance_level, levels_used=opened.levels_used,
+                              allowed_tools=opened.allowed_tools, made_files=opened.made_files,
+                              leaf_id=opened.history[-1].id if opened.history else None)  # fmt: skip
+        for file_id in opened.files:
+            try:
+                session.files[file_id] = self._files.get(file_id, owner=user.email)[0]
+            except SwitchboardError:
+                continue  # removed by retention
+        self._memory.keep(session)
+        return session
+
+    def sealed_state(self, session: ChatSession) -> str | None:
+        """An incognito conversation as the page holds it between turns (None without a seal)."""
+        if self.seal is None:
+            return None
+        return self.seal.seal(session.user.email, session.conversation_id, OpenedState(
+            history=session.history, compliance_level=session.compliance_level, levels_used=session.levels_used,
+            allowed_tools=session.allowed_tools, files=list(session.files), made_files=session.made_files))  # fmt: skip
 
     async def call_session(self, user: User, conversation: Conversation) -> ChatSession:
         """What a tool call needs of a stored conversation of the user's (its level, allowances and

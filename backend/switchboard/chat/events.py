@@ -26,6 +26,8 @@ __all__ = [
     "ElicitationRequest",
     "ElicitationResponse",
     "ErrorEvent",
+    "IncognitoStateEvent",
+    "MAX_INCOGNITO_STATE_CHARS",
     "MessageDone",
     "NoticeEvent",
     "RenderEvent",
@@ -52,6 +54,7 @@ class ResourceRef(_Client):
 
 CONVERSATION_ID = r"^[A-Za-z0-9_-]{8,64}$"
 MAX_CONTENT_CHARS = 200_000  # one message's text
+MAX_INCOGNITO_STATE_CHARS = 600_000  # the sealed history an incognito chat carries (chat/sealed.py)
 
 
 class ChatMessage(_Client):
@@ -65,6 +68,8 @@ class ChatMessage(_Client):
     # Present (a name, or null for none) changes the level; absent keeps the conversation's.
     compliance_level: str | None = Field(default=None, max_length=100)
     incognito: bool = False  # nothing of this conversation is stored
+    # An incognito chat's history, as the server sealed it in the last `incognito_state` event.
+    incognito_state: str | None = Field(default=None, max_length=MAX_INCOGNITO_STATE_CHARS)
     edit_of: str | None = Field(default=None, max_length=64)  # an earlier user message this one replaces
     regenerate: bool = False  # answer the last user message again
     tool_exposure: Literal["all", "gateway", "auto"] | None = None  # None: the model's setting
@@ -246,6 +251,15 @@ class ConversationEvent(_Event):
     reason: str | None = None  # why a new one, when the client asked to continue another
 
 
+class IncognitoStateEvent(_Event):
+    """An incognito turn's conversation, sealed by the server for the page to send back with its
+    next `chat` (the server keeps nothing of it). Sent just before `message_done`."""
+
+    type: Literal["incognito_state"] = "incognito_state"
+    conversation_id: str
+    state: str
+
+
 class AttachedEvent(_Event):
     """The answer to `attach`; a running turn's events follow."""
 
@@ -314,6 +328,7 @@ ServerEvent = (
     | NoticeEvent
     | ErrorEvent
     | ConversationEvent
+    | IncognitoStateEvent
     | AttachedEvent
     | CatalogueChanged
     | TaskEvent

@@ -25,6 +25,7 @@ from .events import (
     ChatMessage,
     ConversationEvent,
     ErrorEvent,
+    IncognitoStateEvent,
     MessageDone,
     ServerEvent,
     TokenEvent,
@@ -53,6 +54,7 @@ class Turn:
         self.listeners: set[Subscription] = set()
         self.task: asyncio.Task[None] | None = None
         self._grace: asyncio.TimerHandle | None = None
+        self.sealed = False  # an incognito chat the page holds: its state goes out before message_done
 
     @property
     def conversation_id(self) -> str:
@@ -184,6 +186,7 @@ class TurnHub:
         are worked out again for the turn, from the configuration of now (a socket may have been
         open across a reload)."""
         email = user.email
+        door_made = session is not None  # /v1's: the client holds the history itself
         self._check_streams(email)
         if self._starts.get(email, 0) >= self.limits.turns:
             raise TooMany(f"you have {self.limits.turns} answers being written already",
@@ -214,6 +217,7 @@ class TurnHub:
             self._busy.discard(wanted)  # the turn holds the conversation's own key from here on
         session.model = prepared.model.name
         turn = Turn(self, session)
+        turn.sealed = session.incognito and not door_made
         self._turns[key] = turn
         turn.task = asyncio.create_task(self._run(turn, request, prepared, reason), name=f"turn:{email}")
         return turn.join()  # before the task first runs: nothing is missed
@@ -251,12 +255,16 @@ class TurnHub:
                                                reason=reason))  # fmt: skip
             with turn_span(session.conversation_id, prepared.model.name) as span:
                 async for event in self.engine.run_turn(session, request, state, self.conversations, prepared):
+                    if isinstance(event, MessageDone):
+                        self._publish_state(turn)
                     turn.publish(event)
                     if isinstance(event, MessageDone):
                         turn_finished(span, event.finish_reason)
         except asyncio.CancelledError:
             with suppress(Exception):
                 async for event in self.engine.finish(session, state, "cancelled", self.conversations):
+                    if isinstance(event, MessageDone):
+                        self._publish_state(turn)
                     turn.publish(event)
             raise
         except Exception:
@@ -275,6 +283,13 @@ class TurnHub:
             if not session.incognito:
                 with suppress(Exception):
                     await asyncio.shield(self.relay.released(turn))
+
+    def _publish_state(self, turn: Turn) -> None:
+        """An incognito chat's history, sealed for the page to send back (any process opens it)."""
+        if turn.sealed:
+            state = self.conversations.sealed_state(turn.session)
+            if state is not None:
+                turn.publish(IncognitoStateEvent(conversation_id=turn.conversation_id, state=state))
 
     def attach(self, user: User, conversation_id: str) -> Subscription | None:
         """Join the turn running in this conversation of the user's, if any."""
