@@ -123,7 +123,8 @@ SHAPES = {
 }
 REQUIRED = {"chat": ["content"], "approval_response": ["call_id", "approved"], "elicitation_response": ["request_id", "action"]}
 KNOWN_FIELDS = {"type", "content", "model", "tools", "files", "conversation_id", "compliance_level", "call_id", "approved",
-                "arguments", "remember", "request_id", "action", "incognito", "edit_of", "regenerate", "resources"}  # fmt: skip
+                "arguments", "remember", "request_id", "action", "incognito", "incognito_state", "edit_of", "regenerate",
+                "resources"}  # fmt: skip
 
 
 @st.composite
