@@ -33,7 +33,7 @@ const hint = $("composer-hint");
  * the server knows it; entry/turn: the answer being drawn; staleTurn: events of a cancelled turn to drop. */
 const state = { conversationId: null, stored: false, level: null, incognito: false, loading: false, entry: null, turn: null,
   lateDone: null, sendWhenReady: false, running: false, hadSession: false, staleTurn: false, turnFrom: null,
-  incognitoState: null }; // incognitoState: the sealed history of the open incognito chat (the server keeps none)
+  incognitoState: null, unacked: null }; // unacked: the chat sent last, until its turn answers; incognitoState: the sealed history of the open incognito chat (the server keeps none)
 
 const api = new ConversationsApi(page.conversations_url || "/api/conversations");
 const view = new ChatView($("messages"), new Scroller($("messages"), $("jump-newest")), $("empty-state"));
@@ -97,7 +97,7 @@ const sidebar = new Sidebar({
 });
 const opener = new Opener({ state, api, thread, view, sidebar, cards, canvas, uploads, library, connection,
   selects: { level: $("compliance"), model: $("model") }, banner: $("incognito-banner"), input,
-  beginTurn, endTurn, updateControls, sendQueued: sendChat });
+  beginTurn, endTurn, updateControls, sendQueued: sendChat, requeue });
 
 // -- connection state --------------------------------------------------------
 function showConnection(status, { retryIn, attempt }) {
@@ -186,6 +186,9 @@ function sendChat() {
   const resources = library.attached.map(({ server, uri }) => ({ server, uri }));
   if (resources.length) message.resources = resources;
   if (!sent(message)) return;
+  // Until the server shows it took the message (any event of its turn), a dropped line may have
+  // lost it: after reconnecting, the page looks in the store and sends it again if it is not there.
+  state.unacked = state.incognito || files.length || resources.length ? null : { text: content, conversationId: state.conversationId };
   uploads.take();
   library.take();
   const entry = thread.addUser(content, [...files, ...resources.map((r) => ({ name: r.uri, mime: `resource from ${r.server}` }))]);
@@ -199,6 +202,16 @@ function sendFromApp(text) {
   if (!connection.open || state.running || state.loading || !sent(chatMessage(text))) return false;
   beginTurn(thread.addUser(text));
   return true;
+}
+
+/** The message the line dropped before any process took it: back in the composer, sent once connected. */
+function requeue(text) {
+  if (state.entry && thread.entries.includes(state.entry)) thread.truncateFrom(state.entry);
+  Object.assign(state, { unacked: null, entry: null, turn: null, running: false });
+  input.value = text;
+  autosize();
+  view.notice("Your last message did not reach the server before the connection dropped: it is sent again.");
+  setQueued(true);
 }
 
 function setQueued(on) {
@@ -274,6 +287,7 @@ function onEvent(event) {
     opener.attached(event);
     return;
   }
+  if (event.type === "conversation" || event.type === "error" || TURN_EVENTS.has(event.type)) state.unacked = null;
   if (event.type === "conversation") {
     if (!state.staleTurn) opener.announced(event);
     return;

@@ -166,7 +166,7 @@ export class Opener {
   connected(reconnected) {
     this.attachSent = false;
     if (reconnected) this.sidebar.refresh();
-    if (reconnected && this.state.stored && !this.state.loading) {
+    if (reconnected && (this.state.stored || this.state.unacked) && !this.state.loading) {
       this._reload();
       return;
     }
@@ -187,6 +187,12 @@ export class Opener {
     } catch (exc) {
       if (seq !== this.loadSeq) return;
       this.state.loading = false;
+      if (exc.status === 404 && this.state.unacked && !this.state.stored) {
+        this._resendIfLost(null); // the first message of a chat no process took
+        this.updateControls();
+        this._ready();
+        return;
+      }
       this.view.error({ code: exc.code, message: `Could not reload the conversation: ${exc.message}`, action: exc.action });
       this.updateControls();
       this._ready();
@@ -194,9 +200,19 @@ export class Opener {
     }
     if (seq !== this.loadSeq) return;
     this.cards.clear();
+    this.state.stored = true;
     this._show(conv);
     this.view.notice("Reconnected.");
+    this._resendIfLost(conv);
     this.attach();
+  }
+
+  /** The chat sent as the line dropped: stored (its turn is attached or settled), or sent again. */
+  _resendIfLost(conv) {
+    const lost = this.state.unacked;
+    this.state.unacked = null;
+    if (!lost || lost.conversationId !== this.state.conversationId) return;
+    if (!conv?.messages?.some((m) => m.role === "user" && m.content === lost.text)) this.requeue(lost.text);
   }
 
   attach() {
