@@ -89,7 +89,8 @@ class TurnState:
     completed: Completed | None = None  # the last event of the model call just made
     tools_of_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, server) it runs
     stopped_by: StoppedBy | None = None  # who ended the turn early, when it was stopped
-    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for a person when it was stopped
+    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for approval when it was stopped
+    awaiting_answer: set[str] = field(default_factory=set)  # calls whose question to the user was open then
     error: ErrorEvent | None = None  # why the turn failed: stored with the answer, shown after a reload
 
     @property
@@ -291,7 +292,7 @@ class ChatEngine:
             # A gateway call names the tool it runs (once known), not the gateway.
             tool, server = state.tools_of_calls.get(call.id, (call.name, ""))
             text = unfinished_text(state.stopped_by if finish in ("cancelled", "error") else None,
-                                   call.id in state.awaiting_approval)  # fmt: skip
+                                   call.id in state.awaiting_approval, call.id in state.awaiting_answer)  # fmt: skip
             reply = ToolReply(id=new_id(), call_id=call.id, tool=tool, server=server, ok=False, text=text)
             try:
                 await recorder.record(session, reply, {"turn": state.message_id, "content": reply.text})
