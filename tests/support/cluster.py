@@ -25,7 +25,8 @@ _NGINX_CONF = """
 worker_processes 1;
 error_log {dir}/error.log warn;
 pid {dir}/nginx.pid;
-events {{ worker_connections 1024; }}
+worker_rlimit_nofile 16384;
+events {{ worker_connections 8192; }}  # a websocket holds two: 1,000 sessions need 2,000
 http {{
   log_format upstreamlog '$request_method $uri $status $upstream_addr';
   access_log {dir}/access.log upstreamlog;
