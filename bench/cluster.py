@@ -6,7 +6,7 @@ The deployment of docs/scale.md on one host, built by the tests' cluster harness
 dir, nginx in front. Each session (one user each, through the proxy identity header) does 5 turns
 with one tool call; the LLM double answers at once (`--response-delay` for a provider's pace), so
 a turn is CPU only and the figure is throughput. Clients run in processes of their own
-(bench/_ws_clients.py). CPU per turn is given for the app processes (with their toolbox servers),
+(bench/_ws_clients.py). CPU per turn is given for the app processes, their toolbox servers,
 PostgreSQL, nginx, the double and the clients: on this machine they all share the same cores.
 
     uv run python bench/cluster.py [--replicas 1,2,3] [--sessions 50,1000] [--clients 2] [--json]
@@ -30,6 +30,9 @@ from tests.support.cluster import running_cluster  # noqa: E402
 from tests.support.postgres import PostgresCluster, find_bin_dir  # noqa: E402
 
 
+PARTS = ("app", "toolbox", "postgres", "nginx", "double", "clients")
+
+
 class _Front:
     """What `_start_clients` and `_warm_up` need of an app: its websocket URL (nginx's)."""
 
@@ -42,7 +45,7 @@ def _groups(cluster: Any, postgres: PostgresCluster, double: S.Double) -> dict[s
     apps = [proc.pid for proc in cluster.procs if proc is not None]
     postmaster = int((postgres.dir / "data" / "postmaster.pid").read_text().split()[0])
     nginx = int((cluster.folder / "nginx" / "nginx.pid").read_text().split()[0])
-    return {"app": apps + [child for pid in apps for child in S.children(pid)],
+    return {"app": apps, "toolbox": [child for pid in apps for child in S.children(pid)],
             "postgres": [postmaster, *S.children(postmaster)], "nginx": [nginx, *S.children(nginx)],
             "double": [double.pid]}  # fmt: skip
 
@@ -137,13 +140,12 @@ def main() -> None:
     for r in data["levels"]:
         per, busy = r["cpu_ms_per_turn"], r["cores_busy"]
         rows.append([r["replicas"], r["sessions"], r["turns_ok"], r["errors"], r["turns_per_s"], r["p50_ms"], r["p99_ms"],
-                     "/".join(f"{per[k]:.1f}" for k in ("app", "postgres", "nginx", "double", "clients")),
-                     "/".join(f"{busy[k]:.2f}" for k in ("app", "postgres", "nginx", "double", "clients")),
+                     "/".join(f"{per[k]:.1f}" for k in PARTS), "/".join(f"{busy[k]:.2f}" for k in PARTS),
                      r["load"]])  # fmt: skip
     print(f"\nReplicas behind nginx on one PostgreSQL: {TURNS_PER_SESSION} tool turns per session, one user per "
           f"session, the double waits {args.response_delay * 1000:.0f} ms; {os.cpu_count()} cores\n")  # fmt: skip
     S.print_table(["processes", "sessions", "turns ok", "errors", "turns/s", "p50 ms", "p99 ms",
-                   "CPU ms/turn app/pg/nginx/double/clients", "cores app/pg/nginx/double/clients", "load"], rows)  # fmt: skip
+                   "CPU ms/turn " + "/".join(PARTS), "cores " + "/".join(PARTS), "load"], rows)  # fmt: skip
     S.report("cluster", data, args, started, load)
 
 
