@@ -372,7 +372,8 @@ class TurnHub:
             await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
         for turn in list(self._turns.values()):
             turn.stop("restart")
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # Turns that started during the grace (a page's message sent as it was being moved) too.
+        await asyncio.gather(*tasks, *self.tasks(), return_exceptions=True)
 
     async def stop(self) -> None:
         """App shutdown: drain (if the server did not already), then stop relaying."""
