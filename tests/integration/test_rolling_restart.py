@@ -38,7 +38,7 @@ def cluster(tmp_path_factory, postgres_cluster):
     # The default approval rule: toolbox_slow (read-only) runs unasked, delete_everything waits for one.
     write_config(folder / "defaults", servers={"toolbox": toolbox_entry()})
     env = {"SWITCHBOARD_AUTH_MODE": "proxy", "SWITCHBOARD_PROXY_SECRET": SECRET,
-           "SWITCHBOARD_SHUTDOWN_GRACE_S": str(GRACE_S), "SWITCHBOARD_TURN_LEASE_S": "3"}  # fmt: skip
+           "SWITCHBOARD_SHUTDOWN_GRACE_S": str(GRACE_S)}  # fmt: skip  (the default lease: a loaded machine delays heartbeats)
     with running_cluster(folder, postgres_cluster.create_database(), replicas=3, extra_env=env) as running:
         yield running
 

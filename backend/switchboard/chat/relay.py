@@ -128,6 +128,8 @@ class RemoteTurn:
         self.listeners: set[Subscription] = set()
         self.read_upto = 0
         self.ended = False
+        self.delivered = 0  # events given to listeners
+        self.answered = asyncio.Event()  # the owner has answered the follow (events, or the end)
         self._reading = asyncio.Lock()
 
     @property
@@ -148,13 +150,17 @@ class RemoteTurn:
         async with self._reading:
             for seq, body in await self.relay.live.read_events(self.conversation_id, self.read_upto):
                 self.read_upto = seq
+                self.delivered += 1
                 for listener in self.listeners:
                     listener.queue.put_nowait(body)
+        self.answered.set()
 
     def end(self, *extra: str) -> None:
         if self.ended:
             return
         self.ended = True
+        self.delivered += len(extra)
+        self.answered.set()
         for listener in list(self.listeners):
             for body in extra:
                 listener.queue.put_nowait(body)
@@ -284,6 +290,14 @@ class PostgresRelay:
             subscription = remote.join()
             await self.live.notify(self._channel(row[1]), {"op": "follow", "c": conversation_id, "user": user.email,
                                                            "from": self.process_id})  # fmt: skip
+            # The turn may have ended since the row was read: then the owner answers with the end
+            # and nothing else, and the caller is told no turn runs (the page reads the stored
+            # outcome) rather than given a stream that ends without a message_done.
+            with suppress(TimeoutError):
+                await asyncio.wait_for(remote.answered.wait(), ACK_WAIT_S)
+            if remote.ended and not remote.delivered:
+                remote.leave(subscription)
+                return None
             return subscription
         if remote.owner != user.email:
             return None
