@@ -70,14 +70,29 @@ class Ledger:
 
 
 def _stored(base: str, user: str, conversation_id: str) -> list[dict]:
-    """The conversation's messages, read through nginx (retrying while a process restarts)."""
+    """The conversation's messages, every page, read through nginx (retrying while a process restarts)."""
+    messages: list[dict] = []
+    before = None
+    while True:
+        page = _page(base, user, conversation_id, before)
+        if page is None:
+            return messages
+        messages = page["messages"] + messages
+        if not page.get("has_more") or not page["messages"]:
+            return messages
+        before = page["messages"][0]["id"]
+
+
+def _page(base: str, user: str, conversation_id: str, before: str | None) -> dict | None:
+    params = {"limit": 1000, **({"before": before} if before else {})}
     for _ in range(60):
         try:
-            answer = httpx.get(f"{base}/api/conversations/{conversation_id}", headers=_headers(user), timeout=30)
+            answer = httpx.get(f"{base}/api/conversations/{conversation_id}", params=params, headers=_headers(user),
+                               timeout=30)  # fmt: skip
             if answer.status_code == 404:
-                return []
+                return None
             if answer.status_code == 200:
-                return answer.json()["messages"]
+                return answer.json()
         except httpx.TransportError:
             pass
         time.sleep(0.3)
@@ -323,7 +338,8 @@ def test_a_rolling_restart_under_load_loses_no_message(cluster):
         assert item.told is not None, item
         messages = _stored(cluster.base, item.user, item.conversation_id)
         copies = [m for m in messages if m["role"] == "user" and m["content"] == item.text]
-        assert len(copies) == 1, (item, len(copies))  # stored once: never lost, never doubled by a resend
+        assert len(copies) == 1, (item, len(copies), [(m["role"], m["content"][-30:], m.get("finish_reason"))
+                                                      for m in messages])  # stored once: never lost, nor doubled
         accepted, stored_reason = _outcome(messages, item.text)
         assert stored_reason == item.told, (item, stored_reason)  # what the user was told is what is stored
         if item.told != "stop":
