@@ -101,7 +101,10 @@ def _bundled_start(root: Path) -> dict[str, float]:
         try:
             healthz = S.wait_http(f"http://127.0.0.1:{port}/healthz", timeout_s=120, interval_s=0.01, proc=proc)
             readyz = S.wait_http(f"http://127.0.0.1:{port}/readyz", timeout_s=120, interval_s=0.01, proc=proc)
-            cpu = {"app_cpu_s": S.proc_cpu_s(proc.pid), "servers_cpu_s": sum(S.proc_cpu_s(c) for c in S.children(proc.pid))}
+            # the servers, and those forked by the bundled servers' parent (its children)
+            servers = S.children(proc.pid)
+            servers += [grandchild for child in servers for grandchild in S.children(child)]
+            cpu = {"app_cpu_s": S.proc_cpu_s(proc.pid), "servers_cpu_s": sum(S.proc_cpu_s(c) for c in servers)}
         finally:
             S.stop(proc)
             log.close()
