@@ -28,14 +28,11 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
-
-if TYPE_CHECKING:
-    from .launch import Launch
 
 __all__ = ["ForkedProcess", "Zygote", "forkable"]
 
@@ -45,14 +42,14 @@ _SCRIPT = Path(__file__).with_name("_zygote.py")
 READY_TIMEOUT_S = 30.0  # the zygote's imports; past this, servers start on their own
 
 
-def forkable(launch: Launch, project_root: Path) -> bool:
-    """Whether `launch` is a bundled server the zygote can fork: the app's own interpreter
-    running a script (no interpreter options) under the project's `backend/mcp/`."""
-    if sys.platform != "linux" or not hasattr(os, "pidfd_open") or launch.command != sys.executable:
+def forkable(command: str, args: tuple[str, ...], cwd: Path, project_root: Path) -> bool:
+    """Whether `command args` run in `cwd` is a bundled server the zygote can fork: the app's
+    own interpreter running a script (no interpreter options) under the project's `backend/mcp/`."""
+    if sys.platform != "linux" or not hasattr(os, "pidfd_open") or command != sys.executable:
         return False
-    if not launch.args or not launch.args[0].endswith(".py"):
+    if not args or not args[0].endswith(".py"):
         return False
-    script = (launch.cwd / launch.args[0]).resolve()
+    script = (cwd / args[0]).resolve()
     return script.is_file() and script.is_relative_to((project_root / "backend" / "mcp").resolve())
 
 
@@ -93,9 +90,10 @@ class Zygote:
         self._control = ours
         self._reader = asyncio.create_task(self._read(), name="mcp-zygote")
 
-    async def spawn(self, launch: Launch, env: dict[str, str], errlog: TextIO) -> ForkedProcess | None:
-        """A child running `launch` with exactly `env`, its stderr to `errlog`; None when the
-        zygote cannot make one (the caller then starts the process itself)."""
+    async def spawn(self, argv: list[str], cwd: Path, env: dict[str, str], errlog: TextIO) -> ForkedProcess | None:
+        """A child running `argv` (interpreter, script, arguments) in `cwd` with exactly `env`, its
+        stderr to `errlog`; None when the zygote cannot make one (the caller then starts the
+        process itself)."""
         if self._ready is None or self._control is None:
             return None
         try:
@@ -105,7 +103,7 @@ class Zygote:
             return None
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
-        request = {"argv": [launch.command, *launch.args], "cwd": str(launch.cwd), "env": env}
+        request = {"argv": argv, "cwd": str(cwd), "env": env}
         try:
             async with self._lock:  # one request in flight: answers come in order
                 socket.send_fds(self._control, [json.dumps(request).encode()], [stdin_r, stdout_w, errlog.fileno()])

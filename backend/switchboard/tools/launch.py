@@ -126,7 +126,8 @@ class EarlyStarts:
 
     async def _start_zygote(self, launch: Launch, log_dir: Path) -> bool:
         """Whether `launch` is to be forked, starting the zygote for the first such server."""
-        if not self._fork or self._project_root is None or not forkable(launch, self._project_root):
+        root = self._project_root
+        if not self._fork or root is None or not forkable(launch.command, launch.args, launch.cwd, root):
             return False
         if self._zygote is None:
             zygote = Zygote(child_environment(None), stderr_path(log_dir, "_bundled-parent"))
@@ -146,9 +147,12 @@ class EarlyStarts:
     async def spawn(self, launch: Launch, errlog: TextIO) -> Process | None:
         """A fresh process for `launch` forked from the pre-imported parent, or None when `launch`
         is not a bundled server (or the parent cannot fork it): the caller then starts it itself."""
-        if self._zygote is None or self._project_root is None or not forkable(launch, self._project_root):
+        if self._zygote is None or self._project_root is None:
             return None
-        return await self._zygote.spawn(launch, child_environment(dict(launch.env)), errlog)
+        if not forkable(launch.command, launch.args, launch.cwd, self._project_root):
+            return None
+        return await self._zygote.spawn([launch.command, *launch.args], launch.cwd, child_environment(dict(launch.env)),
+                                        errlog)  # fmt: skip
 
     def take(self, name: str, launch: Launch) -> asyncio.Task[Process | None] | None:
         """The early process of `name` (to be awaited), if one was started exactly as `launch`."""
