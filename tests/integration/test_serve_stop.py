@@ -5,15 +5,13 @@ named with its exit code and the end of its stderr."""
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
-from tests.support.harness import free_port, toolbox_entry, write_config
+from tests.support.harness import ServeConsole, toolbox_entry, write_config
 
 EXITS = {"command": "python", "args": ["-c", "import sys; print('cannot start: no licence', file=sys.stderr); sys.exit(3)"]}
 
@@ -26,18 +24,10 @@ def _environ(tmp_path):
 
 def test_ctrl_c_stops_at_once_without_a_traceback(tmp_path):
     write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry(), "licensed": EXITS})
-    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(free_port())],
-                            env=_environ(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line.rstrip("\n")) for line in proc.stderr], daemon=True).start()
-    seen: list[str] = []
+    console = ServeConsole(tmp_path)
+    proc = console.proc
     try:
-        deadline = time.monotonic() + 90
-        while not any(line.startswith("servers:") for line in seen) and time.monotonic() < deadline:
-            try:
-                seen.append(lines.get(timeout=1))
-            except queue.Empty:
-                assert proc.poll() is None, seen
+        console.until_settled()
         time.sleep(0.5)
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -46,9 +36,7 @@ def test_ctrl_c_stops_at_once_without_a_traceback(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    time.sleep(0.2)
-    while not lines.empty():
-        seen.append(lines.get())
+    seen = console.rest()
     failed = next(line for line in seen if line.startswith("server licensed FAILED: "))
     assert "exited with code 3; its stderr ends: cannot start: no licence" in failed and "licensed.stderr.log" in failed
     assert "Traceback" not in "\n".join(seen) and "KeyboardInterrupt" not in "\n".join(seen), seen
