@@ -1,5 +1,5 @@
 """The pool's traffic with its servers: tool calls (bounded per session), resources, apps'
-`ui://` resources, prompts and tasks, each on the right session (a per-user server's on the
+`ui://` resources, prompts, skills and tasks, each on the right session (a per-user server's on the
 user's own)."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..telemetry import mcp_span
 from .apps import AppResource, parse_app_resource
 from .connection import ServerConnection
 from .models import CallSink, RawArtifact, ToolInfo, ToolOutcome
+from .skills import SkillEntry, bytes_of, text_of, verify_skill_file
 from .results import add_resource_contents, finish_text, parse_result
 from .tasks import TaskChannel, TaskHandle
 from .user_sessions import UserSessions
@@ -101,6 +102,24 @@ class PoolTraffic:
         if conn.status.status != "ready":
             raise ServerUnavailable(f"server '{server}' is {conn.status.status}")
         return TaskChannel(server, conn.task_session())
+
+    def skills(self, user: str | None) -> list[SkillEntry]:
+        """The skills listed by the ready servers (per-user servers: on `user`'s open session)."""
+        out: list[SkillEntry] = []
+        for conn in self.connections.values():
+            session = conn.session_of(user) if isinstance(conn, UserSessions) and user is not None else conn
+            if isinstance(session, ServerConnection) and session.status.status == "ready":
+                out.extend(session.skills)
+        return out
+
+    async def read_skill_file(self, entry: SkillEntry, uri: str, user: str | None = None) -> str:
+        """A file of a skill, read when the model uses the skill and verified against its listing
+        (`SkillRejected` otherwise)."""
+        conn = await self._session(entry.server, user)
+        with mcp_span("resources/read", uri, server=entry.server, address=_address(conn)):
+            data = bytes_of(await conn.read_resource(uri))
+        verify_skill_file(entry, uri, data)
+        return text_of(data)
 
     async def call(self, tool: ToolInfo, arguments: dict[str, Any], sink: CallSink, *,
                    user: str | None = None, raw: bool = False) -> ToolOutcome:  # fmt: skip
