@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.support.harness import ServeConsole, toolbox_entry, write_config
+from tests.support.harness import toolbox_entry, write_config
+from tests.support.serve import ServeConsole
 
 
 def test_serve_prints_one_line_per_server_and_a_summary(tmp_path):

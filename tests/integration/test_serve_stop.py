@@ -4,22 +4,16 @@ named with its exit code and the end of its stderr."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
 import sys
 import time
 
-from tests.support.harness import ServeConsole, toolbox_entry, write_config
+from tests.support.harness import toolbox_entry, write_config
+from tests.support.serve import ServeConsole, serve_env
 
 EXITS = {"command": "python", "args": ["-c", "import sys; print('cannot start: no licence', file=sys.stderr); sys.exit(3)"]}
-
-
-def _environ(tmp_path):
-    return {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
-            "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-            "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs")}  # fmt: skip
 
 
 def test_ctrl_c_stops_at_once_without_a_traceback(tmp_path):
@@ -52,7 +46,7 @@ def test_a_port_in_use_is_one_line_and_exit_status_1(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "switchboard", "serve", "--port", str(port)], env=_environ(tmp_path),
+        done = subprocess.run([sys.executable, "-m", "switchboard", "serve", "--port", str(port)], env=serve_env(tmp_path),
                               capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 1, done
     assert done.stdout == ""

@@ -16,7 +16,7 @@ import yaml
 
 from switchboard.settings import PROJECT_ROOT, Settings
 
-__all__ = ["TOOLBOX", "ServeConsole", "free_port", "wait_for_port", "wait_ready", "make_settings", "run_toolbox_server",
+__all__ = ["TOOLBOX", "free_port", "wait_for_port", "wait_ready", "make_settings", "run_toolbox_server",
            "serve_app", "toolbox_entry", "write_config"]
 
 TOOLBOX = PROJECT_ROOT / "tests" / "support" / "servers" / "toolbox.py"
@@ -105,46 +105,6 @@ def wait_ready(base: str, timeout_s: float = 90.0, what: Callable[[], str] | str
             pass
         assert time.monotonic() < deadline, what() if callable(what) else f"{what} did not become ready"
         time.sleep(0.2)
-
-
-class ServeConsole:
-    """A real `switchboard serve` process on the config folders under `tmp` (defaults/,
-    overrides/, data/, logs/), its stderr read line by line in a thread."""
-
-    def __init__(self, tmp: Path, port: int | None = None) -> None:
-        import os
-        import queue
-        import threading
-
-        env = {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp / "defaults"),
-               "SWITCHBOARD_CONFIG_DIR": str(tmp / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp / "data"),
-               "SWITCHBOARD_LOG_DIR": str(tmp / "logs")}  # fmt: skip
-        self.proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(port or free_port())],
-                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-        self._lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        assert self.proc.stderr is not None
-        stderr = self.proc.stderr
-        threading.Thread(target=lambda: [self._lines.put(line.rstrip("\n")) for line in stderr], daemon=True).start()
-
-    def until_settled(self, timeout_s: float = 90.0) -> list[str]:
-        """The lines up to the one that says every server has settled (`servers: ...`)."""
-        import queue
-
-        deadline = time.monotonic() + timeout_s
-        while not any(line.startswith("servers:") for line in self.seen) and time.monotonic() < deadline:
-            try:
-                self.seen.append(self._lines.get(timeout=1))
-            except queue.Empty:
-                assert self.proc.poll() is None, self.seen
-        return self.seen
-
-    def rest(self) -> list[str]:
-        """Every line, once the process has ended."""
-        time.sleep(0.2)
-        while not self._lines.empty():
-            self.seen.append(self._lines.get())
-        return self.seen
 
 
 @contextmanager
