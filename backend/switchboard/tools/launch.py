@@ -94,7 +94,7 @@ class EarlyStarts:
     (`forked.py`), now and whenever their connection starts them again (`spawn`)."""
 
     def __init__(self, *, fork: bool = True) -> None:
-        self._waiting: dict[str, tuple[Launch, asyncio.Task[Process | None]]] = {}
+        self._waiting: dict[str, tuple[Launch, asyncio.Future[Process | None]]] = {}
         self._fork = fork
         self._zygote: Zygote | None = None
         self._project_root: Path | None = None
@@ -141,8 +141,11 @@ class EarlyStarts:
         return True
 
     async def _forked(self, launch: Launch) -> Process | None:
-        with launch.log_file.open("a", encoding="utf-8", errors="replace") as errlog:
-            return await self.spawn(launch, errlog)
+        try:
+            with launch.log_file.open("a", encoding="utf-8", errors="replace") as errlog:
+                return await self.spawn(launch, errlog)
+        except OSError:
+            return None  # its connection starts it the usual way
 
     async def spawn(self, launch: Launch, errlog: TextIO) -> Process | None:
         """A fresh process for `launch` forked from the pre-imported parent, or None when `launch`
@@ -154,7 +157,7 @@ class EarlyStarts:
         return await self._zygote.spawn([launch.command, *launch.args], launch.cwd, child_environment(dict(launch.env)),
                                         errlog)  # fmt: skip
 
-    def take(self, name: str, launch: Launch) -> asyncio.Task[Process | None] | None:
+    def take(self, name: str, launch: Launch) -> asyncio.Future[Process | None] | None:
         """The early process of `name` (to be awaited), if one was started exactly as `launch`."""
         waiting = self._waiting.pop(name, None)
         if waiting is None:
@@ -176,21 +179,22 @@ class EarlyStarts:
             await zygote.close()
 
 
-def _done(process: Process) -> asyncio.Task[Process | None]:
-    async def ready() -> Process | None:
-        return process
+def _done(process: Process) -> asyncio.Future[Process | None]:
+    future: asyncio.Future[Process | None] = asyncio.get_running_loop().create_future()
+    future.set_result(process)
+    return future
 
-    return asyncio.create_task(ready())
 
-
-async def _result(task: asyncio.Task[Process | None]) -> Process | None:
+async def _result(task: asyncio.Future[Process | None]) -> Process | None:
+    if not task.done():
+        task.cancel()  # a fork still waiting: whatever the parent made of it stops with the parent
     try:
         return await task
-    except Exception:  # noqa: BLE001 - it never started: nothing to stop
+    except (Exception, asyncio.CancelledError):  # noqa: BLE001 - it never started: nothing to stop
         return None
 
 
-def _kill_result(task: asyncio.Task[Process | None]) -> None:
+def _kill_result(task: asyncio.Future[Process | None]) -> None:
     if not task.cancelled() and task.exception() is None and (process := task.result()) is not None:
         _kill(process)
 

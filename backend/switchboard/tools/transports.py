@@ -34,7 +34,7 @@ class _StdioTransport(ClientTransport):
     (launch.py), used for the first session instead of spawning one; `starts`: where a
     bundled server's later processes are forked from."""
 
-    def __init__(self, params: StdioServerParameters, launch: Launch, early: asyncio.Task[Process | None] | None = None,
+    def __init__(self, params: StdioServerParameters, launch: Launch, early: asyncio.Future[Process | None] | None = None,
                  starts: EarlyStarts | None = None) -> None:  # fmt: skip
         self._params = params
         self._launch = launch
