@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -55,9 +56,29 @@ def _gone(pid: int) -> bool:
         return True
 
 
+SECRET = "server-secret-" + secrets.token_hex(8)
+
+
+def _holds(pid: int, needle: bytes) -> bool:
+    """Whether `needle` is anywhere in the process's readable memory."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if not perms.startswith("r"):
+                continue
+            start, end = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(start)
+                if needle in mem.read(end - start):
+                    return True
+            except (OSError, OverflowError, ValueError):
+                continue
+    return False
+
+
 def _config() -> McpConfig:
     dataviz = ServerConfig(command="python", args=["main.py"], cwd="backend/mcp/dataviz",
-                           env={"DATAVIZ_TEST_TOOLS": "1", "FASTMCP_LOG_LEVEL": "DEBUG"})  # fmt: skip
+                           env={"DATAVIZ_TEST_TOOLS": "1", "FASTMCP_LOG_LEVEL": "DEBUG", "DATAVIZ_TOKEN": SECRET})  # fmt: skip
     toolbox = ServerConfig(command="python", args=[str(TOOLBOX)])
     return McpConfig(servers={"dataviz": dataviz, "toolbox": toolbox})
 
@@ -90,6 +111,9 @@ async def test_a_bundled_server_is_forked_with_its_own_folder_environment_and_lo
         # (its `env` is applied in the child: see the test tools and the DEBUG log below).
         for pid in (dataviz, parent):
             assert set(_environ(pid)) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+        # A server's variables reach only that server: the parent, whose memory every later child
+        # inherits, never holds them.
+        assert _holds(dataviz, SECRET.encode()) and not _holds(parent, SECRET.encode())
         # Its `env` reached the server: the test tools are listed, and fastmcp logs at DEBUG to the server's log.
         tool = next(t for t in pool.registry.all() if t.qualified_name == "dataviz_slow_count")
         sink = Sink()

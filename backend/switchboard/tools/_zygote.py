@@ -2,14 +2,16 @@
 
 A bundled server spends about a second of CPU importing fastmcp before it reads its first
 message. This process pays that once: it imports fastmcp (and builds a throwaway server, which
-loads what fastmcp loads lazily), then waits on its control socket (a SOCK_SEQPACKET descriptor whose number is
-its one argument). Each
-request is one JSON packet `{"argv": [...], "cwd": "...", "env": {...}}` carrying three file
-descriptors (the child's stdin, stdout and stderr); the answer is `{"pid": N}` or
-`{"error": "..."}`. A forked child starts its own session (its pid is its process group, as
-with `start_new_session`), takes the three descriptors as 0, 1 and 2, moves to `cwd`, gets
-exactly `env` as its environment, and runs the script as `python script.py args` would. When a
-child ends, `{"exit": pid, "code": C}` follows (C negative: the signal that killed it).
+loads what fastmcp loads lazily), then waits on its control socket (a SOCK_SEQPACKET
+descriptor whose number is its one argument). Each request is one JSON packet
+`{"argv": [...], "cwd": "..."}` carrying four file descriptors: the child's stdin, stdout and
+stderr, and a pipe holding its environment as JSON, which only the child reads (no server's
+variables pass through this process's memory, which every later child inherits). The answer
+is `{"pid": N}` or `{"error": "..."}`. A forked child starts its own session (its pid is its
+process group, as with `start_new_session`), takes the first three descriptors as 0, 1 and 2,
+moves to `cwd`, gets exactly the environment from the pipe, and runs the script as
+`python script.py args` would. When a child ends, `{"exit": pid, "code": C}` follows (C
+negative: the signal that killed it).
 
 When the control socket closes (the app stopped, or died), the remaining children are sent
 SIGTERM, then SIGKILL, and this process exits.
@@ -54,16 +56,18 @@ def _run_child(request: dict, fds: list[int], control: socket.socket, others: li
         control.close()
         for fd in others:
             os.close(fd)
-        for target, fd in enumerate(fds):
+        with os.fdopen(fds[3], "rb") as pipe:
+            env = json.loads(pipe.read())
+        for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
-        for fd in fds:
+        for fd in fds[:3]:
             if fd > 2:
                 os.close(fd)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.chdir(request["cwd"])
         os.environ.clear()
-        os.environ.update(request["env"])
+        os.environ.update(env)
         _settings_from_environment()
         script = os.path.abspath(request["argv"][1])
         sys.argv = request["argv"][1:]
@@ -105,8 +109,8 @@ def _send(control: socket.socket, message: dict) -> None:
 
 def _fork(control: socket.socket, request: dict, fds: list[int], children: dict[int, int], selector_fd: int) -> None:
     try:
-        if len(fds) != 3 or not isinstance(request.get("argv"), list) or len(request["argv"]) < 2:
-            raise ValueError("a request needs argv (interpreter, script, ...) and three descriptors")
+        if len(fds) != 4 or not isinstance(request.get("argv"), list) or len(request["argv"]) < 2:
+            raise ValueError("a request needs argv (interpreter, script, ...) and four descriptors")
         pid = os.fork()
         if pid == 0:
             _run_child(request, fds, control, [selector_fd, *children])
@@ -157,7 +161,7 @@ def main() -> None:
         for key, _ in selector.select():
             if key.fileobj is control:
                 try:
-                    data, fds, _, _ = socket.recv_fds(control, _MAX_PACKET, 3)
+                    data, fds, _, _ = socket.recv_fds(control, _MAX_PACKET, 4)
                 except OSError:
                     data, fds = b"", []
                 if not data:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -103,17 +104,18 @@ class Zygote:
             return None
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
-        request = {"argv": argv, "cwd": str(cwd), "env": env}
+        env_r = _environment_pipe(env)  # read by the child alone: the parent never holds a server's variables
+        request = {"argv": argv, "cwd": str(cwd)}
         try:
             async with self._lock:  # one request in flight: answers come in order
-                socket.send_fds(self._control, [json.dumps(request).encode()], [stdin_r, stdout_w, errlog.fileno()])
+                socket.send_fds(self._control, [json.dumps(request).encode()], [stdin_r, stdout_w, errlog.fileno(), env_r])
                 answer = await asyncio.wait_for(self._answers.get(), READY_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             log.warning("the bundled servers' parent did not fork a server: %s", exc)
             answer = {"error": str(exc)}
         finally:
-            os.close(stdin_r)
-            os.close(stdout_w)
+            for fd in (stdin_r, stdout_w, env_r):
+                os.close(fd)
         if "pid" not in answer:
             os.close(stdin_w)
             os.close(stdout_r)
@@ -164,6 +166,22 @@ class Zygote:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
+
+
+def _environment_pipe(env: dict[str, str]) -> int:
+    """The read end of a pipe that holds `env` as JSON (written whole; a pipe holds 64 KiB)."""
+    data = json.dumps(env).encode()
+    read, write = os.pipe()
+    try:
+        if len(data) > 65536:  # more than a pipe holds unread: grow it (Linux), or refuse
+            fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, len(data))
+        os.write(write, data)
+    except OSError:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return read
 
 
 class ForkedProcess(Process):
