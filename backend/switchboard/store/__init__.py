@@ -3,7 +3,7 @@
 from .migrate import upgrade
 from .pages import MessagePage, Outline, page_of
 from .records import Conversation, Message, StoredConversation, active_path, latest_leaf
-from .repo import UNSET, ConversationStore, open_store
+from .repo import UNSET, ConversationStore, down_store, open_store
 
 __all__ = [
     "UNSET",
@@ -14,6 +14,7 @@ __all__ = [
     "Outline",
     "StoredConversation",
     "active_path",
+    "down_store",
     "latest_leaf",
     "open_store",
     "page_of",

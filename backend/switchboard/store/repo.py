@@ -17,7 +17,7 @@ from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from ..errors import BadRequest, Conflict, NotFound
+from ..errors import BadRequest, Conflict, NotFound, StoreUnavailable, SwitchboardError
 from .app_calls import AppCallQueries
 from .pages import PagedReads
 from .engine import make_engine, unavailable
@@ -29,7 +29,7 @@ from .rows import conversation_of as _conversation
 from .rows import message_of as _message
 from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
-__all__ = ["UNSET", "ConversationStore", "open_store"]
+__all__ = ["UNSET", "ConversationStore", "down_store", "open_store"]
 
 
 class _Unset:
@@ -66,9 +66,15 @@ async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
     return store
 
 
+def down_store(url: str, error: SwitchboardError) -> ConversationStore:
+    """The store as it is when it could not be opened: every call raises why (``StoreUnavailable``)."""
+    down = error if isinstance(error, StoreUnavailable) else StoreUnavailable(error.message, action=error.action)
+    return ConversationStore(None, url, down=down)
+
+
 class ConversationStore(PagedReads, AppCallQueries):
-    def __init__(self, engine: Any, url: str) -> None:
-        super().__init__(engine, url)
+    def __init__(self, engine: Any, url: str, *, down: StoreUnavailable | None = None) -> None:
+        super().__init__(engine, url, down=down)
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
         self._link_file = dialect_insert(files).on_conflict_do_nothing()
         self._link_allowance = dialect_insert(allowances).on_conflict_do_nothing()
