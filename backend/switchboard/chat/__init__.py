@@ -3,10 +3,12 @@ approvals and the events."""
 
 from .calls import CallRunner, CallSettings
 from .conversations import ConversationLimits, Conversations
-from .loop import ChatEngine, TurnLimits, TurnState
-from .session import ApprovalAnswer, ChatSession
+from .loop import ChatEngine
+from .questions import ApprovalAnswer, Preferences
+from .session import ConversationState
 from .task_board import TaskBoard
 from .tasks import TaskPoller, TaskSettings
+from .turn_state import TurnLimits, TurnState
 from .turns import Subscription, Turn, TurnHub, UserLimits
 
 __all__ = [
@@ -14,9 +16,10 @@ __all__ = [
     "CallRunner",
     "CallSettings",
     "ChatEngine",
-    "ChatSession",
     "ConversationLimits",
+    "ConversationState",
     "Conversations",
+    "Preferences",
     "Subscription",
     "TaskBoard",
     "TaskPoller",

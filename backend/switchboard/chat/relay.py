@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..auth import User
 from ..errors import BadRequest, SwitchboardError
 from .events import ErrorEvent, MessageDone
-from .session import ApprovalAnswer
+from .questions import ApprovalAnswer
 
 from .listeners import END, Subscription
 

@@ -14,7 +14,7 @@ from typing import Any
 from ..artifacts import StoredFile
 from ..history import HistoryRecord
 
-__all__ = ["ConversationState", "new_id"]
+__all__ = ["ConversationState", "Seed", "new_id"]
 
 
 def new_id() -> str:
@@ -38,3 +38,17 @@ class ConversationState:
     stored: bool = False  # the store has it
     incognito: bool = False  # nothing of it is ever stored
     made_files: list[str] = field(default_factory=list)  # artifacts of an incognito conversation (deleted with it)
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """A conversation a request brings whole (an OpenAI-style request sends its history each
+    time): it lives for one turn, never stored and never kept in memory; its files go with it."""
+
+    history: tuple[HistoryRecord, ...] = ()
+    compliance_level: str | None = None
+
+    def start(self, owner: str) -> ConversationState:
+        return ConversationState(owner=owner, incognito=True, history=list(self.history),
+                                 compliance_level=self.compliance_level, levels_used=[self.compliance_level],
+                                 leaf_id=self.history[-1].id if self.history else None)  # fmt: skip
