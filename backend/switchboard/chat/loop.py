@@ -160,6 +160,7 @@ class ChatEngine:
             recorder.keep(turn, AssistantText(id=new_id(), text=round_text,
                                               calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)),
                           {"turn": turn.message_id})  # fmt: skip
+            recorder.commit_soon(turn)  # written while the calls run: a process that dies meanwhile leaves them answerable
             turn.round_answer = GrowingText()
             why = ""
             if dropped:

@@ -1,17 +1,22 @@
-"""Storing a turn: one transaction per round, with the events that need durability waiting for it.
+"""Storing a turn: few transactions, with the events that need durability waiting for them.
 
 A record of the turn is kept at once (the conversation's history and leaf move; the model sees
-it), and stored by the next `commit`, together with every other record kept since, the files it
-attaches, the allowances granted and the model or compliance level that changed. The loop
-commits before it sends an event that announces a message (`tool_result`, `message_done`): what
-a client was told is never lost. A tool round is therefore one transaction (the model's call
-message and the tool replies), and the answer one more.
+it), and stored by the next commit, together with every other record kept since, the files it
+attaches, the allowances granted and the model or compliance level that changed. Before an
+event that announces a message (`tool_result`, `message_done`) the loop commits and waits:
+what a client was told is never lost.
 
-`begin` stores what the turn starts with. A new conversation is created together with its
-first question, and committed before the `conversation` event announces it. For a stored
-conversation the question is written in the background while the model answers (`commit_soon`);
-the next commit waits for it first. Commits of one turn never overlap, so messages are stored in
-the order they were kept."""
+Where no event waits, a commit runs in the background (`commit_soon`) and the turn goes on: the
+question of a stored conversation while the model answers, and a round's call message while
+its calls run (a process that dies during a long call leaves a conversation that says which
+call was running). The next commit waits for it first, and stores what it could not. `begin`
+creates a new conversation together with its first question, committed before the
+`conversation` event announces it. Commits of one turn never overlap, so messages are stored in
+the order they were kept.
+
+A stored tool turn is thus three transactions on its critical path (a new conversation with
+its question; the tool result; the answer) and one beside it, where it was one per message.
+"""
 
 from __future__ import annotations
 
