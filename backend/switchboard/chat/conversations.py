@@ -182,13 +182,13 @@ class Conversations:
             conversation = ConversationState(owner=user.email, incognito=True, id=new_id() if taken else conversation_id)
             self._memory.keep(conversation)
             return conversation
-        loaded = await self.store.load(conversation_id)  # one read: the row, messages, allowances, files
-        if loaded is None and picked:
-            conversation_id = scoped_id(user.email, conversation_id)
-            loaded = await self.store.load(conversation_id)
+        # One read: the row, messages, allowances and files (of the id as given, else the user's own).
+        scoped = scoped_id(user.email, conversation_id)
+        loaded = await (self.store.load(conversation_id, scoped) if picked else self.store.load(conversation_id))
         if loaded is None:
-            return ConversationState(owner=user.email, id=conversation_id)
+            return ConversationState(owner=user.email, id=scoped if picked else conversation_id)
         stored = loaded.conversation
+        conversation_id = stored.id
         if stored.owner != user.email:
             raise NotFound("there is no such conversation", action="Start a new conversation.")
         self._check_size(sum(len(m.content) for m in loaded.messages))

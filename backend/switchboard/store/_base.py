@@ -123,7 +123,7 @@ class StoreBase:
         """``work`` as one transaction, committed when this returns (rolled back if it raises).
         ``single``: ``work`` makes one statement (which is then atomic by itself)."""
         if self.down is not None:
-            raise self.down
+            raise self._refusal()
         try:
             with store_timer(doing):
                 return await self._transaction(work, write=write, single=single)
@@ -149,9 +149,14 @@ class StoreBase:
         """`sqlite` or `postgresql`."""
         return self._dialect
 
+    def _refusal(self) -> StoreUnavailable:
+        """Why a down store refuses (a new exception each time: one raised again keeps growing its traceback)."""
+        assert self.down is not None
+        return StoreUnavailable(self.down.message, action=self.down.action)
+
     async def ping(self) -> None:
         if self.down is not None:
-            raise self.down
+            raise self._refusal()
         try:
             async with asyncio.timeout(PING_TIMEOUT_S), self._engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))

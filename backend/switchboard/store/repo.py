@@ -98,15 +98,19 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries):
 
         return await self._run("read the conversation", work, write=False)
 
-    async def load(self, id: str) -> StoredConversation | None:
+    async def load(self, id: str, *others: str) -> StoredConversation | None:
         """The conversation with its messages (every branch, in order), allowances and file links,
-        from one snapshot; None when it is not stored."""
+        from one snapshot; None when it is not stored. ``others``: ids to try in turn when ``id``
+        is not stored (in the same snapshot: one call for a name that may be stored two ways)."""
 
         def work(conn: Connection) -> StoredConversation | None:
-            row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
-            if row is None:
+            for cid in (id, *others):
+                row = conn.execute(S.CONVERSATION, {"cid": cid}).mappings().first()
+                if row is not None:
+                    break
+            else:
                 return None
-            params = {"cid": id}
+            params = {"cid": cid}
             return StoredConversation(
                 conversation=_conversation(row),
                 messages=[_message(m) for m in conn.execute(S.MESSAGES, params).mappings()],
