@@ -137,10 +137,28 @@ class TurnWrites(StoreBase):
                 refuse(conn, row["parent_id"])
             return [int(added[0])]
 
-        single = (self._dialect == "postgresql" and len(rows) == 1 and not files and not allowances
-                  and model is UNSET and levels is None and created is None)  # fmt: skip
+        def created_with_first(conn: Connection) -> list[int]:
+            assert created is not None
+            row = rows[0]
+            params = {"cid": conversation_id, "c_owner": created["owner"], "c_title": created["title"],
+                      "c_model": created["model"], "c_level": created["compliance_level"],
+                      "c_levels": created["levels_used"], "mid": row["id"], "m_role": row["role"],
+                      "m_content": row["content"], "m_data": row["data"], "now": now}  # fmt: skip
+            try:
+                return [int(conn.execute(S.CREATE_WITH_FIRST, params).scalar_one())]
+            except IntegrityError as exc:
+                if conn.execute(S.EXISTS, {"cid": conversation_id}).first() is not None:
+                    raise Conflict(f"a conversation with id '{conversation_id}' exists already; pick another id") from exc
+                raise _Refused from exc
+
+        # On Postgres a lone message, or a new conversation with its first message, is one statement.
+        alone = len(rows) == 1 and not files and not allowances and model is UNSET and levels is None
+        first = created is not None and rows[0]["parent_id"] is None
+        postgres = self._dialect == "postgresql"
+        single = postgres and alone and (created is None or first)
+        chosen = (created_with_first if created is not None else one_statement) if single else work
         try:
-            seqs = await self._run("save the message", one_statement if single else work, write=True, single=single)
+            seqs = await self._run("save the message", chosen, write=True, single=single)
         except _Refused as refused:
             # Rolled back. A taken id is the caller's mistake, not the store's: say so (checked
             # after the fact, so that the usual write needs no look-up first).
