@@ -33,6 +33,7 @@ from .context import fitting_context
 from .events import (ChatMessage, ConversationEvent, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent,
                      TokenEvent, ToolResultEvent)  # fmt: skip
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
+from .skills import SkillShelf
 from .growing import GrowingText
 from .render import render_markdown
 from .session import new_id
@@ -85,6 +86,13 @@ class ChatEngine:
         wanted = set(selection)
         return [tool for tool in visible if tool.qualified_name in wanted]
 
+    def skills_for(self, turn: TurnState, selection: list[str] | None) -> SkillShelf:
+        """The skills of the servers the user may use here; none when the chat asks for no tools."""
+        access = self.access(turn)
+        entries = [] if selection == [] else [
+            e for e in self._pool.skills(access.email) if self._pool.registry.server_admits(e.server, access)]  # fmt: skip
+        return SkillShelf(self._pool, access.email, entries)
+
     async def prepare(self, turn: TurnState, request: ChatMessage) -> PreparedTurn:
         """Everything a turn needs before it may start (model, attachments); raises
         SwitchboardError when the request is refused, before anything is stored."""
@@ -129,6 +137,7 @@ class ChatEngine:
         wanted = gateway_wanted(model, self._config.llm, request.tool_exposure, self.tool_tokens(tools))
         gateway = Gateway(self._pool.registry, tools) if wanted else None
         schemas = None if wanted else [tool.openai_schema() for tool in tools] or None
+        skills = self.skills_for(turn, request.tools)
 
         finish = "stop"
         for round_no in range(self._limits.round_limit + 1):
@@ -136,6 +145,8 @@ class ChatEngine:
             turn.completed = None
             try:
                 offer = gateway.schemas() if gateway is not None else schemas
+                if skills:
+                    offer = [*(offer or []), *skills.schemas()]
                 async for event in self._stream_round(model, turn, None if last_round else offer):
                     yield event
             except SwitchboardError as exc:
@@ -176,7 +187,8 @@ class ChatEngine:
             turn.open_calls = list(calls)
             try:
                 async for event in run_calls(calls, turn, runner=self._calls, llm=self._llm, offered=offered,
-                                             model=model, recorder=recorder, dropped_note=why, gateway=gateway):  # fmt: skip
+                                             model=model, recorder=recorder, dropped_note=why, gateway=gateway,
+                                             skills=skills):  # fmt: skip
                     yield event
             except SwitchboardError as exc:
                 yield _failed(turn, exc)
@@ -244,7 +256,7 @@ class ChatEngine:
             # A gateway call names the tool it runs (once known), not the gateway.
             tool, server = turn.tools_of_calls.get(call.id, (call.name, ""))
             text = unfinished_text(turn.stopped_by if finish in ("cancelled", "error") else None,
-                                   call.id in turn.awaiting_approval)  # fmt: skip
+                                   call.id in turn.awaiting_approval, call.id in turn.awaiting_answer)  # fmt: skip
             reply = ToolReply(id=new_id(), call_id=call.id, tool=tool, server=server, ok=False, text=text)
             recorder.keep(turn, reply, {"turn": turn.message_id, "content": reply.text})
             unanswered.append(ToolResultEvent(call_id=call.id, tool=tool, server=server, ok=False, content=text))

@@ -13,6 +13,7 @@ from ..llm.types import LLMStream, TextDelta, ToolCallRequest
 from .calls import CallRunner, ExecutedCall
 from .events import AppEvent, ApprovalRequest, ServerEvent, ToolStart
 from .gateway import Gateway
+from .skills import SkillShelf
 from .session import new_id
 from .turn_state import TurnState
 
@@ -36,7 +37,7 @@ class Recorder(Protocol):
 
 async def run_calls(calls: list[ToolCallRequest], turn: TurnState, *, runner: CallRunner, llm: LLMStream,
                     offered: set[str], model: ModelConfig, recorder: Recorder, dropped_note: str,
-                    gateway: Gateway | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                    gateway: Gateway | None = None, skills: SkillShelf | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
     """Run the calls concurrently, yielding their events as they happen."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
 
@@ -57,6 +58,8 @@ async def run_calls(calls: list[ToolCallRequest], turn: TurnState, *, runner: Ca
         try:
             if gateway is not None and gateway.handles(call.name):
                 executed = await gateway.run(call, emit, direct)
+            elif skills and skills.handles(call.name):
+                executed = await skills.run(call, emit)
             else:
                 executed = await direct(call)
             await queue.put(executed)

@@ -74,7 +74,8 @@ class TurnState:
     completed: Completed | None = None  # the last event of the model call just made
     tools_of_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, server) it runs
     stopped_by: StoppedBy | None = None  # who ended the turn early, when it was stopped
-    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for a person when it was stopped
+    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for approval when it was stopped
+    awaiting_answer: set[str] = field(default_factory=set)  # calls whose question to the user was open then
     error: ErrorEvent | None = None  # why the turn failed: stored with the answer, shown after a reload
 
     @property
