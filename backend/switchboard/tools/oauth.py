@@ -275,6 +275,7 @@ def _pending_value(provider: Provider, verifier: str) -> str:
         "resource": context.protected_resource_metadata.model_dump_json(exclude_none=True)
         if context.protected_resource_metadata else None,
         "client": context.client_info.model_dump_json(exclude_none=True) if context.client_info else None,
+        "dpop_algs": provider.dpop_algs,
     })  # fmt: skip
 
 
@@ -288,6 +289,7 @@ def _restore(provider: Provider, saved: dict[str, Any]) -> None:
         context.protected_resource_metadata = ProtectedResourceMetadata.model_validate_json(saved["resource"])
     if saved.get("client"):
         context.client_info = OAuthClientInformationFull.model_validate_json(saved["client"])
+    provider.dpop_algs = saved.get("dpop_algs")
 
 
 def _unreachable(exc: httpx2.HTTPError) -> str:

@@ -26,6 +26,7 @@ from .oauth_storage import VaultStorage
 __all__ = ["DPoPAuth"]
 
 NONCE_HEADER = "DPoP-Nonce"
+_METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
 
 
 class DPoPAuth:
@@ -34,6 +35,9 @@ class DPoPAuth:
     context: Any  # the SDK's OAuthContext
     dpop: DPoPKey | None = None  # the key this sign-in's tokens are (to be) bound to
     dpop_bound = False  # the current access token is DPoP-bound (else it is a bearer token)
+    # The authorization server's `dpop_signing_alg_values_supported`, read from its metadata as the
+    # flow fetches it (the SDK's metadata model drops the field); kept with a pending sign-in.
+    dpop_algs: list[str] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -41,8 +45,7 @@ class DPoPAuth:
 
     def use_dpop_if_offered(self) -> None:
         """Before a token request of a new sign-in: a fresh key when the authorization server takes DPoP."""
-        metadata = self.context.oauth_metadata
-        alg = DPoPKey.choose(metadata.dpop_signing_alg_values_supported if metadata is not None else None)
+        alg = DPoPKey.choose(self.dpop_algs)
         self.dpop = DPoPKey.generate(alg) if alg is not None else None
 
     def sign_token_request(self, request: httpx2.Request) -> None:
@@ -66,6 +69,18 @@ class DPoPAuth:
         except (ValueError, AttributeError):
             return False
 
+    async def _note_metadata(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """Keep `dpop_signing_alg_values_supported` from an authorization server's metadata."""
+        if request.method != "GET" or response.status_code != 200 or not any(
+                name in request.url.path for name in _METADATA_PATHS):  # fmt: skip
+            return
+        try:
+            body = json.loads(await response.aread())
+        except ValueError:
+            return  # the SDK reports the malformed answer
+        algs = body.get("dpop_signing_alg_values_supported") if isinstance(body, dict) else None
+        self.dpop_algs = [a for a in algs if isinstance(a, str)] if isinstance(algs, list) else None
+
     def _add_auth_header(self, request: httpx2.Request) -> None:
         tokens = self.context.current_tokens
         if not (self.dpop is not None and self.dpop_bound and tokens and tokens.access_token):
@@ -83,6 +98,8 @@ class DPoPAuth:
             while True:
                 response = yield outgoing
                 resource = outgoing is request
+                if not resource:
+                    await self._note_metadata(outgoing, response)
                 if await self.nonce_wanted(outgoing, response, resource=resource):
                     if resource:
                         self._add_auth_header(outgoing)
