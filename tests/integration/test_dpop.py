@@ -30,7 +30,7 @@ def dpop_server():
 
 @pytest.fixture
 def nonce_server():
-    yield from run_signin("--dpop", "--nonce")
+    yield from run_signin("--dpop", "--nonce", "--token-ttl", "5")
 
 
 def seen(url: str) -> dict:
@@ -78,10 +78,17 @@ def test_server_nonces_are_answered_with_one_retry(tmp_path, nonce_server):
         call_whoami(client, services, USER)
         call_whoami(client, services, USER)
         log = seen(nonce_server)
-        # the token endpoint and the MCP server each asked once; the retries (and what followed) carried the nonce
-        assert log["as_challenges"] == 1 and log["token_proofs"] == 1
-        assert log["rs_challenges"] == 1 and log["mcp_proofs"] >= 3
-        assert log["refused"] == []
+        # the MCP server asked once; the retry and every request after it carried the nonce
+        assert log["rs_challenges"] == 1 and log["mcp_proofs"] >= 3 and log["refused"] == []
+        # a refresh in a new session (the token lives 5 s): asked for the nonce again, and answered
+        time.sleep(6)
+        client.portal.call(services.pool.connections["signin"].close_user, USER)
+        call_whoami(client, services, USER)
+        log = seen(nonce_server)
+        assert log["grants"][0] == "authorization_code" and "refresh_token" in log["grants"]
+        # each token request was refused once for want of the nonce, then carried it
+        assert log["as_challenges"] == log["token_proofs"] == len(log["grants"])
+        assert log["rs_challenges"] == 2 and log["refused"] == []
 
 
 def test_a_stolen_access_token_replayed_from_elsewhere_is_refused(tmp_path, dpop_server):
