@@ -32,7 +32,7 @@ async def test_a_silent_stream_is_closed_when_the_client_leaves(spec_version):
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"spec_version": spec_version}}
+    scope = {"type": "http", "method": "POST", "asgi": {"spec_version": spec_version}}
     response = EventStreamResponse(silent(), on_close=lambda: closes.append(1))
     await asyncio.wait_for(response(scope, receive, send), 5)
     assert closed.is_set() and closes == [1]
