@@ -4,7 +4,7 @@ then the rest live, as typed events (each door makes its own wire form)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from .events import ServerEvent
@@ -28,10 +28,10 @@ class Subscription:
         self.turn = turn
         self.queue: asyncio.Queue[ServerEvent | None] = asyncio.Queue()
 
-    def __aiter__(self) -> AsyncIterator[ServerEvent]:
+    def __aiter__(self) -> AsyncGenerator[ServerEvent, None]:
         return self._events()
 
-    async def _events(self) -> AsyncIterator[ServerEvent]:
+    async def _events(self) -> AsyncGenerator[ServerEvent, None]:
         try:
             while (event := await self.queue.get()) is not END:
                 yield event

@@ -86,3 +86,26 @@ def test_an_event_cannot_change_after_it_is_made_and_a_copy_has_its_own_text():
 def test_a_kind_this_version_does_not_know_is_refused():
     with pytest.raises(ValidationError):
         event_from_json('{"type":"weather","sky":"blue"}')
+
+
+def test_the_terminal_client_handles_every_kind_of_event():
+    """The CLI matches on the kind and ends with `assert_never`: a kind added to `ServerEvent`
+    without a case there fails here (and in the type checker)."""
+    import io
+
+    import httpx
+
+    from switchboard.cli_chat import _Terminal
+
+    answers: list[str] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        answers.append(f"{request.url.path} {request.content.decode()}")
+        return httpx.Response(204)
+
+    with httpx.Client(transport=httpx.MockTransport(server), base_url="http://switchboard") as client:
+        out, err = io.StringIO(), io.StringIO()
+        terminal = _Terminal(client, io.StringIO(""), out, err)  # no answers on stdin: deny, decline
+        finishes = [terminal.show(event) for event in EXAMPLES]
+    assert finishes.count("stop") == 1 and out.getvalue() == "Hé\n"
+    assert answers == ['/api/calls/call_1/approval {"approved":false}', '/api/elicitations/q1 {"action":"decline"}']
