@@ -1,6 +1,7 @@
-"""The terminal client reads `/api/chat` with httpx-sse into the typed event models: against the
-real app whose stream carries keep-alive comments while a turn waits, and against a server that
-is not Switchboard."""
+"""The event streams (`/api/chat`, `/v1`) carry keep-alive comments while a turn is quiet, and
+their readers skip them: the terminal client, which reads `/api/chat` with httpx-sse into the
+typed event models (also against servers that are not this version, or not Switchboard), and
+the `openai` package on `/v1`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+import openai
 import pytest
 
 from switchboard import cli_chat
@@ -60,6 +62,17 @@ def test_the_terminal_reads_events_between_keep_alive_comments(site, llm):
     assert code == cli_chat.ANSWERED, err
     assert out == "All gone.\n"  # the tokens, in order, nothing of the comments
     assert "toolbox_delete_everything wants to run" in err and "✓ toolbox_delete_everything" in err
+
+
+def test_an_openai_client_reads_a_stream_with_keep_alive_comments(site, llm):
+    llm.response_delay_s = 0.3
+    llm.enqueue(TextReply("Quiet, then an answer."))
+    token = httpx.post(f"{site}/api/tokens", json={"name": "sse"}).json()["token"]
+    with openai.OpenAI(base_url=f"{site}/v1", api_key=token, max_retries=0, timeout=30) as client:
+        stream = client.chat.completions.create(model="double", stream=True, messages=[{"role": "user", "content": "hi"}])
+        chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Quiet, then an answer."
+    assert chunks[-1].choices[0].finish_reason == "stop"
 
 
 class _Stream(BaseHTTPRequestHandler):
