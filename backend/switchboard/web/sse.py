@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 __all__ = ["PING_S", "EventStreamResponse", "ServerSentEvent", "data_frame", "frame"]
 
@@ -47,8 +47,17 @@ class EventStreamResponse(EventSourceResponse):
         self._on_close = on_close  # runs however the response ends, even before the stream started
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        open_body = False  # the response started and its last body message is not sent yet
+
+        async def sending(message: Message) -> None:
+            nonlocal open_body
+            open_body = message["type"] == "http.response.start" or bool(message.get("more_body"))
+            await send(message)
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, sending)
+            if open_body and self.active:  # cut short at shutdown (the client is still there): end it cleanly
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass  # the client went away mid-write, before its disconnect was read
         finally:
