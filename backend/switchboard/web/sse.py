@@ -7,7 +7,11 @@ writes nothing for a long time). It also sends a keep-alive comment while the st
 (proxies close idle streams) and, when the server is asked to stop, lets the stream run for the
 hub's shutdown grace before ending it. This module adds what the doors need around it: frames
 separated by a bare newline (the wire in docs/protocol.md), and `on_close`, which runs however
-the response ends, so a turn's subscription is left at once and the hub's grace period starts."""
+the response ends, so a turn's subscription is left at once and the hub's grace period starts.
+
+FastAPI's own `EventSourceResponse` does not fit: it streams only from a generator endpoint, so
+`/api/chat` could not answer a refused chat with a JSON error and its status, nor `/v1` choose
+JSON or a stream per request, and it is a StreamingResponse (no disconnect watch under ASGI 2.4)."""
 
 from __future__ import annotations
 
