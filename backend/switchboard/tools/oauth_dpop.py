@@ -84,6 +84,7 @@ class DPoPAuth:
     def _add_auth_header(self, request: httpx2.Request) -> None:
         tokens = self.context.current_tokens
         if not (self.dpop is not None and self.dpop_bound and tokens and tokens.access_token):
+            request.headers.pop("DPoP", None)  # a proof of an earlier attempt, when the new token is a bearer one
             super()._add_auth_header(request)  # type: ignore[misc]
             return
         url = str(request.url)
