@@ -17,11 +17,11 @@ MAX_QUEUED = 1000  # events waiting for one slow page; more are dropped (the pag
 
 class ConversationPages:
     def __init__(self) -> None:
-        self._queues: dict[str, set[asyncio.Queue[str]]] = {}
+        self._queues: dict[str, set[asyncio.Queue[ServerEvent]]] = {}
 
     @contextmanager
-    def watch(self, conversation_id: str) -> Iterator[asyncio.Queue[str]]:
-        queue: asyncio.Queue[str] = asyncio.Queue(MAX_QUEUED)
+    def watch(self, conversation_id: str) -> Iterator[asyncio.Queue[ServerEvent]]:
+        queue: asyncio.Queue[ServerEvent] = asyncio.Queue(MAX_QUEUED)
         self._queues.setdefault(conversation_id, set()).add(queue)
         try:
             yield queue
@@ -34,11 +34,10 @@ class ConversationPages:
 
     def publish(self, conversation_id: str, event: ServerEvent) -> int:
         """Send to every page of the conversation; how many got it."""
-        text = event.to_json()
         sent = 0
         for queue in self._queues.get(conversation_id, ()):
             if not queue.full():
-                queue.put_nowait(text)
+                queue.put_nowait(event)
                 sent += 1
         return sent
 

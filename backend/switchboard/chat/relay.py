@@ -5,7 +5,8 @@ the user does there (attach, approval and question answers, cancel), and carries
 `LocalRelay` is the one-process case (the SQLite default): nothing to carry. `PostgresRelay` uses
 the shared database: `live_turns` says which process runs a conversation's turn, LISTEN/NOTIFY
 carries small messages, and a turn followed from another process copies its events into
-`turn_events`, where the followers read them. Each process heartbeats; the turns of a process
+`turn_events`, where the followers read them: an event crosses as its JSON text (serialized once,
+when it is published) and is read back into a typed event once per process. Each process heartbeats; the turns of a process
 silent for longer than the lease end as failed, and the user is told.
 
 Messages (JSON on channel `sb_<process>`; `sb_all` for everyone):
@@ -24,9 +25,11 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..auth import User
+from pydantic import ValidationError
+
 from ..errors import BadRequest, SwitchboardError
-from .events import ErrorEvent, MessageDone
-from .session import ApprovalAnswer
+from .events import ErrorEvent, MessageDone, ServerEvent, event_from_json
+from .questions import ApprovalAnswer
 
 from .listeners import END, Subscription
 
@@ -49,7 +52,7 @@ class Turn(Protocol):
     @property
     def conversation_id(self) -> str: ...
 
-    def _replay(self) -> list[str]: ...
+    def _replay(self) -> list[ServerEvent]: ...
 
 
 class TurnHub(Protocol):
@@ -76,7 +79,7 @@ class Relay(Protocol):
 
     async def released(self, turn: Turn) -> None: ...
 
-    def published(self, turn: Turn, text: str) -> None: ...
+    def published(self, turn: Turn, event: ServerEvent) -> None: ...
 
     async def attach(self, user: User, conversation_id: str) -> Subscription | None: ...
 
@@ -100,7 +103,7 @@ class LocalRelay:
     async def released(self, turn: Turn) -> None:
         return None
 
-    def published(self, turn: Turn, text: str) -> None:
+    def published(self, turn: Turn, event: ServerEvent) -> None:
         return None
 
     async def attach(self, user: User, conversation_id: str) -> Subscription | None:
@@ -150,21 +153,33 @@ class RemoteTurn:
         async with self._reading:
             for seq, body in await self.relay.live.read_events(self.conversation_id, self.read_upto):
                 self.read_upto = seq
-                self.delivered += 1
-                for listener in self.listeners:
-                    listener.queue.put_nowait(body)
+                event = _read(body)  # once, whatever the number of listeners
+                if event is not None:
+                    self.delivered += 1
+                    for listener in self.listeners:
+                        listener.queue.put_nowait(event)
         self.answered.set()
 
-    def end(self, *extra: str) -> None:
+    def end(self, *extra: ServerEvent) -> None:
         if self.ended:
             return
         self.ended = True
         self.delivered += len(extra)
         self.answered.set()
         for listener in list(self.listeners):
-            for body in extra:
-                listener.queue.put_nowait(body)
+            for event in extra:
+                listener.queue.put_nowait(event)
             listener.queue.put_nowait(END)
+
+
+def _read(body: str) -> ServerEvent | None:
+    """An event of another process's turn, from its stored text; None (and a warning) for one this
+    process cannot read (a newer version's kind during a rolling update)."""
+    try:
+        return event_from_json(body)
+    except ValidationError:
+        log.warning("an event from another process could not be read", extra={"event": "relay_event_unreadable"})
+        return None
 
 
 class PostgresRelay:
@@ -240,11 +255,11 @@ class PostgresRelay:
                 await self.live.notify(self._channel(follower), {"op": "end", "c": turn.conversation_id})
         await self.live.release(turn.conversation_id, self.process_id)
 
-    def published(self, turn: Turn, text: str) -> None:
+    def published(self, turn: Turn, event: ServerEvent) -> None:
         shared = self._shared.get(turn.conversation_id)
         if shared is None:
             return
-        shared.pending.append(text)
+        shared.pending.append(event.to_json())  # the same text this process's doors send
         if shared.flushing is None or shared.flushing.done():
             shared.flushing = asyncio.create_task(self._flush_soon(turn.conversation_id, shared))
 
@@ -273,7 +288,8 @@ class PostgresRelay:
         if shared is None:
             shared = self._shared[conversation_id] = _Shared()
             shared.next_seq = await self.live.last_seq(conversation_id) + 1
-            shared.pending = turn._replay() + shared.pending  # what was sent so far, then what follows
+            # what was sent so far, then what follows
+            shared.pending = [event.to_json() for event in turn._replay()] + shared.pending
         shared.followers.add(follower)
         await self._flush(conversation_id, shared)
         await self.live.notify(self._channel(follower), {"op": "events", "c": conversation_id})
@@ -303,8 +319,8 @@ class PostgresRelay:
             return None
         subscription = remote.join()
         for seq, body in await self.live.read_events(conversation_id, 0):  # this listener's replay
-            if seq <= remote.read_upto:
-                subscription.queue.put_nowait(body)
+            if seq <= remote.read_upto and (event := _read(body)) is not None:
+                subscription.queue.put_nowait(event)
         return subscription
 
     def unfollow(self, remote: RemoteTurn) -> None:
@@ -356,9 +372,9 @@ class PostgresRelay:
             remote = self._remote.pop(conversation_id, None)
             if remote is not None:
                 await remote.catch_up()
-                remote.end(ErrorEvent(code="internal", message=LOST, action="Send your message again.").to_json(),
+                remote.end(ErrorEvent(code="internal", message=LOST, action="Send your message again."),
                            MessageDone(message_id="lost", finish_reason="error", html="",
-                                       conversation_id=conversation_id).to_json())  # fmt: skip
+                                       conversation_id=conversation_id))  # fmt: skip
         elif op == "ask":
             ok = await self._answer_here(message)
             await self.live.notify(self._channel(str(message["from"])), {"op": "ack", "rid": message["rid"], "ok": ok})
