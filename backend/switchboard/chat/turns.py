@@ -136,6 +136,7 @@ class UserLimits:
 
 
 BUSY = "an answer is still being written in this conversation"
+STOPPED_TELL_S = 5.0  # after the drain's grace: a stopped turn's last events reach its open streams
 
 
 class Identities(Protocol):
@@ -355,6 +356,12 @@ class TurnHub:
             return
         if not questions.answer_elicitation(request_id, action, content):
             raise NotFound(f"no question is waiting with id '{request_id}'")
+
+    @property
+    def stream_grace_s(self) -> float:
+        """How long an open `/api/chat` or `/v1` stream may run once the server is asked to stop:
+        the drain's grace, and time for the turns stopped at its end to tell their streams."""
+        return self.shutdown_grace_s + STOPPED_TELL_S
 
     async def drain(self) -> None:
         """SIGTERM (a rolling restart): this process takes no new connections (the server closed its

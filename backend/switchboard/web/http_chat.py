@@ -70,7 +70,7 @@ async def chat(request: Request, user: UserDep, body: ChatRequest) -> EventStrea
     except LLMUnavailable as exc:  # the model asked for is not one this user can use now: the request's fault
         raise BadRequest(exc.message, action=exc.action) from None
     return EventStreamResponse(sse_events(subscription), on_close=lambda: subscription.turn.leave(subscription),
-                               shutdown_grace_s=services.turns.shutdown_grace_s)  # fmt: skip
+                               shutdown_grace_s=services.turns.stream_grace_s)  # fmt: skip
 
 
 @router.post("/calls/{call_id}/approval", status_code=204)

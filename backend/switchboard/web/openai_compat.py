@@ -304,7 +304,7 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         chunks = _chunks(_events(subscription), completion_id, created, body.model, include_usage)
-        return EventStreamResponse(chunks, on_close=finished, shutdown_grace_s=services_of(request).turns.shutdown_grace_s)
+        return EventStreamResponse(chunks, on_close=finished, shutdown_grace_s=services_of(request).turns.stream_grace_s)
     content: list[str] = []
     try:
         async for event in _events(subscription):
