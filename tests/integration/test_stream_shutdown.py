@@ -1,7 +1,8 @@
 """A stopped `switchboard serve` (SIGTERM, a rolling restart) gives an open `/api/chat` stream
-the shutdown grace, then ends it cleanly, even while its turn waits for an approval that will
-not come; the process then stops the turn and exits. (Before, the server waited for the
-stream, which waited for the approval's own timeout of minutes.)"""
+the shutdown grace, even while its turn waits for an approval that will not come; then it stops
+the turn, the stream gets the turn's `error` (the server restarted) and `message_done`, ends
+cleanly, and the process exits. (Before, the server waited for the stream, which waited for the
+approval's own timeout of minutes; then the stream was cut at the grace without being told.)"""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def test_a_stream_waiting_for_an_approval_ends_cleanly_after_the_shutdown_grace(
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert before[-1] == "approval_request" and "message_done" not in after
+    assert before[-1] == "approval_request" and "error" in after and after[-1] == "message_done", after
     assert GRACE_S <= ended_after < GRACE_S + 5, ended_after  # the grace, then the stream's clean end
     assert proc.returncode in (0, -signal.SIGTERM)  # it stopped by itself (uvicorn raises the signal again at the end)
 
