@@ -205,7 +205,7 @@ class _Refusal:
     def __init__(self, error: SwitchboardError) -> None:
         self._error = error
 
-    def __await__(self):  # type: ignore[no-untyped-def]
+    def __await__(self):
         raise self._error
         yield  # a generator: raises when awaited
 

@@ -187,9 +187,9 @@ class Conversations:
         if incognito:
             # A stored conversation never turns incognito: an incognito chat there starts its own.
             mine = [conversation_id, scoped_id(user.email, conversation_id)] if picked else [conversation_id]
-            stored = [await self.store.get_conversation(c) for c in mine]
+            existing = [await self.store.get_conversation(c) for c in mine]
             session = ChatSession(user=user, incognito=True,
-                                  conversation_id=new_id() if any(c is not None and c.owner == user.email for c in stored)
+                                  conversation_id=new_id() if any(c is not None and c.owner == user.email for c in existing)
                                   else conversation_id)  # fmt: skip
             self._memory.keep(session)
             return session

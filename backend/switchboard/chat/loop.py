@@ -13,7 +13,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -163,7 +163,7 @@ class ChatEngine:
         return self._tool_tokens.tokens(self._pool.registry.version, tools)
 
     async def run_turn(self, session: ChatSession, request: ChatMessage, state: TurnState, recorder: Recorder,
-                       prepared: PreparedTurn | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                       prepared: PreparedTurn | None = None) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
         try:
             prepared = prepared or await self.prepare(session, request)
             model = prepared.model
@@ -201,7 +201,7 @@ class ChatEngine:
             completed, round_text = state.completed, state.round_text
             if completed is not None and completed.usage is not None:
                 state.usage = _add_usage(state.usage, completed.usage)
-            asked = completed.tool_calls if completed is not None and not last_round else []
+            asked: list[ToolCallRequest] = completed.tool_calls if completed is not None and not last_round else []
             if not asked:
                 reason = completed.finish_reason if completed is not None else "stop"
                 finish = "length" if reason == "length" else ("round_limit" if last_round else "stop")
@@ -246,7 +246,7 @@ class ChatEngine:
             yield event
 
     async def _stream_round(self, model: ModelConfig, session: ChatSession, tools: list[dict[str, Any]] | None,
-                            state: TurnState) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                            state: TurnState) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
         """One model call: tokens (cut at the answer limit), notices and now and then a live
         render; its last event goes to `state.completed`."""
         state.round_answer = GrowingText()
@@ -261,7 +261,7 @@ class ChatEngine:
             self._models.note_outcome(model.name, None)
 
     async def _model_round(self, model: ModelConfig, session: ChatSession, tools: list[dict[str, Any]] | None,
-                           state: TurnState) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                           state: TurnState) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
         rendered_at, rendered_len = time.monotonic(), 0
         system = self._config.system_prompt.strip() + app_context_text(session.app_context)
         stream = fitting_context(self._llm, model, system, session, tools)
@@ -292,7 +292,7 @@ class ChatEngine:
                     yield RenderEvent(message_id=state.message_id, html=await asyncio.to_thread(render_markdown, state.text))
 
     async def finish(self, session: ChatSession, state: TurnState, finish: str,
-                     recorder: Recorder) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                     recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
         """Close the turn: answer every open call, store the answer, then announce it."""
         restarted = state.stopped_by == "restart"
         if restarted:
@@ -328,7 +328,7 @@ class ChatEngine:
     async def _run_calls(self, calls: list[ToolCallRequest], session: ChatSession, offered: set[str],
                          model: ModelConfig, recorder: Recorder, state: TurnState,
                          dropped_note: str, gateway: Gateway | None = None,
-                         skills: SkillShelf | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                         skills: SkillShelf | None = None) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
         """Run the calls concurrently, yielding their events as they happen; each
         result is recorded before its tool_result goes out."""
         queue: asyncio.Queue[Any] = asyncio.Queue()

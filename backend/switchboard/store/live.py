@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -98,7 +98,7 @@ class LiveTurns:
                                  .returning(live_turns.c.conversation_id, live_turns.c.owner, live_turns.c.process_id))  # fmt: skip
             gone = [tuple(r) for r in taken]
             conn.execute(delete(app_processes).where(app_processes.c.heartbeat_at < cutoff))
-            return gone  # type: ignore[return-value]
+            return gone
 
         return await self._store._run("end the answers of a stopped process", work, write=True)
 
@@ -116,7 +116,7 @@ class LiveTurns:
         stmt = text("SELECT pg_notify(:channel, :payload)").bindparams(channel=channel, payload=payload)
         await self._store._run("reach another app process", lambda c: c.execute(stmt), write=True, single=True)
 
-    async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:
         """Deliver the messages sent to these channels, each to `on_message` in its own task."""
         import asyncpg
 

@@ -27,7 +27,8 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from anyio.abc import Process
 
-    from ..config.models import McpConfig, ServerConfig
+    from ..config.loader import McpConfig
+    from ..config.models import ServerConfig
 
 __all__ = ["FILES_ORIGIN_ENV", "INHERITED_ENV", "EarlyStarts", "Launch", "child_environment", "stderr_path", "stdio_launch"]
 
