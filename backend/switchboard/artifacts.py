@@ -23,6 +23,7 @@ from pathlib import Path
 from collections.abc import AsyncIterator
 from typing import BinaryIO
 
+from .auth import normalize_email
 from .errors import BadRequest, NotFound
 from .filestore import FileBackend, LocalFiles
 
@@ -191,10 +192,12 @@ class ArtifactStore:
         """The file and, in a local folder, its path; NotFound unless `owner` owns it (None: any owner)."""
         blob, meta = self._keys(file_id)
         try:
-            stored = StoredFile(**json.loads(self.files.read(meta)))
+            entry = json.loads(self.files.read(meta))
+            # files stored before addresses were normalized may name a mixed-case spelling
+            stored = StoredFile(**{**entry, "owner": normalize_email(str(entry.get("owner", "")))})
         except (NotFound, ValueError, TypeError):
             raise NotFound("no such file") from None
-        if owner is not None and stored.owner != owner:
+        if owner is not None and stored.owner != normalize_email(owner):
             raise NotFound("no such file")  # same answer as missing: no probing other users' ids
         return stored, self.files.local_path(blob)
 
@@ -236,7 +239,7 @@ class ArtifactStore:
                 except (NotFound, ValueError):
                     continue
                 if entry.get("kind") == "upload":
-                    usage = uploads.setdefault(str(entry.get("owner")), Usage())
+                    usage = uploads.setdefault(normalize_email(str(entry.get("owner"))), Usage())
                     usage.bytes += int(entry.get("size", 0))
                     usage.files += 1
             self._uploads = uploads
@@ -256,7 +259,7 @@ class ArtifactStore:
                 self.files.delete(meta)
                 removed += 1
                 if entry.get("kind") == "upload":
-                    self._forget_upload(str(entry.get("owner")), int(entry.get("size", 0)))
+                    self._forget_upload(normalize_email(str(entry.get("owner"))), int(entry.get("size", 0)))
         return removed
 
     def _forget_upload(self, owner: str, size: int) -> None:
