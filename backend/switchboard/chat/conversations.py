@@ -107,7 +107,17 @@ class Conversations:
                     if found.owner != user.email:
                         break  # another user's: the same answer as none
                     return found
+            else:
+                for candidate in await self._earlier_ids(user, conversation_id):
+                    found = await self.store.get_conversation(candidate)
+                    if found is not None and found.owner == user.email:
+                        return found
         raise NotFound("there is no such conversation", action="It may have been deleted; pick another one.")
+
+    async def _earlier_ids(self, user: User, name: str) -> list[str]:
+        """Where a conversation the client named `name` was stored under a spelling the user's
+        address had before addresses were normalized (store migration 0007)."""
+        return [scoped_id(spelling, name) for spelling in await self.store.old_spellings(user.email)]
 
     # -- incognito files ---------------------------------------------------------
     def turn_ended(self, session: ChatSession) -> None:
@@ -195,8 +205,12 @@ class Conversations:
             return session
         loaded = await self.store.load(conversation_id)  # one read: the row, messages, allowances, files
         if loaded is None and picked:
-            conversation_id = scoped_id(user.email, conversation_id)
+            name, conversation_id = conversation_id, scoped_id(user.email, conversation_id)
             loaded = await self.store.load(conversation_id)
+            for earlier in await self._earlier_ids(user, name) if loaded is None else []:
+                if (loaded := await self.store.load(earlier)) is not None:
+                    conversation_id = earlier
+                    break
         if loaded is None:
             return ChatSession(user=user, conversation_id=conversation_id, levels_used=[])
         stored = loaded.conversation

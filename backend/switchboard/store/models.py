@@ -29,7 +29,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 __all__ = ["UTCDateTime", "allowances", "api_tokens", "app_processes", "conversations", "files", "live_turns", "messages",
-           "metadata", "oauth_pending", "tasks", "tool_pins", "turn_events", "user_credentials"]  # fmt: skip
+           "metadata", "oauth_pending", "owner_spellings", "tasks", "tool_pins", "turn_events", "user_credentials"]  # fmt: skip
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -203,4 +203,13 @@ tasks = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_tasks_owner_created_at", "owner", "created_at"),
     Index("ix_tasks_status", "status"),
+)
+
+# The spellings an address had before addresses were normalized (migration 0007), for the
+# conversations whose stored id is a hash of that spelling and a name the client picked.
+owner_spellings = Table(
+    "owner_spellings",
+    metadata,
+    Column("owner", String(320), primary_key=True),
+    Column("spelling", String(320), primary_key=True),
 )

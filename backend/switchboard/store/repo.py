@@ -27,6 +27,7 @@ from .models import allowances, conversations, files, messages, tool_pins
 from .records import ROLES, Conversation, Message, StoredConversation
 from .rows import conversation_of as _conversation
 from .rows import message_of as _message
+from .spellings import OwnerSpellings
 from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
 __all__ = ["UNSET", "ConversationStore", "open_store"]
@@ -66,7 +67,7 @@ async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
     return store
 
 
-class ConversationStore(PagedReads, AppCallQueries):
+class ConversationStore(PagedReads, AppCallQueries, OwnerSpellings):
     def __init__(self, engine: Any, url: str) -> None:
         super().__init__(engine, url)
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert

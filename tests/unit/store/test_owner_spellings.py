@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from alembic import command
 from sqlalchemy import select
 
 from switchboard.artifacts import ArtifactStore
+from switchboard.auth import User
+from switchboard.chat.conversations import Conversations, scoped_id
+from switchboard.chat.events import ChatMessage
+from switchboard.config.models import ComplianceLevels
 from switchboard.errors import NotFound
 from switchboard.store import models as m
 from switchboard.store import open_store
@@ -20,7 +26,8 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def _rows_before_0007(conn) -> None:
     command.upgrade(_config(conn), "0006")
-    for cid, owner in (("c-alice", "Alice@Example.com "), ("c-plain", "bob@example.com")):
+    named = scoped_id("Alice@Example.com", "my-notes")  # a conversation the client named "my-notes"
+    for cid, owner in (("c-alice", "Alice@Example.com "), ("c-plain", "bob@example.com"), (named, "Alice@Example.com")):
         conn.execute(m.conversations.insert().values(id=cid, owner=owner, title=cid, levels_used=[], message_count=0,
                                                      created_at=T0, updated_at=T0))  # fmt: skip
     conn.execute(m.api_tokens.insert().values(id="t1", owner="ALICE@example.com", name="cli", secret_hash="0" * 64,
@@ -40,7 +47,7 @@ def _rows_before_0007(conn) -> None:
                                          created_at=T0, updated_at=T0))  # fmt: skip
 
 
-async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_colliding_rows(store_url):
+async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_colliding_rows(store_url, tmp_path):
     engine = make_engine(store_url)
     try:
         async with engine.begin() as conn:
@@ -55,7 +62,8 @@ async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_col
             task_owners = (await conn.execute(select(m.tasks.c.owner))).scalars().all()
     finally:
         await engine.dispose()
-    assert owners == {"c-alice": "alice@example.com", "c-plain": "bob@example.com"}
+    named = scoped_id("Alice@Example.com", "my-notes")
+    assert owners == {"c-alice": "alice@example.com", "c-plain": "bob@example.com", named: "alice@example.com"}
     assert tokens == ["alice@example.com"]
     assert creds == [("git", "alice@example.com", "newer"), ("wiki", "alice@example.com", "only")]
     assert [tuple(p) for p in pending] == [("s-new", "alice@example.com")]
@@ -63,7 +71,16 @@ async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_col
 
     store = await open_store(store_url)  # the store's own reads find them under the new spelling
     try:
-        assert [c.id for c in await store.list_conversations("alice@example.com")] == ["c-alice"]
+        assert sorted(c.id for c in await store.list_conversations("alice@example.com")) == sorted(["c-alice", named])
+        # the name the client picked still reaches its conversation, by the routes and by a chat
+        conversations = Conversations(store, ArtifactStore(tmp_path / "files"))
+        alice = User(email="alice@example.com", groups=frozenset())
+        assert (await conversations.find(alice, "my-notes")).id == named
+        chat = ChatMessage(type="chat", content="more", conversation_id="my-notes")
+        session, _ = await conversations.session_for(alice, chat, "connection-own-id", ComplianceLevels())
+        assert session.conversation_id == named and session.stored
+        with pytest.raises(NotFound):  # and only for its owner
+            await conversations.find(User(email="bob@example.com", groups=frozenset()), "my-notes")
     finally:
         await store.close()
 

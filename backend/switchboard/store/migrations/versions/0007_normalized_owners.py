@@ -4,13 +4,16 @@ The app works out a user's address once, stripped and lower-cased (`auth.normali
 rows stored before that under `Alice@Example.com ` were owned by a spelling no request carries
 any more. Where two spellings of one user hold a row under the same key (a credential for the
 same server and kind, a pending sign-in for the same server), the newest row is kept and the
-older ones are deleted. The values are worked out in Python (not SQL `lower()`, which on SQLite
+older ones are deleted. A conversation id a client picked is stored under a hash of the owner's
+spelling and the name, which cannot be worked out again for the new spelling: the old spellings
+of such owners go to `owner_spellings`, where the app looks for them. The values are worked out in Python (not SQL `lower()`, which on SQLite
 folds ASCII only), so they match what the app computes.
 
 Revision ID: 0007
 Revises: 0006
 """
 
+import re
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -25,12 +28,25 @@ depends_on = None
 _OWNED = (("conversations", "owner"), ("api_tokens", "owner"), ("tasks", "owner"), ("live_turns", "owner"))
 
 
+_PICKED = re.compile(r"^u[A-Za-z0-9_-]{24}$")  # the shape of chat.conversations.scoped_id's ids
+
+
 def _normalize(address: str) -> str:  # the same rule as auth.normalize_email, frozen here
     return address.strip().lower()
 
 
 def upgrade() -> None:
     bind = op.get_bind()
+    spellings = op.create_table(
+        "owner_spellings",
+        sa.Column("owner", sa.String(320), primary_key=True),
+        sa.Column("spelling", sa.String(320), primary_key=True),
+    )
+    picked = sa.table("conversations", sa.column("owner"), sa.column("id"))
+    for old in _spellings(bind, "conversations", "owner"):
+        ids = bind.execute(sa.select(picked.c.id).where(picked.c.owner == old)).scalars().all()
+        if any(_PICKED.match(i) for i in ids):
+            bind.execute(sa.insert(spellings).values(owner=_normalize(old), spelling=old))
     _keep_newest(bind, "user_credentials", key=("server", "kind"), newest="updated_at")
     _keep_newest(bind, "oauth_pending", key=("server",), newest="created_at")
     for table, column in (*_OWNED, ("user_credentials", "user"), ("oauth_pending", "user")):
@@ -38,7 +54,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    pass  # the old spellings are not kept: nothing to go back to
+    op.drop_table("owner_spellings")  # the owners keep their normalized spelling
 
 
 def _spellings(bind: sa.Connection, table: str, column: str) -> list[str]:
