@@ -14,7 +14,7 @@ Revises: 0006
 """
 
 import re
-from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -26,8 +26,6 @@ depends_on = None
 
 # (table, the column naming the user); tables whose key does not include the user
 _OWNED = (("conversations", "owner"), ("api_tokens", "owner"), ("tasks", "owner"), ("live_turns", "owner"))
-
-
 _PICKED = re.compile(r"^u[A-Za-z0-9_-]{24}$")  # the shape of chat.conversations.scoped_id's ids
 
 
@@ -79,7 +77,10 @@ def _keep_newest(bind: sa.Connection, table: str, *, key: tuple[str, ...], newes
     groups: dict[tuple[str, ...], list[sa.Row]] = {}
     for row in rows:
         groups.setdefault((_normalize(row.user), *(row._mapping[k] for k in key)), []).append(row)
-    order: Callable[[sa.Row], tuple] = lambda row: (row._mapping[newest], row.user == _normalize(row.user))  # noqa: E731
+
+    def order(row: sa.Row) -> tuple[Any, bool]:
+        return row._mapping[newest], row.user == _normalize(row.user)
+
     for group in groups.values():
         for row in sorted(group, key=order)[:-1]:
             bind.execute(sa.delete(t).where(t.c.user == row.user, *(t.c[k] == row._mapping[k] for k in key)))
