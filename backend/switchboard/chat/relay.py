@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from ..errors import BadRequest, SwitchboardError
 from .events import ErrorEvent, MessageDone, ServerEvent, event_from_json
-from .session import ApprovalAnswer
+from .questions import ApprovalAnswer
 
 from .listeners import END, Subscription
 

@@ -77,8 +77,8 @@ async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_col
         alice = User(email="alice@example.com", groups=frozenset())
         assert (await conversations.find(alice, "my-notes")).id == named
         chat = ChatMessage(type="chat", content="more", conversation_id="my-notes")
-        session, _ = await conversations.session_for(alice, chat, "connection-own-id", ComplianceLevels())
-        assert session.conversation_id == named and session.stored
+        turn = await conversations.turn_for(alice, chat, "connection-own-id", ComplianceLevels())
+        assert turn.conversation.id == named and turn.conversation.stored and turn.moved is None
         with pytest.raises(NotFound):  # and only for its owner
             await conversations.find(User(email="bob@example.com", groups=frozenset()), "my-notes")
     finally:
