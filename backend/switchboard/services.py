@@ -130,7 +130,8 @@ class Services:
         async def lost(conversation_id: str, owner: str) -> None:
             await self.conversations.record_lost(conversation_id, LOST_REASON)
 
-        relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost)
+        relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost,
+                              on_reload=self.reload_from_peer)  # fmt: skip
         await relay.start(self.turns)
         self.turns.relay = relay
 
@@ -158,8 +159,9 @@ class Services:
             await close()
         self.tracing.shutdown()
 
-    async def reload(self) -> dict[str, object]:
-        """Re-read every config file; servers start, stop or restart as their entries changed."""
+    async def reload(self, *, everywhere: bool = True) -> dict[str, object]:
+        """Re-read every config file; servers start, stop or restart as their entries changed.
+        `everywhere`: the other app processes on the same database reload too."""
         config = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ)
         servers = await self.pool.reload(config.mcp)
         self.config = config
@@ -170,8 +172,19 @@ class Services:
         self.refused_reload = []
         errors = [str(e) for e in config.all_errors()]
         self.pool.watch.reloaded()  # open sockets work out their users' groups again
+        if everywhere:
+            self.turns.relay.reloaded()
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
+
+    async def reload_from_peer(self) -> None:
+        """Another app process reloaded the configuration: reload here too (the same files, as the
+        processes of one deployment share them), or refuse as the admin route would."""
+        broken = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ).broken_files()
+        if broken:
+            self.refuse_reload(broken, "another app process")
+            return
+        await self.reload(everywhere=False)
 
     def refuse_reload(self, broken: list[ConfigError], by: str) -> None:
         """A reload refused for files that cannot be read: said in the log and on the console,
@@ -324,6 +337,7 @@ def build_services(
                                              question_timeout_s=settings.elicitation_timeout_s))  # fmt: skip
     calls.tasks = tasks
     turns.task_questions = tasks.board
+    tasks.board.share = lambda user, text: turns.relay.to_user(user, text)  # their pages on other processes
     services = Services(
         settings=settings,
         config=config,

@@ -1,11 +1,13 @@
 """Where background tasks meet their owners: each user's open pages listen here for `task`
 events and for the questions a task asks (`elicitation_request`), and an answer from any door
-(the websocket, `POST /api/elicitations/{id}`) finds the question it answers."""
+(the websocket, `POST /api/elicitations/{id}`) finds the question it answers. Events and questions
+reach the user's pages on the other processes too, through `share` (the relay); an answer given
+there comes back through the relay's `ask`."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,6 +20,7 @@ QUEUE_LIMIT = 1000  # a page that stops reading loses its oldest task events, ne
 
 class TaskBoard:
     def __init__(self) -> None:
+        self.share: Callable[[str, str], None] | None = None  # (user, event) to their pages on other processes
         self._listeners: dict[str, set[asyncio.Queue[str]]] = {}
         self._questions: dict[str, tuple[str, asyncio.Future[tuple[str, dict[str, Any] | None]], str]] = {}
 
@@ -39,6 +42,12 @@ class TaskBoard:
 
     def publish(self, user: str, event: ServerEvent) -> None:
         text = event.to_json()
+        if self.share is not None:
+            self.share(user, text)
+        self.deliver(user, text)
+
+    def deliver(self, user: str, text: str) -> None:
+        """To the user's pages on this process."""
         for queue in self._listeners.get(user, ()):
             if queue.full():
                 queue.get_nowait()
