@@ -295,7 +295,20 @@ class PostgresRelay:
 
     # -- messages -----------------------------------------------------------------------------
 
-    async def _received(self, message: dict[str, Any]) -> None:
+    def _received(self, message: dict[str, Any]) -> Awaitable[None] | None:
+        """A message from another process. Events that continue what a follower has are delivered
+        here and now (no task, no read); anything else is handled in a task."""
+        if message.get("op") == "ev":
+            remote = self._remote.get(str(message.get("c", "")))
+            try:
+                if remote is None or remote.take(int(message["s"]), [str(b) for b in message["b"]]):
+                    return None
+            except (KeyError, TypeError, ValueError):
+                log.warning("bad message between processes", extra={"event": "relay_bad_message"})
+                return None
+        return self._guarded(message)
+
+    async def _guarded(self, message: dict[str, Any]) -> None:
         try:
             await self._handle(message)
         except SwitchboardError as exc:
@@ -307,9 +320,9 @@ class PostgresRelay:
         op, conversation_id = message.get("op"), str(message.get("c", ""))
         if message.get("from") == self.process_id and op in ("page", "user", "reload"):
             return  # sent to everyone, this process included: it has them already
-        if op == "ev":
+        if op == "ev":  # they do not continue what this follower has (see _received): read them
             remote = self._remote.get(conversation_id)
-            if remote is not None and not remote.take(int(message["s"]), [str(b) for b in message["b"]]):
+            if remote is not None:
                 await remote.catch_up()
         elif op in ("events", "end"):
             remote = self._remote.get(conversation_id)

@@ -22,10 +22,12 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, text
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
+from ..telemetry import store_timer
+from .engine import CONNECT_TIMEOUT_S, unavailable
 from .models import app_processes, live_turns, turn_events
 from .repo import ConversationStore
 
@@ -39,13 +41,10 @@ Note = tuple[str, str]  # (channel, JSON payload)
 Batch = tuple[list[EventRow], list[Note]]
 MAX_PAYLOAD = 7900  # bytes of one NOTIFY payload, under Postgres' 8000
 
-_SEND = text("SELECT pg_notify(ch, p) FROM unnest(CAST(:chs AS text[]), CAST(:ps AS text[])) AS t(ch, p)")
-_SEND_WITH_ROWS = text(
-    "WITH kept AS (INSERT INTO turn_events (conversation_id, seq, body) "
-    "SELECT * FROM unnest(CAST(:cs AS varchar[]), CAST(:ss AS int[]), CAST(:bs AS text[])) "
-    "ON CONFLICT DO NOTHING) "
-    "SELECT pg_notify(ch, p) FROM unnest(CAST(:chs AS text[]), CAST(:ps AS text[])) AS t(ch, p)"
-)
+_NOTIFY = "SELECT pg_notify(ch, p) FROM unnest($1::text[], $2::text[]) AS t(ch, p)"
+_SEND = _NOTIFY
+_SEND_WITH_ROWS = ("WITH kept AS (INSERT INTO turn_events (conversation_id, seq, body) "
+                   "SELECT * FROM unnest($3::varchar[], $4::int[], $5::text[]) ON CONFLICT DO NOTHING) " + _NOTIFY)  # fmt: skip
 
 
 def payload(message: dict[str, Any]) -> str:
@@ -109,6 +108,7 @@ class LiveTurns:
     def __init__(self, store: ConversationStore) -> None:
         self._store = store
         self._listener: Any = None  # the asyncpg connection that LISTENs
+        self._sender: Any = None  # the asyncpg connection the outbox sends on (opened on first use)
         self.outbox = Outbox(self._send)
 
     async def heartbeat(self, process_id: str) -> None:
@@ -195,21 +195,32 @@ class LiveTurns:
         await done
 
     async def _send(self, rows: list[EventRow], notes: list[Note]) -> None:
-        params: dict[str, Any] = {"chs": [n[0] for n in notes], "ps": [n[1] for n in notes]}
-        stmt = _SEND
+        """One statement (its own transaction) on a connection of its own: the live path skips the
+        pool, and the prepared statement is parsed once."""
+        args: list[Any] = [[n[0] for n in notes], [n[1] for n in notes]]
         if rows:
-            stmt = _SEND_WITH_ROWS
-            params |= {"cs": [r[0] for r in rows], "ss": [r[1] for r in rows], "bs": [r[2] for r in rows]}
-        bound = stmt.bindparams(**params)
-        await self._store._run("reach the other app processes", lambda c: c.execute(bound).fetchall(), write=True,
-                               single=True)  # fmt: skip
+            args += [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]]
+        try:
+            with store_timer("reach the other app processes"):
+                if self._sender is None or self._sender.is_closed():
+                    self._sender = await self._connect()
+                await self._sender.execute(_SEND_WITH_ROWS if rows else _SEND, *args)
+        except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
+            sender, self._sender = self._sender, None
+            if sender is not None:
+                sender.terminate()
+            raise unavailable(self._store.url, exc, "reach the other app processes through") from exc
 
-    async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
-        """Deliver the messages sent to these channels, each to `on_message` in its own task."""
+    async def _connect(self) -> Any:
         import asyncpg
 
         url = make_url(self._store.url).set(drivername="postgresql")
-        self._listener = await asyncpg.connect(url.render_as_string(hide_password=False))
+        return await asyncpg.connect(url.render_as_string(hide_password=False), timeout=CONNECT_TIMEOUT_S)
+
+    async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Awaitable[None] | None]) -> None:
+        """Deliver the messages sent to these channels to `on_message`, at once, in the order they
+        come; what it returns to await runs as a task of its own."""
+        self._listener = await self._connect()
         loop = asyncio.get_running_loop()
 
         def received(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
@@ -218,13 +229,18 @@ class LiveTurns:
             except ValueError:
                 log.warning("bad message between processes", extra={"event": "relay_bad_message"})
                 return
-            loop.create_task(on_message(message))
+            rest = on_message(message)
+            if rest is not None:
+                loop.create_task(rest)  # type: ignore[arg-type]
 
         for channel in channels:
             await self._listener.add_listener(channel, received)
 
     async def close(self) -> None:
         await self.outbox.close()
+        if self._sender is not None:
+            await self._sender.close()
+            self._sender = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
