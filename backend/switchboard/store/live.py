@@ -203,7 +203,7 @@ class LiveTurns:
         try:
             with store_timer("reach the other app processes"):
                 if self._sender is None or self._sender.is_closed():
-                    self._sender = await self._connect()
+                    self._sender = await self._connect(sending=True)
                 await self._sender.execute(_SEND_WITH_ROWS if rows else _SEND, *args)
         except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
             sender, self._sender = self._sender, None
@@ -211,16 +211,23 @@ class LiveTurns:
                 sender.terminate()
             raise unavailable(self._store.url, exc, "reach the other app processes through") from exc
 
-    async def _connect(self) -> Any:
+    async def _connect(self, *, sending: bool = False) -> Any:
+        """A connection of the relay's own. The sending one commits without waiting for the disk
+        (`synchronous_commit=off`): what it writes is a relay buffer and messages, which a crash
+        of the database loses with the turns they serve anyway."""
         import asyncpg
 
         url = make_url(self._store.url).set(drivername="postgresql")
-        return await asyncpg.connect(url.render_as_string(hide_password=False), timeout=CONNECT_TIMEOUT_S)
+        settings = {"synchronous_commit": "off"} if sending else None
+        return await asyncpg.connect(url.render_as_string(hide_password=False), timeout=CONNECT_TIMEOUT_S,
+                                     server_settings=settings)  # fmt: skip
 
     async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Awaitable[None] | None]) -> None:
         """Deliver the messages sent to these channels to `on_message`, at once, in the order they
-        come; what it returns to await runs as a task of its own."""
+        come; what it returns to await runs as a task of its own. The sending connection opens
+        now too, so that the first message does not wait for it."""
         self._listener = await self._connect()
+        self._sender = await self._connect(sending=True)
         loop = asyncio.get_running_loop()
 
         def received(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
