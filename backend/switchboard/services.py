@@ -29,7 +29,9 @@ from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, open_store
 from .telemetry import Tracing, model_call
 from .tools import ServerPool, ServerStatus
+from .store.uploads import UploadRows
 from .tools.launch import EarlyStarts
+from .upload_counts import StoreCounts
 
 __all__ = ["Services", "build_services"]
 
@@ -115,6 +117,8 @@ class Services:
             self.conversations.store = _UnavailableStore(exc)  # type: ignore[assignment]
             return False
         self.conversations.store = store
+        # Upload quotas are counted in the store: right with several processes on one file store.
+        self.artifacts.counts = StoreCounts(UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads)
         if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
             await self._relay_on(store)
         if self.store_error is not None:
