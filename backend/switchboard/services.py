@@ -135,9 +135,10 @@ class Services:
             await self.conversations.record_lost(conversation_id, LOST_REASON)
 
         relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost,
-                              on_reload=self.reload_from_peer)  # fmt: skip
+                              on_reload=self.reload_from_peer, on_credentials=self.pool.credentials_changed_elsewhere)  # fmt: skip
         await relay.start(self.turns)
         self.turns.relay = relay
+        self.pool.credentials_changed = relay.credentials_changed
 
     async def _retry_store(self) -> None:
         delay = 2.0

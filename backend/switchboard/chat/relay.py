@@ -20,7 +20,8 @@ Messages (JSON on channel `sb_<process>`; `sb_all` for everyone):
   lost {c}                             c's process died: its followers end the turn as failed
   page {c, t, from} / user {u, t, from}  an event for the pages showing conversation c / of user u
                                        (a large t comes in pieces: id, i, n)
-  reload {from}                        an administrator reloaded the configuration on `from`"""
+  reload {from}                        an administrator reloaded the configuration on `from`
+  credentials {s, u, from}             user u's credential for server s changed on `from`"""
 
 from __future__ import annotations
 
@@ -104,6 +105,9 @@ class Relay(Protocol):
     def reloaded(self) -> None:
         """The configuration was reloaded here: the other processes reload too."""
 
+    def credentials_changed(self, server: str, user: str) -> None:
+        """A user's credential for a server changed here: the other processes drop their session."""
+
 
 class LocalRelay:
     """One process: every turn is here."""
@@ -140,16 +144,21 @@ class LocalRelay:
     def reloaded(self) -> None:
         return None
 
+    def credentials_changed(self, server: str, user: str) -> None:
+        return None
+
 
 class PostgresRelay:
     def __init__(self, live: LiveTurns, *, lease_s: float = 30.0,
                  on_lost: Callable[[str, str], Awaitable[None]] | None = None,
-                 on_reload: Callable[[], Awaitable[None]] | None = None) -> None:  # fmt: skip
+                 on_reload: Callable[[], Awaitable[None]] | None = None,
+                 on_credentials: Callable[[str, str], Awaitable[None]] | None = None) -> None:  # fmt: skip
         self.live = live
         self.lease_s = lease_s
         self.process_id = secrets.token_hex(8)
         self._on_lost = on_lost
         self._on_reload = on_reload
+        self._on_credentials = on_credentials
         self._hub: TurnHub | None = None
         self._shared: dict[str, Shared] = {}
         self._remote: dict[str, RemoteTurn] = {}
@@ -293,6 +302,9 @@ class PostgresRelay:
     def reloaded(self) -> None:
         self._post("sb_all", {"op": "reload", "from": self.process_id})
 
+    def credentials_changed(self, server: str, user: str) -> None:
+        self._post("sb_all", {"op": "credentials", "s": server, "u": user, "from": self.process_id})
+
     # -- messages -----------------------------------------------------------------------------
 
     def _received(self, message: dict[str, Any]) -> Awaitable[None] | None:
@@ -318,7 +330,7 @@ class PostgresRelay:
 
     async def _handle(self, message: dict[str, Any]) -> None:
         op, conversation_id = message.get("op"), str(message.get("c", ""))
-        if message.get("from") == self.process_id and op in ("page", "user", "reload"):
+        if message.get("from") == self.process_id and op in ("page", "user", "reload", "credentials"):
             return  # sent to everyone, this process included: it has them already
         if op == "ev":  # they do not continue what this follower has (see _received): read them
             remote = self._remote.get(conversation_id)
@@ -355,6 +367,8 @@ class PostgresRelay:
             self._deliver_outside_turns(op, message)
         elif op == "reload" and self._on_reload is not None:
             await self._on_reload()
+        elif op == "credentials" and self._on_credentials is not None:
+            await self._on_credentials(str(message.get("s", "")), str(message.get("u", "")))
 
     def _deliver_outside_turns(self, op: str, message: dict[str, Any]) -> None:
         text = self._pieces.text(message)

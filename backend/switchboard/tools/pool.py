@@ -86,6 +86,9 @@ class ServerPool:
         app_cache_s: float = 60.0,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
+        # (server, user): a user's credential changed here; the other app processes drop that
+        # user's session too, so that none goes on with the old one (the host wires it to the relay).
+        self.credentials_changed: Callable[[str, str], None] = lambda server, user: None
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
         # dev_auth: the app runs in dev auth mode (see SignIns.policy for what that allows)
         self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url,
@@ -169,6 +172,7 @@ class ServerPool:
                                           config_of=lambda server: self._per_user(server).config)  # fmt: skip
         group = self._per_user(name)
         await group.close_user(user)
+        self.credentials_changed(name, user)
         await group.open(user)
         return name
 
@@ -193,7 +197,7 @@ class ServerPool:
         conn = self.connections[name]
         if not isinstance(conn, UserSessions):
             return conn.status
-        scopes = self.sign_ins.step_up_wanted(name, user)
+        scopes = await self.sign_ins.step_up_wanted(name, user)
         if scopes is not None:  # a call was refused for want of scopes: not a failure, a sign-in to do
             return ServerStatus(name, "needs_auth", conn.status.transport,
                                 reason=f"needs more permissions ({scopes}): press Connect to allow them")  # fmt: skip
@@ -234,6 +238,7 @@ class ServerPool:
             raise ToolError(f"server '{name}' does not take a user-entered token")
         await self.vault.put(name, user, "token", token)
         await group.close_user(user)  # the next use opens a session with the new token
+        self.credentials_changed(name, user)
         await group.open(user)
         try:
             async with asyncio.timeout(TOKEN_CHECK_S):
@@ -251,6 +256,14 @@ class ServerPool:
         group = self._per_user(name)
         await self.vault.forget(name, user)
         await group.forget_user(user)
+        self.credentials_changed(name, user)
+
+    async def credentials_changed_elsewhere(self, name: str, user: str) -> None:
+        """Another app process changed this user's credential for the server: their session here
+        closes, and the next use opens one with what the vault holds now."""
+        group = self.connections.get(name)
+        if isinstance(group, UserSessions):
+            await group.close_user(user)
 
     async def _on_status(self, status: ServerStatus) -> None:
         self.apps.forget(status.name)
@@ -447,7 +460,7 @@ class ServerPool:
                     return ToolOutcome(ok=True, text=f"started as task {result.task_id}", task=result,
                                        duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
             except ServerUnavailable:
-                if user is not None and self.sign_ins.step_up_wanted(tool.server, user):
+                if user is not None and await self.sign_ins.step_up_wanted(tool.server, user):
                     raise NeedsAuth(f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
                                     f"next to '{tool.server}' to allow them, then try again") from None  # fmt: skip
                 raise
