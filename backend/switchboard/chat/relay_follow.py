@@ -4,8 +4,8 @@ The owner (`Shared`) numbers the events of a turn that other processes follow an
 inside the message itself when it fits (`ev`), else through `turn_events` (`events`): one
 statement inserts the rows and sends the messages. A follower (`RemoteTurn`) takes a batch at once
 when it continues the last one it has; after a gap (it joined late, or a batch went through the
-table) it reads `turn_events` from where it is, in order, before taking more, so its listeners get
-every event once, in order."""
+table) it reads `turn_events` from where it is, once, keeping the batches that come meanwhile to
+take after the read, so its listeners get every event once, in order."""
 
 from __future__ import annotations
 
@@ -135,6 +135,7 @@ class RemoteTurn:
         self.read_upto = 0
         self.ended = False
         self._reading = asyncio.Lock()
+        self._held: list[tuple[int, list[str]]] = []  # batches that came during a read, or after a gap
 
     @property
     def running(self) -> bool:
@@ -153,9 +154,17 @@ class RemoteTurn:
             self._on_empty(self)
 
     def take(self, first: int, bodies: list[str]) -> bool:
-        """Deliver events carried in a message; False when they do not continue what was
-        delivered (then `catch_up` reads them, and what came before, from the table)."""
+        """Deliver events carried in a message, or keep them for the read under way; False when
+        they do not continue what was delivered: then `catch_up` must read what came between."""
         if self._reading.locked() or first > self.read_upto + 1:
+            self._held.append((first, bodies))
+            return self._reading.locked()
+        self._continue(first, bodies)
+        return True
+
+    def _continue(self, first: int, bodies: list[str]) -> bool:
+        """Deliver the events of a batch that are new; False when it starts past a gap."""
+        if first > self.read_upto + 1:
             return False
         for seq, body in enumerate(bodies, first):
             if seq == self.read_upto + 1:
@@ -163,11 +172,22 @@ class RemoteTurn:
         return True
 
     async def catch_up(self) -> None:
+        """Read from the table what came after the last event delivered, then take the batches
+        kept meanwhile; again while one of them still starts past a gap."""
         async with self._reading:
-            for seq, body in await self._read(self.conversation_id, self.read_upto):
-                if seq != self.read_upto + 1:
-                    break
-                self._deliver(seq, body)
+            while True:
+                before = self.read_upto
+                for seq, body in await self._read(self.conversation_id, self.read_upto):
+                    if seq != self.read_upto + 1:
+                        break
+                    self._deliver(seq, body)
+                held, self._held = sorted(self._held, key=lambda batch: batch[0]), []
+                for n, (first, bodies) in enumerate(held):
+                    if not self._continue(first, bodies):
+                        self._held = held[n:]
+                        break
+                if not self._held or self.read_upto == before:  # (no progress: the next message tries again)
+                    return
 
     def _deliver(self, seq: int, body: str) -> None:
         self.read_upto = seq
