@@ -22,7 +22,8 @@ nothing else maps errors to statuses (``http_status``, ``status_for_code``).
     │   ├── ServerUnavailable        tool_error   503  the server is not ready
     │   ├── NeedsAuth                tool_error   502  the user has not connected (signed in to) the server
     │   ├── SignInFailed             tool_error   502  an OAuth sign-in was refused or failed (never the remote answer)
-    │   └── TaskGone                 tool_error   502  the server no longer knows a task (expired or lost)
+    │   ├── TaskGone                 tool_error   502  the server no longer knows a task (expired or lost)
+    │   └── SkillRejected            tool_error   502  a skill's file failed verification against its listing
     ├── StoreError                   internal     500  the conversation store failed a read or write
     │   └── StoreUnavailable         internal     503  the database cannot be reached (names it and what to check)
     └── LLMError                     llm_error    502  the model call failed
@@ -52,6 +53,7 @@ __all__ = [
     "RateLimited",
     "ServerUnavailable",
     "SignInFailed",
+    "SkillRejected",
     "StoreError",
     "TaskGone",
     "StoreUnavailable",
@@ -162,6 +164,10 @@ class SignInFailed(ToolError):
 
 class TaskGone(ToolError):
     """The server no longer knows a task the host holds (past its TTL, or the server lost it)."""
+
+
+class SkillRejected(ToolError):
+    """A skill's file does not match the server's listing (size, digest, frontmatter): never used."""
 
 
 class StoreError(SwitchboardError):

@@ -19,7 +19,8 @@ from typing import Any, TextIO
 
 from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
 
-__all__ = ["ConsoleLines", "JsonFormatter", "SAFE_FIELDS", "enable_console", "flush_logs", "setup_logging"]
+__all__ = ["ConsoleLines", "JsonFormatter", "SAFE_FIELDS", "enable_console", "flush_logs", "quiet_sign_in_errors",
+           "setup_logging"]
 
 SAFE_FIELDS = frozenset({
     "after", "attempt", "before", "completion_tokens", "delay_s", "duration_ms", "error", "errors", "event",
@@ -164,6 +165,28 @@ def setup_logging(log_dir: Path) -> None:
     # MCP servers' chatter belongs in the log file, not on the operator's console.
     for noisy in ("fastmcp", "mcp", "httpx", "LiteLLM", "litellm"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    quiet_sign_in_errors()
+
+
+class _NoRemoteText(logging.Filter):
+    """The MCP SDK's OAuth module logs `logger.exception(...)` on a bad token or refresh answer;
+    the traceback quotes what the authorization server sent (it can hold tokens or anything a
+    hostile server chose).  Keep the SDK's own sentence and the exception's type only: the
+    host already logs each sign-in failure in its own words (tools/oauth_guard.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info or record.exc_text:
+            kind = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else "error"
+            record.msg, record.args = f"{record.getMessage()} ({kind}; details withheld)", None
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def quiet_sign_in_errors() -> None:
+    """Install `_NoRemoteText` on the SDK's OAuth logger (idempotent)."""
+    sdk = logging.getLogger("mcp.client.auth.oauth2")
+    if not any(isinstance(f, _NoRemoteText) for f in sdk.filters):
+        sdk.addFilter(_NoRemoteText())
 
 
 def flush_logs() -> None:

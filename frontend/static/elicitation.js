@@ -86,7 +86,8 @@ export function elicitationPrompt(event, send) {
   const schema = event.schema || {};
   const required = new Set(schema.required || []);
   const problem = el("p", { class: "field-error", role: "alert", hidden: true });
-  const form = el("form", { class: "elicitation", "aria-labelledby": `${id}-title`, novalidate: false },
+  const form = el("form", { class: "elicitation", "aria-labelledby": `${id}-title`, novalidate: false,
+    dataset: { requestId: event.request_id } },
     el("p", { class: "elicit-title", id: `${id}-title` }, el("strong", { text: "A tool asks: " }), el("span", { text: event.message || "" })));
 
   const url = schema["x-url"] ? safeHttpUrl(schema["x-url"]) : null;

@@ -23,6 +23,10 @@ export class TaskList {
 
   /** Every active task of the user's (after connecting: some may have changed while away). */
   async load() {
+    // A new connection: the server puts every open question to it again, and a question asked
+    // before a restart of the host was asked again under a new id (the old one answers nothing).
+    this.questions.clear();
+    this.render(true);
     let body;
     try {
       const response = await fetch(this.url, { headers: { Accept: "application/json" } });

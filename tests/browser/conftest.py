@@ -288,3 +288,21 @@ def restartable(tmp_path, llm):
         yield app
     finally:
         app.stop()
+
+
+@pytest.fixture
+def page_on(browser):
+    """Pages on an app of the test's own (`page_on(url)`), in one context; no script errors allowed."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+
+    def opener(url):
+        page = context.new_page()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(url + "/")
+        page.get_by_role("status").filter(has_text="Connected").wait_for()
+        return page
+
+    yield opener
+    context.close()
+    assert errors == []

@@ -27,7 +27,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.support
 
-from switchboard.errors import NeedsAuth  # noqa: E402
+from switchboard.auth import User  # noqa: E402
+from switchboard.chat import ChatSession  # noqa: E402
+from switchboard.errors import NeedsAuth, SwitchboardError  # noqa: E402
 from tests.support.harness import make_settings, running_app, write_config  # noqa: E402
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the URL the suite's CIMD scenario expects
@@ -96,6 +98,27 @@ def sign_in(client: Any) -> None:
         raise SystemExit(f"the callback failed: HTTP {done.status_code} {done.headers.get('location')}")
 
 
+def use_skills(client: Any, services: Any, scenario: str) -> None:
+    """The skills the model is offered (listed when the server connected), and each used as the model
+    uses one: its SKILL.md, then the files it names. The no-prefetch scenario is a turn in which the
+    model uses none."""
+    session = ChatSession(user=User(email=USER_EMAIL, groups=frozenset({"users"})))
+    shelf = services.engine.skills_for(session, None)
+    print(f"skills offered: {shelf.names}")
+    if scenario == "sep-2640-client-no-prefetch":
+        return
+    for name in shelf.names:
+        try:
+            text = client.portal.call(shelf.use, name)
+        except SwitchboardError as exc:
+            print(f"skill {name}: refused: {exc.message}")
+            continue
+        print(f"skill {name}: {text[:200]}")
+        named = text.rsplit(": ", 1)[-1].split(", ") if "Files of this skill" in text else []
+        for path in named:
+            print(f"skill {name} file {path}: {client.portal.call(shelf.read, name, path)[:100]}")
+
+
 def main(url: str) -> None:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
@@ -133,6 +156,7 @@ def main(url: str) -> None:
                     sign_in(client)
                     outcome = client.portal.call(call)
                 print(f"{tool.name}: ok={outcome.ok} {outcome.text[:200]}")
+            use_skills(client, services, scenario)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ and calls the server's tools; every check of these scenarios must pass.  A few s
 only (the whole list: `uv run python tests/conformance/run.py [--suite VERSION]`): on suite
 0.1.16 the browser sign-in with a client ID metadata document, a pre-registered client, step-up
 to more scopes (the user presses Connect again), and the client_credentials grant; on suite
-0.2.0-alpha.12 the MCP 2026-07-28 scenarios below.
+0.2.0-alpha.12 the MCP 2026-07-28 scenarios and the skills extension's, below.
 
 Needs npm (the suite and Node 22 are installed on first use); skipped without it, except
 under CI=true, where a missing suite is a failure."""
@@ -29,6 +29,12 @@ SCENARIOS = [
     ("0.2.0-alpha.12", scenario) for scenario in
     ("sep-2322-client-request-state", "http-standard-headers", "http-custom-headers", "http-invalid-tool-headers",
      "request-metadata", "json-schema-ref-no-deref", "json-schema-2020-12-preservation")
+] + [
+    # The skills extension (SEP-2640): no file read before a skill is used; a SKILL.md whose digest, size
+    # or frontmatter differs from the listing is refused, and so are the skill's other files.
+    ("0.2.0-alpha.12", scenario) for scenario in
+    ("sep-2640-client-no-prefetch", "sep-2640-client-verify-digest", "sep-2640-client-verify-size",
+     "sep-2640-client-verify-frontmatter")
 ]  # fmt: skip
 
 

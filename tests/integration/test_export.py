@@ -37,6 +37,11 @@ def test_the_markdown_export_reads_right_and_keeps_private_links_out(tmp_path, l
         assert "/api/files/" in json.dumps(fetched["arguments"]), "the host filled in a signed link"
         client.patch(f"/api/conversations/{conversation_id}", json={"title": "Notes: Q3 / plan"})
         answer = client.get(f"/api/conversations/{conversation_id}/export", params={"format": "md"})
+        whole = client.get(f"/api/conversations/{conversation_id}/export", params={"format": "json"})
+        exported = next(m for m in whole.json()["messages"] if m.get("tool") == "toolbox_fetch")
+        assert f"/api/artifacts/{upload['id']}?download=true" in json.dumps(exported["arguments"])
+        assert "/api/files/" not in whole.text and "s=" not in whole.text  # no signed link leaves in a download
+        assert client.get(f"/api/artifacts/{upload['id']}", params={"download": "true"}).content == b"some notes"
     text = answer.text
     disposition = answer.headers["content-disposition"]
     assert 'filename="Notes Q3 plan.md"' in disposition and "filename*=UTF-8''Notes%20Q3%20plan.md" in disposition

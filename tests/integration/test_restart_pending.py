@@ -55,3 +55,24 @@ def test_a_stop_by_the_user_still_says_cancelled_by_the_user(tmp_path, llm):
         stored = client.get(f"/api/conversations/{conversation_id}").json()["messages"]
     [tool] = [m for m in stored if m["role"] == "tool"]
     assert tool["content"] == "Cancelled by the user." and tool["tool"] == "toolbox_delete_everything"
+
+
+def test_a_restart_during_an_open_question_says_the_call_waited_for_an_answer(tmp_path, llm):
+    """A multi round-trip question (`input_required`) lives only in the turn that asked it."""
+    llm.reset()
+    write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry(approval="never")},
+                 models=[double_model(llm)], default_model="double")  # fmt: skip
+    llm.enqueue(ToolCallReply([ToolCall("toolbox_ask_name", "{}")]))
+    with running_app(make_settings(tmp_path, shutdown_grace_s=0)) as (client, services):
+        with client.websocket_connect("/ws") as ws:
+            ws.receive_json()
+            ws.send_json({"type": "chat", "content": "who am I?"})
+            asked = until(ws, "elicitation_request")
+            conversation_id = next(e for e in asked if e["type"] == "conversation")["conversation_id"]
+            client.portal.call(services.turns.stop)
+            after = until(ws, "message_done")
+        stored = client.get(f"/api/conversations/{conversation_id}").json()["messages"]
+    result = next(e for e in after if e["type"] == "tool_result")
+    assert not result["ok"] and result["content"].startswith("The server restarted while this call waited for your answer")
+    [tool] = [m for m in stored if m["role"] == "tool"]
+    assert tool["content"] == result["content"]

@@ -13,8 +13,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -22,27 +20,15 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.support.doors import events_of, served
-from tests.support.harness import PROJECT_ROOT, double_model, free_port, make_settings, wait_for_port, write_config
+from tests.support.harness import double_model, free_port, make_settings, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
+from tests.support.serve import TASKER, tasker_http
 
 pytestmark = pytest.mark.slow
 
-TASKER = PROJECT_ROOT / "tests" / "support" / "servers" / "tasker.py"
 SECRET = "proxy-secret-tasks"
 ALICE = {"X-User-Email": "alice@example.com", "X-Proxy-Secret": SECRET}
 BOB = {"X-User-Email": "bob@example.com", "X-Proxy-Secret": SECRET}
-
-
-@contextmanager
-def tasker_http(port: int) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, str(TASKER), "--http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        wait_for_port(port, proc, "tasker --http")
-        yield proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def tasker_servers(port: int) -> dict[str, Any]:

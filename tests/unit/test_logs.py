@@ -61,3 +61,16 @@ def test_every_extra_field_the_code_logs_is_listed_as_safe():
                             used.setdefault(key.value, f"{path.name}:{node.lineno}")
     unlisted = {key: where for key, where in used.items() if key not in SAFE_FIELDS}
     assert not unlisted, f"log fields not in logs.SAFE_FIELDS: {unlisted}"
+
+
+def test_the_sdk_sign_in_errors_keep_no_remote_text(tmp_path, caplog):
+    """The SDK logs `logger.exception` on a bad token answer; the traceback would quote it."""
+    setup_logging(tmp_path)
+    sdk = logging.getLogger("mcp.client.auth.oauth2")
+    try:
+        raise ValueError('invalid token response: {"access_token": "at-s3cret", "refresh_token": "rt-s3cret"}')
+    except ValueError:
+        sdk.exception("Invalid refresh response")
+    (record,) = [r for r in caplog.records if r.name == "mcp.client.auth.oauth2"]
+    assert record.getMessage() == "Invalid refresh response (ValueError; details withheld)"
+    assert record.exc_info is None and "s3cret" not in caplog.text

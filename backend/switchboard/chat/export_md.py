@@ -16,12 +16,24 @@ from typing import Any
 
 from ..store import Conversation, Message, active_path
 
-__all__ = ["export_filename", "export_markdown"]
+__all__ = ["export_filename", "export_markdown", "unsigned"]
 
 _SIGNED_LINK = re.compile(r"https?://[^\s\"'<>]*/api/files/([A-Za-z0-9_-]+)/content\?[^\s\"'<>]*")
 _FINISH_NOTES = {"cancelled": "Stopped before the answer was finished.", "length": "The answer was cut at its length limit.",
                  "round_limit": "The answer stopped at the limit of tool rounds."}  # fmt: skip
 _RESULT_CHARS = 20_000
+
+
+def unsigned(value: Any) -> Any:
+    """`value` (JSON-shaped) with every signed file link, a bearer capability for anyone who holds
+    it, replaced by the file's own address, which needs the owner's sign-in."""
+    if isinstance(value, str):
+        return _SIGNED_LINK.sub(lambda m: f"/api/artifacts/{m.group(1)}?download=true", value)
+    if isinstance(value, list):
+        return [unsigned(item) for item in value]
+    if isinstance(value, dict):
+        return {key: unsigned(item) for key, item in value.items()}
+    return value
 
 
 def export_markdown(conversation: Conversation, messages: list[Message]) -> str:

@@ -33,6 +33,7 @@ from .context import fitting_context
 from .events import (AppEvent, ApprovalRequest, ChatMessage, ErrorEvent, MessageDone, NoticeEvent, RenderEvent,
                      ServerEvent, TokenEvent, ToolResultEvent, ToolStart)  # fmt: skip
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
+from .skills import SkillShelf
 from .growing import GrowingText
 from .render import render_markdown
 from .session import ChatSession, new_id
@@ -89,7 +90,8 @@ class TurnState:
     completed: Completed | None = None  # the last event of the model call just made
     tools_of_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, server) it runs
     stopped_by: StoppedBy | None = None  # who ended the turn early, when it was stopped
-    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for a person when it was stopped
+    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for approval when it was stopped
+    awaiting_answer: set[str] = field(default_factory=set)  # calls whose question to the user was open then
     error: ErrorEvent | None = None  # why the turn failed: stored with the answer, shown after a reload
 
     @property
@@ -133,6 +135,13 @@ class ChatEngine:
         wanted = set(selection)
         return [tool for tool in visible if tool.qualified_name in wanted]
 
+    def skills_for(self, session: ChatSession, selection: list[str] | None) -> SkillShelf:
+        """The skills of the servers the user may use here; none when the chat asks for no tools."""
+        access = self.access(session)
+        entries = [] if selection == [] else [
+            e for e in self._pool.skills(access.email) if self._pool.registry.server_admits(e.server, access)]  # fmt: skip
+        return SkillShelf(self._pool, access.email, entries)
+
     async def prepare(self, session: ChatSession, request: ChatMessage) -> PreparedTurn:
         """Everything a turn needs before it may start (model, attachments); raises
         SwitchboardError when the request is refused, before anything is stored."""
@@ -173,6 +182,7 @@ class ChatEngine:
         wanted = gateway_wanted(model, self._config.llm, request.tool_exposure, tool_tokens)
         gateway = Gateway(self._pool.registry, tools) if wanted else None
         schemas = None if wanted else [tool.openai_schema() for tool in tools] or None
+        skills = self.skills_for(session, request.tools)
 
         finish = "stop"
         for round_no in range(self._limits.round_limit + 1):
@@ -180,6 +190,8 @@ class ChatEngine:
             state.completed = None
             try:
                 offer = gateway.schemas() if gateway is not None else schemas
+                if skills:
+                    offer = [*(offer or []), *skills.schemas()]
                 async for event in self._stream_round(model, session, None if last_round else offer, state):
                     yield event
             except SwitchboardError as exc:
@@ -223,7 +235,8 @@ class ChatEngine:
             state.open_calls = list(calls)
             try:
                 async for event in self._run_calls(calls, session, offered, model, recorder, state,
-                                                   dropped_note=why if dropped else "", gateway=gateway):  # fmt: skip
+                                                   dropped_note=why if dropped else "", gateway=gateway,
+                                                   skills=skills):  # fmt: skip
                     yield event
             except SwitchboardError as exc:
                 yield _failed(state, exc)
@@ -291,7 +304,7 @@ class ChatEngine:
             # A gateway call names the tool it runs (once known), not the gateway.
             tool, server = state.tools_of_calls.get(call.id, (call.name, ""))
             text = unfinished_text(state.stopped_by if finish in ("cancelled", "error") else None,
-                                   call.id in state.awaiting_approval)  # fmt: skip
+                                   call.id in state.awaiting_approval, call.id in state.awaiting_answer)  # fmt: skip
             reply = ToolReply(id=new_id(), call_id=call.id, tool=tool, server=server, ok=False, text=text)
             try:
                 await recorder.record(session, reply, {"turn": state.message_id, "content": reply.text})
@@ -314,7 +327,8 @@ class ChatEngine:
 
     async def _run_calls(self, calls: list[ToolCallRequest], session: ChatSession, offered: set[str],
                          model: ModelConfig, recorder: Recorder, state: TurnState,
-                         dropped_note: str, gateway: Gateway | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                         dropped_note: str, gateway: Gateway | None = None,
+                         skills: SkillShelf | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
         """Run the calls concurrently, yielding their events as they happen; each
         result is recorded before its tool_result goes out."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -336,6 +350,8 @@ class ChatEngine:
             try:
                 if gateway is not None and gateway.handles(call.name):
                     executed = await gateway.run(call, emit, direct)
+                elif skills and skills.handles(call.name):
+                    executed = await skills.run(call, emit)
                 else:
                     executed = await direct(call)
                 await queue.put(executed)

@@ -24,6 +24,7 @@ from ..telemetry import turn_finished, turn_span
 from .events import (
     ChatMessage,
     ConversationEvent,
+    ElicitationRequest,
     ErrorEvent,
     MessageDone,
     ServerEvent,
@@ -53,6 +54,7 @@ class Turn:
         self.listeners: set[Subscription] = set()
         self.task: asyncio.Task[None] | None = None
         self._grace: asyncio.TimerHandle | None = None
+        self._asked: dict[str, str] = {}  # question (request id) -> the call that asked it
 
     @property
     def conversation_id(self) -> str:
@@ -90,11 +92,13 @@ class Turn:
             self.stop("abandoned")
 
     def stop(self, by: StoppedBy) -> None:
-        """Cancel the turn, noting who stopped it and which calls were waiting for approval then."""
+        """Cancel the turn, noting who stopped it and which calls were waiting for a person then."""
         if self.task is None or self.task.done():
             return
+        approvals, questions = self.session.pending()
         self.state.stopped_by = by
-        self.state.awaiting_approval = self.session.pending()[0]
+        self.state.awaiting_approval = approvals
+        self.state.awaiting_answer = {self._asked[asked] for asked in questions if asked in self._asked}
         self.task.cancel()
 
     def _replay(self) -> list[str]:
@@ -104,6 +108,8 @@ class Turn:
 
     def publish(self, event: ServerEvent) -> None:
         text = event.to_json()
+        if isinstance(event, ElicitationRequest) and event.call_id:
+            self._asked[event.request_id] = event.call_id
         if isinstance(event, TokenEvent):
             self._tokens.append(event.text)
         else:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..store import Conversation, Message, Outline, active_path
+from .export_md import unsigned
 from .render import render_markdown
 
 __all__ = ["conversation_view", "export_json", "page_view", "siblings_of"]
@@ -57,4 +58,5 @@ def export_json(conversation: Conversation, messages: list[Message]) -> str:
     view = conversation_view(conversation, messages)
     for message in view["messages"]:
         message.pop("html", None)
-    return json.dumps(view, indent=2, ensure_ascii=False)
+    # A download is passed on: signed file links (valid for anyone until they expire) are not.
+    return json.dumps(unsigned(view), indent=2, ensure_ascii=False)

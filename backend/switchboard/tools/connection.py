@@ -37,6 +37,7 @@ from .freshness import ReadCache, keep_listening, list_cache
 from .launch import EarlyStarts
 from .stdio import stderr_tail
 from .models import CallSink, ServerStatus
+from .skills import SkillEntry, SkillsClientExtension, declares_skills, list_skills
 from .tasks import HostTasksExtension, TaskHandle, TaskStarted
 from .transports import build_transport, stderr_path
 
@@ -92,6 +93,7 @@ class ServerConnection:
         self.resources: list[mcp_types.Resource] = []
         self.resource_templates: list[mcp_types.ResourceTemplate] = []
         self.prompts: list[mcp_types.Prompt] = []
+        self.skills: list[SkillEntry] = []  # listed only; no file is read before the model uses a skill
         self.ready_event = asyncio.Event()
         self.status = ServerStatus(
             name=name,
@@ -162,8 +164,8 @@ class ServerConnection:
             input_required_max_rounds=self._input_rounds,
             cache=list_cache(self.name, self.user),  # 2026-07-28 cache hints on lists; `private` stays per user
             # MCP Apps: the host renders `ui://` resources of this MIME type; a tools/call may come back
-            # as a task (tools/tasks.py)
-            extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]}), HostTasksExtension()],
+            # as a task (tools/tasks.py); skills are offered to the model (tools/skills.py)
+            extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]}), HostTasksExtension(), SkillsClientExtension()],
         )
 
     async def _supervise(self) -> None:
@@ -208,7 +210,7 @@ class ServerConnection:
             await asyncio.sleep(min(BACKOFF_CAP_S, 0.5 * 2**attempt))
 
     async def _list_extras(self, client: Client[Any]) -> None:
-        """Resources, templates and prompts, for servers that offer them."""
+        """Resources, templates, prompts and skills, for servers that offer them."""
         caps = client.server_capabilities
         self.resources, self.resource_templates, self.prompts = [], [], []
         try:
@@ -219,6 +221,11 @@ class ServerConnection:
                 self.prompts = await client.list_prompts()
         except MCPError as exc:
             log.info("server %s: listing resources/prompts failed: %s", self.name, exc.message)
+        try:
+            self.skills = await list_skills(self.name, client.session) if declares_skills(caps) else []
+        except (MCPError, ValidationError) as exc:
+            self.skills = []
+            log.info("server %s: listing skills failed: %s", self.name, exc)
 
     # -- list_changed ------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from mcp import MCPError
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
 from ..errors import ConfigError, SignInFailed
+from .oauth_guard import pinned_transport
 from .stdio import ServerExited, last_lines, stderr_tail
 
 __all__ = ["HttpTrace", "caused_by", "describe_failure", "http_client_factory"]
@@ -73,7 +74,7 @@ def http_client_factory(trace: HttpTrace) -> Any:
         return httpx2.AsyncClient(
             headers=headers, auth=auth, timeout=timeout or httpx2.Timeout(30.0, read=300.0),
             event_hooks={"response": [trace.on_response]},
-            transport=_TracingTransport(trace, httpx2.AsyncHTTPTransport()), **kwargs,
+            transport=_TracingTransport(trace, pinned_transport()), **kwargs,
         )  # fmt: skip
 
     return factory

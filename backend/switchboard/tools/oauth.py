@@ -37,7 +37,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from ..config.models import OAuthConfig, ServerConfig
 from ..errors import BadRequest, Forbidden, NeedsAuth, SignInFailed, SwitchboardError, ToolError
-from .oauth_guard import EndpointPolicy, is_local_url, origin_of, sign_in_failure
+from .oauth_guard import POLICY_KEY, EndpointPolicy, is_local_url, origin_of, pinned_transport, sign_in_failure
 from .oauth_provider import GuardedClientCredentials, GuardedPrivateKeyJWT, Parked, Provider
 from .oauth_storage import MemoryStorage, VaultStorage
 from .vault import CredentialVault
@@ -209,7 +209,8 @@ class SignIns:
     async def _drive(self, provider: Provider, url: str) -> None:
         """One request through the SDK's auth flow: a 401, then discovery and registration,
         up to the redirect to the authorization server."""
-        async with httpx2.AsyncClient(auth=provider, timeout=URL_WAIT_S, follow_redirects=False) as client:
+        async with httpx2.AsyncClient(auth=provider, timeout=URL_WAIT_S, follow_redirects=False,
+                                     transport=pinned_transport()) as client:
             await client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                               headers={"Accept": "application/json, text/event-stream"})  # fmt: skip
 
@@ -249,9 +250,11 @@ class SignIns:
         """The token request of the authorization code grant, sent from here under the endpoint policy."""
         server = provider.policy.server
         request = await provider._exchange_token_authorization_code(code, verifier)
-        await provider.policy.check(str(request.url))
+        await provider.policy.check(str(request.url))  # early, in the flow's words
+        request.extensions = {**request.extensions, POLICY_KEY: provider.policy}  # and pinned
         try:
-            async with httpx2.AsyncClient(timeout=URL_WAIT_S, follow_redirects=False) as client:
+            async with httpx2.AsyncClient(timeout=URL_WAIT_S, follow_redirects=False,
+                                          transport=pinned_transport()) as client:
                 response = await client.send(request)
         except httpx2.HTTPError as exc:
             raise SignInFailed(f"signing in to '{server}' failed: {_unreachable(exc)}",

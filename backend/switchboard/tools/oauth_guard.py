@@ -10,6 +10,10 @@ non-public address (every address is checked); plain http to a public address ou
 mode.  Allowed anyway: the origin of the server's own configured URL (the operator chose
 it), and everything when the operator says so per server (`auth.allow_private_endpoints`,
 or dev mode for a server whose own URL is on localhost).
+
+The check and the connection use the same address (`PinnedTransport`): a name that answers
+a public address to the check and a private one a moment later (DNS rebinding) cannot move
+the connection, and a redirect is checked like the request that led to it.
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenEr
 
 from ..errors import SignInFailed
 
-__all__ = ["EndpointPolicy", "GuardedAuth", "origin_of", "sign_in_failure"]
+__all__ = ["POLICY_KEY", "EndpointPolicy", "GuardedAuth", "PinnedTransport", "origin_of", "pinned_transport", "sign_in_failure"]
 
 log = logging.getLogger("switchboard.tools")
 
 Resolve = Callable[[str, int], Awaitable[list[str]]]
 EXCERPT_CHARS = 200  # how much of a refused answer the administrators' log keeps
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+POLICY_KEY = "switchboard_sign_in"  # the request extension that marks a sign-in flow's request
 
 
 def origin_of(url: str) -> str:
@@ -77,14 +82,15 @@ class EndpointPolicy:
     allow_http: bool = False  # dev mode
     resolve: Resolve = _resolve
 
-    async def check(self, url: str) -> None:
-        """Raise SignInFailed when the host must not request `url` for this server's sign-in."""
+    async def check(self, url: str) -> str | None:
+        """Raise SignInFailed when the host must not request `url` for this server's sign-in.
+        Returns the address checked, to connect to (None: the server's own origin, not checked)."""
         parts = urlsplit(url)
         where = f"{parts.scheme}://{parts.netloc}" if parts.netloc else url[:80]
         if parts.scheme not in ("http", "https") or not parts.hostname:
             self._refuse(where, "it is not an http(s) address")
         if self.own_origin is not None and origin_of(url) == self.own_origin:
-            return
+            return None
         host = parts.hostname.strip("[]")
         try:
             addresses = [host] if _is_ip(host) else await self.resolve(host, parts.port or 443)
@@ -100,6 +106,7 @@ class EndpointPolicy:
                               "\"allow_private_endpoints\": true in its \"auth\" in mcp.json")  # fmt: skip
         if parts.scheme == "http" and not self.allow_http and not private:
             self._refuse(where, "it is plain http (sign-in needs https)")
+        return addresses[0]
 
     def _refuse(self, where: str, why: str, hint: str = "") -> None:
         log.warning("server %s: refused a sign-in request to %s: %s", self.server, where, why,
@@ -160,7 +167,7 @@ class GuardedAuth:
             outgoing = await flow.__anext__()
             while True:
                 if outgoing is not request:
-                    await self.policy.check(str(outgoing.url))
+                    await self.policy.check(str(outgoing.url))  # early, in the flow's words
                 response = yield outgoing
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
@@ -170,6 +177,51 @@ class GuardedAuth:
         finally:
             await flow.aclose()
 
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """Marks every request of the flow for `PinnedTransport`, the redirects the SDK follows
+        within an origin included (they never pass through `_auth_flow`)."""
+        flow = super().async_auth_flow(request)  # type: ignore[misc]
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                if outgoing is not request:
+                    outgoing.extensions = {**outgoing.extensions, POLICY_KEY: self.policy}
+                outgoing = await flow.asend((yield outgoing))
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
 
 def _failed(response: Any) -> httpx2.Response | None:
     return response if isinstance(response, httpx2.Response) and response.status_code >= 400 else None
+
+
+class PinnedTransport(httpx2.AsyncBaseTransport):
+    """Sends a sign-in flow's request (marked by `GuardedAuth`, redirects keep the mark) to the
+    very address its policy checked: the URL's host becomes that address, while the Host header
+    and the TLS server name (certificate check included) stay the name.  Other requests pass."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        policy = request.extensions.get(POLICY_KEY)
+        if isinstance(policy, EndpointPolicy):
+            address = await policy.check(str(request.url))
+            extensions = {k: v for k, v in request.extensions.items() if k != POLICY_KEY}
+            if address is not None and not _is_ip(request.url.host):
+                if request.url.scheme == "https":
+                    extensions["sni_hostname"] = request.url.host
+                request = httpx2.Request(request.method, request.url.copy_with(host=address),
+                                         headers=request.headers, stream=request.stream, extensions=extensions)  # fmt: skip
+            else:
+                request.extensions = extensions
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def pinned_transport() -> PinnedTransport:
+    return PinnedTransport(httpx2.AsyncHTTPTransport())

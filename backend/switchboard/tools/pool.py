@@ -27,6 +27,7 @@ from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
 from .pins import ToolPins
 from .registry import ToolRegistry
 from .results import add_resource_contents, finish_text, parse_result
+from .skills import SkillEntry, bytes_of, text_of, verify_skill_file
 from .tasks import TaskChannel, TaskHandle
 from .oauth import SignIns
 from .user_sessions import UserSessions
@@ -426,6 +427,24 @@ class ServerPool:
         conn = await self._session(server, user)
         with mcp_span("prompts/get", name, server=server, address=_address(conn)):
             return await conn.get_prompt(name, arguments)
+
+    def skills(self, user: str | None) -> list[SkillEntry]:
+        """The skills listed by the ready servers (per-user servers: on `user`'s open session)."""
+        out: list[SkillEntry] = []
+        for conn in self.connections.values():
+            session = conn.session_of(user) if isinstance(conn, UserSessions) and user is not None else conn
+            if isinstance(session, ServerConnection) and session.status.status == "ready":
+                out.extend(session.skills)
+        return out
+
+    async def read_skill_file(self, entry: SkillEntry, uri: str, user: str | None = None) -> str:
+        """A file of a skill, read when the model uses the skill and verified against its listing
+        (`SkillRejected` otherwise)."""
+        conn = await self._session(entry.server, user)
+        with mcp_span("resources/read", uri, server=entry.server, address=_address(conn)):
+            data = bytes_of(await conn.read_resource(uri))
+        verify_skill_file(entry, uri, data)
+        return text_of(data)
 
     async def tasks_of(self, server: str, user: str | None) -> TaskChannel:
         """`tasks/*` requests to `server` (on `user`'s own session for a per-user server)."""

@@ -9,6 +9,7 @@ Tools (all task `required`, so the host always gets a task handle):
 - `doomed(after)`: fails after a while.
 - `forever()`: works until cancelled.
 - `report()`: finishes at once with a V2 result and a CSV artifact.
+- `until_file(path)`: works until the file exists (a test decides when the work ends).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import asyncio
 import base64
 import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import mcp_types
@@ -73,6 +75,14 @@ def build(poll_ms: int = 200, concurrency: int = 10) -> FastMCP:
             await asyncio.sleep(0.1)
             if step % 5 == 0:
                 await ctx.report_progress(step, None, f"still working ({step})")
+
+    @mcp.tool(task=task, annotations={"readOnlyHint": True})
+    async def until_file(ctx: Context, path: str) -> str:
+        """Work until a file appears."""
+        await ctx.report_progress(0, None, "waiting for the file")
+        while not Path(path).exists():
+            await asyncio.sleep(0.1)
+        return f"the file came: {Path(path).read_text()}"
 
     @mcp.tool(task=task, annotations={"readOnlyHint": True})
     async def report() -> dict[str, Any]:
