@@ -2,7 +2,10 @@
 
 The answer streams to stdout; tool progress, notices and errors go to stderr;
 approvals and a tool's questions are asked on the terminal (stdin) and
-answered through `/api/calls/{id}/approval` and `/api/elicitations/{id}`."""
+answered through `/api/calls/{id}/approval` and `/api/elicitations/{id}`.
+The stream is read with httpx-sse, and each event into the server's own typed
+models (`chat/events.py`), so a new kind of event is one the type checker
+makes this client handle too."""
 
 from __future__ import annotations
 
@@ -12,9 +15,33 @@ import os
 import secrets
 import sys
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any, TextIO, assert_never
 
 import httpx
+from httpx_sse import EventSource, SSEError, connect_sse
+from pydantic import ValidationError
+
+from .chat.events import (
+    AppEvent,
+    ApprovalRequest,
+    AttachedEvent,
+    CatalogueChanged,
+    ConversationEvent,
+    ElicitationRequest,
+    ErrorEvent,
+    MessageDone,
+    NoticeEvent,
+    RenderEvent,
+    ServerEvent,
+    SessionEvent,
+    TaskEvent,
+    TokenEvent,
+    ToolLog,
+    ToolProgress,
+    ToolResultEvent,
+    ToolStart,
+    event_from_json,
+)
 
 __all__ = ["EXIT_CODES", "add_parser", "run"]
 
@@ -44,14 +71,15 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _sse(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
-    data: list[str] = []
-    for line in lines:
-        if line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif line == "" and data:
-            yield json.loads("\n".join(data))
-            data = []
+def _events(source: EventSource) -> Iterator[ServerEvent]:
+    """The turn's events; an event of a kind this client does not know (a newer server's) is skipped."""
+    for sse in source.iter_sse():
+        if not sse.data:
+            continue
+        try:
+            yield event_from_json(sse.data)
+        except ValidationError:
+            continue
 
 
 class _Terminal:
@@ -74,56 +102,61 @@ class _Terminal:
         line = self.stdin.readline()  # "" at end of input: counts as no
         return line.strip()
 
-    def show(self, event: dict[str, Any]) -> str | None:
+    def show(self, event: ServerEvent) -> str | None:
         """Handle one event; the finish reason once the answer is done."""
-        kind = event["type"]
-        if kind == "token":
-            self.out.write(event["text"])
-            self.out.flush()
-            self.text_ended_line = event["text"].endswith("\n")
-        elif kind == "tool_start":
-            self.note(f"→ {event['tool']} {json.dumps(event['arguments'], ensure_ascii=False)[:200]}")
-        elif kind == "tool_progress":
-            total = f"/{event['total']:g}" if event.get("total") else ""
-            self.note(f"  … {event['progress']:g}{total} {event.get('message') or ''}".rstrip())
-        elif kind == "tool_result":
-            mark = "✓" if event["ok"] else "✗"
-            detail = "" if event["ok"] else f": {event['content'][:300]}"
-            self.note(f"{mark} {event['tool']} ({event.get('duration_ms', 0)} ms){detail}")
-        elif kind == "task":  # a background task: its result lands in the conversation later (GET /api/tasks)
-            self.note(f"⧗ {event['tool']} runs as background task {event['task_id']} ({event['status']})")
-        elif kind == "approval_request":
-            self.approve(event)
-        elif kind == "elicitation_request":
-            self.elicit(event)
-        elif kind == "notice":
-            self.note(f"note: {event['message']}")
-        elif kind == "error":
-            self.failed = True
-            self.note(f"error: {event['message']}" + (f" ({event['action']})" if event.get("action") else ""))
-        elif kind == "message_done":
-            if event["finish_reason"] in ("length", "round_limit"):
-                self.note("note: the answer was cut short (too long, or too many tool rounds)")
-            if event.get("conversation_id"):
-                self.note(f"conversation: {event['conversation_id']}")
-            return str(event["finish_reason"])
+        match event:
+            case TokenEvent():
+                self.out.write(event.text)
+                self.out.flush()
+                self.text_ended_line = event.text.endswith("\n")
+            case ToolStart():
+                self.note(f"→ {event.tool} {json.dumps(event.arguments, ensure_ascii=False)[:200]}")
+            case ToolProgress():
+                total = f"/{event.total:g}" if event.total else ""
+                self.note(f"  … {event.progress:g}{total} {event.message or ''}".rstrip())
+            case ToolResultEvent():
+                mark = "✓" if event.ok else "✗"
+                detail = "" if event.ok else f": {event.content[:300]}"
+                self.note(f"{mark} {event.tool} ({event.duration_ms} ms){detail}")
+            case TaskEvent():  # a background task: its result lands in the conversation later (GET /api/tasks)
+                self.note(f"⧗ {event.tool} runs as background task {event.task_id} ({event.status})")
+            case ApprovalRequest():
+                self.approve(event)
+            case ElicitationRequest():
+                self.elicit(event)
+            case NoticeEvent():
+                self.note(f"note: {event.message}")
+            case ErrorEvent():
+                self.failed = True
+                self.note(f"error: {event.message}" + (f" ({event.action})" if event.action else ""))
+            case MessageDone():
+                if event.finish_reason in ("length", "round_limit"):
+                    self.note("note: the answer was cut short (too long, or too many tool rounds)")
+                if event.conversation_id:
+                    self.note(f"conversation: {event.conversation_id}")
+                return event.finish_reason
+            case (ToolLog() | AppEvent() | RenderEvent() | ConversationEvent() | SessionEvent() | AttachedEvent()
+                  | CatalogueChanged()):  # fmt: skip
+                pass  # a terminal shows the text, not the page's extras
+            case _:
+                assert_never(event)
         return None
 
-    def approve(self, event: dict[str, Any]) -> None:
-        arguments = json.dumps(event["arguments"], ensure_ascii=False)[:500]
-        answer = self.ask(f"? {event['tool']} wants to run with {arguments}\n  {event['reason']}\n  Allow? [y/N]")
+    def approve(self, event: ApprovalRequest) -> None:
+        arguments = json.dumps(event.arguments, ensure_ascii=False)[:500]
+        answer = self.ask(f"? {event.tool} wants to run with {arguments}\n  {event.reason}\n  Allow? [y/N]")
         approved = answer.lower() in ("y", "yes")
-        self._post(f"/api/calls/{event['call_id']}/approval", {"approved": approved})
+        self._post(f"/api/calls/{event.call_id}/approval", {"approved": approved})
         self.note("  allowed" if approved else "  denied")
 
-    def elicit(self, event: dict[str, Any]) -> None:
-        fields = (event.get("schema") or {}).get("properties") or {}
-        self.note(f"? {event['message']} (an empty first answer declines)")
+    def elicit(self, event: ElicitationRequest) -> None:
+        fields = event.schema_.get("properties") or {}
+        self.note(f"? {event.message} (an empty first answer declines)")
         content: dict[str, Any] = {}
         for name, spec in fields.items():
             value = self.ask(f"  {name}:")
             if not value and not content:
-                self._post(f"/api/elicitations/{event['request_id']}", {"action": "decline"})
+                self._post(f"/api/elicitations/{event.request_id}", {"action": "decline"})
                 return
             kind = spec.get("type")
             try:
@@ -131,7 +164,7 @@ class _Terminal:
                                  else value.lower() in ("y", "yes", "true") if kind == "boolean" else value)  # fmt: skip
             except ValueError:
                 content[name] = value  # the server says what is wrong with it
-        self._post(f"/api/elicitations/{event['request_id']}", {"action": "accept", "content": content})
+        self._post(f"/api/elicitations/{event.request_id}", {"action": "accept", "content": content})
 
     def _post(self, path: str, body: dict[str, Any]) -> None:
         response = self.client.post(path, json=body)
@@ -161,16 +194,19 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
     with httpx.Client(base_url=args.url.rstrip("/"), headers=headers, timeout=timeout) as client:
         terminal = _Terminal(client, stdin, out, err)
         try:
-            with client.stream("POST", "/api/chat", json=body) as response:
-                if response.status_code != 200:
-                    response.read()
-                    terminal.note(f"error: {_message(response)}")
+            with connect_sse(client, "POST", "/api/chat", json=body) as source:
+                if source.response.status_code != 200:
+                    source.response.read()
+                    terminal.note(f"error: {_message(source.response)}")
                     return FAILED
-                for event in _sse(response.iter_lines()):
+                for event in _events(source):
                     finish = terminal.show(event)
                     if finish is not None:
                         return FAILED if terminal.failed or finish in ("error", "cancelled") else ANSWERED
             terminal.note("error: the answer broke off before it was done")
+            return FAILED
+        except SSEError as exc:  # a 200 that is not an event stream: not Switchboard, or a proxy's page
+            terminal.note(f"error: {args.url} did not answer with an event stream ({exc})")
             return FAILED
         except KeyboardInterrupt:
             terminal.note("interrupted: stopping the answer")

@@ -8,7 +8,6 @@ the other processes and not the sender again. The hub is the relay's seam (chat/
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -29,9 +28,9 @@ CONVERSATION = "c-relay-1"
 class _Turn:
     def __init__(self) -> None:
         self.conversation_id = CONVERSATION
-        self.log: list[str] = []
+        self.log: list[TokenEvent] = []
 
-    def _replay(self) -> list[str]:
+    def _replay(self) -> list[TokenEvent]:
         return list(self.log)
 
 
@@ -70,13 +69,12 @@ async def _relays(url: str, n: int, reloads: list[int]) -> list[tuple[PostgresRe
     return made
 
 
-async def _drain(subscription) -> list[str]:
-    return [text async for text in subscription]
+async def _drain(subscription) -> list[TokenEvent]:
+    return [event async for event in subscription]
 
 
-def _event(n: int) -> str:
-    text = "x" * 9000 if n % 50 == 7 else f"t{n} "  # some events too large for a NOTIFY payload
-    return TokenEvent(text=text).to_json()
+def _event(n: int) -> TokenEvent:
+    return TokenEvent(text="x" * 9000 if n % 50 == 7 else f"t{n} ")  # some too large for a NOTIFY payload
 
 
 async def test_a_followed_turn_reaches_each_follower_once_and_in_order(postgres_url):
@@ -87,9 +85,9 @@ async def test_a_followed_turn_reaches_each_follower_once_and_in_order(postgres_
         await owner.claim(CONVERSATION, ALICE.email)
 
         def publish(n: int) -> None:
-            text = _event(n)
-            turn.log.append(text)
-            owner.published(turn, text)  # type: ignore[arg-type]
+            event = _event(n)
+            turn.log.append(event)
+            owner.published(turn, event)  # type: ignore[arg-type]
 
         for n in range(5):  # before anyone follows: the replay
             publish(n)
@@ -113,7 +111,7 @@ async def test_a_followed_turn_reaches_each_follower_once_and_in_order(postgres_
         await owner.released(turn)  # type: ignore[arg-type]
         for task in (got_first, got_late, got_again):
             received = await asyncio.wait_for(task, 30)
-            assert [json.loads(t)["text"] for t in received] == [json.loads(t)["text"] for t in turn.log]
+            assert [e.text for e in received] == [e.text for e in turn.log]
         assert await first.attach(ALICE, CONVERSATION) is None  # over
     finally:
         for relay in (owner, first, late):
@@ -133,10 +131,10 @@ async def test_page_and_task_events_and_a_reload_reach_the_other_processes(postg
             hub_a.task_questions.publish(ALICE.email, TaskEvent(task_id="t1", call_id="call_1", conversation_id=CONVERSATION,
                                                                  server="s", tool="s_t", status="working"))  # fmt: skip
             for queue in (here, there):
-                texts = [json.loads(await asyncio.wait_for(queue.get(), 10))["text"] for _ in range(2)]
+                texts = [(await asyncio.wait_for(queue.get(), 10)).text for _ in range(2)]
                 assert texts == ["small", large]
-            task = json.loads(await asyncio.wait_for(tasks_there.get(), 10))
-            assert task["type"] == "task" and task["task_id"] == "t1"
+            task = await asyncio.wait_for(tasks_there.get(), 10)
+            assert isinstance(task, TaskEvent) and task.task_id == "t1"
             a.reloaded()
             for _ in range(100):
                 if reloads:

@@ -13,7 +13,7 @@ OWNERS = {"fastapi": {"web"}, "starlette": {"web"}, "litellm": {"llm"}, "fastmcp
           "mcp_types": {"tools"}, "sqlalchemy": {"store"}, "alembic": {"store"},
           # the OpenAI SDK is the model client's; outbound HTTP belongs to the model client, the MCP
           # transports, the group service (auth) and the terminal client
-          "openai": {"llm"}, "httpx": {"llm", "tools", "auth", "cli_chat"}, "httpx_sse": {"cli_chat"},
+          "openai": {"llm"}, "httpx": {"llm", "tools", "auth", "cli_chat"}, "httpx_sse": {"cli_chat"}, "sse_starlette": {"web"},
           "opentelemetry": {"telemetry"}, "prometheus_client": {"telemetry"}, "obstore": {"filestore"}}
 # What each layer may not import (data flows web -> chat -> (llm, tools)).
 FORBIDDEN = {"tools": {"chat", "web", "llm"}, "llm": {"chat", "web", "tools"}, "chat": {"web"}, "config": {"chat", "web", "tools", "llm"},

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from switchboard.web.sse import EventStreamResponse
+from switchboard.web.sse import EventStreamResponse, frame
 
 
 @pytest.mark.parametrize("spec_version", ["2.3", "2.4"])
@@ -15,7 +15,7 @@ async def test_a_silent_stream_is_closed_when_the_client_leaves(spec_version):
 
     async def silent():
         try:
-            yield "event: token\ndata: {}\n\n"
+            yield frame("token", '{"type":"token","text":"Hi"}')
             await asyncio.sleep(3600)  # a turn waiting for an approval writes nothing
             yield "never"
         finally:
@@ -32,8 +32,9 @@ async def test_a_silent_stream_is_closed_when_the_client_leaves(spec_version):
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"spec_version": spec_version}}
+    scope = {"type": "http", "method": "POST", "asgi": {"spec_version": spec_version}}
     response = EventStreamResponse(silent(), on_close=lambda: closes.append(1))
     await asyncio.wait_for(response(scope, receive, send), 5)
     assert closed.is_set() and closes == [1]
     assert sent[0]["type"] == "http.response.start" and (b"content-type", b"text/event-stream; charset=utf-8") in sent[0]["headers"]
+    assert sent[1]["body"] == b'event: token\ndata: {"type":"token","text":"Hi"}\n\n'  # the wire of docs/protocol.md

@@ -1,29 +1,34 @@
 """The conversation core: the tool-call loop, conversations and their turns,
-approvals and the events."""
+approvals and the events.
 
-from .calls import CallRunner, CallSettings
-from .conversations import ConversationLimits, Conversations
-from .loop import ChatEngine, TurnLimits, TurnState
-from .session import ApprovalAnswer, ChatSession
-from .task_board import TaskBoard
-from .tasks import TaskPoller, TaskSettings
-from .turns import Subscription, Turn, TurnHub, UserLimits
+Names are imported on first use: `switchboard.chat.events` (the wire models, which the
+terminal client reads too) loads without the engine, the store or the MCP client."""
 
-__all__ = [
-    "ApprovalAnswer",
-    "CallRunner",
-    "CallSettings",
-    "ChatEngine",
-    "ChatSession",
-    "ConversationLimits",
-    "Conversations",
-    "Subscription",
-    "TaskBoard",
-    "TaskPoller",
-    "TaskSettings",
-    "Turn",
-    "TurnHub",
-    "TurnLimits",
-    "TurnState",
-    "UserLimits",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .calls import CallRunner, CallSettings
+    from .conversations import ConversationLimits, Conversations
+    from .loop import ChatEngine, TurnLimits, TurnState
+    from .session import ApprovalAnswer, ChatSession
+    from .task_board import TaskBoard
+    from .tasks import TaskPoller, TaskSettings
+    from .turns import Subscription, Turn, TurnHub, UserLimits
+
+_HOME = {"CallRunner": "calls", "CallSettings": "calls", "ConversationLimits": "conversations",
+         "Conversations": "conversations", "ChatEngine": "loop", "TurnLimits": "loop", "TurnState": "loop",
+         "ApprovalAnswer": "session", "ChatSession": "session", "TaskBoard": "task_board", "TaskPoller": "tasks",
+         "TaskSettings": "tasks", "Subscription": "turns", "Turn": "turns", "TurnHub": "turns",
+         "UserLimits": "turns"}  # fmt: skip
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{home}", __name__), name)

@@ -192,7 +192,8 @@ class CallRunner:
         started = time.monotonic()
         try:
             executed = await self._run(request, session, offered, emit, sample, started, from_app)
-            executed.event.from_app = from_app
+            if from_app is not None:
+                executed.event = executed.event.model_copy(update={"from_app": from_app})
             tool_call_done(executed.event.server or "none", "ok" if executed.event.ok else "error")
             return executed
         except asyncio.CancelledError:
@@ -273,7 +274,9 @@ class CallRunner:
             if app is not None:
                 executed.app_uri, executed.app_digest = tool.app_uri, app.digest
         executed.arguments, executed.ran = arguments, True
-        executed.approval = executed.event.approval = approval
+        executed.approval = approval
+        if approval is not None:
+            executed.event = executed.event.model_copy(update={"approval": approval})
         return executed
 
     async def _adopt(self, outcome: ToolOutcome, call_id: str, tool: ToolInfo, session: ChatSession,

@@ -1,12 +1,16 @@
 """The websocket protocol's messages (docs/protocol.md), as typed models.
 
-The same models serve every transport; `to_json` gives the wire form."""
+The same models serve every transport. An event is a frozen value from the turn to the wire:
+`to_json` makes its JSON text once, however many doors and listeners send it, and
+`event_from_json` reads the text back (another process's events) without making it again."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..errors import BadRequest
 
@@ -37,6 +41,7 @@ __all__ = [
     "ToolProgress",
     "ToolResultEvent",
     "ToolStart",
+    "event_from_json",
     "parse_client_message",
 ]
 
@@ -120,9 +125,21 @@ def parse_client_message(
 
 
 class _Event(BaseModel):
+    # Frozen: the text made by the first door stays true for the next.
+    model_config = ConfigDict(frozen=True, serialize_by_alias=True)
+
     def to_json(self) -> str:
-        """The wire form: JSON text, serialized by pydantic-core in one step."""
+        """The wire form: JSON text, `type` first, made once per event (pydantic-core, one step)."""
+        return self.json_text
+
+    @cached_property
+    def json_text(self) -> str:
         return self.model_dump_json(exclude_none=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("json_text", None)  # the copy's text is its own
+        return copy
 
 
 class SessionEvent(_Event):
@@ -182,10 +199,7 @@ class ElicitationRequest(_Event):
     request_id: str
     call_id: str | None = None
     message: str
-    schema_: dict[str, Any] = Field(serialization_alias="schema")
-
-    def to_json(self) -> str:
-        return self.model_dump_json(exclude_none=True, by_alias=True)
+    schema_: dict[str, Any] = Field(validation_alias=AliasChoices("schema_", "schema"), serialization_alias="schema")
 
 
 class ArtifactRef(BaseModel):
@@ -318,3 +332,15 @@ ServerEvent = (
     | CatalogueChanged
     | TaskEvent
 )
+"""Every event a door may send. A door that switches on the kind matches each one (or says it
+ignores it) and ends with `assert_never`, so a new kind is followed through every door."""
+
+_server_adapter: TypeAdapter[ServerEvent] = TypeAdapter(Annotated[ServerEvent, Field(discriminator="type")])
+
+
+def event_from_json(text: str | bytes) -> ServerEvent:
+    """An event from its wire form (made by `to_json`, here or in another process); its text is
+    kept, so sending it on costs no second serialization. Raises pydantic's ValidationError."""
+    event = _server_adapter.validate_json(text)
+    event.__dict__["json_text"] = text if isinstance(text, str) else text.decode()
+    return event

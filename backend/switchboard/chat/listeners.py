@@ -1,11 +1,13 @@
 """A listener of a turn (a websocket, an HTTP stream), wherever the turn runs: its events so far,
-then the rest live, as JSON text."""
+then the rest live, as typed events (each door makes its own wire form)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
+
+from .events import ServerEvent
 
 __all__ = ["END", "Subscription"]
 
@@ -20,18 +22,18 @@ class _Followed(Protocol):
 
 
 class Subscription:
-    """One listener's view of a turn: the events so far, then the rest live (JSON text)."""
+    """One listener's view of a turn: the events so far, then the rest live."""
 
     def __init__(self, turn: _Followed) -> None:
         self.turn = turn
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[ServerEvent | None] = asyncio.Queue()
 
-    def __aiter__(self) -> AsyncIterator[str]:
+    def __aiter__(self) -> AsyncGenerator[ServerEvent, None]:
         return self._events()
 
-    async def _events(self) -> AsyncIterator[str]:
+    async def _events(self) -> AsyncGenerator[ServerEvent, None]:
         try:
-            while (text := await self.queue.get()) is not END:
-                yield text
+            while (event := await self.queue.get()) is not END:
+                yield event
         finally:
             self.turn.leave(self)

@@ -6,7 +6,9 @@ the user does there (attach, approval and question answers, cancel), and carries
 the shared database: `live_turns` says which process runs a conversation's turn, LISTEN/NOTIFY
 carries messages (in order, through one outbox per process: store/live.py), and a turn followed
 from another process sends its events to the followers inside the messages, also keeping them in
-`turn_events` for followers that join later (chat/relay_follow.py). Each process heartbeats; the
+`turn_events` for followers that join later (chat/relay_follow.py): an event crosses as its JSON
+text (serialized once, when it is published) and is read back into a typed event once per
+process. Each process heartbeats; the
 turns of a process silent for longer than the lease end as failed, and the user is told. Events
 made outside turns (an MCP App's own calls, background tasks) and a configuration reload reach
 every process too.
@@ -35,9 +37,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..auth import User
 from ..errors import BadRequest, SwitchboardError
 from ..store.live import payload
-from .events import ErrorEvent, MessageDone
+from .events import ErrorEvent, MessageDone, ServerEvent
 from .listeners import Subscription
-from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces
+from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
 from .session import ApprovalAnswer
 
 if TYPE_CHECKING:
@@ -60,7 +62,7 @@ class Turn(Protocol):
     @property
     def conversation_id(self) -> str: ...
 
-    def _replay(self) -> list[str]: ...
+    def _replay(self) -> list[ServerEvent]: ...
 
 
 class TurnHub(Protocol):
@@ -90,7 +92,7 @@ class Relay(Protocol):
 
     async def released(self, turn: Turn) -> None: ...
 
-    def published(self, turn: Turn, text: str) -> None: ...
+    def published(self, turn: Turn, event: ServerEvent) -> None: ...
 
     async def attach(self, user: User, conversation_id: str) -> Subscription | None: ...
 
@@ -126,7 +128,7 @@ class LocalRelay:
     async def released(self, turn: Turn) -> None:
         return None
 
-    def published(self, turn: Turn, text: str) -> None:
+    def published(self, turn: Turn, event: ServerEvent) -> None:
         return None
 
     async def attach(self, user: User, conversation_id: str) -> Subscription | None:
@@ -215,10 +217,10 @@ class PostgresRelay:
                 self._post(channel(follower), {"op": "end", "c": turn.conversation_id, "upto": shared.upto})
         await self.live.release(turn.conversation_id, self.process_id)
 
-    def published(self, turn: Turn, text: str) -> None:
+    def published(self, turn: Turn, event: ServerEvent) -> None:
         shared = self._shared.get(turn.conversation_id)
         if shared is not None:
-            self._gather(shared, [text])
+            self._gather(shared, [event.to_json()])  # the same text this process's doors send
 
     def _gather(self, shared: Shared, texts: list[str]) -> None:
         """Events go out with the outbox's next statement, with whatever else came by then."""
@@ -236,7 +238,7 @@ class PostgresRelay:
         if shared is None:  # the first follower: what was sent so far, then what follows (no await between)
             shared = self._shared[conversation_id] = Shared(conversation_id)
             shared.followers.add(follower)
-            self._gather(shared, turn._replay())
+            self._gather(shared, [event.to_json() for event in turn._replay()])
         else:  # a later one reads what was sent so far from the table
             shared.followers.add(follower)
             self._post(channel(follower), {"op": "events", "c": conversation_id})
@@ -350,9 +352,9 @@ class PostgresRelay:
             remote = self._remote.pop(conversation_id, None)
             if remote is not None:
                 await remote.catch_up()
-                remote.end(ErrorEvent(code="internal", message=LOST, action="Send your message again.").to_json(),
+                remote.end(ErrorEvent(code="internal", message=LOST, action="Send your message again."),
                            MessageDone(message_id="lost", finish_reason="error", html="",
-                                       conversation_id=conversation_id).to_json())  # fmt: skip
+                                       conversation_id=conversation_id))  # fmt: skip
         elif op == "ask":
             ok = await self._answer_here(message)
             self._post(channel(str(message["from"])), {"op": "ack", "rid": message["rid"], "ok": ok})
@@ -372,12 +374,13 @@ class PostgresRelay:
 
     def _deliver_outside_turns(self, op: str, message: dict[str, Any]) -> None:
         text = self._pieces.text(message)
-        if text is None or self._hub is None:
+        event = read_event(text) if text is not None else None
+        if event is None or self._hub is None:
             return
         if op == "page":
-            self._hub.pages.deliver(str(message.get("c", "")), text)
+            self._hub.pages.deliver(str(message.get("c", "")), event)
         elif self._hub.task_questions is not None:
-            self._hub.task_questions.deliver(str(message.get("u", "")), text)
+            self._hub.task_questions.deliver(str(message.get("u", "")), event)
 
     async def _answer_here(self, message: dict[str, Any]) -> bool:
         hub = self._hub

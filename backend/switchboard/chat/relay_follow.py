@@ -11,20 +11,36 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..store.live import MAX_PAYLOAD, EventRow, Note, payload
+from .events import ServerEvent, event_from_json
 from .listeners import END, Subscription
 
-__all__ = ["RemoteTurn", "Shared", "Pieces", "channel", "event_messages", "pieces"]
+__all__ = ["Pieces", "RemoteTurn", "Shared", "channel", "event_messages", "pieces", "read_event"]
+
+log = logging.getLogger("switchboard.chat")
 
 _ROOM = MAX_PAYLOAD - 200  # what the bodies of one message may take, besides its other fields
 
 
 def channel(process_id: str) -> str:
     return f"sb_{process_id}"
+
+
+def read_event(body: str) -> ServerEvent | None:
+    """An event from another process, from its JSON text; None (and a warning) for one this
+    process cannot read (a newer version's kind during a rolling update)."""
+    try:
+        return event_from_json(body)
+    except ValidationError:
+        log.warning("an event from another process could not be read", extra={"event": "relay_event_unreadable"})
+        return None
 
 
 def _size(text: str) -> int:
@@ -131,7 +147,7 @@ class RemoteTurn:
         self.conversation_id, self.owner = conversation_id, owner
         self._read, self._on_empty = read, on_empty
         self.listeners: set[Subscription] = set()
-        self.log: list[str] = []  # every event so far, for listeners here that join later
+        self.log: list[ServerEvent] = []  # every event so far, for listeners here that join later
         self.read_upto = 0
         self.ended = False
         self._reading = asyncio.Lock()
@@ -143,8 +159,8 @@ class RemoteTurn:
 
     def join(self) -> Subscription:
         subscription = Subscription(self)
-        for body in self.log:
-            subscription.queue.put_nowait(body)
+        for event in self.log:
+            subscription.queue.put_nowait(event)
         self.listeners.add(subscription)
         return subscription
 
@@ -191,15 +207,18 @@ class RemoteTurn:
 
     def _deliver(self, seq: int, body: str) -> None:
         self.read_upto = seq
-        self.log.append(body)
+        event = read_event(body)  # once, whatever the number of listeners
+        if event is None:
+            return
+        self.log.append(event)
         for listener in self.listeners:
-            listener.queue.put_nowait(body)
+            listener.queue.put_nowait(event)
 
-    def end(self, *extra: str) -> None:
+    def end(self, *extra: ServerEvent) -> None:
         if self.ended:
             return
         self.ended = True
         for listener in list(self.listeners):
-            for body in extra:
-                listener.queue.put_nowait(body)
+            for event in extra:
+                listener.queue.put_nowait(event)
             listener.queue.put_nowait(END)

@@ -1,8 +1,8 @@
 """Where background tasks meet their owners: each user's open pages listen here for `task`
 events and for the questions a task asks (`elicitation_request`), and an answer from any door
 (the websocket, `POST /api/elicitations/{id}`) finds the question it answers. Events and questions
-reach the user's pages on the other processes too, through `share` (the relay); an answer given
-there comes back through the relay's `ask`."""
+reach the user's pages on the other processes too, through `share` (the relay, which carries the
+event's JSON text); an answer given there comes back through the relay's `ask`."""
 
 from __future__ import annotations
 
@@ -20,17 +20,17 @@ QUEUE_LIMIT = 1000  # a page that stops reading loses its oldest task events, ne
 
 class TaskBoard:
     def __init__(self) -> None:
-        self.share: Callable[[str, str], None] | None = None  # (user, event) to their pages on other processes
-        self._listeners: dict[str, set[asyncio.Queue[str]]] = {}
-        self._questions: dict[str, tuple[str, asyncio.Future[tuple[str, dict[str, Any] | None]], str]] = {}
+        self.share: Callable[[str, str], None] | None = None  # (user, event as JSON) to their pages on other processes
+        self._listeners: dict[str, set[asyncio.Queue[ServerEvent]]] = {}
+        self._questions: dict[str, tuple[str, asyncio.Future[tuple[str, dict[str, Any] | None]], ServerEvent]] = {}
 
     @contextmanager
-    def listen(self, user: str) -> Iterator[asyncio.Queue[str]]:
-        """The user's task events (JSON text) while the block runs."""
-        queue: asyncio.Queue[str] = asyncio.Queue(QUEUE_LIMIT)
-        for owner, future, text in list(self._questions.values()):  # a page opened later is asked too
+    def listen(self, user: str) -> Iterator[asyncio.Queue[ServerEvent]]:
+        """The user's task events while the block runs."""
+        queue: asyncio.Queue[ServerEvent] = asyncio.Queue(QUEUE_LIMIT)
+        for owner, future, question in list(self._questions.values()):  # a page opened later is asked too
             if owner == user and not future.done():
-                queue.put_nowait(text)
+                queue.put_nowait(question)
         self._listeners.setdefault(user, set()).add(queue)
         try:
             yield queue
@@ -41,17 +41,16 @@ class TaskBoard:
                 self._listeners.pop(user, None)
 
     def publish(self, user: str, event: ServerEvent) -> None:
-        text = event.to_json()
         if self.share is not None:
-            self.share(user, text)
-        self.deliver(user, text)
+            self.share(user, event.to_json())
+        self.deliver(user, event)
 
-    def deliver(self, user: str, text: str) -> None:
+    def deliver(self, user: str, event: ServerEvent) -> None:
         """To the user's pages on this process."""
         for queue in self._listeners.get(user, ()):
             if queue.full():
                 queue.get_nowait()
-            queue.put_nowait(text)
+            queue.put_nowait(event)
 
     def listening(self, user: str) -> bool:
         return bool(self._listeners.get(user))
@@ -59,7 +58,7 @@ class TaskBoard:
     def ask(self, user: str, request_id: str, question: ServerEvent) -> asyncio.Future[tuple[str, dict[str, Any] | None]]:
         """Put the question to every open page of the user's (and to pages opened later)."""
         future: asyncio.Future[tuple[str, dict[str, Any] | None]] = asyncio.get_running_loop().create_future()
-        self._questions[request_id] = (user, future, question.to_json())
+        self._questions[request_id] = (user, future, question)
         self.publish(user, question)
         return future
 

@@ -251,9 +251,8 @@ class TaskPoller:
                                   result={"ok": event.ok, "content": event.content, "message_id": message_id},
                                   lease_owner=None, lease_until=None)  # fmt: skip
         self._held.pop(record.id, None)
-        finished = _event(record, status, None if event.ok else event.content[:500])
-        finished.ok, finished.content, finished.message_id = event.ok, event.content, message_id
-        finished.artifacts = event.artifacts or None
+        finished = _event(record, status, None if event.ok else event.content[:500], ok=event.ok, content=event.content,
+                          message_id=message_id, artifacts=event.artifacts or None)  # fmt: skip
         self.board.publish(record.owner, finished)
         log.info("task finished", extra={"event": "task_finished", "user": record.owner, "server": record.server,
                                          "tool": record.tool, "task": record.id, "status": status})  # fmt: skip
@@ -273,6 +272,6 @@ class TaskPoller:
         return message_id
 
 
-def _event(record: TaskRecord, status: str, message: str | None) -> TaskEvent:
+def _event(record: TaskRecord, status: str, message: str | None, **finished: Any) -> TaskEvent:
     return TaskEvent(task_id=record.id, call_id=record.call_id, server=record.server, tool=record.tool, status=status,
-                     message=message, conversation_id=record.conversation_id)  # fmt: skip
+                     message=message, conversation_id=record.conversation_id, **finished)  # fmt: skip

@@ -49,7 +49,7 @@ class Turn:
         self.hub = hub
         self.session = session
         self.state = TurnState()
-        self.log: list[str] = []  # every event sent so far, for listeners that join late
+        self.log: list[ServerEvent] = []  # every event sent so far, for listeners that join late
         self._tokens: list[str] = []  # consecutive token texts not yet in the log
         self.listeners: set[Subscription] = set()
         self.task: asyncio.Task[None] | None = None
@@ -70,8 +70,8 @@ class Turn:
 
     def join(self) -> Subscription:
         subscription = Subscription(self)
-        for text in self._replay():
-            subscription.queue.put_nowait(text)
+        for event in self._replay():
+            subscription.queue.put_nowait(event)
         if not self.running:
             subscription.queue.put_nowait(_END)
         self.listeners.add(subscription)
@@ -101,25 +101,26 @@ class Turn:
         self.state.awaiting_answer = {self._asked[asked] for asked in questions if asked in self._asked}
         self.task.cancel()
 
-    def _replay(self) -> list[str]:
+    def _replay(self) -> list[ServerEvent]:
         # Tokens are sent one by one live; a late listener gets them as one event.
         tokens = "".join(self._tokens)
-        return self.log + ([TokenEvent(text=tokens).to_json()] if tokens else [])
+        return self.log + ([TokenEvent(text=tokens)] if tokens else [])
 
     def publish(self, event: ServerEvent) -> None:
-        text = event.to_json()
+        """Hand the event to every listener as a value: each door serializes it (once per event,
+        `ServerEvent.to_json`), so nothing here depends on a wire format."""
         if isinstance(event, ElicitationRequest) and event.call_id:
             self._asked[event.request_id] = event.call_id
         if isinstance(event, TokenEvent):
             self._tokens.append(event.text)
         else:
             if self._tokens:
-                self.log.append(TokenEvent(text="".join(self._tokens)).to_json())
+                self.log.append(TokenEvent(text="".join(self._tokens)))
                 self._tokens = []
-            self.log.append(text)
+            self.log.append(event)
         for listener in self.listeners:
-            listener.queue.put_nowait(text)
-        self.hub.relay.published(self, text)
+            listener.queue.put_nowait(event)
+        self.hub.relay.published(self, event)
 
     def close(self) -> None:
         for listener in self.listeners:

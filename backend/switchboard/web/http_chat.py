@@ -12,18 +12,16 @@ from pydantic import BaseModel, Field
 
 from ..auth import User
 from ..chat import ApprovalAnswer, Subscription
-from ..chat.events import ChatMessage
+from ..chat.events import ChatMessage, ServerEvent
 from ..chat.session import new_id
 from ..errors import BadRequest, LLMUnavailable, NotFound
 from .deps import current_user, services_of
-from .sse import EventStreamResponse
+from .sse import EventStreamResponse, ServerSentEvent, frame
 
-__all__ = ["ChatRequest", "event_type", "router", "sse_events"]
+__all__ = ["ChatRequest", "router", "sse_event", "sse_events"]
 
 router = APIRouter(prefix="/api", tags=["chat"])
 UserDep = Annotated[User, Depends(current_user)]
-
-_TYPE_PREFIX = '{"type":"'
 
 
 class ChatRequest(ChatMessage):
@@ -43,17 +41,17 @@ class ElicitationBody(BaseModel):
     content: dict[str, Any] | None = None
 
 
-def event_type(text: str) -> str:
-    """The `type` of an event's JSON text: every event model serializes `type` first."""
-    end = text.find('"', len(_TYPE_PREFIX))
-    return text[len(_TYPE_PREFIX):end] if text.startswith(_TYPE_PREFIX) and end > 0 else "message"
+def sse_event(event: ServerEvent) -> ServerSentEvent:
+    """This door's wire form: `event: <type>` and the event's JSON text (the same text the
+    websocket sends, made once per event)."""
+    return frame(event.type, event.to_json())
 
 
-async def sse_events(subscription: Subscription) -> AsyncIterator[str]:
+async def sse_events(subscription: Subscription) -> AsyncIterator[ServerSentEvent]:
     events = aiter(subscription)
     try:
-        async for text in events:
-            yield f"event: {event_type(text)}\ndata: {text}\n\n"
+        async for event in events:
+            yield sse_event(event)
     finally:
         await events.aclose()  # leaves the turn: the hub's grace period starts
 
@@ -71,7 +69,8 @@ async def chat(request: Request, user: UserDep, body: ChatRequest) -> EventStrea
         subscription = await services.turns.start(user, body, new_id())
     except LLMUnavailable as exc:  # the model asked for is not one this user can use now: the request's fault
         raise BadRequest(exc.message, action=exc.action) from None
-    return EventStreamResponse(sse_events(subscription), on_close=lambda: subscription.turn.leave(subscription))
+    return EventStreamResponse(sse_events(subscription), on_close=lambda: subscription.turn.leave(subscription),
+                               shutdown_grace_s=services.turns.shutdown_grace_s)  # fmt: skip
 
 
 @router.post("/calls/{call_id}/approval", status_code=204)

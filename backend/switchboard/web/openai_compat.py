@@ -19,7 +19,7 @@ import json
 import time
 from contextlib import suppress
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, assert_never
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
@@ -28,12 +28,32 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..access import Access
 from ..auth import User
 from ..chat import ApprovalAnswer, ChatSession, Subscription
-from ..chat.events import MAX_CONTENT_CHARS, ChatMessage
+from ..chat.events import (
+    MAX_CONTENT_CHARS,
+    AppEvent,
+    ApprovalRequest,
+    AttachedEvent,
+    CatalogueChanged,
+    ChatMessage,
+    ConversationEvent,
+    ElicitationRequest,
+    ErrorEvent,
+    MessageDone,
+    NoticeEvent,
+    RenderEvent,
+    SessionEvent,
+    TaskEvent,
+    TokenEvent,
+    ToolLog,
+    ToolProgress,
+    ToolResultEvent,
+    ToolStart,
+)
 from ..errors import BadRequest, NotFound, SwitchboardError, status_for_code
 from ..history import AssistantText, HistoryRecord, UserText
 from ..chat.session import new_id
 from .deps import current_user, services_of
-from .sse import EventStreamResponse
+from .sse import EventStreamResponse, ServerSentEvent, data_frame
 
 __all__ = ["openai_error", "router"]
 
@@ -139,10 +159,13 @@ class ErrorBody(BaseModel):
 # -- errors --------------------------------------------------------------------------------------
 
 
-def openai_error(status: int, code: str, message: str, action: str | None = None) -> JSONResponse:
+def _detail(status: int, code: str, message: str, action: str | None) -> ErrorDetail:
     text = f"{message}. {action}" if action else message
-    detail = ErrorDetail(message=text, type=_ERROR_TYPE.get(status, "api_error"), code=code)
-    return JSONResponse(ErrorBody(error=detail).model_dump(), status_code=status)
+    return ErrorDetail(message=text, type=_ERROR_TYPE.get(status, "api_error"), code=code)
+
+
+def openai_error(status: int, code: str, message: str, action: str | None = None) -> JSONResponse:
+    return JSONResponse(ErrorBody(error=_detail(status, code, message, action)).model_dump(), status_code=status)
 
 
 def _error_of(exc: SwitchboardError) -> JSONResponse:
@@ -223,26 +246,38 @@ async def _start(request: Request, user: User, body: CompletionRequest,
     return subscription, session
 
 
-async def _events(request: Request, user: User, subscription: Subscription) -> AsyncIterator[dict[str, Any]]:
-    """The turn's events, with approvals refused and questions declined as they come."""
+Shown = TokenEvent | ErrorEvent | MessageDone  # what this door's client sees of a turn
+
+
+async def _events(request: Request, user: User, subscription: Subscription) -> AsyncIterator[Shown]:
+    """The turn's events that make the answer, with approvals refused and questions declined as
+    they come; the rest are not shown (the client sees only the answer)."""
     hub = services_of(request).turns
     events = aiter(subscription)
     try:
-        async for text in events:
-            event = json.loads(text)
-            with suppress(NotFound):  # answered meanwhile (through /api/calls, say)
-                if event["type"] == "approval_request":
-                    await hub.answer_approval(user, event["call_id"], ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL),
-                                              local_only=True)  # fmt: skip
-                elif event["type"] == "elicitation_request":
-                    await hub.answer_elicitation(user, event["request_id"], "decline", None, local_only=True)
-            yield event
+        async for event in events:
+            match event:
+                case TokenEvent() | ErrorEvent() | MessageDone():
+                    yield event
+                case ApprovalRequest():
+                    with suppress(NotFound):  # answered meanwhile (through /api/calls, say)
+                        await hub.answer_approval(user, event.call_id, ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL),
+                                                  local_only=True)  # fmt: skip
+                case ElicitationRequest():
+                    with suppress(NotFound):
+                        await hub.answer_elicitation(user, event.request_id, "decline", None, local_only=True)
+                case (SessionEvent() | ToolStart() | ToolProgress() | ToolLog() | ToolResultEvent() | AppEvent()
+                      | RenderEvent() | NoticeEvent() | ConversationEvent() | AttachedEvent() | CatalogueChanged()
+                      | TaskEvent()):  # fmt: skip
+                    pass
+                case _:
+                    assert_never(event)
     finally:
         await events.aclose()
 
 
-def _usage(done: dict[str, Any]) -> Usage:
-    return Usage(**(done.get("usage") or {}))
+def _usage(done: MessageDone) -> Usage:
+    return Usage(**(done.usage or {}))
 
 
 # -- routes --------------------------------------------------------------------------------------
@@ -276,50 +311,54 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         chunks = _chunks(_events(request, user, subscription), completion_id, created, body.model, include_usage)
-        return EventStreamResponse(chunks, on_close=finished)
+        return EventStreamResponse(chunks, on_close=finished, shutdown_grace_s=services_of(request).turns.shutdown_grace_s)
     content: list[str] = []
     try:
         async for event in _events(request, user, subscription):
-            if event["type"] == "token":
-                content.append(event["text"])
-            elif event["type"] == "error":
-                return openai_error(status_for_code(event["code"]), event["code"], event["message"], event.get("action"))
-            elif event["type"] == "message_done":
-                message = OutputMessage(content="".join(content))
-                choice = Choice(message=message, finish_reason=_FINISH.get(event["finish_reason"], "stop"))
-                return ChatCompletion(id=completion_id, created=created, model=body.model, choices=[choice],
-                                      usage=_usage(event))  # fmt: skip
+            match event:
+                case TokenEvent():
+                    content.append(event.text)
+                case ErrorEvent():
+                    return openai_error(status_for_code(event.code), event.code, event.message, event.action)
+                case MessageDone():
+                    message = OutputMessage(content="".join(content))
+                    choice = Choice(message=message, finish_reason=_FINISH.get(event.finish_reason, "stop"))
+                    return ChatCompletion(id=completion_id, created=created, model=body.model, choices=[choice],
+                                          usage=_usage(event))  # fmt: skip
+                case _:
+                    assert_never(event)
     finally:
         finished()
     return openai_error(500, "internal", "the answer ended without finishing")
 
 
 def _chunk(completion_id: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
-           usage: Usage | None = None) -> str:  # fmt: skip
+           usage: Usage | None = None) -> ServerSentEvent:  # fmt: skip
     body: dict[str, Any] = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
                             "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
     if usage is not None:
         body["usage"] = usage.model_dump()
-    return f"data: {json.dumps(body)}\n\n"
+    return data_frame(json.dumps(body))
 
 
-async def _chunks(events: AsyncIterator[dict[str, Any]], completion_id: str, created: int, model: str,
-                  include_usage: bool) -> AsyncIterator[str]:  # fmt: skip
+async def _chunks(events: AsyncIterator[Shown], completion_id: str, created: int, model: str,
+                  include_usage: bool) -> AsyncIterator[ServerSentEvent]:  # fmt: skip
     yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""})
     try:
         async for event in events:
-            if event["type"] == "token":
-                yield _chunk(completion_id, created, model, {"content": event["text"]})
-            elif event["type"] == "error":
-                status = status_for_code(event["code"])
-                detail = ErrorDetail(message=event["message"] + (f". {event['action']}" if event.get("action") else ""),
-                                     type=_ERROR_TYPE.get(status, "api_error"), code=event["code"])  # fmt: skip
-                yield f"data: {ErrorBody(error=detail).model_dump_json()}\n\n"
-            elif event["type"] == "message_done":
-                yield _chunk(completion_id, created, model, {}, _FINISH.get(event["finish_reason"], "stop"))
-                if include_usage:
-                    yield _chunk(completion_id, created, model, {}, usage=_usage(event))
-                break
-        yield "data: [DONE]\n\n"
+            match event:
+                case TokenEvent():
+                    yield _chunk(completion_id, created, model, {"content": event.text})
+                case ErrorEvent():
+                    detail = _detail(status_for_code(event.code), event.code, event.message, event.action)
+                    yield data_frame(ErrorBody(error=detail).model_dump_json())
+                case MessageDone():
+                    yield _chunk(completion_id, created, model, {}, _FINISH.get(event.finish_reason, "stop"))
+                    if include_usage:
+                        yield _chunk(completion_id, created, model, {}, usage=_usage(event))
+                    break
+                case _:
+                    assert_never(event)
+        yield data_frame("[DONE]")
     finally:
         await events.aclose()  # type: ignore[attr-defined]

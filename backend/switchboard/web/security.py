@@ -200,7 +200,14 @@ class RequestGuardMiddleware:
     """Refuses, before any route runs: an unknown Host (400, DNS rebinding), a
     websocket from a foreign Origin (accepted, then closed with 1008), and a
     state-changing request from a foreign Origin or `Sec-Fetch-Site: cross-site`
-    (403, cross-site request forgery).  Requests without Origin (API clients) pass."""
+    (403, cross-site request forgery).  Requests without Origin (API clients) pass.
+
+    Starlette's TrustedHostMiddleware does not fit the Host half: it cannot exempt `/healthz`
+    (probes use the pod's address, a per-request rule), it takes the first of several Host
+    headers instead of refusing them, it does not fold a trailing dot (`localhost.`), and it
+    answers plain text where every refusal here is the API's JSON error (or, on a websocket,
+    a denial) with an `action` naming the setting to change. The Origin half needs the same
+    parsed host names (`EdgePolicy`) anyway."""
 
     def __init__(self, app: ASGIApp, policy: EdgePolicy) -> None:
         self.app = app

@@ -26,6 +26,7 @@ from ..chat.events import (
     ChatMessage,
     ElicitationResponse,
     ErrorEvent,
+    ServerEvent,
     SessionEvent,
     parse_client_message,
 )
@@ -56,12 +57,13 @@ class _Connection:
         self.watched: str | None = None
         self._send_lock = asyncio.Lock()
 
-    async def send_text(self, text: str) -> None:
+    async def send(self, event: ServerEvent) -> None:
+        """The websocket's wire form is the event's JSON text (made once per event, for every door)."""
         async with self._send_lock:
-            await self.websocket.send_text(text)
+            await self.websocket.send_text(event.to_json())
 
     async def error(self, exc: SwitchboardError) -> None:
-        await self.send_text(ErrorEvent(code=exc.code, message=exc.message, action=exc.action).to_json())
+        await self.send(ErrorEvent(code=exc.code, message=exc.message, action=exc.action))
 
     async def handle(self, raw: str) -> None:
         if len(raw) > MAX_MESSAGE_BYTES:
@@ -75,8 +77,8 @@ class _Connection:
             elif isinstance(message, AttachMessage):
                 await self.watch_if_owned(message.conversation_id)
                 subscription = await hub.attach_anywhere(self.user, message.conversation_id)
-                await self.send_text(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
-                                                   server_time=time.time() * 1000).to_json())  # fmt: skip
+                await self.send(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
+                                              server_time=time.time() * 1000))  # fmt: skip
                 if subscription is not None:
                     await self.follow(subscription)
             elif isinstance(message, CancelMessage):
@@ -118,7 +120,7 @@ class _Connection:
     async def _watch(self, conversation_id: str) -> None:
         with self.services.turns.pages.watch(conversation_id) as queue:
             while True:
-                await self.send_text(await queue.get())
+                await self.send(await queue.get())
 
     def unwatch(self) -> None:
         if self.watcher is not None:
@@ -127,8 +129,8 @@ class _Connection:
         self.watched = None
 
     async def _pump(self, subscription: Subscription) -> None:
-        async for text in subscription:
-            await self.send_text(text)
+        async for event in subscription:
+            await self.send(event)
 
     async def unfollow(self) -> None:
         pump = self.pump
@@ -138,9 +140,9 @@ class _Connection:
                 await pump
 
 
-    def session_event(self, *, refreshed: bool = False) -> str:
+    def session_event(self, *, refreshed: bool = False) -> SessionEvent:
         return SessionEvent(user=self.user.email, groups=sorted(self.user.groups), conversation_id=self.conversation_id,
-                            refreshed=True if refreshed else None).to_json()  # fmt: skip
+                            refreshed=True if refreshed else None)  # fmt: skip
 
 
 async def _forward_catalogue_changes(connection: _Connection) -> None:
@@ -159,24 +161,24 @@ async def _forward_catalogue_changes(connection: _Connection) -> None:
             if (before.groups, before.admin) != (connection.user.groups, connection.user.admin):
                 log.info("a user's groups changed on an open connection", extra={"event": "groups_changed",
                                                                                   "user": connection.user.email})  # fmt: skip
-                await connection.send_text(connection.session_event(refreshed=True))
+                await connection.send(connection.session_event(refreshed=True))
             access = Access(connection.user, None, services.config.compliance)
             if RELOADED in servers:  # models, groups and servers may all have changed: the page lists everything again
-                await connection.send_text(CatalogueChanged().to_json())
+                await connection.send(CatalogueChanged())
                 continue
             for server in sorted(servers):
                 config = services.pool.server_config(server)
                 if config is None:  # removed: its users' pages refresh, nobody learns its name
-                    await connection.send_text(CatalogueChanged().to_json())
+                    await connection.send(CatalogueChanged())
                 elif access.may_see_server(config):  # administrators see every server's status
-                    await connection.send_text(CatalogueChanged(server=server).to_json())
+                    await connection.send(CatalogueChanged(server=server))
 
 
 async def _forward_task_events(connection: _Connection) -> None:
     """The user's background tasks (status, progress, questions, results), whichever turn started them."""
     with connection.services.tasks.board.listen(connection.user.email) as queue:
         while True:
-            await connection.send_text(await queue.get())
+            await connection.send(await queue.get())
 
 
 @router.websocket("/ws")
@@ -192,7 +194,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     await websocket.accept()
     sessions_changed(+1)
     connection = _Connection(websocket, services, user)
-    await connection.send_text(connection.session_event())
+    await connection.send(connection.session_event())
     catalogue = asyncio.create_task(_forward_catalogue_changes(connection), name=f"catalogue:{user.email}")
     task_events = asyncio.create_task(_forward_task_events(connection), name=f"tasks:{user.email}")
     try:
@@ -205,7 +207,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
                 try:
                     raw = (message.get("bytes") or b"").decode("utf-8")
                 except UnicodeDecodeError:
-                    await connection.send_text(ErrorEvent(code="bad_request", message="messages must be UTF-8 JSON text").to_json())
+                    await connection.send(ErrorEvent(code="bad_request", message="messages must be UTF-8 JSON text"))
                     continue
             await connection.handle(raw)
     except WebSocketDisconnect:
