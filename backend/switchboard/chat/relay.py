@@ -4,14 +4,12 @@ A turn runs in the process that started it. `Relay` carries to it, from any othe
 the user does there (attach, approval and question answers, cancel), and carries its events back.
 `LocalRelay` is the one-process case (the SQLite default): nothing to carry. `PostgresRelay` uses
 the shared database: `live_turns` says which process runs a conversation's turn, LISTEN/NOTIFY
-carries messages (in order, through one outbox per process: store/live.py), and a turn followed
-from another process sends its events to the followers inside the messages, also keeping them in
-`turn_events` for followers that join later (chat/relay_follow.py): an event crosses as its JSON
-text (serialized once, when it is published) and is read back into a typed event once per
-process. Each process heartbeats; the
-turns of a process silent for longer than the lease end as failed, and the user is told. Events
-made outside turns (an MCP App's own calls, background tasks) and a configuration reload reach
-every process too.
+carries messages (in order, through one outbox per process: store/live.py), and a followed turn's
+events go inside them, kept in `turn_events` for followers that join later (chat/relay_follow.py):
+an event crosses as its JSON text (serialized once) and is read back once per process. Each
+process heartbeats; the turns of a process silent for longer than the lease end as failed, and
+the user is told. Events made outside turns (an MCP App's own calls, background tasks), a
+configuration reload and a changed credential reach every process too.
 
 Messages (JSON on channel `sb_<process>`; `sb_all` for everyone):
   follow {c, user, from}               a listener on `from` wants conversation c's events
