@@ -53,14 +53,14 @@ class _Hub:
         return False
 
 
-async def _relays(url: str, n: int, reloads: list[int]) -> list[tuple[PostgresRelay, _Hub]]:
+async def _relays(url: str, n: int, reloads: list[int], lease_s: float = 30) -> list[tuple[PostgresRelay, _Hub]]:
     store = await open_store(url)
     made = []
     for i in range(n):
         async def reloaded(i: int = i) -> None:
             reloads.append(i)
 
-        relay, hub = PostgresRelay(LiveTurns(store), lease_s=30, on_reload=reloaded), _Hub()
+        relay, hub = PostgresRelay(LiveTurns(store), lease_s=lease_s, on_reload=reloaded), _Hub()
         await relay.start(hub)  # type: ignore[arg-type]
         hub.pages = ConversationPages(share=relay.to_pages)
         assert hub.task_questions is not None
@@ -143,6 +143,26 @@ async def test_page_and_task_events_and_a_reload_reach_the_other_processes(postg
             await asyncio.sleep(0.2)
             assert reloads == [1]  # the other process, once; not the one that reloaded
             assert here.empty() and there.empty()  # nothing twice
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_a_relay_listens_again_after_its_connection_is_lost(postgres_url):
+    (a, hub_a), (b, hub_b) = await _relays(postgres_url, 2, [], lease_s=0.6)  # a heartbeat every 0.2 s
+    try:
+        listener = b.live._listener
+        pid = listener.get_server_pid()
+        store = await open_store(postgres_url)
+        await store._run("end a backend", lambda c: c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"), write=True)
+        await store.close()
+        for _ in range(100):  # its next heartbeat listens again
+            if b.live._listener is not listener and not b.live._listener.is_closed():
+                break
+            await asyncio.sleep(0.05)
+        with hub_b.pages.watch(CONVERSATION) as there:
+            hub_a.pages.publish(CONVERSATION, TokenEvent(text="after"))
+            assert (await asyncio.wait_for(there.get(), 10)).text == "after"
     finally:
         await a.stop()
         await b.stop()

@@ -187,6 +187,8 @@ class PostgresRelay:
         while True:
             await asyncio.sleep(self.lease_s / 3)
             try:
+                if await self.live.keep_listening():
+                    log.warning("listening to the other processes again", extra={"event": "relay_listening_again"})
                 await self.live.heartbeat(self.process_id)
                 for conversation_id, owner, dead in await self.live.take_dead(self.lease_s, self.process_id):
                     log.warning("answer lost with its process", extra={"event": "turn_lost", "user": owner,

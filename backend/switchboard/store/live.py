@@ -109,6 +109,7 @@ class LiveTurns:
         self._store = store
         self._listener: Any = None  # the asyncpg connection that LISTENs
         self._sender: Any = None  # the asyncpg connection the outbox sends on (opened on first use)
+        self._listening: tuple[list[str], Any] = ([], None)  # the channels, and what each message goes to
         self.outbox = Outbox(self._send)
 
     async def heartbeat(self, process_id: str) -> None:
@@ -226,8 +227,6 @@ class LiveTurns:
         """Deliver the messages sent to these channels to `on_message`, at once, in the order they
         come; what it returns to await runs as a task of its own. The sending connection opens
         now too, so that the first message does not wait for it."""
-        self._listener = await self._connect()
-        self._sender = await self._connect(sending=True)
         loop = asyncio.get_running_loop()
 
         def received(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
@@ -240,8 +239,28 @@ class LiveTurns:
             if rest is not None:
                 loop.create_task(rest)  # type: ignore[arg-type]
 
+        self._listening = (channels, received)
+        await self._listen()
+        self._sender = await self._connect(sending=True)
+
+    async def _listen(self) -> None:
+        channels, received = self._listening
+        self._listener = await self._connect()
         for channel in channels:
             await self._listener.add_listener(channel, received)
+
+    async def keep_listening(self) -> bool:
+        """Listen again if the connection was lost (the database restarted); True when it was.
+        Messages sent meanwhile are lost: a follower reads the events it missed from the table."""
+        if self._listener is None or not self._listener.is_closed():
+            return False
+        try:
+            await self._listen()
+        except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
+            if not self._listener.is_closed():  # half set up: the next heartbeat starts again
+                self._listener.terminate()
+            raise unavailable(self._store.url, exc, "listen to the other app processes through") from exc
+        return True
 
     async def close(self) -> None:
         await self.outbox.close()
