@@ -4,7 +4,7 @@ and calls the server's tools; every check of these scenarios must pass.  A few s
 only (the whole list: `uv run python tests/conformance/run.py [--suite VERSION]`): on suite
 0.1.16 the browser sign-in with a client ID metadata document, a pre-registered client, step-up
 to more scopes (the user presses Connect again), and the client_credentials grant; on suite
-0.2.0-alpha.12 the MCP 2026-07-28 scenarios and the skills extension's, below.
+0.2.0-alpha.12 the MCP 2026-07-28 scenarios and those of the skills and DPoP extensions, below.
 
 Needs npm (the suite and Node 22 are installed on first use); skipped without it, except
 under CI=true, where a missing suite is a failure."""
@@ -35,6 +35,11 @@ SCENARIOS = [
     ("0.2.0-alpha.12", scenario) for scenario in
     ("sep-2640-client-no-prefetch", "sep-2640-client-verify-digest", "sep-2640-client-verify-size",
      "sep-2640-client-verify-frontmatter")
+] + [
+    # DPoP-bound tokens (SEP-1932, RFC 9449): a proof on the token request, `Authorization: DPoP` and a fresh
+    # proof on every MCP request; with the nonce variant, the token endpoint's and the MCP server's
+    # use_dpop_nonce answered by one retry with the nonce.
+    ("0.2.0-alpha.12", scenario) for scenario in ("auth/dpop", "auth/dpop-nonce")
 ]  # fmt: skip
 
 

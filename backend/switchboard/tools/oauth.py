@@ -241,6 +241,7 @@ class SignIns:
             raise SignInFailed(f"signing in to '{server}' was refused: the answer did not come from {expected}, the "
                                "authorization server this sign-in was started with (it may be a mix-up attack)",
                                action="Press Connect to try again.") from None  # fmt: skip
+        provider.use_dpop_if_offered()  # a fresh key for this sign-in's tokens, when the server takes DPoP
         await self._exchange(provider, code, saved["verifier"])
         if await self.step_up_wanted(server, user):
             await self._vault.put(server, user, STEP_UP, "")  # allowed now
@@ -256,6 +257,9 @@ class SignIns:
             async with httpx2.AsyncClient(timeout=URL_WAIT_S, follow_redirects=False,
                                           transport=pinned_transport()) as client:
                 response = await client.send(request)
+                if await provider.nonce_wanted(request, response, resource=False):  # once, with the nonce
+                    provider.sign_token_request(request)
+                    response = await client.send(request)
         except httpx2.HTTPError as exc:
             raise SignInFailed(f"signing in to '{server}' failed: {_unreachable(exc)}",
                                action="Press Connect to try again later.") from None  # fmt: skip
@@ -276,6 +280,7 @@ def _pending_value(provider: Provider, verifier: str) -> str:
         "resource": context.protected_resource_metadata.model_dump_json(exclude_none=True)
         if context.protected_resource_metadata else None,
         "client": context.client_info.model_dump_json(exclude_none=True) if context.client_info else None,
+        "dpop_algs": provider.dpop_algs,
     })  # fmt: skip
 
 
@@ -289,6 +294,7 @@ def _restore(provider: Provider, saved: dict[str, Any]) -> None:
         context.protected_resource_metadata = ProtectedResourceMetadata.model_validate_json(saved["resource"])
     if saved.get("client"):
         context.client_info = OAuthClientInformationFull.model_validate_json(saved["client"])
+    provider.dpop_algs = saved.get("dpop_algs")
 
 
 def _unreachable(exc: httpx2.HTTPError) -> str:

@@ -8,7 +8,7 @@ What the SDK already does and is relied on here (MCP 2026-07-28 authorization): 
 `iss` validation, the authorization-server metadata's `issuer` checked against the one the
 resource names, registered clients stamped with their issuer and registered again when the
 resource moves to another authorization server, `offline_access` requested when the
-authorization server offers it."""
+authorization server offers it.  The SDK has no DPoP (RFC 9449): that is `oauth_dpop`'s."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from mcp.shared.auth import OAuthToken
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 
 from ..errors import NeedsAuth, SignInFailed
+from .oauth_dpop import DPoPAuth
 from .oauth_guard import EndpointPolicy, GuardedAuth
 from .oauth_storage import VaultStorage, margin
 
@@ -37,8 +38,9 @@ class Parked(BaseException):  # noqa: N818 - not an error: the first half of a s
     BaseException so that the SDK, which logs every Exception of its flow as an error, lets it by."""
 
 
-class Provider(GuardedAuth, OAuthClientProvider):
-    """One user's provider for one server.  Also told when a token expires, a little early:
+class Provider(GuardedAuth, DPoPAuth, OAuthClientProvider):
+    """One user's provider for one server, with DPoP-bound tokens where the authorization server
+    offers them (`oauth_dpop`).  Also told when a token expires, a little early:
     left alone the SDK loads stored tokens without their expiry and checks expiry to the
     second, so it can send a token that is expired by the time the server looks."""
 

@@ -3,7 +3,8 @@ vault (per server and user), and a machine-to-machine server's token in memory.
 
 A stored token set remembers the authorization server that issued it (its metadata, so a
 refresh after a restart goes to that server's token endpoint, never to a fallback on the
-MCP server's own origin) and is only used with that issuer."""
+MCP server's own origin) and is only used with that issuer.  A DPoP-bound token set is stored
+with the key it is bound to (`dpop_key`, RFC 9449): one record, sealed together."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from mcp.client.auth.oauth2 import OAuthContext
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 
 from ..config.models import OAuthConfig
+from .dpop import DPoPKey
 from .vault import CredentialVault
 
 __all__ = ["MemoryStorage", "VaultStorage", "margin"]
@@ -34,6 +36,7 @@ class VaultStorage:
         self._fresh = fresh  # a step-up sign-in: start from no token, so the server asks again
         self.context: OAuthContext | None = None  # the provider's, to learn which issuer a token came from
         self.token_issuer: str | None = None  # the issuer of the token set last read or written
+        self.dpop_key: DPoPKey | None = None  # the key the token set last read is bound to; the next one written, too
 
     async def _stored(self) -> dict[str, Any] | None:
         raw = await self._vault.get(self._server, self._user, "oauth_tokens")
@@ -42,6 +45,7 @@ class VaultStorage:
     async def get_tokens(self) -> OAuthToken | None:
         stored = None if self._fresh else await self._stored()
         self.token_issuer = stored.get("issuer") if stored else None
+        self.dpop_key = DPoPKey.from_sealed(stored["dpop_key"]) if stored and stored.get("dpop_key") else None
         return OAuthToken.model_validate(stored["token"]) if stored else None
 
     async def restore(self, context: OAuthContext) -> float | None:
@@ -67,6 +71,9 @@ class VaultStorage:
             value["metadata"] = context.oauth_metadata.model_dump_json(exclude_none=True)
         if context is not None and context.protected_resource_metadata is not None:
             value["resource"] = context.protected_resource_metadata.model_dump_json(exclude_none=True)
+        if self.dpop_key is not None:
+            value["token_type"] = "DPoP"
+            value["dpop_key"] = self.dpop_key.sealed()
         self.token_issuer = value.get("issuer")
         await self._vault.put(self._server, self._user, "oauth_tokens", json.dumps(value))
 

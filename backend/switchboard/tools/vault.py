@@ -2,7 +2,8 @@
 implements (encrypted in the conversation store); the tools layer never sees how.
 
 Kinds: ``token`` (a user-entered token), ``oauth_tokens`` and ``oauth_client``
-(the OAuth token set and registered client, as JSON).
+(the OAuth token set, with the private DPoP key its tokens are bound to if any, and the
+registered client, as JSON).
 
 It also keeps pending OAuth sign-ins (the state, PKCE verifier and discovered metadata
 between the redirect to the authorization server and the callback): at most one per

@@ -4,6 +4,8 @@
 `--oauth PORT [--token-ttl S]`: a real OAuth 2.1 authorization server and protected resource
 (fastmcp's in-memory provider: dynamic client registration, PKCE, refresh; it approves every
 authorization request at once, as a user who clicks "Allow" would).
+`--dpop PORT [--nonce] [--token-ttl S]`: the same as `--oauth` behind a layer that requires
+DPoP-bound tokens and a proof on every request (`dpop_guard.py`; `--nonce`: and server nonces).
 `--machine PORT --client-id ID --client-secret SECRET`: a protected resource whose authorization
 server (on the same port) has one token endpoint for the `client_credentials` grant, with the
 client authenticated by HTTP Basic; it issues random tokens that live `--token-ttl` seconds.
@@ -19,6 +21,7 @@ import base64
 import secrets
 import time
 
+import uvicorn
 from fastmcp import Context, FastMCP
 from fastmcp.server.auth.auth import ClientRegistrationOptions, RemoteAuthProvider
 from fastmcp.server.auth.providers import in_memory
@@ -26,6 +29,8 @@ from fastmcp.server.auth.providers.debug import DebugTokenVerifier
 from fastmcp.server.dependencies import get_access_token
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+
+from dpop_guard import DPoPGuard  # beside this file, which always runs as a script
 
 
 def build(auth: object) -> FastMCP:
@@ -87,6 +92,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--token", type=int)
     parser.add_argument("--oauth", type=int)
+    parser.add_argument("--dpop", type=int)
+    parser.add_argument("--nonce", action="store_true")
     parser.add_argument("--machine", type=int)
     parser.add_argument("--client-id", default="")
     parser.add_argument("--client-secret", default="")
@@ -99,13 +106,17 @@ def main() -> None:
         mcp = build(DebugTokenVerifier(validate=lambda token: token.startswith("tok-")))
         port = args.token
     else:
-        port = args.oauth
+        port = args.oauth or args.dpop
         in_memory.DEFAULT_ACCESS_TOKEN_EXPIRY_SECONDS = args.token_ttl  # short-lived tokens exercise refresh
         base = f"http://127.0.0.1:{port}"
         mcp = build(in_memory.InMemoryOAuthProvider(
             base_url=base,
             client_registration_options=ClientRegistrationOptions(enabled=True),
         ))  # fmt: skip
+        if args.dpop:
+            uvicorn.run(DPoPGuard(mcp.http_app(transport="http"), base, nonce=args.nonce), host="127.0.0.1", port=port,
+                        log_level="warning")  # fmt: skip
+            return
     mcp.run(transport="http", host="127.0.0.1", port=port, show_banner=False)
 
 
