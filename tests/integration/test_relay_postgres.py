@@ -148,13 +148,16 @@ async def test_page_and_task_events_and_a_reload_reach_the_other_processes(postg
         await b.stop()
 
 
-async def test_a_relay_listens_again_after_its_connection_is_lost(postgres_url):
+async def test_a_relay_listens_and_sends_again_after_its_connections_are_lost(postgres_url):
+    """As after a restart of the database: B's listening connection and A's sending one end."""
     (a, hub_a), (b, hub_b) = await _relays(postgres_url, 2, [], lease_s=0.6)  # a heartbeat every 0.2 s
     try:
         listener = b.live._listener
-        pid = listener.get_server_pid()
+        pids = [listener.get_server_pid(), a.live._sender.get_server_pid()]
         store = await open_store(postgres_url)
-        await store._run("end a backend", lambda c: c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"), write=True)
+        for pid in pids:
+            await store._run("end a backend", lambda c, pid=pid: c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"),
+                             write=True)  # fmt: skip
         await store.close()
         for _ in range(100):  # its next heartbeat listens again
             if b.live._listener is not listener and not b.live._listener.is_closed():

@@ -47,6 +47,12 @@ _SEND_WITH_ROWS = ("WITH kept AS (INSERT INTO turn_events (conversation_id, seq,
                    "SELECT * FROM unnest($3::varchar[], $4::int[], $5::text[]) ON CONFLICT DO NOTHING) " + _NOTIFY)  # fmt: skip
 
 
+def _connection_lost(exc: Exception) -> bool:
+    import asyncpg
+
+    return isinstance(exc, OSError | asyncpg.exceptions.ConnectionDoesNotExistError | asyncpg.exceptions.InterfaceError)
+
+
 def payload(message: dict[str, Any]) -> str:
     """A message as sent: compact JSON, ASCII only (so its length is its size in bytes)."""
     return json.dumps(message, separators=(",", ":"))
@@ -201,16 +207,20 @@ class LiveTurns:
         args: list[Any] = [[n[0] for n in notes], [n[1] for n in notes]]
         if rows:
             args += [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]]
-        try:
-            with store_timer("reach the other app processes"):
-                if self._sender is None or self._sender.is_closed():
-                    self._sender = await self._connect(sending=True)
-                await self._sender.execute(_SEND_WITH_ROWS if rows else _SEND, *args)
-        except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
-            sender, self._sender = self._sender, None
-            if sender is not None:
-                sender.terminate()
-            raise unavailable(self._store.url, exc, "reach the other app processes through") from exc
+        for attempt in (1, 2):
+            try:
+                with store_timer("reach the other app processes"):
+                    if self._sender is None or self._sender.is_closed():
+                        self._sender = await self._connect(sending=True)
+                    await self._sender.execute(_SEND_WITH_ROWS if rows else _SEND, *args)
+                return
+            except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
+                sender, self._sender = self._sender, None
+                if sender is not None:
+                    sender.terminate()
+                if attempt == 1 and _connection_lost(exc):  # the database restarted: once more, on a new one
+                    continue
+                raise unavailable(self._store.url, exc, "reach the other app processes through") from exc
 
     async def _connect(self, *, sending: bool = False) -> Any:
         """A connection of the relay's own. The sending one commits without waiting for the disk
