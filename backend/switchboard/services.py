@@ -343,6 +343,7 @@ def build_services(
     calls.tasks = tasks
     turns.task_questions = tasks.board
     tasks.board.share = lambda user, text: turns.relay.to_user(user, text)  # their pages on other processes
+    tasks.board.opened = lambda user, page: turns.relay.page_opened(user, page)
     services = Services(
         settings=settings,
         config=config,

@@ -1,6 +1,6 @@
 """What used to reach one app process only, through two processes on one PostgreSQL: a background
-task's events and questions reach the user's page on the other process (and its answer comes
-back), an MCP App's own calls (and their approvals) reach a page on the other process, an
+task's events and questions reach the user's pages on the other process (one opened later too),
+and the answer comes back, an MCP App's own calls (and their approvals) reach a page on the other process, an
 administrator's reload (with a group change) reaches every process, and the upload quota is one
 count across processes. Requests go to chosen processes directly, so each crossing is certain."""
 
@@ -68,6 +68,8 @@ def test_a_tasks_events_and_question_reach_the_page_on_the_other_process(cluster
         assert any(e["type"] == "task" and e["status"] == "input_required" for e in asked)
         question = asked[-1]
         assert question["message"] == "Which colour for the fence?"
+        with _ws(cluster, 1) as later:  # a page opened after the question, on the other process, is asked too
+            assert _until(later, _of("elicitation_request"))[-1]["request_id"] == question["request_id"]
         # Answered on the page of the process that does not poll the task.
         there.send(json.dumps({"type": "elicitation_response", "request_id": question["request_id"], "action": "accept",
                                "content": {"colour": "teal"}}))  # fmt: skip

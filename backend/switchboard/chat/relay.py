@@ -19,7 +19,8 @@ Messages (JSON on channel `sb_<process>`; `sb_all` for everyone):
   ask {what: approval|elicitation|cancel, user, ..., rid, from} -> ack {rid, ok}
   lost {c}                             c's process died: its followers end the turn as failed
   page {c, t, from} / user {u, t, from}  an event for the pages showing conversation c / of user u
-                                       (a large t comes in pieces: id, i, n)
+                                       (a large t comes in pieces: id, i, n; `k`: for one page)
+  questions {u, k, from}               page k of user u opened on `from`: send it u's open questions
   reload {from}                        an administrator reloaded the configuration on `from`
   credentials {s, u, from}             user u's credential for server s changed on `from`"""
 
@@ -30,7 +31,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..auth import User
 from ..errors import BadRequest, SwitchboardError
@@ -38,114 +39,19 @@ from ..store.live import payload
 from .events import ErrorEvent, MessageDone, ServerEvent
 from .listeners import Subscription
 from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
+from .relay_seam import LocalRelay, Relay, Turn, TurnHub
 from .session import ApprovalAnswer
 
 if TYPE_CHECKING:
     from ..store.live import LiveTurns
-    from .pages import ConversationPages
-    from .task_board import TaskBoard
 
-__all__ = ["LocalRelay", "PostgresRelay", "Relay"]
+__all__ = ["LocalRelay", "PostgresRelay", "Relay", "Turn", "TurnHub"]
 
 log = logging.getLogger("switchboard.chat")
 
 ACK_WAIT_S = 5.0
 LOST = ("The app process running this answer stopped before it finished (it was restarted or lost). "
         "What was written so far is lost.")  # fmt: skip
-
-
-class Turn(Protocol):
-    """What the relay needs of a running turn (chat/turns.py)."""
-
-    @property
-    def conversation_id(self) -> str: ...
-
-    def _replay(self) -> list[ServerEvent]: ...
-
-
-class TurnHub(Protocol):
-    """What the relay asks of this process's hub (chat/turns.py)."""
-
-    pages: ConversationPages
-    task_questions: TaskBoard | None
-
-    def running(self, owner: str, conversation_id: str) -> Turn | None: ...
-
-    async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None: ...
-
-    async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
-                                 local_only: bool = False) -> None: ...  # fmt: skip
-
-    async def cancel(self, user: User, conversation_id: str, *, local_only: bool = False) -> bool: ...
-
-
-class Relay(Protocol):
-    process_id: str
-
-    async def start(self, hub: TurnHub) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    async def claim(self, conversation_id: str, owner: str) -> None: ...
-
-    async def released(self, turn: Turn) -> None: ...
-
-    def published(self, turn: Turn, event: ServerEvent) -> None: ...
-
-    async def attach(self, user: User, conversation_id: str) -> Subscription | None: ...
-
-    async def ask(self, user: User, op: str, **fields: Any) -> bool: ...
-
-    def to_pages(self, conversation_id: str, text: str) -> None:
-        """An event made outside a turn, for the pages of this conversation on other processes."""
-
-    def to_user(self, user: str, text: str) -> None:
-        """An event of this user's background tasks, for their pages on other processes."""
-
-    def reloaded(self) -> None:
-        """The configuration was reloaded here: the other processes reload too."""
-
-    def credentials_changed(self, server: str, user: str) -> None:
-        """A user's credential for a server changed here: the other processes drop their session."""
-
-
-class LocalRelay:
-    """One process: every turn is here."""
-
-    process_id = "local"
-
-    async def start(self, hub: TurnHub) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def claim(self, conversation_id: str, owner: str) -> None:
-        return None
-
-    async def released(self, turn: Turn) -> None:
-        return None
-
-    def published(self, turn: Turn, event: ServerEvent) -> None:
-        return None
-
-    async def attach(self, user: User, conversation_id: str) -> Subscription | None:
-        return None
-
-    async def ask(self, user: User, op: str, **fields: Any) -> bool:
-        return False
-
-    def to_pages(self, conversation_id: str, text: str) -> None:
-        return None
-
-    def to_user(self, user: str, text: str) -> None:
-        return None
-
-    def reloaded(self) -> None:
-        return None
-
-    def credentials_changed(self, server: str, user: str) -> None:
-        return None
 
 
 class PostgresRelay:
@@ -297,9 +203,12 @@ class PostgresRelay:
         for message in pieces({"op": "page", "c": conversation_id, "from": self.process_id}, text):
             self._post("sb_all", message)
 
-    def to_user(self, user: str, text: str) -> None:
-        for message in pieces({"op": "user", "u": user, "from": self.process_id}, text):
-            self._post("sb_all", message)
+    def to_user(self, user: str, text: str, *, page: str | None = None, to: str = "sb_all") -> None:
+        for message in pieces({"op": "user", "u": user, "from": self.process_id, **({"k": page} if page else {})}, text):
+            self._post(to, message)
+
+    def page_opened(self, user: str, page: str) -> None:
+        self._post("sb_all", {"op": "questions", "u": user, "k": page, "from": self.process_id})
 
     def reloaded(self) -> None:
         self._post("sb_all", {"op": "reload", "from": self.process_id})
@@ -332,7 +241,7 @@ class PostgresRelay:
 
     async def _handle(self, message: dict[str, Any]) -> None:
         op, conversation_id = message.get("op"), str(message.get("c", ""))
-        if message.get("from") == self.process_id and op in ("page", "user", "reload", "credentials"):
+        if message.get("from") == self.process_id and op in ("page", "user", "reload", "credentials", "questions"):
             return  # sent to everyone, this process included: it has them already
         if op == "ev":  # they do not continue what this follower has (see _received): read them
             remote = self._remote.get(conversation_id)
@@ -367,6 +276,10 @@ class PostgresRelay:
                     done.set_result(None)
         elif op in ("page", "user"):
             self._deliver_outside_turns(op, message)
+        elif op == "questions" and self._hub is not None and self._hub.task_questions is not None:
+            for question in self._hub.task_questions.open_questions(str(message.get("u", ""))):
+                self.to_user(str(message.get("u", "")), question.to_json(), page=str(message.get("k", "")),
+                             to=channel(str(message["from"])))  # fmt: skip
         elif op == "reload" and self._on_reload is not None:
             await self._on_reload()
         elif op == "credentials" and self._on_credentials is not None:
@@ -377,10 +290,13 @@ class PostgresRelay:
         event = read_event(text) if text is not None else None
         if event is None or self._hub is None:
             return
+        board = self._hub.task_questions
         if op == "page":
             self._hub.pages.deliver(str(message.get("c", "")), event)
-        elif self._hub.task_questions is not None:
-            self._hub.task_questions.deliver(str(message.get("u", "")), event)
+        elif board is not None and "k" in message:
+            board.deliver_to(str(message["k"]), event)
+        elif board is not None:
+            board.deliver(str(message.get("u", "")), event)
 
     async def _answer_here(self, message: dict[str, Any]) -> bool:
         hub = self._hub

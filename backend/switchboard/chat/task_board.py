@@ -7,6 +7,7 @@ event's JSON text); an answer given there comes back through the relay's `ask`."
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,20 +22,27 @@ QUEUE_LIMIT = 1000  # a page that stops reading loses its oldest task events, ne
 class TaskBoard:
     def __init__(self) -> None:
         self.share: Callable[[str, str], None] | None = None  # (user, event as JSON) to their pages on other processes
+        # (user, page): a page opened here; the other processes send it their open questions for the user
+        self.opened: Callable[[str, str], None] | None = None
         self._listeners: dict[str, set[asyncio.Queue[ServerEvent]]] = {}
+        self._pages: dict[str, asyncio.Queue[ServerEvent]] = {}
         self._questions: dict[str, tuple[str, asyncio.Future[tuple[str, dict[str, Any] | None]], ServerEvent]] = {}
 
     @contextmanager
     def listen(self, user: str) -> Iterator[asyncio.Queue[ServerEvent]]:
         """The user's task events while the block runs."""
         queue: asyncio.Queue[ServerEvent] = asyncio.Queue(QUEUE_LIMIT)
-        for owner, future, question in list(self._questions.values()):  # a page opened later is asked too
-            if owner == user and not future.done():
-                queue.put_nowait(question)
+        for question in self.open_questions(user):  # a page opened later is asked too
+            queue.put_nowait(question)
         self._listeners.setdefault(user, set()).add(queue)
+        page = secrets.token_hex(8)
+        self._pages[page] = queue
+        if self.opened is not None:
+            self.opened(user, page)
         try:
             yield queue
         finally:
+            del self._pages[page]
             listeners = self._listeners.get(user, set())
             listeners.discard(queue)
             if not listeners:
@@ -51,6 +59,16 @@ class TaskBoard:
             if queue.full():
                 queue.get_nowait()
             queue.put_nowait(event)
+
+    def deliver_to(self, page: str, event: ServerEvent) -> None:
+        """To one page on this process (a question asked elsewhere before it opened)."""
+        queue = self._pages.get(page)
+        if queue is not None and not queue.full():
+            queue.put_nowait(event)
+
+    def open_questions(self, user: str) -> list[ServerEvent]:
+        return [question for owner, future, question in list(self._questions.values())
+                if owner == user and not future.done()]  # fmt: skip
 
     def listening(self, user: str) -> bool:
         return bool(self._listeners.get(user))
