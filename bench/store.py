@@ -12,9 +12,10 @@ Then, through the real `ConversationStore`:
            and a word nobody wrote
   add      one `add_message` (a committed transaction) to a conversation of the full database
   turn     what storing one tool turn costs, through the real `Conversations` as the turn engine
-           calls it: a new conversation (`session_for`, `begin`), then its user message, the
-           assistant message with its tool call, the tool result and the final answer, each
-           committed (`record`); CPU (this process) and wall time per turn
+           calls it: a new conversation with its user message (`turn_for`, `begin`), the
+           assistant message with its tool call (in the background), the tool result, and the
+           final answer, each commit where the loop makes it (chat/recording.py); CPU (this
+           process) and wall time per turn
 Each figure is the p50 and p99 over `--reps` calls, one after another (`--parts` picks parts;
 `--parts turn` needs no bulk fill and runs in seconds). Postgres runs with
 its default settings (fsync on) and is ANALYZEd after the bulk load (autovacuum would do it in
@@ -40,7 +41,7 @@ import _support as S
 from sqlalchemy import insert, text
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat.conversations import Conversations
+from switchboard.chat.conversations import Conversations, scoped_id
 from switchboard.chat.events import ChatMessage
 from switchboard.config.models import ComplianceLevels
 from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
@@ -122,22 +123,25 @@ async def _timed(reps: int, call: Any) -> tuple[list[float], Any]:
 
 
 async def _tool_turn(conversations: Conversations, user: User, compliance: ComplianceLevels, n: int) -> None:
-    """The store's part of one tool turn, as the turn engine makes it (chat/turns.py, chat/loop.py)."""
+    """The store's part of one tool turn, as the turn engine makes it (chat/loop.py, chat/tool_round.py):
+    records are kept, and committed where the loop commits."""
     request = ChatMessage(type="chat", content="Please echo hello with the toolbox.", conversation_id=f"bench-turn-{n:08d}")
-    session, _ = await conversations.session_for(user, request, "unused-current-id", compliance)
-    session.model = "double"
-    await conversations.begin(session, request.content)
-    turn = f"answer-{n}"
-    await conversations.record(session, UserText(id=f"u-{n}", text=request.content), {"files": [], "resources": []})
+    turn = await conversations.turn_for(user, request, "unused-current-id", compliance)
+    turn.model = "double"
+    recorder, answer = conversations.recorder, f"answer-{n}"
+    recorder.keep(turn, UserText(id=f"u-{n}", text=request.content), {"files": [], "resources": []})
+    await recorder.begin(turn, request.content)  # a new conversation with its question
     call = CallRecord(f"call_{n}", "toolbox_echo", '{"text": "hello"}')
-    await conversations.record(session, AssistantText(id=f"a-{n}", text="", calls=(call,)), {"turn": turn})
-    await conversations.record(session, ToolReply(id=f"t-{n}", call_id=call.call_id, tool="toolbox_echo", server="toolbox",
-                                                  ok=True, text="hello"),
-                               {"results": None, "duration_ms": 3, "artifacts": [], "content": "hello",
-                                "arguments": {"text": "hello"}, "turn": turn})  # fmt: skip
+    recorder.keep(turn, AssistantText(id=f"a-{n}", text="", calls=(call,)), {"turn": answer})
+    recorder.commit_soon(turn)  # while the call runs
+    recorder.keep(turn, ToolReply(id=f"t-{n}", call_id=call.call_id, tool="toolbox_echo", server="toolbox", ok=True,
+                                  text="hello"),
+                  {"results": None, "duration_ms": 3, "artifacts": [], "content": "hello", "arguments": {"text": "hello"},
+                   "turn": answer})  # fmt: skip
+    await recorder.commit(turn)  # before the tool_result
     usage = {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}
-    await conversations.record(session, AssistantText(id=turn, text="hello", finish_reason="stop"),
-                               {"turn": turn, "usage": usage})  # fmt: skip
+    recorder.keep(turn, AssistantText(id=answer, text="hello", finish_reason="stop"), {"turn": answer, "usage": usage})
+    await recorder.commit(turn)  # before the message_done
 
 
 async def _turns(url: str, reps: int, files_dir: str) -> dict[str, Any]:
@@ -154,7 +158,7 @@ async def _turns(url: str, reps: int, files_dir: str) -> dict[str, Any]:
             await _tool_turn(conversations, user, compliance, n)
             wall_ms.append((time.perf_counter() - t0) * 1000)
             cpu_ms.append((time.process_time() - c0) * 1000)
-        stored = await store.messages(f"bench-turn-{reps - 1:08d}")
+        stored = await store.messages(scoped_id(OWNER, f"bench-turn-{reps - 1:08d}"))  # an id the client picked
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"], stored
     finally:
         await store.close()

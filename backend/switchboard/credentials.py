@@ -18,7 +18,6 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from .errors import StoreUnavailable
 from .signing import load_or_create_key
 from .store.credentials import CredentialRecords
 from .store.repo import ConversationStore
@@ -66,16 +65,15 @@ class SecretBox:
 class StoreVault:
     """The tools layer's CredentialVault: sealed values in the conversation store's database."""
 
-    def __init__(self, box: SecretBox) -> None:
+    def __init__(self, box: SecretBox, store: ConversationStore) -> None:
         self._box = box
-        self._records: CredentialRecords | None = None
+        self._records = CredentialRecords(store)
 
     def use(self, store: ConversationStore) -> None:
-        self._records = CredentialRecords(store._engine, store.url)  # the same database and pool
+        """The store as opened (or down again): the same database, transactions and errors."""
+        self._records = CredentialRecords(store)
 
     def _rows(self) -> CredentialRecords:
-        if self._records is None:
-            raise StoreUnavailable("the credential store is not open yet (the database is unavailable); try again shortly")
         return self._records
 
     async def get(self, server: str, user: str, kind: str) -> str | None:

@@ -19,17 +19,17 @@ from .chat.relay import LOST as LOST_REASON
 from .chat.relay import LocalRelay
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
-from .errors import ConfigError, SwitchboardError
+from .errors import ConfigError, StoreUnavailable, SwitchboardError
 from .filestore import open_files
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
-from .store import ConversationStore, open_store
+from .store import ConversationStore, down_store, open_store
 from .telemetry import Tracing, model_call
-from .tools import ServerPool, ServerStatus
 from .store.uploads import UploadRows
+from .tools import ServerPool, ServerStatus
 from .tools.launch import EarlyStarts
 from .upload_counts import StoreCounts
 
@@ -55,7 +55,6 @@ class Services:
     environ: Mapping[str, str]
     apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
-    store_error: str | None = None  # why the conversation store could not be opened
     # The files as they are now, when the last reload was refused for them (the running
     # configuration is older): what /readyz and the page report until a reload succeeds.
     refused_reload: list[ConfigError] = field(default_factory=list)
@@ -66,6 +65,12 @@ class Services:
     @property
     def store(self) -> ConversationStore:
         return self.conversations.store
+
+    @property
+    def store_error(self) -> str | None:
+        """Why the conversation store cannot be used now (it could not be opened), or None."""
+        down = self.store.down
+        return down.message if down is not None else None
 
     async def start(self) -> None:
         """Open the store, then start every server in the background. The model library (seconds
@@ -109,22 +114,24 @@ class Services:
         try:
             store = await open_store(self.settings.database_url_resolved)
             await self.pool.pins.use(store, legacy_file=self.settings.data_dir / "tool-pins.json")
-            if isinstance(self.pool.vault, StoreVault):
-                self.pool.vault.use(store)  # users' own MCP credentials live in the same database
         except SwitchboardError as exc:
-            self.store_error = exc.message
             log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
-            self.conversations.store = _UnavailableStore(exc)  # type: ignore[assignment]
+            self._use_store(down_store(self.settings.database_url_resolved, exc))
             return False
-        self.conversations.store = store
+        was_down = self._store_retry is not None
+        self._use_store(store)
         # Upload quotas are counted in the store: right with several processes on one file store.
         self.artifacts.counts = StoreCounts(UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads)
         if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
             await self._relay_on(store)
-        if self.store_error is not None:
+        if was_down:
             log.info("conversation store reached", extra={"event": "store_available"})
-        self.store_error = None
         return True
+
+    def _use_store(self, store: ConversationStore) -> None:
+        self.conversations.store = store
+        if isinstance(self.pool.vault, StoreVault):
+            self.pool.vault.use(store)  # users' own MCP credentials live in the same database
 
     async def _relay_on(self, store: ConversationStore) -> None:
         """Several processes may share this database: turns are reachable from each of them."""
@@ -159,9 +166,7 @@ class Services:
             await close_llm()
         await self.pool.stop()
         await self.pool.pins.flush()
-        close = getattr(self.conversations.store, "close", None)
-        if close is not None:
-            await close()
+        await self.conversations.store.close()
         self.tracing.shutdown()
 
     async def reload(self, *, everywhere: bool = True) -> dict[str, object]:
@@ -198,40 +203,6 @@ class Services:
         errors = [str(e) for e in broken]
         log.warning("config reload refused: %s", "; ".join(errors),
                     extra={"event": "config_reload_refused", "errors": errors, "user": by})  # fmt: skip
-
-
-class _UnavailableStore:
-    """Stands for a store that could not be opened: every use raises why."""
-
-    def __init__(self, error: SwitchboardError) -> None:
-        self._error = error
-
-    async def close(self) -> None:
-        return None
-
-    def __getattr__(self, name: str) -> object:
-        def unavailable(*args: object, **kwargs: object) -> _Refusal:
-            return _Refusal(self._error)
-
-        return unavailable
-
-
-class _Refusal:
-    """What any call on an unavailable store gives: awaited, or entered as a transaction
-    (`async with store._write(...)`), it raises why. (A coroutine left unawaited would not.)"""
-
-    def __init__(self, error: SwitchboardError) -> None:
-        self._error = error
-
-    def __await__(self):  # type: ignore[no-untyped-def]
-        raise self._error
-        yield  # a generator: raises when awaited
-
-    async def __aenter__(self) -> None:
-        raise self._error
-
-    async def __aexit__(self, *exc: object) -> bool:
-        return False
 
 
 def _log_status(status: ServerStatus) -> None:
@@ -282,6 +253,7 @@ def build_services(
     it imports the app), for the pool's connections to adopt."""
     environ = os.environ if environ is None else environ
     config = config or load_app_config(settings.defaults_dir, settings.config_dir, environ)
+    not_open = down_store(settings.database_url_resolved, StoreUnavailable("the conversation store is not open yet"))
     built: list[Services] = []  # the model reporter reads the current (reloaded) config through it
     pool = ServerPool(
         config.mcp,
@@ -295,7 +267,7 @@ def build_services(
         files_origin=settings.base_url,  # where stdio servers may fetch signed file links
         client_metadata_url=settings.client_metadata_url,
         vault=StoreVault(SecretBox(credential_key(
-            settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir))),
+            settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir)), not_open),
         early=early,
         dev_auth=settings.auth_mode == "dev",
         app_cache_s=settings.app_cache_s,
@@ -330,7 +302,7 @@ def build_services(
     limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
                         calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
-    conversations = Conversations(None, artifacts, ConversationLimits(  # type: ignore[arg-type]  # the store opens at start-up
+    conversations = Conversations(not_open, artifacts, ConversationLimits(  # the store opens at start-up
         max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
         incognito_idle_s=settings.incognito_idle_s))
     auth = Authenticator(settings, config.groups)

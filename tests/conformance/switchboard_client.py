@@ -28,7 +28,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.support
 
 from switchboard.auth import User  # noqa: E402
-from switchboard.chat import ChatSession  # noqa: E402
+from switchboard.chat import ConversationState, TurnState  # noqa: E402
 from switchboard.errors import NeedsAuth, SwitchboardError  # noqa: E402
 from tests.support.harness import make_settings, running_app, write_config  # noqa: E402
 
@@ -102,8 +102,8 @@ def use_skills(client: Any, services: Any, scenario: str) -> None:
     """The skills the model is offered (listed when the server connected), and each used as the model
     uses one: its SKILL.md, then the files it names. The no-prefetch scenario is a turn in which the
     model uses none."""
-    session = ChatSession(user=User(email=USER_EMAIL, groups=frozenset({"users"})))
-    shelf = services.engine.skills_for(session, None)
+    user = User(email=USER_EMAIL, groups=frozenset({"users"}))
+    shelf = services.engine.skills_for(TurnState(user=user, conversation=ConversationState(owner=user.email)), None)
     print(f"skills offered: {shelf.names}")
     if scenario == "sep-2640-client-no-prefetch":
         return

@@ -12,17 +12,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .calls import CallRunner, CallSettings
     from .conversations import ConversationLimits, Conversations
-    from .loop import ChatEngine, TurnLimits, TurnState
-    from .session import ApprovalAnswer, ChatSession
+    from .loop import ChatEngine
+    from .questions import ApprovalAnswer, Preferences
+    from .session import ConversationState
     from .task_board import TaskBoard
     from .tasks import TaskPoller, TaskSettings
+    from .turn_state import TurnLimits, TurnState
     from .turns import Subscription, Turn, TurnHub, UserLimits
 
 _HOME = {"CallRunner": "calls", "CallSettings": "calls", "ConversationLimits": "conversations",
-         "Conversations": "conversations", "ChatEngine": "loop", "TurnLimits": "loop", "TurnState": "loop",
-         "ApprovalAnswer": "session", "ChatSession": "session", "TaskBoard": "task_board", "TaskPoller": "tasks",
-         "TaskSettings": "tasks", "Subscription": "turns", "Turn": "turns", "TurnHub": "turns",
-         "UserLimits": "turns"}  # fmt: skip
+         "Conversations": "conversations", "ChatEngine": "loop", "TurnLimits": "turn_state", "TurnState": "turn_state",
+         "ApprovalAnswer": "questions", "Preferences": "questions", "ConversationState": "session",
+         "TaskBoard": "task_board", "TaskPoller": "tasks", "TaskSettings": "tasks", "Subscription": "turns",
+         "Turn": "turns", "TurnHub": "turns", "UserLimits": "turns"}  # fmt: skip
 
 __all__ = sorted(_HOME)
 

@@ -197,7 +197,7 @@ class AppBridge:
         if tool is None or "app" not in tool.visibility:
             raise Forbidden(f"an app may call only tools of its own server '{mounted.server}' that apps may "
                             f"call; '{name[:100]}' is not one")  # fmt: skip
-        session = await self._hub.conversations.call_session(user, mounted.conversation)
+        turn = await self._hub.conversations.call_turn(user, mounted.conversation)
         access = self._access(user, mounted.conversation)
         offered = {t.qualified_name for t in registry.visible(access) if t.server == mounted.server and "app" in t.visibility}
         request = ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=tool.qualified_name,
@@ -207,10 +207,10 @@ class AppBridge:
         async def emit(event: ServerEvent) -> None:
             self._hub.pages.publish(conversation_id, event)
 
-        with self._hub.app_call(session):
-            executed = await self._calls.run(request, session=session, offered=offered, emit=emit, from_app=mounted.call_id)
+        with self._hub.app_call(turn):
+            executed = await self._calls.run(request, turn=turn, offered=offered, emit=emit, from_app=mounted.call_id)
         self._hub.pages.publish(conversation_id, executed.event)
-        await self._keep(mounted, executed, session.new_allowances)
+        await self._keep(mounted, executed, turn.new_allowances)
         if not executed.ran:
             raise Forbidden(executed.event.content)
         return executed.mcp_result or {"content": [{"type": "text", "text": executed.event.content}],

@@ -9,24 +9,24 @@ from ..access import Access
 from ..errors import Forbidden, NotFound, SwitchboardError
 from ..tools import ServerPool
 from .events import ChatMessage
-from .session import ChatSession
+from .turn_state import TurnState
 
 __all__ = ["MAX_RESOURCE_CHARS", "attach"]
 
 MAX_RESOURCE_CHARS = 50_000
 
 
-async def attach(request: ChatMessage, session: ChatSession, files: ArtifactStore, pool: ServerPool,
+async def attach(request: ChatMessage, turn: TurnState, files: ArtifactStore, pool: ServerPool,
                  access: Access) -> str:  # fmt: skip
     """The user message's content with its attachments; raises NotFound/Forbidden."""
-    owner = session.user.email
+    owner = turn.user.email
     try:
         attached: list[StoredFile] = [files.get(file_id, owner=owner)[0] for file_id in request.files]
     except NotFound:
         raise NotFound("an attached file was not found",
                        action="Attach the file again; uploads are kept for a limited time.") from None  # fmt: skip
-    session.turn_files = attached
-    session.files.update((f.id, f) for f in attached)
+    turn.turn_files = attached
+    turn.conversation.files.update((f.id, f) for f in attached)
     content = request.content
     if attached:
         listing = "; ".join(f"{f.name} ({f.mime}, {f.size:,} bytes)" for f in attached)
@@ -35,7 +35,7 @@ async def attach(request: ChatMessage, session: ChatSession, files: ArtifactStor
         if not pool.registry.server_admits(ref.server, access):
             raise Forbidden(f"you may not use resources of '{ref.server}' in this conversation")
         try:
-            parts = await pool.read_resource(ref.server, ref.uri, user=session.user.email)
+            parts = await pool.read_resource(ref.server, ref.uri, user=owner)
         except SwitchboardError as exc:
             raise NotFound(f"the resource {ref.uri} could not be read: {exc.message}") from None
         for part in parts:

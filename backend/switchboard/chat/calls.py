@@ -35,7 +35,8 @@ from .events import (
     ToolResultEvent,
     ToolStart,
 )
-from .session import ApprovalAnswer, ChatSession
+from .questions import ApprovalAnswer
+from .turn_state import TurnState
 
 __all__ = ["CallRunner", "CallSettings", "ExecutedCall"]
 
@@ -107,15 +108,15 @@ Sampler = Callable[[list[dict[str, Any]], str | None, int], Awaitable[str]]
 class _Sink:
     """Side traffic of one call, turned into events of the running turn."""
 
-    def __init__(self, call_id: str, tool: ToolInfo, emit: Emit, session: ChatSession, settings: CallSettings,
+    def __init__(self, call_id: str, tool: ToolInfo, emit: Emit, turn: TurnState, settings: CallSettings,
                  sample: Sampler | None, sampling: str) -> None:  # fmt: skip
-        self.call_id, self._tool, self._emit, self._session = call_id, tool, emit, session
+        self.call_id, self._tool, self._emit, self._turn = call_id, tool, emit, turn
         self._settings, self._sample, self._sampling = settings, sample, sampling
 
     @property
-    def owner(self) -> ChatSession:
+    def owner(self) -> TurnState:
         """The user's turn this call runs in (see CallSink)."""
-        return self._session
+        return self._turn
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         await self._emit(ToolProgress(call_id=self.call_id, progress=progress, total=total, message=message))
@@ -124,24 +125,28 @@ class _Sink:
         await self._emit(ToolLog(call_id=self.call_id, level=level, message=message[:4000]))
 
     async def elicit(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        if self._turn.preferences.elicitations == "decline":
+            return ("decline", None)  # nobody behind this door can answer
         request_id = secrets.token_urlsafe(9)
-        future = self._session.expect_elicitation(request_id)
+        future = self._turn.questions.expect_elicitation(request_id)
         await self._emit(ElicitationRequest(request_id=request_id, call_id=self.call_id, message=message, schema_=schema))
         try:
             return await asyncio.wait_for(future, self._settings.elicitation_timeout_s)
         except TimeoutError:
             return ("cancel", None)
         finally:
-            self._session.forget_elicitation(request_id)
+            self._turn.questions.forget_elicitation(request_id)
 
     async def sample(self, messages: list[dict[str, Any]], system_prompt: str | None, max_tokens: int) -> str:
         """A server asks the conversation's model for a completion (MCP sampling):
         per server `deny`, `allow`, or (default) `ask` the user first."""
         if self._sample is None or self._sampling == "deny":
             raise ToolError("sampling is not available in this conversation")
+        if self._sampling == "ask" and self._turn.preferences.refused() is not None:
+            raise ToolError("the server asked to use the model, and nobody can approve that here")
         if self._sampling == "ask":
             request_id = f"sample_{secrets.token_urlsafe(9)}"
-            future = self._session.expect_approval(request_id)
+            future = self._turn.questions.expect_approval(request_id)
             await self._emit(ApprovalRequest(
                 call_id=request_id, tool=self._tool.qualified_name, server=self._tool.server,
                 arguments={"messages": messages, "system_prompt": system_prompt, "max_tokens": max_tokens},
@@ -153,7 +158,7 @@ class _Sink:
             except TimeoutError:
                 answer = ApprovalAnswer(approved=False)
             finally:
-                self._session.forget_approval(request_id)
+                self._turn.questions.forget_approval(request_id)
             if not answer.approved:
                 raise ToolError("the user declined the server's request to use the model")
         await self.log("info", "the server asked the conversation's model for a completion")
@@ -185,13 +190,13 @@ class CallRunner:
         )
         return ExecutedCall(request, event, frame_for_model(name, False, message, self._settings.max_tool_result_chars))
 
-    async def run(self, request: ToolCallRequest, *, session: ChatSession, offered: set[str], emit: Emit,
+    async def run(self, request: ToolCallRequest, *, turn: TurnState, offered: set[str], emit: Emit,
                   sample: Sampler | None = None, from_app: str | None = None) -> ExecutedCall:  # fmt: skip
         """Every call ends in a result, whatever goes wrong on the way. `from_app`: an MCP App
         (mounted for that call id) makes this call; it runs exactly as the model's would."""
         started = time.monotonic()
         try:
-            executed = await self._run(request, session, offered, emit, sample, started, from_app)
+            executed = await self._run(request, turn, offered, emit, sample, started, from_app)
             if from_app is not None:
                 executed.event = executed.event.model_copy(update={"from_app": from_app})
             tool_call_done(executed.event.server or "none", "ok" if executed.event.ok else "error")
@@ -200,16 +205,16 @@ class CallRunner:
             raise
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the model's call unanswered
             log.error("tool call failed inside the host", exc_info=exc,
-                      extra={"event": "tool_call_crashed", "tool": request.name, "user": session.user.email})  # fmt: skip
+                      extra={"event": "tool_call_crashed", "tool": request.name, "user": turn.user.email})  # fmt: skip
             return self._failed(request, None, "The call failed inside the host; the error was logged.", started)
 
-    async def _run(self, request: ToolCallRequest, session: ChatSession, offered: set[str], emit: Emit,
+    async def _run(self, request: ToolCallRequest, turn: TurnState, offered: set[str], emit: Emit,
                    sample: Sampler | None, started: float, from_app: str | None) -> ExecutedCall:  # fmt: skip
-        user = session.user
+        user = turn.user
         try:
             if request.name not in offered:
                 raise ToolError(f"the tool '{request.name}' was not offered in this conversation")
-            tool = self._pool.registry.authorize(request.name, session.access_with(self._compliance))
+            tool = self._pool.registry.authorize(request.name, turn.access_with(self._compliance))
         except SwitchboardError as exc:
             log.warning(
                 "refused tool call",
@@ -222,7 +227,7 @@ class CallRunner:
         if arguments is None:
             return self._failed(request, tool, f"The arguments were not valid JSON ({problem}); send a JSON object.", started)
         try:
-            arguments = fill_host_arguments(tool, arguments, session, self._signer)
+            arguments = fill_host_arguments(tool, arguments, turn, self._signer)
         except ToolError as exc:
             return self._failed(request, tool, exc.message, started)
 
@@ -230,10 +235,10 @@ class CallRunner:
         app_changed = app is not None and self._pool.registry.check_app(tool, app.digest)
         app_digest = app.digest if app is not None else None
         config = self._pool.registry.config_of(tool.server)
-        reason = approval_reason(tool, config, session.allowed_tools, app_digest, app_changed) if config else None
+        reason = approval_reason(tool, config, turn.conversation.allowed_tools, app_digest, app_changed) if config else None
         approval = None
         if reason is not None:
-            answer = await self._ask(request.id, tool, arguments, reason, session, emit, from_app)
+            answer = await self._ask(request.id, tool, arguments, reason, turn, emit, from_app)
             if not answer.approved:
                 return self._failed(request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.",
                                     started)  # fmt: skip
@@ -243,21 +248,21 @@ class CallRunner:
                     return self._failed(request, tool, f"The edited arguments do not fit the tool ({problem}); "
                                         "the call was not run.", started)  # fmt: skip
                 try:
-                    arguments = fill_host_arguments(tool, answer.arguments, session, self._signer)
+                    arguments = fill_host_arguments(tool, answer.arguments, turn, self._signer)
                 except ToolError as exc:
                     return self._failed(request, tool, exc.message, started)
             if answer.remember:
-                session.allow(allowance_key(tool, app_digest))
-            if tool.definition_changed and session.access_with(self._compliance).is_admin():
+                turn.allow(allowance_key(tool, app_digest))
+            if tool.definition_changed and turn.access_with(self._compliance).is_admin():
                 self._pool.registry.accept_definition(tool)
-            if app_changed and app_digest is not None and session.access_with(self._compliance).is_admin():
+            if app_changed and app_digest is not None and turn.access_with(self._compliance).is_admin():
                 self._pool.registry.accept_app(tool, app_digest)
             approval = {"answer": "remember" if answer.remember else "approve", "edited": answer.arguments is not None}
 
         await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments=arguments,
                              started_at=time.time() * 1000, approval=approval, from_app=from_app))  # fmt: skip
         policy = config.sampling if config is not None else "deny"
-        sink = _Sink(request.id, tool, emit, session, self._settings, sample, policy)
+        sink = _Sink(request.id, tool, emit, turn, self._settings, sample, policy)
         try:
             outcome = await self._pool.call(tool, arguments, sink, user=user.email,
                                             raw=tool.app_uri is not None or from_app is not None)  # fmt: skip
@@ -268,7 +273,7 @@ class CallRunner:
             self._log_call(user.email, tool, started, ok=outcome.ok, error=None if outcome.ok else outcome.text[:500],
                            from_app=from_app)  # fmt: skip
             if outcome.task is not None:
-                outcome = await self._adopt(outcome, request.id, tool, session, emit)
+                outcome = await self._adopt(outcome, request.id, tool, turn, emit)
             executed = self._succeeded(request, tool, outcome, user.email, started, config)
             executed.mcp_result = _bounded(outcome, self._settings.max_app_result_chars)
             if app is not None:
@@ -279,13 +284,13 @@ class CallRunner:
             executed.event = executed.event.model_copy(update={"approval": approval})
         return executed
 
-    async def _adopt(self, outcome: ToolOutcome, call_id: str, tool: ToolInfo, session: ChatSession,
+    async def _adopt(self, outcome: ToolOutcome, call_id: str, tool: ToolInfo, turn: TurnState,
                      emit: Emit) -> ToolOutcome:  # fmt: skip
         """The server runs the call as a task: the poller keeps it (stored with the conversation),
         and the call's own result says so."""
         if self.tasks is None:
             return ToolOutcome(ok=False, text="The server started a background task, but this host cannot follow tasks.")
-        event = await self.tasks.adopt(outcome.task, owner=session.user.email, conversation_id=session.conversation_id,
+        event = await self.tasks.adopt(outcome.task, owner=turn.user.email, conversation_id=turn.conversation_id,
                                        server=tool.server, tool=tool.qualified_name, call_id=call_id)  # fmt: skip
         await emit(event)
         return ToolOutcome(ok=True, duration_ms=outcome.duration_ms, text=(
@@ -306,8 +311,11 @@ class CallRunner:
             return None
 
     async def _ask(self, call_id: str, tool: ToolInfo, arguments: dict[str, Any], reason: str,
-                   session: ChatSession, emit: Emit, from_app: str | None) -> ApprovalAnswer:  # fmt: skip
-        future = session.expect_approval(call_id)
+                   turn: TurnState, emit: Emit, from_app: str | None) -> ApprovalAnswer:  # fmt: skip
+        refused = turn.preferences.refused()
+        if refused is not None:  # the door has nobody to ask (/v1): refused, the model reads why
+            return refused
+        future = turn.questions.expect_approval(call_id)
         await emit(ApprovalRequest(call_id=call_id, tool=tool.qualified_name, server=tool.server,
                                    arguments=arguments, reason=reason, from_app=from_app))  # fmt: skip
         try:
@@ -315,7 +323,7 @@ class CallRunner:
         except TimeoutError:
             return ApprovalAnswer(approved=False)
         finally:
-            session.forget_approval(call_id)
+            turn.questions.forget_approval(call_id)
 
     def _succeeded(self, request: ToolCallRequest, tool: ToolInfo, outcome: ToolOutcome, owner: str,
                    started: float, config: ServerConfig | None) -> ExecutedCall:  # fmt: skip

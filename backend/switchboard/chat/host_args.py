@@ -13,7 +13,7 @@ from ..artifacts import StoredFile
 from ..errors import ToolError
 from ..signing import UrlSigner
 from ..tools import ToolInfo
-from .session import ChatSession
+from .turn_state import TurnState
 
 __all__ = ["FILE_LIST_PARAMS", "FILE_PARAMS", "fill_host_arguments", "parse_arguments"]
 
@@ -52,7 +52,7 @@ def _linked_file(value: Any, files: list[StoredFile]) -> StoredFile | None:
     return next((f for f in files if f"/api/files/{f.id}/content?" in value), None)
 
 
-def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], session: ChatSession,
+def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], turn: TurnState,
                         signer: UrlSigner | None) -> dict[str, Any]:  # fmt: skip
     """The arguments to send; raises ToolError when the tool needs a file and none is attached."""
     schema = tool.input_schema or {}
@@ -60,11 +60,11 @@ def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], session: Chat
     required = set(schema.get("required") or [])
     arguments = dict(arguments)
     if "username" in properties:
-        arguments["username"] = session.user.email
+        arguments["username"] = turn.user.email
     file_params = (FILE_PARAMS | FILE_LIST_PARAMS).intersection(properties)
     if not file_params:
         return arguments
-    files = session.files_for_tools()
+    files = turn.files_for_tools()
     if not files or signer is None:
         for name in file_params:
             arguments.pop(name, None)
@@ -74,8 +74,8 @@ def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], session: Chat
                 "the call was not run. Ask the user to attach the file to their message."
             )
         return arguments
-    owner = session.user.email
-    known = [*session.files.values(), *files]
+    owner = turn.user.email
+    known = [*turn.conversation.files.values(), *files]
 
     def match(value: Any) -> StoredFile | None:
         return _match_file(value, files) or _linked_file(value, known)

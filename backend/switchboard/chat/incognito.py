@@ -14,35 +14,35 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from .session import ChatSession
+from .session import ConversationState
 
 __all__ = ["IncognitoMemory"]
 
 SWEEP_EVERY_S = 60.0  # how often every user's shelf is checked for expired conversations
 
 
-class _Shelf(TTLCache[str, ChatSession]):
+class _Shelf(TTLCache[str, ConversationState]):
     """One user's conversations; everything that leaves (but `pop`) goes to `on_drop`."""
 
     def __init__(self, maxsize: int, ttl: float, timer: Callable[[], float],
-                 on_drop: Callable[[ChatSession], None]) -> None:  # fmt: skip
+                 on_drop: Callable[[ConversationState], None]) -> None:  # fmt: skip
         super().__init__(maxsize, ttl, timer)
         self._on_drop = on_drop
 
-    def popitem(self) -> tuple[str, ChatSession]:  # full: the least recently used goes
-        key, session = super().popitem()
-        self._on_drop(session)
-        return key, session
+    def popitem(self) -> tuple[str, ConversationState]:  # full: the least recently used goes
+        key, conversation = super().popitem()
+        self._on_drop(conversation)
+        return key, conversation
 
-    def expire(self, time: Any = None) -> list[tuple[str, ChatSession]]:
+    def expire(self, time: Any = None) -> list[tuple[str, ConversationState]]:
         expired = super().expire(time)
-        for _, session in expired:
-            self._on_drop(session)
+        for _, conversation in expired:
+            self._on_drop(conversation)
         return expired
 
 
 class IncognitoMemory:
-    def __init__(self, on_drop: Callable[[ChatSession], None], *, per_user: int = 20, idle_s: float = 86400.0,
+    def __init__(self, on_drop: Callable[[ConversationState], None], *, per_user: int = 20, idle_s: float = 86400.0,
                  timer: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self._on_drop = on_drop
         self._per_user = per_user
@@ -51,26 +51,26 @@ class IncognitoMemory:
         self._shelves: dict[str, _Shelf] = {}
         self._swept = timer()
 
-    def get(self, owner: str, conversation_id: str) -> ChatSession | None:
+    def get(self, owner: str, conversation_id: str) -> ConversationState | None:
         """The owner's conversation, kept for another `idle_s`; None for anyone else's."""
         self._sweep()
         shelf = self._shelves.get(owner)
-        session = shelf.get(conversation_id) if shelf is not None else None
-        if session is not None:
-            shelf[conversation_id] = session  # type: ignore[index]  # used now: its idle time starts again
-        return session
+        conversation = shelf.get(conversation_id) if shelf is not None else None
+        if conversation is not None:
+            shelf[conversation_id] = conversation  # type: ignore[index]  # used now: its idle time starts again
+        return conversation
 
-    def keep(self, session: ChatSession) -> None:
+    def keep(self, conversation: ConversationState) -> None:
         self._sweep()
-        owner = session.user.email
+        owner = conversation.owner
         shelf = self._shelves.get(owner)
         if shelf is None:
             shelf = self._shelves[owner] = _Shelf(self._per_user, self._idle_s, self._timer, self._on_drop)
-        shelf[session.conversation_id] = session
+        shelf[conversation.id] = conversation
 
-    def holds(self, session: ChatSession) -> bool:
-        shelf = self._shelves.get(session.user.email)
-        return shelf is not None and shelf.get(session.conversation_id) is session
+    def holds(self, conversation: ConversationState) -> bool:
+        shelf = self._shelves.get(conversation.owner)
+        return shelf is not None and shelf.get(conversation.id) is conversation
 
     def count(self, owner: str) -> int:
         shelf = self._shelves.get(owner)

@@ -40,7 +40,7 @@ from .events import ErrorEvent, MessageDone, ServerEvent
 from .listeners import Subscription
 from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
 from .relay_seam import LocalRelay, Relay, Turn, TurnHub
-from .session import ApprovalAnswer
+from .questions import ApprovalAnswer
 
 if TYPE_CHECKING:
     from ..store.live import LiveTurns

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..auth import User
 from .events import ServerEvent
 from .listeners import Subscription
-from .session import ApprovalAnswer
+from .questions import ApprovalAnswer
 
 if TYPE_CHECKING:
     from .pages import ConversationPages

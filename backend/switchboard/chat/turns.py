@@ -21,23 +21,17 @@ from typing import Protocol
 from ..auth import User
 from ..errors import Conflict, NotFound, SwitchboardError, TooMany
 from ..telemetry import turn_finished, turn_span
-from .events import (
-    ChatMessage,
-    ConversationEvent,
-    ElicitationRequest,
-    ErrorEvent,
-    MessageDone,
-    ServerEvent,
-    TokenEvent,
-)
+from .events import ChatMessage, ElicitationRequest, ErrorEvent, MessageDone, ServerEvent, TokenEvent
 from .conversations import Conversations, scoped_id
-from .loop import ChatEngine, PreparedTurn, TurnState
 from .listeners import END as _END
 from .listeners import Subscription
+from .loop import ChatEngine
 from .pages import ConversationPages
+from .questions import ASK, ApprovalAnswer, Preferences, Questions
 from .relay import LocalRelay, Relay
-from .session import ApprovalAnswer, ChatSession
+from .session import Seed
 from .task_board import TaskBoard
+from .turn_state import PreparedTurn, TurnState
 from .unfinished import StoppedBy
 
 __all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
@@ -45,10 +39,9 @@ __all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
 log = logging.getLogger("switchboard.chat")
 
 class Turn:
-    def __init__(self, hub: TurnHub, session: ChatSession) -> None:
+    def __init__(self, hub: TurnHub, state: TurnState) -> None:
         self.hub = hub
-        self.session = session
-        self.state = TurnState()
+        self.state = state
         self.log: list[ServerEvent] = []  # every event sent so far, for listeners that join late
         self._tokens: list[str] = []  # consecutive token texts not yet in the log
         self.listeners: set[Subscription] = set()
@@ -58,11 +51,11 @@ class Turn:
 
     @property
     def conversation_id(self) -> str:
-        return self.session.conversation_id
+        return self.state.conversation.id
 
     @property
     def owner(self) -> str:
-        return self.session.user.email
+        return self.state.user.email
 
     @property
     def running(self) -> bool:
@@ -95,7 +88,7 @@ class Turn:
         """Cancel the turn, noting who stopped it and which calls were waiting for a person then."""
         if self.task is None or self.task.done():
             return
-        approvals, questions = self.session.pending()
+        approvals, questions = self.state.questions.pending()
         self.state.stopped_by = by
         self.state.awaiting_approval = approvals
         self.state.awaiting_answer = {self._asked[asked] for asked in questions if asked in self._asked}
@@ -161,17 +154,17 @@ class TurnHub:
         self._starts: dict[str, int] = {}  # per user: turns starting or running
         # The pages showing each conversation (events made outside turns), here and on other processes.
         self.pages = ConversationPages(share=lambda conversation_id, text: self.relay.to_pages(conversation_id, text))
-        self._app_sessions: dict[int, ChatSession] = {}  # sessions of MCP Apps' calls now running, by id()
+        self._app_calls: dict[int, TurnState] = {}  # MCP Apps' calls now running (each a small turn), by id()
         self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
 
     @contextmanager
-    def app_call(self, session: ChatSession) -> Iterator[None]:
+    def app_call(self, turn: TurnState) -> Iterator[None]:
         """While an app's call runs, its approval can be answered like a turn's (any door)."""
-        self._app_sessions[id(session)] = session
+        self._app_calls[id(turn)] = turn
         try:
             yield
         finally:
-            self._app_sessions.pop(id(session), None)
+            self._app_calls.pop(id(turn), None)
 
     def running(self, owner: str, conversation_id: str) -> Turn | None:
         """The turn running in this conversation of `owner`'s, by the id a client knows it by."""
@@ -184,45 +177,46 @@ class TurnHub:
     def tasks(self) -> list[asyncio.Task[None]]:
         return [t.task for t in self._turns.values() if t.task is not None and not t.task.done()]
 
-    async def start(self, user: User, request: ChatMessage, current_id: str, *,
-                    session: ChatSession | None = None) -> Subscription:  # fmt: skip
-        """Start a turn for this `chat` (in `session` when given: a conversation made by the door,
-        e.g. /v1's); raises SwitchboardError when it cannot start.  The user's groups and admin
-        are worked out again for the turn, from the configuration of now (a socket may have been
-        open across a reload)."""
+    async def start(self, user: User, request: ChatMessage, current_id: str, *, preferences: Preferences = ASK,
+                    seed: Seed | None = None) -> Subscription:  # fmt: skip
+        """Start a turn for this `chat`; raises SwitchboardError when it cannot start. `preferences`:
+        what the door wants done with approvals and questions. `seed`: the turn runs in a
+        conversation of its own made from it, kept for this turn only (/v1's requests). The user's
+        groups and admin are worked out again for the turn, from the configuration of now (a
+        socket may have been open across a reload)."""
         email = user.email
         self._check_streams(email)
         if self._starts.get(email, 0) >= self.limits.turns:
             raise TooMany(f"you have {self.limits.turns} answers being written already",
                           action="Wait for one to finish, or stop one, and try again.")  # fmt: skip
-        wanted = (email, session.conversation_id if session is not None else request.conversation_id or current_id)
+        one_turn = seed.start(email) if seed is not None else None
+        wanted = (email, one_turn.id if one_turn is not None else request.conversation_id or current_id)
         self._claim(wanted)  # before any await
         self._starts[email] = self._starts.get(email, 0) + 1
         held = [wanted]
         try:
-            reason = None
             user = await self.identities.refresh(user)
-            if session is not None:
-                session.user = user
+            if one_turn is not None:
+                state = TurnState(user=user, conversation=one_turn, preferences=preferences)
             else:
-                session, reason = await self.conversations.session_for(user, request, current_id,
-                                                                       self.engine.config.compliance)  # fmt: skip
-            key = (email, session.conversation_id)
+                state = await self.conversations.turn_for(user, request, current_id, self.engine.config.compliance,
+                                                          preferences)  # fmt: skip
+            key = (email, state.conversation.id)
             if key != wanted:
                 self._claim(key)
                 held.append(key)
-            prepared = await self.engine.prepare(session, request)
-            if not session.incognito:
-                await self.relay.claim(session.conversation_id, email)  # one turn per conversation, across processes
+            prepared = await self.engine.prepare(state, request)
+            if not state.conversation.incognito:
+                await self.relay.claim(state.conversation.id, email)  # one turn per conversation, across processes
         except BaseException:
             self._release(email, held)
             raise
         if key != wanted:
             self._busy.discard(wanted)  # the turn holds the conversation's own key from here on
-        session.model = prepared.model.name
-        turn = Turn(self, session)
+        state.model = prepared.model.name
+        turn = Turn(self, state)
         self._turns[key] = turn
-        turn.task = asyncio.create_task(self._run(turn, request, prepared, reason), name=f"turn:{email}")
+        turn.task = asyncio.create_task(self._run(turn, request, prepared), name=f"turn:{email}")
         return turn.join()  # before the task first runs: nothing is missed
 
     def _claim(self, key: tuple[str, str]) -> None:
@@ -245,41 +239,34 @@ class TurnHub:
             raise TooMany(f"you have {open_streams} answer streams open already",
                           action="Close other tabs, scripts or streams you no longer read, and try again.")  # fmt: skip
 
-    async def _run(self, turn: Turn, request: ChatMessage, prepared: PreparedTurn, reason: str | None) -> None:
-        session, state = turn.session, turn.state
+    async def _run(self, turn: Turn, request: ChatMessage, prepared: PreparedTurn) -> None:
+        state = turn.state
+        recorder = self.conversations.recorder
         try:
-            try:
-                created = await self.conversations.begin(session, request.content)
-            except SwitchboardError as exc:
-                turn.publish(ErrorEvent(code=exc.code, message=exc.message, action=exc.action))
-                return
-            if created or reason:
-                turn.publish(ConversationEvent(conversation_id=session.conversation_id, title=session.title or "New conversation",
-                                               reason=reason))  # fmt: skip
-            with turn_span(session.conversation_id, prepared.model.name) as span:
-                async for event in self.engine.run_turn(session, request, state, self.conversations, prepared):
+            with turn_span(state.conversation.id, prepared.model.name) as span:
+                async for event in self.engine.run_turn(state, request, recorder, prepared):
                     turn.publish(event)
                     if isinstance(event, MessageDone):
                         turn_finished(span, event.finish_reason)
         except asyncio.CancelledError:
             with suppress(Exception):
-                async for event in self.engine.finish(session, state, "cancelled", self.conversations):
+                async for event in self.engine.finish(state, "cancelled", recorder):
                     turn.publish(event)
             raise
         except Exception:
-            log.exception("turn failed", extra={"event": "turn_failed", "user": session.user.email})
+            log.exception("turn failed", extra={"event": "turn_failed", "user": state.user.email})
             turn.publish(ErrorEvent(code="internal", message="something went wrong while answering",
                                     action="Try again; if it keeps happening, tell your administrator."))  # fmt: skip
             turn.publish(MessageDone(message_id=state.message_id, finish_reason="error", html="",
-                                     conversation_id=session.conversation_id, user_message_id=state.user_message_id))  # fmt: skip
+                                     conversation_id=state.conversation.id, user_message_id=state.user_message_id))  # fmt: skip
         finally:
             turn.close()
-            key = (turn.owner, session.conversation_id)
+            key = (turn.owner, state.conversation.id)
             if self._turns.get(key) is turn:
                 del self._turns[key]
             self._release(turn.owner, [key])
-            self.conversations.turn_ended(session)
-            if not session.incognito:
+            self.conversations.turn_ended(state.conversation)
+            if not state.conversation.incognito:
                 with suppress(Exception):
                     await asyncio.shield(self.relay.released(turn))
 
@@ -311,27 +298,27 @@ class TurnHub:
             await asyncio.shield(turn.task)
         return True
 
-    def _session_asking(self, user: User, ask_id: str, approvals: bool) -> ChatSession:
-        sessions = [turn.session for turn in self._turns.values()] + list(self._app_sessions.values())
-        for session in sessions:
-            if session.user.email != user.email:
+    def _asking(self, user: User, ask_id: str, approvals: bool) -> Questions:
+        asking = [turn.state for turn in self._turns.values()] + list(self._app_calls.values())
+        for state in asking:
+            if state.user.email != user.email:
                 continue
-            pending_approvals, pending_questions = session.pending()
+            pending_approvals, pending_questions = state.questions.pending()
             if ask_id in (pending_approvals if approvals else pending_questions):
-                return session
+                return state.questions
         what = "approval is waiting for call" if approvals else "question is waiting with id"
         raise NotFound(f"no {what} '{ask_id}'")
 
     async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None:
         """Answer an approval (any door, any connection of the user's, any process); raises NotFound."""
         try:
-            session = self._session_asking(user, call_id, approvals=True)
+            questions = self._asking(user, call_id, approvals=True)
         except NotFound:
             if local_only or not await self.relay.ask(user, "approval", id=call_id, approved=answer.approved,
                                                       arguments=answer.arguments, remember=answer.remember):  # fmt: skip
                 raise
             return
-        if not session.answer_approval(call_id, answer):
+        if not questions.answer_approval(call_id, answer):
             raise NotFound(f"no approval is waiting for call '{call_id}'")
 
     async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
@@ -339,12 +326,12 @@ class TurnHub:
         if self.task_questions is not None and self.task_questions.answer(user.email, request_id, action, content):
             return  # a background task's question (chat/tasks.py)
         try:
-            session = self._session_asking(user, request_id, approvals=False)
+            questions = self._asking(user, request_id, approvals=False)
         except NotFound:
             if local_only or not await self.relay.ask(user, "elicitation", id=request_id, action=action, content=content):
                 raise
             return
-        if not session.answer_elicitation(request_id, action, content):
+        if not questions.answer_elicitation(request_id, action, content):
             raise NotFound(f"no question is waiting with id '{request_id}'")
 
     async def stop(self) -> None:

@@ -9,8 +9,12 @@ transaction, where the async driver made one per statement. On Postgres it runs 
 engine through ``run_sync`` (asyncpg needs no thread), and a read, or a write of one statement
 (``single=True``), runs without BEGIN and COMMIT (autocommit): the statement is its own
 transaction, and at Postgres' READ COMMITTED each statement of a read sees its own snapshot
-anyway; that saves two of the three or four round trips such a call made. ``_write``/``_read``
-hand out an async connection for callers that want one."""
+anyway; that saves two of the three or four round trips such a call made.
+
+Every caller of the database (conversations, API tokens, users' credentials, tasks, the live
+turns of several processes) goes through ``_run``: one path, so SQLite's one writer is one thread
+for all of them. A store that could not be opened is a ``down`` store (``StoreBase.down``): every
+``_run`` raises the same ``StoreUnavailable``, the one way the store says it is down."""
 
 from __future__ import annotations
 
@@ -19,15 +23,16 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ..errors import StoreError, SwitchboardError
+from ..errors import StoreError, StoreUnavailable, SwitchboardError
 from ..telemetry import store_timer
 from .engine import WRITE, cause_name, describe, make_sqlite_sync_engine, unavailable
 
@@ -71,26 +76,41 @@ def _write_lock(engine: AsyncEngine) -> asyncio.Lock:
     return _WRITE_LOCKS.setdefault(engine.sync_engine, asyncio.Lock())
 
 
+def _dialect_of(url: str) -> str:
+    try:
+        return make_url(url).get_backend_name()
+    except Exception:  # noqa: BLE001 - a down store's URL may be the reason it is down
+        return "sqlite"
+
+
 class StoreBase:
-    def __init__(self, engine: AsyncEngine, url: str) -> None:
+    def __init__(self, engine: AsyncEngine | None, url: str, *, down: StoreUnavailable | None = None) -> None:
+        """``engine`` None: a down store (``down`` says why), which refuses every call."""
+        if engine is None and down is None:
+            raise ValueError("a store without an engine is a down store: say why")
+        self.down = down
+        self.url = url
+        self.description = describe(url)
+        self._threads: _SqliteThreads | None = None
+        self._threads_made = engine is None
+        self._write_turn: asyncio.Lock | None = None
+        if engine is None:
+            self._dialect = _dialect_of(url)
+            return
         self._engine = engine
         self._writer = engine.execution_options(**WRITE)
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._dialect = engine.dialect.name
-        # SQLite has one writer at a time. Writers of this process queue here, in order, without
-        # holding a pooled connection: left to SQLite's busy handler they would hold every pooled
-        # connection while sleeping between retries, and under load fail (pool or busy timeout).
+        # An in-memory SQLite database has no writer thread: its writers take turns here, in order,
+        # without holding a pooled connection while SQLite's busy handler sleeps between retries.
         self._write_turn = _write_lock(engine) if self._dialect == "sqlite" else None
-        self.url = url
-        self.description = describe(url)
-        self._threads: _SqliteThreads | None = None
-        self._threads_made = False
 
     async def close(self) -> None:
         if self._threads is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._threads.close)
             self._threads = None
-        await self._engine.dispose()
+        if self.down is None:
+            await self._engine.dispose()
 
     def _sqlite_threads(self) -> _SqliteThreads | None:
         if not self._threads_made:
@@ -102,6 +122,8 @@ class StoreBase:
     async def _run(self, doing: str, work: Callable[[Connection], T], *, write: bool, single: bool = False) -> T:
         """``work`` as one transaction, committed when this returns (rolled back if it raises).
         ``single``: ``work`` makes one statement (which is then atomic by itself)."""
+        if self.down is not None:
+            raise self._refusal()
         try:
             with store_timer(doing):
                 return await self._transaction(work, write=write, single=single)
@@ -118,15 +140,23 @@ class StoreBase:
         if self._dialect == "postgresql" and (single or not write):
             async with self._autocommit.connect() as conn:
                 return await conn.run_sync(work)
-        async with (self._writer if write else self._engine).begin() as conn:
-            return await conn.run_sync(work)
+        async with (self._write_turn if write and self._write_turn else nullcontext()):
+            async with (self._writer if write else self._engine).begin() as conn:
+                return await conn.run_sync(work)
 
     @property
     def dialect(self) -> str:
         """`sqlite` or `postgresql`."""
         return self._dialect
 
+    def _refusal(self) -> StoreUnavailable:
+        """Why a down store refuses (a new exception each time: one raised again keeps growing its traceback)."""
+        assert self.down is not None
+        return StoreUnavailable(self.down.message, action=self.down.action)
+
     async def ping(self) -> None:
+        if self.down is not None:
+            raise self._refusal()
         try:
             async with asyncio.timeout(PING_TIMEOUT_S), self._engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
@@ -139,26 +169,6 @@ class StoreBase:
             return unavailable(self.url, exc)
         outcome = "; nothing of it was saved." if write else "."
         return StoreError(f"Could not {doing}: the conversation store failed ({cause_name(exc)}){outcome}")
-
-    @asynccontextmanager
-    async def _write(self, doing: str) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._write_turn or nullcontext(), self._writer.begin() as conn:
-                yield conn
-        except SwitchboardError:
-            raise
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise self._failed(doing, exc, write=True) from exc
-
-    @asynccontextmanager
-    async def _read(self, doing: str) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.connect() as conn:
-                yield conn
-        except SwitchboardError:
-            raise
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise self._failed(doing, exc, write=False) from exc
 
     def _insert_ignoring_duplicates(self, table: Any, **values: Any) -> Any:
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert

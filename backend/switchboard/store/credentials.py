@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import Connection, delete, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ._base import StoreBase
 from .models import oauth_pending, user_credentials
+from .repo import ConversationStore
 
 __all__ = ["CredentialRecords"]
 
@@ -19,43 +19,50 @@ def _state_hash(state: str) -> str:
     return hashlib.sha256(state.encode()).hexdigest()
 
 
-class CredentialRecords(StoreBase):
+class CredentialRecords:
+    """The credential tables, through the conversation store's transactions and error translation."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self._store = store
+
     async def get(self, server: str, user: str, kind: str) -> str | None:
         table = user_credentials
         stmt = select(table.c.value).where(table.c.server == server, table.c.user == user, table.c.kind == kind)
-        async with self._read("read a stored credential") as conn:
-            return (await conn.execute(stmt)).scalar_one_or_none()
+        return await self._store._run("read a stored credential", lambda conn: conn.execute(stmt).scalar_one_or_none(),
+                                      write=False)  # fmt: skip
 
     async def put(self, server: str, user: str, kind: str, value: str) -> None:
         values = {"value": value, "updated_at": datetime.now(UTC)}
-        dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
+        dialect_insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
         stmt = dialect_insert(user_credentials).values(server=server, user=user, kind=kind, **values)
         stmt = stmt.on_conflict_do_update(index_elements=[user_credentials.c.server, user_credentials.c.user,
                                                           user_credentials.c.kind], set_=values)  # fmt: skip
-        async with self._write("store a credential") as conn:
-            await conn.execute(stmt)
+        await self._store._run("store a credential", lambda conn: conn.execute(stmt), write=True, single=True)
 
     async def forget(self, server: str, user: str) -> None:
         table = user_credentials
-        async with self._write("forget a credential") as conn:
-            await conn.execute(delete(table).where(table.c.server == server, table.c.user == user))
+        stmt = delete(table).where(table.c.server == server, table.c.user == user)
+        await self._store._run("forget a credential", lambda conn: conn.execute(stmt), write=True, single=True)
 
     async def put_pending(self, state: str, server: str, user: str, value: str, *, max_age_s: float) -> None:
         """One pending sign-in per (server, user): the older one and every expired one go."""
         table, now = oauth_pending, datetime.now(UTC)
-        async with self._write("keep a pending sign-in") as conn:
-            await conn.execute(delete(table).where(or_(
+
+        def work(conn: Connection) -> None:
+            conn.execute(delete(table).where(or_(
                 (table.c.server == server) & (table.c.user == user),
                 table.c.created_at < now - timedelta(seconds=max_age_s),
             )))  # fmt: skip
-            await conn.execute(table.insert().values(state_hash=_state_hash(state), server=server, user=user,
-                                                     value=value, created_at=now))  # fmt: skip
+            conn.execute(table.insert().values(state_hash=_state_hash(state), server=server, user=user,
+                                               value=value, created_at=now))  # fmt: skip
+
+        await self._store._run("keep a pending sign-in", work, write=True)
 
     async def take_pending(self, state: str) -> tuple[str, str, str, datetime] | None:
         """The row of this state, deleted in the same statement: two callbacks cannot both take it."""
         table = oauth_pending
         stmt = (delete(table).where(table.c.state_hash == _state_hash(state))
                 .returning(table.c.server, table.c.user, table.c.value, table.c.created_at))  # fmt: skip
-        async with self._write("take a pending sign-in") as conn:
-            row = (await conn.execute(stmt)).first()
+        row = await self._store._run("take a pending sign-in", lambda conn: conn.execute(stmt).first(),
+                                     write=True, single=True)  # fmt: skip
         return None if row is None else (row.server, row.user, row.value, row.created_at)

@@ -5,48 +5,36 @@ what it wrote. Database errors are translated in ``_base.py``; ids that are take
 ``Conflict`` and ``NotFound``.
 
 Each method's work is a plain function of a connection (``_base.StoreBase._run``); the
-statements of the frequent calls are built once (``statements.py``)."""
+statements of the frequent calls are built once (``statements.py``). What a turn writes is in
+``turn_writes.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, Final, NoReturn
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from ..errors import BadRequest, Conflict, NotFound
+from ..errors import Conflict, NotFound, StoreUnavailable, SwitchboardError
 from .app_calls import AppCallQueries
+from .turn_writes import UNSET, NewConversation, TurnWrites, _Unset, now_utc
 from .pages import PagedReads
 from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
 from . import statements as S
-from .models import allowances, conversations, files, messages, tool_pins
-from .records import ROLES, Conversation, Message, StoredConversation
+from .models import allowances, conversations, files, tool_pins
+from .records import Conversation, Message, StoredConversation
 from .rows import conversation_of as _conversation
 from .rows import message_of as _message
 from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
-__all__ = ["UNSET", "ConversationStore", "open_store"]
+__all__ = ["UNSET", "ConversationStore", "down_store", "open_store"]
 
 
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = _Unset()
-
-
-class _Refused(Exception):
-    """A statement the database refused (its cause: the IntegrityError), to be explained after
-    the rollback."""
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
+_now = now_utc
 
 
 async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
@@ -66,9 +54,15 @@ async def open_store(url: str, *, migrate: bool = True) -> ConversationStore:
     return store
 
 
-class ConversationStore(PagedReads, AppCallQueries):
-    def __init__(self, engine: Any, url: str) -> None:
-        super().__init__(engine, url)
+def down_store(url: str, error: SwitchboardError) -> ConversationStore:
+    """The store as it is when it could not be opened: every call raises why (``StoreUnavailable``)."""
+    down = error if isinstance(error, StoreUnavailable) else StoreUnavailable(error.message, action=error.action)
+    return ConversationStore(None, url, down=down)
+
+
+class ConversationStore(TurnWrites, PagedReads, AppCallQueries):
+    def __init__(self, engine: Any, url: str, *, down: StoreUnavailable | None = None) -> None:
+        super().__init__(engine, url, down=down)
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
         self._link_file = dialect_insert(files).on_conflict_do_nothing()
         self._link_allowance = dialect_insert(allowances).on_conflict_do_nothing()
@@ -86,19 +80,7 @@ class ConversationStore(PagedReads, AppCallQueries):
         levels_used: Sequence[str | None] | None = None,
     ) -> Conversation:
         """``levels_used`` defaults to ``[compliance_level]``."""
-        now = _now()
-        row = {
-            "id": id,
-            "owner": owner,
-            "title": title,
-            "model": model,
-            "compliance_level": compliance_level,
-            "levels_used": [compliance_level] if levels_used is None else list(levels_used),
-            "leaf_id": None,
-            "message_count": 0,
-            "created_at": now,
-            "updated_at": now,
-        }
+        row = NewConversation(owner, title, model, compliance_level, levels_used).row(id, _now())
 
         def work(conn: Connection) -> None:
             try:
@@ -116,15 +98,19 @@ class ConversationStore(PagedReads, AppCallQueries):
 
         return await self._run("read the conversation", work, write=False)
 
-    async def load(self, id: str) -> StoredConversation | None:
+    async def load(self, id: str, *others: str) -> StoredConversation | None:
         """The conversation with its messages (every branch, in order), allowances and file links,
-        from one snapshot; None when it is not stored."""
+        from one snapshot; None when it is not stored. ``others``: ids to try in turn when ``id``
+        is not stored (in the same snapshot: one call for a name that may be stored two ways)."""
 
         def work(conn: Connection) -> StoredConversation | None:
-            row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
-            if row is None:
+            for cid in (id, *others):
+                row = conn.execute(S.CONVERSATION, {"cid": cid}).mappings().first()
+                if row is not None:
+                    break
+            else:
                 return None
-            params = {"cid": id}
+            params = {"cid": cid}
             return StoredConversation(
                 conversation=_conversation(row),
                 messages=[_message(m) for m in conn.execute(S.MESSAGES, params).mappings()],
@@ -212,79 +198,6 @@ class ConversationStore(PagedReads, AppCallQueries):
         return sorted(await self._run("delete the conversation", work, write=True))
 
     # -- messages -----------------------------------------------------------------------------
-
-    async def add_message(
-        self,
-        conversation_id: str,
-        *,
-        id: str,
-        parent_id: str | None,
-        role: str,
-        content: str,
-        data: Mapping[str, Any] | None = None,
-        files: Sequence[str] = (),
-        allowances: Sequence[str] = (),
-        model: str | None | _Unset = UNSET,
-    ) -> Message:
-        """Appends a message and makes it the conversation's leaf, in one transaction, together
-        with what came with it: ``files`` linked to the conversation, ``allowances`` granted in it,
-        and the conversation's ``model`` when it changed."""
-        if role not in ROLES:
-            raise BadRequest(f"a message's role is one of {sorted(ROLES)}, not '{role}'")
-        now = _now()
-        body = dict(data or {})
-        row = {"id": id, "conversation_id": conversation_id, "parent_id": parent_id, "role": role,
-               "content": content, "data": body, "created_at": now, "seq_of": conversation_id}  # fmt: skip
-        bump = {"cid": conversation_id, "new_leaf": id, "now": now, "parent": parent_id}
-
-        def refuse(conn: Connection) -> NoReturn:
-            if conn.execute(S.EXISTS, {"cid": conversation_id}).first() is None:
-                raise NotFound(f"conversation '{conversation_id}' does not exist")
-            raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
-
-        def work(conn: Connection) -> int:
-            if conn.execute(S.BUMP if parent_id is None else S.BUMP_UNDER_PARENT, bump).rowcount != 1:
-                refuse(conn)
-            try:
-                seq = int(conn.execute(S.INSERT_MESSAGE, row).scalar_one())
-            except IntegrityError as exc:  # a taken id, or a constraint the database adds
-                raise _Refused from exc
-            if files:
-                conn.execute(self._link_file, [{"conversation_id": conversation_id, "file_id": f} for f in files])
-            if allowances:
-                conn.execute(self._link_allowance, [{"conversation_id": conversation_id, "key": k} for k in allowances])
-            if model is not UNSET:
-                conn.execute(S.SET_MODEL, {"cid": conversation_id, "new_model": model})
-            return seq
-
-        def one_statement(conn: Connection) -> int:
-            try:
-                added = conn.execute(S.ONE_STATEMENT_ADD[parent_id is not None], one).first()
-            except IntegrityError as exc:
-                raise _Refused from exc
-            if added is None:  # the UPDATE matched nothing, so nothing was written
-                refuse(conn)
-            return int(added[0])
-
-        # (no key of `one` may be a column name: SQLAlchemy would take it for an INSERT value)
-        one = {**bump, "mid": id, "m_role": role, "m_content": content, "m_data": body, "seq_of": conversation_id}
-        single = self._dialect == "postgresql" and not files and not allowances and model is UNSET
-        try:
-            seq = await self._run("save the message", one_statement if single else work, write=True, single=single)
-        except _Refused as refused:
-            # Rolled back. A taken id is the caller's mistake, not the store's: say so (checked
-            # after the fact, so that the usual write needs no look-up first).
-            cause = refused.__cause__
-            if await self._message_exists(id):
-                raise Conflict(f"a message with id '{id}' exists already") from cause
-            raise self._failed("save the message", cause, write=True) from cause  # type: ignore[arg-type]
-        return Message(id, conversation_id, parent_id, seq, role, content, body, now)  # type: ignore[arg-type]
-
-    async def _message_exists(self, id: str) -> bool:
-        def work(conn: Connection) -> bool:
-            return conn.execute(select(messages.c.id).where(messages.c.id == id)).first() is not None
-
-        return await self._run("check the message id", work, write=False)
 
     async def messages(self, conversation_id: str) -> list[Message]:
         """Every message of every branch, in the order written."""

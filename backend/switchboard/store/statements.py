@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import String, Text, bindparam, exists, func, insert, select, update
+from sqlalchemy import Integer, String, Text, bindparam, exists, func, insert, literal, null, select, update
 
 from .models import UTCDateTime, allowances, conversations, files, messages
 
-__all__ = ["ALLOWANCES", "BUMP", "BUMP_UNDER_PARENT", "CONVERSATION", "EXISTS", "FILES", "INSERT_CONVERSATION",
-           "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "SET_MODEL"]  # fmt: skip
+__all__ = ["ALLOWANCES", "BUMP", "BUMP_UNDER_PARENT", "CONVERSATION", "CREATE_WITH_FIRST", "EXISTS", "FILES",
+           "INSERT_CONVERSATION", "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "SET_MODEL"]  # fmt: skip
 
 _c, _m = conversations.c, messages.c
 CONVERSATION = select(conversations).where(_c.id == bindparam("cid"))
@@ -51,3 +51,31 @@ def _bump_and_insert(under_parent: bool) -> Any:
 SET_MODEL = update(conversations).where(_c.id == bindparam("cid")).values(model=bindparam("new_model"))
 EXISTS = select(_c.id).where(_c.id == bindparam("cid"))
 ONE_STATEMENT_ADD = {False: _bump_and_insert(False), True: _bump_and_insert(True)}
+
+
+def _create_with_first() -> Any:
+    """Postgres: a new conversation with its first message as one statement, ``WITH created AS
+    (INSERT INTO conversations ... RETURNING id) INSERT INTO messages ... SELECT ... FROM created``
+    (one round trip, no BEGIN/COMMIT): the row is written with the message as its leaf and a
+    count of one, so nothing needs updating after. The foreign key is checked at the end of the
+    statement, when the conversation's row is there. A taken id fails the whole statement."""
+    now = bindparam("now", type_=UTCDateTime())
+    created = (
+        insert(conversations)
+        .values(id=bindparam("cid", type_=String), owner=bindparam("c_owner", type_=String),
+                title=bindparam("c_title", type_=Text), model=bindparam("c_model", type_=String),
+                compliance_level=bindparam("c_level", type_=String),
+                levels_used=bindparam("c_levels", type_=_c.levels_used.type),
+                leaf_id=bindparam("mid", type_=String), message_count=literal(1, Integer), created_at=now, updated_at=now)
+        .returning(_c.id)
+        .cte("created")
+    )  # fmt: skip
+    values = select(
+        bindparam("mid", type_=String), created.c.id, null(), literal(1, Integer), bindparam("m_role", type_=String),
+        bindparam("m_content", type_=Text), bindparam("m_data", type_=messages.c.data.type), now,
+    ).select_from(created)  # fmt: skip
+    columns = ["id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"]
+    return insert(messages).from_select(columns, values).add_cte(created).returning(_m.seq)
+
+
+CREATE_WITH_FIRST = _create_with_first()

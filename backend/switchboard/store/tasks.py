@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy import Connection, and_, insert, or_, select, update
 
 from .models import tasks
 from .repo import ConversationStore
@@ -56,28 +56,29 @@ class TaskRecords:
         row = {"id": id, "task_id": task_id, "owner": owner, "conversation_id": conversation_id, "server": server,
                "tool": tool, "call_id": call_id, "status": status, "progress": None, "message": message,
                "result": None, "poll_interval_ms": poll_interval_ms, "created_at": now, "updated_at": now}  # fmt: skip
-        async with self._store._write("save the task") as conn:
-            await conn.execute(insert(tasks).values(**row, lease_owner=lease_owner,
-                                                    lease_until=now + timedelta(seconds=lease_s)))  # fmt: skip
+        stmt = insert(tasks).values(**row, lease_owner=lease_owner, lease_until=now + timedelta(seconds=lease_s))
+        await self._store._run("save the task", lambda conn: conn.execute(stmt), write=True, single=True)
         return _record(row)
 
     async def get(self, id: str) -> TaskRecord | None:
-        async with self._store._read("read the task") as conn:
-            row = (await conn.execute(select(tasks).where(tasks.c.id == id))).mappings().first()
-        return _record(row) if row is not None else None
+        def work(conn: Connection) -> TaskRecord | None:
+            row = conn.execute(select(tasks).where(tasks.c.id == id)).mappings().first()
+            return _record(row) if row is not None else None
+
+        return await self._store._run("read the task", work, write=False)
 
     async def of_owner(self, owner: str, conversation_id: str | None = None, limit: int = 100) -> list[TaskRecord]:
         stmt = select(tasks).where(tasks.c.owner == owner)
         if conversation_id is not None:
             stmt = stmt.where(tasks.c.conversation_id == conversation_id)
         stmt = stmt.order_by(tasks.c.created_at.desc(), tasks.c.id.desc()).limit(limit)
-        async with self._store._read("list your tasks") as conn:
-            return [_record(row) for row in (await conn.execute(stmt)).mappings().all()]
+        return await self._store._run("list your tasks", lambda conn: [_record(r) for r in conn.execute(stmt).mappings()],
+                                      write=False)  # fmt: skip
 
     async def update(self, id: str, **values: Any) -> None:
         values["updated_at"] = datetime.now(UTC)
-        async with self._store._write("save the task's state") as conn:
-            await conn.execute(update(tasks).where(tasks.c.id == id).values(**values))
+        stmt = update(tasks).where(tasks.c.id == id).values(**values)
+        await self._store._run("save the task's state", lambda conn: conn.execute(stmt), write=True, single=True)
 
     async def lease(self, owner: str, lease_s: float, limit: int = 1000) -> list[TaskRecord]:
         """Take (or keep) the lease on active tasks that no other process holds; returns the tasks
@@ -85,16 +86,19 @@ class TaskRecords:
         now = datetime.now(UTC)
         free = or_(tasks.c.lease_until.is_(None), tasks.c.lease_until < now, tasks.c.lease_owner == owner)
         active = and_(tasks.c.status.in_(ACTIVE), free)
-        async with self._store._write("take the lease on tasks") as conn:
-            ids = [r[0] for r in (await conn.execute(select(tasks.c.id).where(active).limit(limit))).all()]
+
+        def work(conn: Connection) -> list[TaskRecord]:
+            ids = [r[0] for r in conn.execute(select(tasks.c.id).where(active).limit(limit))]
             if not ids:
                 return []
-            await conn.execute(update(tasks).where(tasks.c.id.in_(ids), free)
-                               .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s)))  # fmt: skip
-            rows = (await conn.execute(select(tasks).where(tasks.c.id.in_(ids), tasks.c.lease_owner == owner)))
-            return [_record(row) for row in rows.mappings().all()]
+            conn.execute(update(tasks).where(tasks.c.id.in_(ids), free)
+                         .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s)))  # fmt: skip
+            rows = conn.execute(select(tasks).where(tasks.c.id.in_(ids), tasks.c.lease_owner == owner))
+            return [_record(row) for row in rows.mappings()]
+
+        return await self._store._run("take the lease on tasks", work, write=True)
 
     async def release(self, owner: str) -> None:
         """Give up this process's leases (shutdown): another process may take them at once."""
-        async with self._store._write("release the task leases") as conn:
-            await conn.execute(update(tasks).where(tasks.c.lease_owner == owner).values(lease_owner=None, lease_until=None))
+        stmt = update(tasks).where(tasks.c.lease_owner == owner).values(lease_owner=None, lease_until=None)
+        await self._store._run("release the task leases", lambda conn: conn.execute(stmt), write=True, single=True)

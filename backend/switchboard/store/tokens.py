@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import Connection, delete, func, insert, select, text, update
 
 from ..errors import BadRequest
 from .models import api_tokens
@@ -74,28 +74,31 @@ class TokenStore:
         token_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
         row = {"id": token_id, "owner": owner, "name": name, "secret_hash": _hash(secret),
                "created_at": datetime.now(UTC), "last_used_at": None}  # fmt: skip
-        async with self._store._write("save the new API token") as conn:
+
+        def work(conn: Connection) -> None:
             if conn.dialect.name == "postgresql":
-                await conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-                                   {"key": f"api_tokens:{owner}"})  # fmt: skip
-            count = (await conn.execute(select(func.count()).select_from(api_tokens)
-                                        .where(api_tokens.c.owner == owner))).scalar_one()  # fmt: skip
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+                             {"key": f"api_tokens:{owner}"})  # fmt: skip
+            count = conn.execute(select(func.count()).select_from(api_tokens)
+                                 .where(api_tokens.c.owner == owner)).scalar_one()  # fmt: skip
             if count >= MAX_TOKENS_PER_USER:
                 raise BadRequest(f"you have {count} API tokens already, the limit is {MAX_TOKENS_PER_USER}",
                                  action="Revoke tokens you no longer use first.")  # fmt: skip
-            await conn.execute(insert(api_tokens).values(**row))
+            conn.execute(insert(api_tokens).values(**row))
+
+        await self._store._run("save the new API token", work, write=True)
         return NewToken(_token(row), f"{TOKEN_PREFIX}{token_id}_{secret}")
 
     async def list(self, owner: str) -> list[ApiToken]:
         stmt = select(api_tokens).where(api_tokens.c.owner == owner).order_by(api_tokens.c.created_at.desc())
-        async with self._store._read("list your API tokens") as conn:
-            return [_token(row) for row in (await conn.execute(stmt)).mappings().all()]
+        return await self._store._run("list your API tokens", lambda conn: [_token(r) for r in conn.execute(stmt).mappings()],
+                                      write=False)  # fmt: skip
 
     async def revoke(self, owner: str, token_id: str) -> bool:
         """Delete one of the owner's tokens; False when the owner has no such token."""
         stmt = delete(api_tokens).where(api_tokens.c.id == token_id, api_tokens.c.owner == owner)
-        async with self._store._write("revoke the API token") as conn:
-            return (await conn.execute(stmt)).rowcount > 0
+        return await self._store._run("revoke the API token", lambda conn: conn.execute(stmt).rowcount > 0,
+                                      write=True, single=True)  # fmt: skip
 
     async def verify(self, text: str) -> ApiToken | None:
         """The token `text` stands for, or None (malformed, unknown, revoked or a wrong secret)."""
@@ -103,13 +106,14 @@ class TokenStore:
         if parts is None:
             return None
         token_id, secret = parts
-        async with self._store._read("check the API token") as conn:
-            row = (await conn.execute(select(api_tokens).where(api_tokens.c.id == token_id))).mappings().first()
+        found = select(api_tokens).where(api_tokens.c.id == token_id)
+        row = await self._store._run("check the API token", lambda conn: conn.execute(found).mappings().first(),
+                                     write=False)  # fmt: skip
         if row is None or not hmac.compare_digest(_hash(secret), row["secret_hash"]):
             return None
         token = _token(row)
         now = datetime.now(UTC)
         if token.last_used_at is None or now - token.last_used_at >= _TOUCH_EVERY:
-            async with self._store._write("note the API token's use") as conn:
-                await conn.execute(update(api_tokens).where(api_tokens.c.id == token_id).values(last_used_at=now))
+            touch = update(api_tokens).where(api_tokens.c.id == token_id).values(last_used_at=now)
+            await self._store._run("note the API token's use", lambda conn: conn.execute(touch), write=True, single=True)
         return token

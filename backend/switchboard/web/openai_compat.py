@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import suppress
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, assert_never
 
@@ -27,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..access import Access
 from ..auth import User
-from ..chat import ApprovalAnswer, ChatSession, Subscription
+from ..chat import Preferences, Subscription
 from ..chat.events import (
     MAX_CONTENT_CHARS,
     AppEvent,
@@ -50,8 +49,8 @@ from ..chat.events import (
     ToolStart,
 )
 from ..errors import BadRequest, NotFound, SwitchboardError, status_for_code
+from ..chat.session import Seed, new_id
 from ..history import AssistantText, HistoryRecord, UserText
-from ..chat.session import new_id
 from .deps import current_user, services_of
 from .sse import EventStreamResponse, ServerSentEvent, data_frame
 
@@ -66,6 +65,9 @@ LevelHeader = Annotated[str | None, Header(alias=LEVEL_HEADER, max_length=100,
 REFUSED_APPROVAL = ("This tool needs the user's approval, and nobody can approve calls made through the "
                     "OpenAI-compatible API, so it was not run. Answer without it, or tell the user to ask in "
                     "Switchboard's page.")  # fmt: skip
+# Nobody can answer a question on this door: approvals are refused (the model reads why) and a
+# tool's questions declined, by the turn's own policy (chat/questions.py).
+NOBODY_TO_ASK = Preferences(approvals="refuse", refusal=REFUSED_APPROVAL, elicitations="decline")
 _FINISH = {"stop": "stop", "length": "length", "round_limit": "length", "cancelled": "stop"}
 _ERROR_TYPE = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
@@ -220,8 +222,7 @@ def _level(request: Request, body_level: str | None, header_level: str | None) -
     return level
 
 
-async def _start(request: Request, user: User, body: CompletionRequest,
-                 level: str | None) -> tuple[Subscription, ChatSession]:  # fmt: skip
+async def _start(request: Request, user: User, body: CompletionRequest, level: str | None) -> Subscription:
     """Check the whole request, then start its turn; nothing is kept for a refused request."""
     services = services_of(request)
     if body.tools:
@@ -240,33 +241,24 @@ async def _start(request: Request, user: User, body: CompletionRequest,
                               tools=[] if body.tools == [] else None)  # fmt: skip
     except ValidationError as exc:
         raise BadRequest(f"the question is malformed ({exc.errors()[0]['msg']})") from None
-    session = ChatSession(user=user, incognito=True, history=history, compliance_level=level,
-                          levels_used=[level], leaf_id=history[-1].id if history else None)  # fmt: skip
-    subscription = await services.turns.start(user, message, session.conversation_id, session=session)
-    return subscription, session
+    seed = Seed(history=tuple(history), compliance_level=level)
+    return await services.turns.start(user, message, new_id(), preferences=NOBODY_TO_ASK, seed=seed)
 
 
 Shown = TokenEvent | ErrorEvent | MessageDone  # what this door's client sees of a turn
 
 
-async def _events(request: Request, user: User, subscription: Subscription) -> AsyncIterator[Shown]:
-    """The turn's events that make the answer, with approvals refused and questions declined as
-    they come; the rest are not shown (the client sees only the answer)."""
-    hub = services_of(request).turns
+async def _events(subscription: Subscription) -> AsyncIterator[Shown]:
+    """The turn's events that make the answer; the rest are not shown (the client sees only the
+    answer). Approvals and questions never wait here: the turn's preferences refuse and decline
+    them (NOBODY_TO_ASK)."""
     events = aiter(subscription)
     try:
         async for event in events:
             match event:
                 case TokenEvent() | ErrorEvent() | MessageDone():
                     yield event
-                case ApprovalRequest():
-                    with suppress(NotFound):  # answered meanwhile (through /api/calls, say)
-                        await hub.answer_approval(user, event.call_id, ApprovalAnswer(approved=False, reason=REFUSED_APPROVAL),
-                                                  local_only=True)  # fmt: skip
-                case ElicitationRequest():
-                    with suppress(NotFound):
-                        await hub.answer_elicitation(user, event.request_id, "decline", None, local_only=True)
-                case (SessionEvent() | ToolStart() | ToolProgress() | ToolLog() | ToolResultEvent() | AppEvent()
+                case (ApprovalRequest() | ElicitationRequest() | SessionEvent() | ToolStart() | ToolProgress() | ToolLog() | ToolResultEvent() | AppEvent()
                       | RenderEvent() | NoticeEvent() | ConversationEvent() | AttachedEvent() | CatalogueChanged()
                       | TaskEvent()):  # fmt: skip
                     pass
@@ -300,7 +292,7 @@ _DOC = {200: {"description": "a chat.completion, or with `stream: true` chat.com
 async def chat_completions(request: Request, user: UserDep, body: CompletionRequest, level: LevelHeader = None) -> Any:
     """Answer with the host's tool loop and the caller's MCP tools (OpenAI's API shape)."""
     try:
-        subscription, _ = await _start(request, user, body, _level(request, body.compliance_level, level))
+        subscription = await _start(request, user, body, _level(request, body.compliance_level, level))
     except SwitchboardError as exc:
         return _error_of(exc)
     completion_id, created = f"chatcmpl-{new_id()}", int(time.time())
@@ -310,11 +302,11 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
 
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage
-        chunks = _chunks(_events(request, user, subscription), completion_id, created, body.model, include_usage)
+        chunks = _chunks(_events(subscription), completion_id, created, body.model, include_usage)
         return EventStreamResponse(chunks, on_close=finished, shutdown_grace_s=services_of(request).turns.shutdown_grace_s)
     content: list[str] = []
     try:
-        async for event in _events(request, user, subscription):
+        async for event in _events(subscription):
             match event:
                 case TokenEvent():
                     content.append(event.text)

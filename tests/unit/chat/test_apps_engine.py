@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ChatSession, Conversations, TurnState
+from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ConversationState, TurnState
 from switchboard.chat.app_context import app_context_text
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
@@ -38,17 +38,25 @@ class ScriptedLLM:
         yield Completed(finish_reason="tool_calls" if calls else "stop", tool_calls=calls)
 
 
-class Recorder(Conversations):
-    """Keeps what a turn would store (in a list)."""
+class Recorder:
+    """Keeps what a turn would store (in a list), as a store would."""
 
-    def __init__(self, files: ArtifactStore) -> None:
-        super().__init__(None, files)  # type: ignore[arg-type]
+    def __init__(self) -> None:
         self.data: list[tuple[object, dict]] = []
 
-    async def record(self, session, record, data):
+    def keep(self, turn, record, data):
         self.data.append((record, data))
-        session.history.append(record)
-        session.leaf_id = record.id
+        turn.conversation.history.append(record)
+        turn.conversation.leaf_id = record.id
+
+    async def begin(self, turn, first_text):
+        return False
+
+    def commit_soon(self, turn):
+        return None
+
+    async def commit(self, turn):
+        return None
 
 
 def call(name: str, arguments: dict | None = None) -> ToolCallRequest:
@@ -71,24 +79,28 @@ async def make(tmp_path: Path):
         files = ArtifactStore(tmp_path / "files")
         calls = CallRunner(pool, files, config.compliance, CallSettings(approval_timeout_s=2))
         engine = ChatEngine(llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config)
-        return engine, Recorder(files), pool
+        return engine, Recorder(), pool
 
     yield build
     for pool in pools:
         await pool.stop()
 
 
-async def run(engine, recorder, chat: ChatSession, approve: bool = True) -> list:
+USER = User("a@example.com", frozenset({"users"}))
+
+
+async def run(engine, recorder, conversation: ConversationState, approve: bool = True) -> list:
     events = []
-    async for event in engine.run_turn(chat, ChatMessage(type="chat", content="go"), TurnState(), recorder):
+    turn = TurnState(user=USER, conversation=conversation)
+    async for event in engine.run_turn(turn, ChatMessage(type="chat", content="go"), recorder):
         events.append(event)
         if event.type == "approval_request":
-            chat.answer_approval(event.call_id, ApprovalAnswer(approve))
+            turn.questions.answer_approval(event.call_id, ApprovalAnswer(approve))
     return events
 
 
-def session(stored: bool = True) -> ChatSession:
-    return ChatSession(user=User("a@example.com", frozenset({"users"})), stored=stored)
+def session(stored: bool = True) -> ConversationState:
+    return ConversationState(owner=USER.email, stored=stored, incognito=not stored)
 
 
 async def test_app_only_tools_are_never_offered_to_the_model_nor_run_for_it(make):

@@ -4,7 +4,7 @@ history that leaves out the oldest tool results, never an edit of it."""
 import pytest
 from switchboard.auth import User
 from switchboard.chat.context import fitting_context, more_to_trim
-from switchboard.chat.session import ChatSession
+from switchboard.chat import ConversationState, TurnState
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMContextOverflow
 from switchboard.history import TRIMMED_TOOL_RESULT, AssistantText, CallRecord, ToolReply, UserText, trimmed
@@ -27,10 +27,9 @@ def tool_contents(messages: list[dict]) -> list[str]:
     return [m["content"] for m in messages if m["role"] == "tool"]
 
 
-def session_with(tool_results: int) -> ChatSession:
-    session = ChatSession(user=User(email="a@example.com", groups=frozenset({"users"})))
-    session.history = history(tool_results)
-    return session
+def session_with(tool_results: int) -> TurnState:
+    user = User(email="a@example.com", groups=frozenset({"users"}))
+    return TurnState(user=user, conversation=ConversationState(owner=user.email, history=history(tool_results)))
 
 
 def test_the_view_leaves_out_the_oldest_results_and_keeps_the_records():
@@ -66,7 +65,7 @@ async def test_an_overflow_trims_the_view_and_calls_once_more():
     assert tool_contents(llm.sent[0]) == ["result 0", "result 1"]
     assert tool_contents(llm.sent[1]) == [TRIMMED_TOOL_RESULT, "result 1"]
     assert llm.sent[1][0] == {"role": "system", "content": "system"}
-    assert [r.text for r in session.history if isinstance(r, ToolReply)] == ["result 0", "result 1"]  # records intact
+    assert [r.text for r in session.conversation.history if isinstance(r, ToolReply)] == ["result 0", "result 1"]  # records intact
     assert session.trimmed == 1  # later calls of the turn start from the trimmed view
 
 

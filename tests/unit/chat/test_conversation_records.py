@@ -1,14 +1,16 @@
-"""`Conversations.record` on a real store (SQLite and Postgres): what a message brings with it is
-stored with it, and a turn stopped while a write runs leaves memory matching the store."""
+"""Storing a turn's records on a real store (SQLite and Postgres): records kept since the last
+commit are stored by one transaction with what came with them (files, allowances, a new model);
+a new conversation is created with its first question; and a turn stopped while a commit runs
+lets it finish, so the next commit neither loses nor repeats a record."""
 
 import asyncio
 
 import pytest
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
+from switchboard.chat import ConversationState, TurnState
 from switchboard.chat.conversations import Conversations
-from switchboard.chat.session import ChatSession
-from switchboard.history import AssistantText, UserText
+from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
 from switchboard.store import open_store
 
 ANN = User(email="ann@example.com", groups=frozenset({"users"}))
@@ -24,32 +26,75 @@ async def conversations(request, tmp_path):
         await store.close()
 
 
-async def started(conversations):
-    session = ChatSession(user=ANN, conversation_id="conv-0001", model="m1")
-    assert await conversations.begin(session, "first question")
-    return session
+def new_turn(model: str = "m1") -> TurnState:
+    return TurnState(user=ANN, conversation=ConversationState(owner=ANN.email, id="conv-0001"), model=model)
 
 
-async def test_allowances_and_a_new_model_are_stored_with_the_message(conversations):
-    session = await started(conversations)
-    await conversations.record(session, UserText(id="u1", text="q"), {"files": [{"id": "f1"}, {"id": "f2"}]})
-    session.allow("git:log")
-    session.model = "m2"
-    await conversations.record(session, AssistantText(id="a1", text="done", finish_reason="stop"), {})
-    assert session.new_allowances == [] and session.saved_model == "m2"
+async def test_a_new_conversation_is_created_with_its_question_in_one_commit(conversations):
+    turn, recorder = new_turn(), conversations.recorder
+    recorder.keep(turn, UserText(id="u1", text="first question"), {"files": [{"id": "f1"}, {"id": "f2"}]})
+    assert await recorder.begin(turn, "first question")
     loaded = await conversations.store.load("conv-0001")
-    assert loaded.files == ["f1", "f2"] and loaded.allowances == {"git:log"}
-    assert (loaded.conversation.model, loaded.conversation.leaf_id) == ("m2", "a1")
+    assert (loaded.conversation.title, loaded.conversation.model, loaded.conversation.leaf_id) == ("first question", "m1", "u1")
+    assert [m.id for m in loaded.messages] == ["u1"] and loaded.files == ["f1", "f2"]
+    assert turn.conversation.stored and turn.unsaved == []
 
 
-async def test_a_turn_stopped_during_a_write_keeps_memory_and_store_alike(conversations):
-    session = await started(conversations)
-    for n in range(20):
-        task = asyncio.create_task(conversations.record(session, UserText(id=f"u{n}", text="q"), {}))
+async def test_a_tool_round_is_one_transaction_and_the_answer_brings_the_new_model(conversations):
+    turn, recorder = new_turn(), conversations.recorder
+    recorder.keep(turn, UserText(id="u1", text="q"), {})
+    await recorder.begin(turn, "q")
+    writes = []
+    append = conversations.store.append
+
+    async def counted(*args, **kwargs):
+        writes.append([m.id for m in args[1]])
+        return await append(*args, **kwargs)
+
+    conversations.store.append = counted
+    recorder.keep(turn, AssistantText(id="a1", text="", calls=(CallRecord("c1", "t", "{}"),)), {})
+    recorder.keep(turn, ToolReply(id="t1", call_id="c1", tool="t", server="s", ok=True, text="r"), {})
+    turn.allow("git:log")
+    await recorder.commit(turn)
+    turn.model = "m2"
+    recorder.keep(turn, AssistantText(id="a2", text="done", finish_reason="stop"), {})
+    await recorder.commit(turn)
+
+    assert writes == [["a1", "t1"], ["a2"]]
+    loaded = await conversations.store.load("conv-0001")
+    assert [m.id for m in loaded.messages] == ["u1", "a1", "t1", "a2"] and loaded.allowances == {"git:log"}
+    assert [m.parent_id for m in loaded.messages] == [None, "u1", "a1", "t1"]
+    assert (loaded.conversation.model, loaded.conversation.leaf_id, loaded.conversation.message_count) == ("m2", "a2", 4)
+    assert turn.new_allowances == [] and turn.conversation.model == "m2"
+
+
+async def test_a_stored_conversations_question_is_written_while_the_turn_goes_on(conversations):
+    first = new_turn()
+    conversations.recorder.keep(first, UserText(id="u1", text="q"), {})
+    await conversations.recorder.begin(first, "q")
+    conversation = (await conversations.store.load("conv-0001")).conversation
+    turn = TurnState(user=ANN, conversation=ConversationState(owner=ANN.email, id=conversation.id, stored=True,
+                                                              leaf_id=conversation.leaf_id, model="m1"), model="m1")  # fmt: skip
+    conversations.recorder.keep(turn, UserText(id="u2", text="again"), {})
+    assert not await conversations.recorder.begin(turn, "again")  # returns before the write is done
+    assert turn.writing is not None
+    conversations.recorder.keep(turn, AssistantText(id="a2", text="ok", finish_reason="stop"), {})
+    await conversations.recorder.commit(turn)  # waits for the question's write, then stores the answer after it
+    assert [m.id for m in (await conversations.store.load("conv-0001")).messages] == ["u1", "u2", "a2"]
+
+
+async def test_a_turn_stopped_during_a_commit_leaves_nothing_lost_or_twice(conversations):
+    turn, recorder = new_turn(), conversations.recorder
+    recorder.keep(turn, UserText(id="u0", text="q"), {})
+    await recorder.begin(turn, "q")
+    for n in range(1, 20):
+        recorder.keep(turn, UserText(id=f"u{n}", text="q"), {})
+        task = asyncio.create_task(recorder.commit(turn))
         await asyncio.sleep(0)  # the write is under way
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        stored = await conversations.store.load("conv-0001")
-        assert [r.id for r in session.history] == [m.id for m in stored.messages]
-        assert session.leaf_id == stored.conversation.leaf_id
+    await recorder.commit(turn)  # what the stop left unsaved (the turn's closing commit)
+    stored = await conversations.store.load("conv-0001")
+    assert [r.id for r in turn.conversation.history] == [m.id for m in stored.messages]
+    assert turn.conversation.leaf_id == stored.conversation.leaf_id and turn.unsaved == []

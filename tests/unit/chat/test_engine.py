@@ -10,7 +10,7 @@ import pytest
 from fastmcp import Context, FastMCP
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ChatSession, Conversations, TurnLimits, TurnState
+from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnLimits, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
@@ -77,11 +77,15 @@ async def make(tmp_path: Path):
 
 async def turn(engine, conversations, session, content="hi", **extra):
     request = ChatMessage(type="chat", content=content, **extra)
-    return [e async for e in engine.run_turn(session, request, TurnState(), conversations)]
+    return [e async for e in engine.run_turn(session, request, conversations.recorder)]
 
 
-def new_session() -> ChatSession:
-    return ChatSession(user=User("a@example.com", frozenset({"users"})))
+USER = User("a@example.com", frozenset({"users"}))
+
+
+def new_session() -> TurnState:
+    """A turn in an incognito conversation: nothing is stored."""
+    return TurnState(user=USER, conversation=ConversationState(owner=USER.email, incognito=True))
 
 
 async def test_a_tool_round_in_memory(make):
@@ -93,8 +97,8 @@ async def test_a_tool_round_in_memory(make):
 
     assert [e.type for e in events if e.type != "render"] == ["tool_start", "tool_result", "token", "token", "message_done"]
     assert events[1].ok and events[1].content == "hello"
-    assert [type(r) for r in session.history] == [UserText, AssistantText, ToolReply, AssistantText]
-    assert session.history[-1].finish_reason == "stop" and session.history[-1].text == "It said hello."
+    assert [type(r) for r in session.conversation.history] == [UserText, AssistantText, ToolReply, AssistantText]
+    assert session.conversation.history[-1].finish_reason == "stop" and session.conversation.history[-1].text == "It said hello."
     assert llm.sent[1][0] == {"role": "system", "content": "be brief"}
     assert llm.sent[1][-1]["role"] == "tool" and "hello" in llm.sent[1][-1]["content"]
 
@@ -175,11 +179,11 @@ async def test_sampling_asks_the_user_first_and_a_no_is_the_servers_answer(make)
     engine, conversations = await make(llm, sampling="ask")
     session = new_session()
     events = []
-    async for event in engine.run_turn(session, ChatMessage(type="chat", content="sum"), TurnState(), conversations):
+    async for event in engine.run_turn(session, ChatMessage(type="chat", content="sum"), conversations.recorder):
         events.append(event)
         if event.type == "approval_request":
             assert event.kind == "sampling" and "summarize: long text" in json.dumps(event.arguments)
-            session.answer_approval(event.call_id, ApprovalAnswer(False))
+            session.questions.answer_approval(event.call_id, ApprovalAnswer(False))
 
     result = next(e for e in events if e.type == "tool_result")
     assert not result.ok or "declined" in result.content
@@ -209,7 +213,7 @@ class CopyCountingState(TurnState):
 
     def __init__(self) -> None:
         object.__setattr__(self, "stored", [])
-        super().__init__()
+        super().__init__(user=USER, conversation=ConversationState(owner=USER.email, incognito=True))
 
     def __setattr__(self, name: str, value: object) -> None:
         if isinstance(value, str):
@@ -224,7 +228,7 @@ async def test_gathering_a_long_answer_costs_work_linear_in_its_length(make):
     engine, conversations = await make(llm, limits=TurnLimits(answer_chars=400_000))
     state = CopyCountingState()
 
-    events = [e async for e in engine.run_turn(new_session(), ChatMessage(type="chat", content="hi"), state, conversations)]
+    events = [e async for e in engine.run_turn(state, ChatMessage(type="chat", content="hi"), conversations.recorder)]
 
     answer = sum(len(e.text) for e in events if e.type == "token")
     assert answer > 200_000 and events[-1].finish_reason == "stop"

@@ -10,7 +10,7 @@ import pytest
 from fastmcp import FastMCP
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ChatSession, Conversations, TurnState
+from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.chat.gateway import GATEWAY_TOOLS
 from switchboard.config.loader import AppConfig, McpConfig
@@ -94,17 +94,21 @@ async def make(tmp_path: Path):
         await pool.stop()
 
 
-def session() -> ChatSession:
-    return ChatSession(user=User("a@example.com", frozenset({"users"})))
+USER = User("a@example.com", frozenset({"users"}))
 
 
-async def run(engine, conversations, chat: ChatSession, approve: bool = True, **extra) -> list:
+def session() -> ConversationState:
+    return ConversationState(owner=USER.email, incognito=True)  # nothing stored
+
+
+async def run(engine, conversations, conversation: ConversationState, approve: bool = True, **extra) -> list:
     events = []
     request = ChatMessage(type="chat", content="go", **extra)
-    async for event in engine.run_turn(chat, request, TurnState(), conversations):
+    turn = TurnState(user=USER, conversation=conversation)
+    async for event in engine.run_turn(turn, request, conversations.recorder):
         events.append(event)
         if event.type == "approval_request":
-            chat.answer_approval(event.call_id, ApprovalAnswer(approve))
+            turn.questions.answer_approval(event.call_id, ApprovalAnswer(approve))
     return events
 
 

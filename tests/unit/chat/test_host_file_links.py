@@ -3,7 +3,7 @@ same attached file, re-signed: not the conversation's latest one, and never the 
 
 from switchboard.artifacts import StoredFile
 from switchboard.auth import User
-from switchboard.chat import ChatSession
+from switchboard.chat import ConversationState, TurnState
 from switchboard.chat.host_args import fill_host_arguments
 from switchboard.signing import UrlSigner
 from switchboard.tools import ToolInfo
@@ -17,8 +17,8 @@ def _file(file_id: str, name: str) -> StoredFile:
 
 def test_a_host_link_sent_back_names_its_own_file():
     signer = UrlSigner(b"k" * 32, "http://host.example")
-    session = ChatSession(user=User("a@example.com", frozenset()))
-    session.files = {"f1": _file("f1", "sales.csv"), "f2": _file("f2", "costs.csv")}  # costs.csv is the latest
+    files = {"f1": _file("f1", "sales.csv"), "f2": _file("f2", "costs.csv")}  # costs.csv is the latest
+    session = TurnState(user=User("a@example.com", frozenset()), conversation=ConversationState("a@example.com", files=files))
     sent_back = signer.url("f1", "a@example.com", now=1)  # expired long ago: re-signed
 
     arguments = fill_host_arguments(TOOL, {"file_url": sent_back}, session, signer)

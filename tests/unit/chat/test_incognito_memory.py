@@ -3,7 +3,7 @@ is handed over (so that its files can be deleted)."""
 
 from switchboard.auth import User
 from switchboard.chat.incognito import SWEEP_EVERY_S, IncognitoMemory
-from switchboard.chat.session import ChatSession
+from switchboard.chat.session import ConversationState
 
 ANN, BOB = User("ann@example.com", frozenset()), User("bob@example.com", frozenset())
 
@@ -19,12 +19,12 @@ class Clock:
 def make(per_user=3, idle_s=600.0):
     dropped: list[str] = []
     clock = Clock()
-    memory = IncognitoMemory(lambda s: dropped.append(s.conversation_id), per_user=per_user, idle_s=idle_s, timer=clock)
+    memory = IncognitoMemory(lambda s: dropped.append(s.id), per_user=per_user, idle_s=idle_s, timer=clock)
     return memory, dropped, clock
 
 
 def session(user, cid):
-    return ChatSession(user=user, conversation_id=cid, incognito=True)
+    return ConversationState(owner=user.email, id=cid, incognito=True)
 
 
 def test_one_user_cannot_push_out_anothers_conversations():

@@ -14,7 +14,7 @@ from fastmcp.server.providers.skills import SkillsDirectoryProvider
 from fastmcp.skills.extension import SkillsExtension
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import CallRunner, CallSettings, ChatEngine, ChatSession, Conversations, TurnState
+from switchboard.chat import CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.chat.skills import SKILL_TOOLS
 from switchboard.config.loader import AppConfig, McpConfig
@@ -73,8 +73,9 @@ async def make(tmp_path: Path, skill_dir: Path):
 
 
 async def run(engine, conversations) -> list:
-    chat = ChatSession(user=User("a@example.com", frozenset({"users"})))
-    return [e async for e in engine.run_turn(chat, ChatMessage(type="chat", content="go"), TurnState(), conversations)]
+    user = User("a@example.com", frozenset({"users"}))
+    turn = TurnState(user=user, conversation=ConversationState(owner=user.email, incognito=True))  # nothing stored
+    return [e async for e in engine.run_turn(turn, ChatMessage(type="chat", content="go"), conversations.recorder)]
 
 
 def results(events) -> list:

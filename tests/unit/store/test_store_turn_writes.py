@@ -86,3 +86,42 @@ async def test_a_connection_the_server_closed_is_replaced_before_use(postgres_ur
     finally:
         await admin.dispose()
         await store.close()
+
+
+async def test_append_stores_a_new_conversation_with_its_messages_in_one_transaction(store):
+    from switchboard.store import NewConversation, NewMessage
+
+    made = NewConversation(owner="ann@example.com", title="t", model="m1", compliance_level="a")
+    stored = await store.append("conv-new", [NewMessage("u1", None, "user", "q")], create=made)
+    assert [m.seq for m in stored] == [1]
+    loaded = await store.load("conv-new")
+    assert (loaded.conversation.leaf_id, loaded.conversation.message_count, loaded.conversation.levels_used) == ("u1", 1, ("a",))
+    await store.append("conv-new", [NewMessage("a1", "u1", "assistant", "", {"tool_calls": []}),
+                                    NewMessage("t1", "a1", "tool", "r"), NewMessage("a2", "t1", "assistant", "done")],
+                       allowances=["k"], model="m2")  # fmt: skip
+    loaded = await store.load("conv-new")
+    assert [(m.id, m.seq, m.parent_id) for m in loaded.messages] == [("u1", 1, None), ("a1", 2, "u1"), ("t1", 3, "a1"),
+                                                                     ("a2", 4, "t1")]  # fmt: skip
+    assert (loaded.conversation.leaf_id, loaded.conversation.message_count, loaded.conversation.model) == ("a2", 4, "m2")
+    assert loaded.allowances == {"k"}
+
+
+@pytest.mark.parametrize("refusal", ["taken conversation id", "taken message id", "parent elsewhere"])
+async def test_a_refused_append_stores_nothing_of_it(store, refusal):
+    from switchboard.store import NewConversation, NewMessage
+
+    await new(store)
+    await store.add_message("conv-1", id="u1", parent_id=None, role="user", content="q")
+    made = NewConversation(owner="ann@example.com", title="t", model=None, compliance_level=None)
+    conversation, create, batch, error = {
+        "taken conversation id": ("conv-1", made, [NewMessage("x1", None, "user", "q")], Conflict),
+        "taken message id": ("conv-2", made, [NewMessage("u1", None, "user", "q")], Conflict),
+        "parent elsewhere": ("conv-1", None, [NewMessage("x1", "u1", "assistant", "a"), NewMessage("x2", "nowhere", "tool", "r")],
+                             BadRequest),
+    }[refusal]  # fmt: skip
+    with pytest.raises(error):
+        await store.append(conversation, batch, create=create, allowances=["k"])
+    assert await store.get_conversation("conv-2") is None
+    loaded = await store.load("conv-1")
+    assert [m.id for m in loaded.messages] == ["u1"] and loaded.allowances == set()
+    assert (loaded.conversation.leaf_id, loaded.conversation.message_count) == ("u1", 1)

@@ -1,0 +1,158 @@
+"""Storing a turn: few transactions, with the events that need durability waiting for them.
+
+A record of the turn is kept at once (the conversation's history and leaf move; the model sees
+it), and stored by the next commit, together with every other record kept since, the files it
+attaches, the allowances granted and the model or compliance level that changed. Before an
+event that announces a message (`tool_result`, `message_done`) the loop commits and waits:
+what a client was told is never lost.
+
+Where no event waits, a commit runs in the background (`commit_soon`) and the turn goes on: the
+question of a stored conversation while the model answers, and a round's call message while
+its calls run (a process that dies during a long call leaves a conversation that says which
+call was running). The next commit waits for it first, and stores what it could not. `begin`
+creates a new conversation together with its first question, committed before the
+`conversation` event announces it. Commits of one turn never overlap, so messages are stored in
+the order they were kept.
+
+A stored tool turn is thus three transactions on its critical path (a new conversation with
+its question; the tool result; the answer) and one beside it, where it was one per message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ..history import AssistantText, HistoryRecord, ToolReply, UserText
+from ..store import UNSET, ConversationStore, NewConversation, NewMessage
+from .turn_state import TurnState, Unsaved
+
+__all__ = ["TurnRecorder", "stored_form", "title_of"]
+
+log = logging.getLogger("switchboard.chat")
+
+TITLE_CHARS = 60
+
+
+def title_of(text: str) -> str:
+    words = " ".join(text.split())
+    if len(words) <= TITLE_CHARS:
+        return words or "New conversation"
+    return words[:TITLE_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+def stored_form(record: HistoryRecord, data: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(role, content, data) of a record as the store keeps it."""
+    data = {k: v for k, v in data.items() if v is not None}
+    if isinstance(record, UserText):
+        return "user", record.text, {**data, "context": record.context}
+    if isinstance(record, AssistantText):
+        extra: dict[str, Any] = {"tool_calls": [{"id": c.call_id, "name": c.name, "arguments": c.arguments}
+                                                for c in record.calls]} if record.calls else {}  # fmt: skip
+        if record.finish_reason:
+            extra["finish_reason"] = record.finish_reason
+        return "assistant", record.text, {**data, **extra}
+    assert isinstance(record, ToolReply)
+    content = data.pop("content", record.text)
+    return "tool", content, {**data, "call_id": record.call_id, "tool": record.tool, "server": record.server,
+                             "ok": record.ok, "model_text": record.text}  # fmt: skip
+
+
+class TurnRecorder:
+    def __init__(self, store: ConversationStore) -> None:
+        self.store = store
+
+    def keep(self, turn: TurnState, record: HistoryRecord, data: dict[str, Any]) -> None:
+        """The record joins the conversation now; it is stored by the next commit."""
+        conversation = turn.conversation
+        if conversation.incognito:  # its files go when it ends (Conversations.turn_ended)
+            conversation.made_files.extend(a["id"] for a in data.get("artifacts") or [] if a.get("id"))
+        else:
+            turn.unsaved.append(Unsaved(record, conversation.leaf_id, data))
+        conversation.history.append(record)
+        conversation.leaf_id = record.id
+
+    async def begin(self, turn: TurnState, first_text: str) -> bool:
+        """Store what the turn starts with; True when the conversation was created now."""
+        conversation = turn.conversation
+        if conversation.incognito:
+            return False
+        if conversation.stored:
+            self.commit_soon(turn)
+            return False
+        conversation.title = title_of(first_text)
+        if not conversation.levels_used:
+            conversation.levels_used = [conversation.compliance_level]
+        await self.commit(turn)
+        return True
+
+    def commit_soon(self, turn: TurnState) -> None:
+        """Start a commit and go on; the next commit waits for it (and retries what it could not store)."""
+        if not turn.unsaved and not turn.levels_changed:
+            return
+        turn.writing = asyncio.ensure_future(self._write(turn, turn.writing))
+        turn.writing.add_done_callback(_seen)
+
+    async def commit(self, turn: TurnState) -> None:
+        """Store what was kept since the last commit in one transaction; returns once committed
+        (raises StoreError when it could not be). A turn stopped meanwhile lets the write finish."""
+        if turn.conversation.incognito:
+            return
+        if not turn.unsaved and not turn.levels_changed and turn.conversation.stored:
+            if turn.writing is not None:
+                await _settled(turn.writing)
+            return
+        write = turn.writing = asyncio.ensure_future(self._write(turn, turn.writing))
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            await _settled(write)
+            raise
+
+    async def _write(self, turn: TurnState, before: asyncio.Future[None] | None) -> None:
+        if before is not None:
+            await _settled(before)  # its records were taken from `unsaved` only if it stored them
+        conversation = turn.conversation
+        batch, allowances = list(turn.unsaved), list(turn.new_allowances)
+        answered = any(isinstance(u.record, AssistantText) and u.record.finish_reason for u in batch)
+        new_model = answered and turn.model is not None and turn.model != conversation.model
+        creating = not conversation.stored
+        messages = []
+        files: list[str] = []
+        for unsaved in batch:
+            role, content, payload = stored_form(unsaved.record, unsaved.data)
+            messages.append(NewMessage(unsaved.record.id, unsaved.parent_id, role, content, payload))
+            if isinstance(unsaved.record, UserText):
+                files.extend(f["id"] for f in payload.get("files", []))
+        levels = (conversation.compliance_level, conversation.levels_used) if turn.levels_changed and not creating else None
+        create = NewConversation(turn.user.email, conversation.title, turn.model or conversation.model,
+                                 conversation.compliance_level, conversation.levels_used) if creating else None  # fmt: skip
+        await self.store.append(conversation.id, messages, files=files, allowances=allowances, create=create,
+                                model=turn.model if new_model and not creating else UNSET, levels=levels)  # fmt: skip
+        del turn.unsaved[: len(batch)]
+        del turn.new_allowances[: len(allowances)]
+        if creating:
+            conversation.stored, conversation.model = True, turn.model or conversation.model
+        elif new_model:
+            conversation.model = turn.model
+        turn.levels_changed = False
+
+
+async def _settled(write: asyncio.Future[None]) -> None:
+    """Wait for a write to end, however it ends (its failure is the next write's to find). A
+    caller cancelled meanwhile still waits for the end, then is cancelled."""
+    cancelled = False
+    while not write.done():
+        try:
+            await asyncio.wait({write})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+def _seen(write: asyncio.Future[None]) -> None:
+    if not write.cancelled() and write.exception() is not None:
+        log.warning("store: a turn's background write failed; the next commit tries again",
+                    extra={"event": "store_write_retry"})  # fmt: skip

@@ -1,0 +1,111 @@
+"""The tool calls of one round, run concurrently (bounded per server by the pool): their events
+go out as they happen, and each result is committed to the store before its `tool_result`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from ..config.models import ModelConfig
+from ..history import HistoryRecord, ToolReply
+from ..llm.types import LLMStream, TextDelta, ToolCallRequest
+from .calls import CallRunner, ExecutedCall
+from .events import AppEvent, ApprovalRequest, ServerEvent, ToolStart
+from .gateway import Gateway
+from .skills import SkillShelf
+from .session import new_id
+from .turn_state import TurnState
+
+__all__ = ["Recorder", "run_calls"]
+
+_DONE = object()
+
+
+class Recorder(Protocol):
+    """Keeps a turn's records (in its conversation at once) and stores them once per round
+    (chat/recording.py); `commit` raises StoreError when it cannot."""
+
+    def keep(self, turn: TurnState, record: HistoryRecord, data: dict[str, Any]) -> None: ...
+
+    async def begin(self, turn: TurnState, first_text: str) -> bool: ...
+
+    def commit_soon(self, turn: TurnState) -> None: ...
+
+    async def commit(self, turn: TurnState) -> None: ...
+
+
+async def run_calls(calls: list[ToolCallRequest], turn: TurnState, *, runner: CallRunner, llm: LLMStream,
+                    offered: set[str], model: ModelConfig, recorder: Recorder, dropped_note: str,
+                    gateway: Gateway | None = None, skills: SkillShelf | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+    """Run the calls concurrently, yielding their events as they happen."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def emit(event: ServerEvent) -> None:
+        await queue.put(event)
+
+    async def sample(messages: list[dict[str, Any]], system: str | None, max_tokens: int) -> str:
+        text = ""
+        async for ev in llm.stream(model, messages, None, system=system or ""):
+            if isinstance(ev, TextDelta):
+                text += ev.text
+        return text
+
+    async def direct(call: ToolCallRequest) -> ExecutedCall:
+        return await runner.run(call, turn=turn, offered=offered, emit=emit, sample=sample)
+
+    async def one(call: ToolCallRequest) -> None:
+        try:
+            if gateway is not None and gateway.handles(call.name):
+                executed = await gateway.run(call, emit, direct)
+            elif skills and skills.handles(call.name):
+                executed = await skills.run(call, emit)
+            else:
+                executed = await direct(call)
+            await queue.put(executed)
+        finally:
+            await queue.put(_DONE)
+
+    tasks = [asyncio.create_task(one(call), name=f"tool:{call.name}") for call in calls]
+    remaining = len(tasks)
+    try:
+        while remaining:
+            item = await queue.get()
+            if item is _DONE:
+                remaining -= 1
+            elif isinstance(item, ExecutedCall):
+                last = remaining == 1 and dropped_note
+                recorder.keep(turn, _reply_of(item, dropped_note if last else ""), _tool_data(item, turn))
+                turn.open_calls = [c for c in turn.open_calls if c.id != item.request.id]
+                await recorder.commit(turn)  # the round so far (its call message too), before the result goes out
+                yield item.event
+                if item.app_uri is not None and turn.conversation.stored:  # an app mounts from the store
+                    yield AppEvent(call_id=item.event.call_id, server=item.event.server, tool=item.event.tool,
+                                   resource_uri=item.app_uri)  # fmt: skip
+            else:
+                if isinstance(item, ToolStart | ApprovalRequest):
+                    turn.tools_of_calls[item.call_id] = (item.tool, item.server)
+                yield item
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _reply_of(executed: ExecutedCall, note: str) -> ToolReply:
+    event = executed.event
+    text = executed.model_text + (f"\n[{note}]" if note else "")
+    return ToolReply(id=new_id(), call_id=event.call_id, tool=event.tool, server=event.server, ok=event.ok, text=text)
+
+
+def _tool_data(executed: ExecutedCall, turn: TurnState) -> dict[str, Any]:
+    event = executed.event
+    data = event.model_dump(include={"results", "display", "duration_ms", "approval"}, exclude_none=True)
+    data["artifacts"] = [a.model_dump() for a in event.artifacts]
+    data["content"] = event.content
+    data["arguments"] = executed.arguments
+    data["turn"] = turn.message_id
+    if executed.app_uri is not None:  # enough to mount the app again after a reload or restart
+        data["app"] = {"resource_uri": executed.app_uri, "digest": executed.app_digest}
+        data["mcp_result"] = executed.mcp_result
+    return data

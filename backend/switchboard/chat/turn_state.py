@@ -1,0 +1,106 @@
+"""One turn's own state, owned by the turn: who asks (the user as worked out for this turn), in
+which conversation (a `ConversationState`), as its door prefers; the files of the message being
+answered and the questions it waits on; what it has produced so far (read when it is stopped);
+and its records not stored yet (`chat/recording.py` stores them once per round)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..access import Access
+from ..artifacts import StoredFile
+from ..auth import User
+from ..config.models import ComplianceLevels, ModelConfig
+from ..history import HistoryRecord, UserText
+from ..llm.types import Completed, ToolCallRequest, Usage
+from .events import ErrorEvent
+from .growing import GrowingText
+from .questions import ASK, Preferences, Questions
+from .session import ConversationState
+from .unfinished import StoppedBy
+
+__all__ = ["PreparedTurn", "TurnLimits", "TurnState", "Unsaved"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimits:
+    round_limit: int = 10
+    calls_per_round: int = 32
+    calls_per_turn: int = 128
+    answer_chars: int = 200_000  # an answer is cut (finish_reason "length") past this
+    render_interval_s: float = 0.25  # live `render` events at most this often
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    model: ModelConfig
+    user: UserText | None  # None: regenerate the answer to the last user message
+    user_data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Unsaved:
+    record: HistoryRecord
+    parent_id: str | None
+    data: dict[str, Any]
+
+
+@dataclass
+class TurnState:
+    user: User
+    conversation: ConversationState
+    preferences: Preferences = ASK
+    questions: Questions = field(default_factory=Questions)
+    model: str | None = None  # the model this turn runs on
+    moved: str | None = None  # why a new conversation was started instead of the one asked for
+    turn_files: list[StoredFile] = field(default_factory=list)  # attached to the message being answered
+    trimmed: int = 0  # oldest tool results left out of the model's view (context window)
+    # -- kept, not stored yet (chat/recording.py) --
+    unsaved: list[Unsaved] = field(default_factory=list)
+    new_allowances: list[str] = field(default_factory=list)  # granted during this turn
+    levels_changed: bool = False  # the compliance level changed in this turn
+    writing: asyncio.Future[None] | None = None  # the commit under way
+    # -- what the turn has produced so far --
+    message_id: str = field(default_factory=lambda: secrets.token_urlsafe(9))
+    user_message_id: str | None = None
+    answer: GrowingText = field(default_factory=lambda: GrowingText())  # the whole answer shown so far
+    round_answer: GrowingText = field(default_factory=lambda: GrowingText())  # its part from the model call now streaming
+    open_calls: list[ToolCallRequest] = field(default_factory=list)
+    usage: Usage | None = None
+    calls_run: int = 0
+    completed: Completed | None = None  # the last event of the model call just made
+    tools_of_calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call id -> (tool, server) it runs
+    stopped_by: StoppedBy | None = None  # who ended the turn early, when it was stopped
+    awaiting_approval: set[str] = field(default_factory=set)  # calls waiting for approval when it was stopped
+    awaiting_answer: set[str] = field(default_factory=set)  # calls whose question to the user was open then
+    error: ErrorEvent | None = None  # why the turn failed: stored with the answer, shown after a reload
+
+    @property
+    def conversation_id(self) -> str:
+        return self.conversation.id
+
+    @property
+    def text(self) -> str:
+        return self.answer.text()
+
+    @property
+    def round_text(self) -> str:
+        return self.round_answer.text()
+
+    def access_with(self, compliance: ComplianceLevels) -> Access:
+        return Access(user=self.user, compliance_level=self.conversation.compliance_level, compliance=compliance)
+
+    def allow(self, key: str) -> None:
+        """"Allow for this conversation": this tool definition runs unasked from now on."""
+        if key not in self.conversation.allowed_tools:
+            self.conversation.allowed_tools.add(key)
+            self.new_allowances.append(key)
+
+    def files_for_tools(self) -> list[StoredFile]:
+        """The files a tool's file parameter may get: this message's, else the conversation's latest."""
+        if self.turn_files:
+            return self.turn_files
+        return list(self.conversation.files.values())[-1:]
