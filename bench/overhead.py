@@ -25,12 +25,18 @@ Each such conversation is stored (one conversation and four messages per
 turn) in the embedded SQLite database, or in a throw-away PostgreSQL with
 `--postgres`; `--incognito` stores nothing, which gives what storing adds.
 
-    uv run python bench/overhead.py [--turns 300] [--postgres | --incognito] [--json]
+With `--profile FILE` the app runs under cProfile (bench/_profiled.py) over the measured
+turns, writes its stats to FILE and the functions of its event loop's thread that cost the
+most are printed (the figures above then include the profiler's own cost).
+
+    uv run python bench/overhead.py [--turns 300] [--postgres | --incognito] [--profile FILE] [--json]
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import secrets
 import sys
 import tempfile
@@ -94,7 +100,11 @@ async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
-    with S.app_process(folder, env) as app:
+    command = None
+    if args.profile:
+        env = {**env, "BENCH_PROFILE_OUT": str(Path(args.profile).resolve())}
+        command = [sys.executable, str(Path(__file__).with_name("_profiled.py"))]
+    with S.app_process(folder, env, command=command) as app:
         async with httpx.AsyncClient() as http:
             config = (await http.get(f"{app.base}/api/config")).json()
         tools = _openai_tools(config)
@@ -151,6 +161,8 @@ async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str
                 await raw_tool(), await raw_llm(first), await raw_llm(second), await turn()
                 await raw_http(first), await raw_http(second)
 
+            if args.profile:
+                os.kill(app.pid, signal.SIGUSR1)
             pings = []
             for _ in range(50):  # the floor: one websocket round trip to the app process (ping/pong)
                 start = time.perf_counter()
@@ -170,6 +182,12 @@ async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str
                 series["c"].append(wall * 1000)
                 cpu["c"] += used
                 failed += not ok
+            if args.profile:
+                os.kill(app.pid, signal.SIGUSR2)
+                for _ in range(100):
+                    if Path(args.profile).exists():
+                        break
+                    await asyncio.sleep(0.1)
         await floor_http.aclose()
 
     n = len(series["c"])
@@ -209,8 +227,9 @@ def main() -> None:
     store = p.add_mutually_exclusive_group()
     store.add_argument("--postgres", action="store_true", help="store conversations in a throw-away PostgreSQL")
     store.add_argument("--incognito", action="store_true", help="store nothing (incognito turns)")
+    p.add_argument("--profile", metavar="FILE", help="run the app under cProfile after the warm-up; stats to FILE")
     args = p.parse_args()
-    started, load = time.monotonic(), [round(x, 2) for x in __import__("os").getloadavg()]
+    started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     data = asyncio.run(run(args))
     ms, oh = data["ms"], data["overhead_ms"]
     names = {"a": "a  raw fastmcp call_tool_mcp(echo), stdio",
@@ -247,6 +266,11 @@ def main() -> None:
           f"beyond the floor (a + d1 {cpu['d1']:.1f} + d2 {cpu['d2']:.1f}) {cpu['c'] - cpu['a'] - cpu['d1'] - cpu['d2']:.1f} ms")  # fmt: skip
     print(f"websocket ping/pong with the app process: p50 {data['ws_ping_ms']['p50']:.2f} ms, "
           f"p99 {data['ws_ping_ms']['p99']:.2f} ms")  # fmt: skip
+    if args.profile:
+        import pstats
+
+        print(f"\nThe app's event-loop thread under cProfile ({args.profile}), by own time:")
+        pstats.Stats(args.profile).sort_stats("tottime").print_stats(30)
     S.report("overhead", data, args, started, load)
 
 

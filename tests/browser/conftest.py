@@ -18,7 +18,7 @@ from websockets.sync.client import connect as ws_connect
 
 from switchboard.services import build_services
 from switchboard.web.app import create_app
-from tests.support.harness import free_port, make_settings, toolbox_entry, write_config
+from tests.support.harness import free_port, make_settings, toolbox_entry, wait_ready, write_config
 from tests.support.llm_double import LLMDouble, TextReply
 
 CHROMIUM = "/usr/bin/chromium"
@@ -74,12 +74,7 @@ class LiveServer:
         self._thread.join(timeout=15)
 
     def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if httpx.get(f"{self.url}/readyz", timeout=5).status_code == 200:
-                return
-            time.sleep(0.2)
-        raise RuntimeError(f"servers not ready: {httpx.get(f'{self.url}/readyz').text}")
+        wait_ready(self.url, timeout, lambda: f"servers not ready: {httpx.get(f'{self.url}/readyz').text}")
 
 
 @pytest.fixture(scope="session")

@@ -4,40 +4,24 @@ named with its exit code and the end of its stderr."""
 
 from __future__ import annotations
 
-import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
-from tests.support.harness import free_port, toolbox_entry, write_config
+from tests.support.harness import toolbox_entry, write_config
+from tests.support.serve import ServeConsole, serve_env
 
 EXITS = {"command": "python", "args": ["-c", "import sys; print('cannot start: no licence', file=sys.stderr); sys.exit(3)"]}
 
 
-def _environ(tmp_path):
-    return {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
-            "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-            "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs")}  # fmt: skip
-
-
 def test_ctrl_c_stops_at_once_without_a_traceback(tmp_path):
     write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry(), "licensed": EXITS})
-    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(free_port())],
-                            env=_environ(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line.rstrip("\n")) for line in proc.stderr], daemon=True).start()
-    seen: list[str] = []
+    console = ServeConsole(tmp_path)
+    proc = console.proc
     try:
-        deadline = time.monotonic() + 90
-        while not any(line.startswith("servers:") for line in seen) and time.monotonic() < deadline:
-            try:
-                seen.append(lines.get(timeout=1))
-            except queue.Empty:
-                assert proc.poll() is None, seen
+        console.until_settled()
         time.sleep(0.5)
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -46,9 +30,7 @@ def test_ctrl_c_stops_at_once_without_a_traceback(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    time.sleep(0.2)
-    while not lines.empty():
-        seen.append(lines.get())
+    seen = console.rest()
     failed = next(line for line in seen if line.startswith("server licensed FAILED: "))
     assert "exited with code 3; its stderr ends: cannot start: no licence" in failed and "licensed.stderr.log" in failed
     assert "Traceback" not in "\n".join(seen) and "KeyboardInterrupt" not in "\n".join(seen), seen
@@ -64,7 +46,7 @@ def test_a_port_in_use_is_one_line_and_exit_status_1(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "switchboard", "serve", "--port", str(port)], env=_environ(tmp_path),
+        done = subprocess.run([sys.executable, "-m", "switchboard", "serve", "--port", str(port)], env=serve_env(tmp_path),
                               capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 1, done
     assert done.stdout == ""

@@ -21,7 +21,7 @@ from websockets.sync.client import connect
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from switchboard.settings import PROJECT_ROOT
-from tests.support.harness import free_port, wait_for_port, write_config
+from tests.support.harness import free_port, wait_for_port, wait_ready, write_config
 
 pytestmark = pytest.mark.timeout(180)  # real app processes start (slowly on a busy machine)
 
@@ -88,15 +88,7 @@ def _serve(tmp_path: Path, extra_env: dict[str, str]) -> tuple[subprocess.Popen[
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     wait_for_port(port, proc, "switchboard serve", timeout_s=60)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=30).status_code == 200:
-                break
-        except httpx.TimeoutException:
-            pass  # a busy machine: the app is still loading
-        assert time.monotonic() < deadline, "the traced server did not become ready"
-        time.sleep(0.2)
+    wait_ready(base, 90, "the traced server")
     return proc, base
 
 

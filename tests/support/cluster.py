@@ -8,15 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 
-from tests.support.harness import free_port, wait_for_port
+from tests.support.harness import free_port, wait_for_port, wait_ready
 
 __all__ = ["Cluster", "nginx_binary", "running_cluster"]
 
@@ -72,15 +70,8 @@ class Cluster:
                                 env=self.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         self.procs[index] = proc
         wait_for_port(self.ports[index], proc, f"app {index}", timeout_s=90)
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.ports[index]}/readyz", timeout=30).status_code == 200:
-                    return
-            except httpx.TimeoutException:
-                pass  # a busy machine: the app is still loading
-            assert time.monotonic() < deadline, (self.folder / f"app{index}.log").read_text()[-3000:]
-            time.sleep(0.2)
+        wait_ready(f"http://127.0.0.1:{self.ports[index]}", 120,
+                   lambda: (self.folder / f"app{index}.log").read_text()[-3000:])  # fmt: skip
 
     def stop_app(self, index: int, *, kill: bool = False) -> None:
         proc = self.procs[index]

@@ -10,13 +10,14 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import yaml
 
 from switchboard.settings import PROJECT_ROOT, Settings
 
-__all__ = ["TOOLBOX", "free_port", "wait_for_port", "make_settings", "run_toolbox_server", "serve_app", "toolbox_entry", "write_config"]
+__all__ = ["TOOLBOX", "free_port", "wait_for_port", "wait_ready", "make_settings", "run_toolbox_server",
+           "serve_app", "toolbox_entry", "write_config"]
 
 TOOLBOX = PROJECT_ROOT / "tests" / "support" / "servers" / "toolbox.py"
 
@@ -87,6 +88,23 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout_s
                 raise RuntimeError(f"{what} exited with {proc.returncode}") from None
             time.sleep(0.1)
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout_s:g} s")
+
+
+def wait_ready(base: str, timeout_s: float = 90.0, what: Callable[[], str] | str = "the app") -> None:
+    """Until `GET base/readyz` answers 200 (every server ready); a request that times out on a
+    busy machine (the app still loading) is tried again. `what`: said on failure (or a callable
+    that says it, e.g. the end of the app's log)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=30).status_code == 200:
+                return
+        except httpx.TimeoutException:
+            pass
+        assert time.monotonic() < deadline, what() if callable(what) else f"{what} did not become ready"
+        time.sleep(0.2)
 
 
 @contextmanager

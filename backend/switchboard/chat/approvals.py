@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonschema
-
 from ..config.models import ServerConfig
 from ..tools import ToolInfo
 
@@ -50,6 +48,8 @@ def approval_reason(tool: ToolInfo, config: ServerConfig, allowed_for_conversati
 
 def schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """Why `arguments` do not fit the tool's input schema, or None."""
+    import jsonschema  # only for edited arguments: not loaded at start-up
+
     try:
         jsonschema.validate(arguments, schema or {"type": "object"})
     except jsonschema.ValidationError as exc:

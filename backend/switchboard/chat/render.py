@@ -4,12 +4,23 @@ is a classic way to leak conversation data through its URL."""
 
 from __future__ import annotations
 
+from functools import cache
+from typing import TYPE_CHECKING
+
 import nh3
-from markdown_it import MarkdownIt
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["render_markdown"]
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(["table", "strikethrough"])
+
+@cache
+def _markdown() -> MarkdownIt:
+    """Built on the first answer, not at start-up (the parser's imports are not on the way to ready)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(["table", "strikethrough"])
 
 _TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s", "code", "pre",
@@ -25,7 +36,7 @@ _ATTRIBUTES = {
 
 
 def render_markdown(text: str) -> str:
-    html = _md.render(text)
+    html = _markdown().render(text)
     return nh3.clean(
         html,
         tags=_TAGS,

@@ -6,18 +6,23 @@ the write lock (``BEGIN IMMEDIATE``), so one migrates and the others then find n
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Connection, text
+from functools import cache
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .engine import WRITE, make_engine, unavailable
 
-__all__ = ["migrate", "upgrade"]
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+__all__ = ["head_revision", "migrate", "upgrade"]
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 _BUSY_ATTEMPTS = 8  # about 25 s of waiting in all
@@ -25,6 +30,8 @@ _LOCK_KEY = 0x5B_57_0E  # pg_advisory_xact_lock key for "switchboard store migra
 
 
 def _config(connection: Connection) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
@@ -32,7 +39,34 @@ def _config(connection: Connection) -> Config:
 
 
 def _upgrade(connection: Connection) -> None:
+    if _at_head(connection):
+        return  # the usual start: Alembic (a third of a second of imports) is not even loaded
+    from alembic import command
+
     command.upgrade(_config(connection), "head")
+
+
+def _at_head(connection: Connection) -> bool:
+    if not inspect(connection).has_table("alembic_version"):
+        return False
+    head = head_revision()
+    return head is not None and connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [head]
+
+
+@cache
+def head_revision() -> str | None:
+    """The newest revision in ``migrations/versions``, read from the files without Alembic
+    (the one that no other revision names as its ``down_revision``); None when that is not
+    one revision (then Alembic decides)."""
+    revisions, parents = set(), set()
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        if (found := re.search(r"^revision\b[^=\n]*=\s*[\"']([^\"']+)[\"']", source, re.M)) is not None:
+            revisions.add(found[1])
+        for line in re.findall(r"^down_revision\b[^=\n]*=(.*)$", source, re.M):
+            parents.update(re.findall(r"[\"']([^\"']+)[\"']", line))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
 
 
 async def migrate(engine: AsyncEngine) -> None:

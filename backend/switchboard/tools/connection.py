@@ -13,7 +13,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +22,23 @@ import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
 from mcp import MCPError
-from mcp.client import InputRequiredRoundsExceededError, advertise
+from mcp.client import advertise
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .. import __version__
 from ..config.models import ServerConfig
-from ..errors import NeedsAuth, ServerUnavailable, ToolError, ToolTimeout
+from ..errors import NeedsAuth
 from .apps import APP_MIME, UI_EXTENSION
-from .call_traffic import Activity, CallTraffic
+from .call_traffic import CallTraffic
+from .connection_calls import ConnectionCalls
 from .diagnostics import HttpTrace, caused_by, describe_failure
 from .freshness import ReadCache, keep_listening, list_cache
 from .launch import EarlyStarts
 from .stdio import stderr_tail
-from .models import CallSink, ServerStatus
+from .models import ServerStatus
 from .skills import SkillEntry, SkillsClientExtension, declares_skills, list_skills
-from .tasks import HostTasksExtension, TaskHandle, TaskStarted
+from .tasks import HostTasksExtension
 from .transports import build_transport, stderr_path
 
 __all__ = ["ServerConnection"]
@@ -47,10 +47,11 @@ log = logging.getLogger("switchboard.tools")
 
 PING_INTERVAL_S = 5.0
 BACKOFF_CAP_S = 60.0
-OVERALL_CAP_FACTOR = 10  # a call may run this many idle limits in all
 
 
-class ServerConnection:
+class ServerConnection(ConnectionCalls):
+    """Connects, lists, watches and reconnects; its calls are in connection_calls.py."""
+
     def __init__(
         self,
         name: str,
@@ -295,119 +296,3 @@ class ServerConnection:
                     return
             except (TimeoutError, OSError, httpx.HTTPError, httpx2.HTTPError, RuntimeError):
                 return
-
-    @property
-    def busy(self) -> bool:
-        return self._traffic.busy
-
-    # -- calls -----------------------------------------------------------------
-
-    async def call(
-        self, tool: str, arguments: dict[str, Any], sink: CallSink, *, timeout_s: float | None = None
-    ) -> mcp_types.CallToolResult | TaskHandle:
-        client = self._client
-        if client is None or self.status.status != "ready":
-            why = f": {self.status.reason}" if self.status.reason else ""
-            raise ServerUnavailable(f"server '{self.name}' is {self.status.status}{why}")
-        idle_limit = timeout_s or self.config.timeout_s
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        with self._traffic.tracking(sink, started) as activity:
-
-            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                activity.last = loop.time()
-                await sink.progress(progress, total, message)
-
-            with self._traffic.routed_to(sink):
-                task = asyncio.create_task(client.call_tool_mcp(tool, arguments, progress_handler=on_progress))
-            return await self._await_call(task, tool, activity, started, idle_limit)
-
-    async def _await_call(self, task: asyncio.Task[mcp_types.CallToolResult], tool: str, activity: Activity,
-                          started: float, idle_limit: float) -> mcp_types.CallToolResult:  # fmt: skip
-        """The call's result, stopping it when it stays silent too long; MCP failures translated."""
-        loop = asyncio.get_running_loop()
-        try:
-            while not task.done():
-                now = loop.time()
-                if activity.waiting:
-                    activity.last = now
-                idle_left = activity.last + idle_limit - now
-                cap_left = started + idle_limit * OVERALL_CAP_FACTOR - now
-                if idle_left <= 0 or cap_left <= 0:
-                    task.cancel()
-                    ran = now - started
-                    if cap_left <= 0:
-                        raise ToolTimeout(f"'{tool}' ran {ran:.0f} s, the most any call to '{self.name}' may run")
-                    raise ToolTimeout(
-                        f"'{tool}' sent nothing for {idle_limit:g} s (ran {ran:.0f} s in all) and was stopped"
-                    )
-                await asyncio.wait({task}, timeout=min(idle_left, cap_left))
-            return task.result()
-        except TaskStarted as started_task:
-            return started_task.handle
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        except MCPError as exc:
-            if exc.code == mcp_types.CONNECTION_CLOSED:
-                self._mark_broken()
-                raise ServerUnavailable(
-                    f"server '{self.name}' stopped during the call and is being restarted; try again shortly"
-                ) from None
-            raise ToolError(f"server '{self.name}' refused the call: {exc.message}") from None
-        except InputRequiredRoundsExceededError:
-            raise ToolError(
-                f"server '{self.name}' kept asking for input for more than {self._input_rounds} rounds and was "
-                "stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)"
-            ) from None
-        except ValidationError as exc:
-            raise ToolError(
-                f"server '{self.name}' answered with an invalid result ({exc.error_count()} problems, "
-                f"first: {exc.errors()[0]['msg']}); the tool may be broken"
-            ) from None
-        except (OSError, httpx.HTTPError, httpx2.HTTPError) as exc:
-            self._mark_broken()
-            why = describe_failure(exc, url=self.config.url or "", trace=self._trace)
-            raise ServerUnavailable(f"server '{self.name}' is unreachable: {why}") from None
-
-    def _mark_broken(self) -> None:
-        self._broken.set()
-        self.ready_event.clear()  # callers waiting for readiness wait for the reconnect
-        # At once, so no call sees "ready" without a session; the supervisor
-        # reports the change (logs, registry) when it notices.
-        self.status = replace(self.status, status="starting", reason="the connection was lost; reconnecting")
-
-    def task_session(self) -> Any:
-        """The live MCP session, for `tasks/*` requests (tools/tasks.py)."""
-        return self._live_client().session
-
-    def _live_client(self) -> Client[Any]:
-        client = self._client
-        if client is None:
-            raise ServerUnavailable(f"server '{self.name}' is {self.status.status}")
-        return client
-
-    async def read_resource(self, uri: str) -> list[Any]:
-        try:
-            cached = self._reads.get(uri)
-            if cached is None:
-                cached = await self._live_client().read_resource_mcp(uri)
-                self._reads.put(uri, cached)
-            return list(cached.contents)
-        except InputRequiredRoundsExceededError:
-            raise ToolError(f"server '{self.name}' kept asking for input while reading {uri}") from None
-        except MCPError as exc:
-            raise ToolError(f"server '{self.name}' could not read {uri}: {exc.message}") from None
-
-    async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[tuple[str, str]]:
-        """The prompt's messages as (role, text)."""
-        try:
-            result = await self._live_client().get_prompt_mcp(name, arguments)
-        except MCPError as exc:
-            raise ToolError(f"server '{self.name}' could not give the prompt '{name}': {exc.message}") from None
-        out = []
-        for message in result.messages:
-            content = message.content
-            text = content.text if isinstance(content, mcp_types.TextContent) else f"[{content.type} content]"
-            out.append((str(message.role), text))
-        return out

@@ -3,6 +3,7 @@ stdio, SSE and streamable HTTP)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from mcp import ClientSession, StdioServerParameters
 
 from ..config.models import ServerConfig
 from .diagnostics import HttpTrace, http_client_factory
-from .launch import FILES_ORIGIN_ENV, EarlyStarts, stderr_path, stdio_launch
+from .launch import FILES_ORIGIN_ENV, EarlyStarts, Launch, stderr_path, stdio_launch
 from .stdio import ProcessEnd, ServerExited, stdio_streams
 
 if TYPE_CHECKING:
@@ -30,23 +31,30 @@ class _StdioTransport(ClientTransport):
     reader of `stdio.py` (bytes that are not UTF-8 and huge lines are handled there).
     The supervisor in connection.py owns restarts, so this transport keeps no
     process between sessions. `early`: a process already started for this server
-    (launch.py), used for the first session instead of spawning one."""
+    (launch.py), used for the first session instead of spawning one; `starts`: where a
+    bundled server's later processes are forked from."""
 
-    def __init__(self, params: StdioServerParameters, log_file: Path, early: Process | None = None) -> None:
+    def __init__(self, params: StdioServerParameters, launch: Launch, early: asyncio.Future[Process | None] | None = None,
+                 starts: EarlyStarts | None = None) -> None:  # fmt: skip
         self._params = params
-        self._log_file = log_file
+        self._launch = launch
+        self._log_file = launch.log_file
         self._early = early
+        self._starts = starts
 
     @contextlib.asynccontextmanager
     async def connect_session(self, *, transport_options: TransportOptions | None = None,
                               **session_kwargs: Any) -> AsyncIterator[ClientSession]:  # fmt: skip
         options = transport_options or TransportOptions()
-        process, self._early = self._early, None
+        early, self._early = self._early, None
+        process = await early if early is not None else None
         if process is None:  # a fresh process, a fresh stderr log (an early one already writes there)
             self._log_file.unlink(missing_ok=True)
         ended = ProcessEnd()
         try:
             with self._log_file.open("a", encoding="utf-8", errors="replace") as errlog:
+                if process is None and self._starts is not None:
+                    process = await self._starts.spawn(self._launch, errlog)
                 async with stdio_streams(self._params, errlog, process, ended) as (read, write):
                     async with options.session_class(read, write, **session_kwargs) as session:
                         yield session
@@ -70,7 +78,7 @@ def build_transport(
         launch.log_file.parent.mkdir(parents=True, exist_ok=True)
         # The child gets a minimal environment (PATH, HOME, ...) plus `env`; the app's own secrets never reach it.
         params = StdioServerParameters(command=launch.command, args=list(launch.args), env=dict(launch.env), cwd=str(launch.cwd))
-        return _StdioTransport(params, launch.log_file, early.take(name, launch) if early is not None else None)
+        return _StdioTransport(params, launch, early.take(name, launch) if early is not None else None, early)
     assert config.url is not None
     factory = http_client_factory(trace or HttpTrace())
     # `headers`/`auth`: one user's own credential, for that user's session only.

@@ -163,7 +163,7 @@ def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) 
     from ..tools.launch import EarlyStarts
 
     enable_console()  # the operator sees servers come up or fail, and config errors
-    early = EarlyStarts()
+    early = EarlyStarts(fork=settings.fork_servers)
 
     async def start_servers() -> None:
         """Start the stdio servers' processes now, so that their imports run while the app's do."""
