@@ -9,6 +9,7 @@ import ipaddress
 import os
 import socket
 import sys
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -72,7 +73,7 @@ def serve(args: argparse.Namespace) -> int:
         + (f", {settings.workers} worker processes)" if settings.workers > 1 else ")"),
         flush=True,
     )
-    options = {"host": settings.host, "port": settings.port, "log_level": "warning", "ws": "websockets-sansio"}
+    options: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_level": "warning", "ws": "websockets-sansio"}
     if settings.workers > 1:
         from uvicorn.supervisors import Multiprocess
 

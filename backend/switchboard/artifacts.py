@@ -3,10 +3,11 @@ under the data dir, or an S3-compatible bucket: `filestore.py`), each owned by o
 random; file names are never used as paths. Local files are private to the app's user (0600 in a
 0700 folder).
 
-Upload quotas use a per-user counter, built once per process from the
-metadata files on first use and kept up to date by uploads and retention, so
-an upload costs no scan.  Methods that touch the disk block: async callers
-run them in a worker thread."""
+Upload quotas are counted by an `UploadCounts`: in memory for one process (`MemoryCounts`, built
+once from the metadata files on first use and kept up to date by uploads, deletes and retention,
+so an upload costs no scan), or in the conversation store when several processes share the files
+(`upload_counts.StoreCounts`).  Methods that touch the disk block: async callers run them in a
+worker thread."""
 
 from __future__ import annotations
 
@@ -20,13 +21,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from collections.abc import AsyncIterator
-from typing import BinaryIO
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import BinaryIO, Protocol
 
+from .auth import normalize_email
 from .errors import BadRequest, NotFound
 from .filestore import FileBackend, LocalFiles
 
-__all__ = ["ArtifactStore", "StoredFile", "Usage", "checked_mime", "sniff_mime"]
+__all__ = ["ArtifactStore", "MemoryCounts", "StoredFile", "UploadCounts", "Usage", "check_quota", "checked_mime",
+           "sniff_mime"]
 
 _HEAD = 65536  # the bytes a type is checked on
 _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -119,11 +122,79 @@ class Usage:
     files: int = 0
 
 
+def check_quota(usage: Usage, size: int, *, max_bytes: int, max_files: int) -> None:
+    """Raise unless one more upload of `size` bytes fits beside `usage` (an empty file counts as one)."""
+    if usage.files + 1 > max_files:
+        raise BadRequest(
+            f"you already have {usage.files:,} stored uploads, the limit is {max_files:,}",
+            action="Older uploads are removed automatically after a while; try again later, "
+            "or ask your administrator to raise SWITCHBOARD_MAX_UPLOADS_PER_USER.",
+        )
+    if usage.bytes + size > max_bytes:
+        raise BadRequest(
+            f"your uploads would exceed your {max_bytes // (1024 * 1024)} MB storage limit",
+            action="Older uploads are removed automatically after a while; try again later or attach a smaller file.",
+        )
+
+
+class UploadCounts(Protocol):
+    """What each user's stored uploads take. Called from worker threads (it may block)."""
+
+    def reserve(self, owner: str, file_id: str, size: int, *, max_bytes: int, max_files: int) -> None:
+        """Count an upload about to be written, or raise BadRequest when it does not fit; two
+        uploads at once cannot pass the quota together."""
+        ...
+
+    def release(self, owner: str, file_id: str, size: int) -> None:
+        """An upload removed (or never written)."""
+        ...
+
+    def usage(self, owner: str) -> Usage: ...
+
+
+class MemoryCounts:
+    """One process's counter, built from the stored uploads (`scan`) the first time it is asked."""
+
+    def __init__(self, scan: Callable[[], Iterator[tuple[str, str, int]]]) -> None:
+        self._scan = scan
+        self._lock = threading.Lock()
+        self._uploads: dict[str, Usage] | None = None  # per owner; None until first counted
+
+    def _counted(self) -> dict[str, Usage]:
+        """(Call with the lock held.)"""
+        if self._uploads is None:
+            uploads: dict[str, Usage] = {}
+            for _, owner, size in self._scan():
+                usage = uploads.setdefault(owner, Usage())
+                usage.bytes += size
+                usage.files += 1
+            self._uploads = uploads
+        return self._uploads
+
+    def reserve(self, owner: str, file_id: str, size: int, *, max_bytes: int, max_files: int) -> None:
+        with self._lock:
+            usage = self._counted().setdefault(owner, Usage())
+            check_quota(usage, size, max_bytes=max_bytes, max_files=max_files)
+            usage.bytes += size
+            usage.files += 1
+
+    def release(self, owner: str, file_id: str, size: int) -> None:
+        with self._lock:
+            usage = self._uploads.get(owner) if self._uploads is not None else None
+            if usage is not None:  # (not counted yet: the first count will not see the file)
+                usage.bytes = max(0, usage.bytes - size)
+                usage.files = max(0, usage.files - 1)
+
+    def usage(self, owner: str) -> Usage:
+        with self._lock:
+            usage = self._counted().get(owner, Usage())
+            return Usage(usage.bytes, usage.files)
+
+
 class ArtifactStore:
     def __init__(self, files: Path | FileBackend) -> None:
         self.files: FileBackend = LocalFiles(files) if isinstance(files, Path) else files
-        self._lock = threading.Lock()
-        self._uploads: dict[str, Usage] | None = None  # per owner; None until first counted
+        self.counts: UploadCounts = MemoryCounts(self.stored_uploads)
 
     @staticmethod
     def _keys(file_id: str) -> tuple[str, str]:
@@ -132,10 +203,10 @@ class ArtifactStore:
         return f"{file_id}.bin", f"{file_id}.json"
 
     def put(self, *, owner: str, name: str, mime: str, data: bytes | BinaryIO, kind: str = "artifact",
-            scripts: bool = False, size: int | None = None) -> StoredFile:  # fmt: skip
+            scripts: bool = False, size: int | None = None, file_id: str | None = None) -> StoredFile:  # fmt: skip
         """Store bytes, or a file object read in parts (then `size` is its length); the type is
         checked on the first bytes."""
-        file_id = secrets.token_urlsafe(18)
+        file_id = file_id or secrets.token_urlsafe(18)
         blob, meta = self._keys(file_id)
         name = safe_name(name)
         if isinstance(data, bytes | bytearray):
@@ -162,39 +233,25 @@ class ArtifactStore:
         """Store a user's upload within their quotas (bytes and number of files; an
         empty file counts as one).  The quota is reserved before the bytes are written,
         so concurrent uploads cannot pass it together."""
-        with self._lock:
-            usage = self._counted().setdefault(owner, Usage())
-            if usage.files + 1 > max_files:
-                raise BadRequest(
-                    f"you already have {usage.files:,} stored uploads, the limit is {max_files:,}",
-                    action="Older uploads are removed automatically after a while; try again later, "
-                    "or ask your administrator to raise SWITCHBOARD_MAX_UPLOADS_PER_USER.",
-                )
-            length = len(data) if isinstance(data, bytes | bytearray) else (size or 0)
-            if usage.bytes + length > max_bytes:
-                raise BadRequest(
-                    f"your uploads would exceed your {max_bytes // (1024 * 1024)} MB storage limit",
-                    action="Older uploads are removed automatically after a while; try again later or attach a "
-                    "smaller file.",
-                )
-            usage.bytes += length
-            usage.files += 1
+        length = len(data) if isinstance(data, bytes | bytearray) else (size or 0)
+        file_id = secrets.token_urlsafe(18)
+        self.counts.reserve(owner, file_id, length, max_bytes=max_bytes, max_files=max_files)
         try:
-            return self.put(owner=owner, name=name, mime=mime, data=data, kind="upload", size=length)
+            return self.put(owner=owner, name=name, mime=mime, data=data, kind="upload", size=length, file_id=file_id)
         except BaseException:
-            with self._lock:
-                usage.bytes -= length
-                usage.files -= 1
+            self.counts.release(owner, file_id, length)
             raise
 
     def get(self, file_id: str, *, owner: str | None) -> tuple[StoredFile, Path | None]:
         """The file and, in a local folder, its path; NotFound unless `owner` owns it (None: any owner)."""
         blob, meta = self._keys(file_id)
         try:
-            stored = StoredFile(**json.loads(self.files.read(meta)))
+            entry = json.loads(self.files.read(meta))
+            # files stored before addresses were normalized may name a mixed-case spelling
+            stored = StoredFile(**{**entry, "owner": normalize_email(str(entry.get("owner", "")))})
         except (NotFound, ValueError, TypeError):
             raise NotFound("no such file") from None
-        if owner is not None and stored.owner != owner:
+        if owner is not None and stored.owner != normalize_email(owner):
             raise NotFound("no such file")  # same answer as missing: no probing other users' ids
         return stored, self.files.local_path(blob)
 
@@ -216,31 +273,22 @@ class ArtifactStore:
         self.files.delete(blob)
         self.files.delete(meta)
         if stored.kind == "upload":
-            self._forget_upload(owner, stored.size)
+            self.counts.release(owner, file_id, stored.size)
         return True
 
     def usage(self, owner: str) -> Usage:
         """What `owner`'s stored uploads take (a copy)."""
-        with self._lock:
-            usage = self._counted().get(owner, Usage())
-            return Usage(usage.bytes, usage.files)
+        return self.counts.usage(owner)
 
-    def _counted(self) -> dict[str, Usage]:
-        """The per-owner upload counter, built from the metadata files the first time
-        (call with the lock held)."""
-        if self._uploads is None:
-            uploads: dict[str, Usage] = {}
-            for meta in self.files.keys(".json"):
-                try:
-                    entry = json.loads(self.files.read(meta))
-                except (NotFound, ValueError):
-                    continue
-                if entry.get("kind") == "upload":
-                    usage = uploads.setdefault(str(entry.get("owner")), Usage())
-                    usage.bytes += int(entry.get("size", 0))
-                    usage.files += 1
-            self._uploads = uploads
-        return self._uploads
+    def stored_uploads(self) -> Iterator[tuple[str, str, int]]:
+        """Every stored upload, from the metadata files: (id, owner, size)."""
+        for meta in self.files.keys(".json"):
+            try:
+                entry = json.loads(self.files.read(meta))
+            except (NotFound, ValueError):
+                continue
+            if entry.get("kind") == "upload":
+                yield meta.removesuffix(".json"), normalize_email(str(entry.get("owner"))), int(entry.get("size", 0))
 
     def purge_older_than(self, seconds: float) -> int:
         cutoff = time.time() - seconds
@@ -256,12 +304,5 @@ class ArtifactStore:
                 self.files.delete(meta)
                 removed += 1
                 if entry.get("kind") == "upload":
-                    self._forget_upload(str(entry.get("owner")), int(entry.get("size", 0)))
+                    self.counts.release(normalize_email(str(entry.get("owner"))), meta.removesuffix(".json"), int(entry.get("size", 0)))
         return removed
-
-    def _forget_upload(self, owner: str, size: int) -> None:
-        with self._lock:
-            usage = self._uploads.get(owner) if self._uploads is not None else None
-            if usage is not None:  # (not counted yet: the first count will not see the file)
-                usage.bytes = max(0, usage.bytes - size)
-                usage.files = max(0, usage.files - 1)

@@ -85,6 +85,10 @@ class GroupService:
         self._cache[email] = groups
         return groups
 
+    def forget(self) -> None:
+        """Ask the service again for everyone (a reload: an administrator says groups changed)."""
+        self._cache.clear()
+
 
 class Authenticator:
     def __init__(self, settings: Settings, groups: GroupsConfig, group_service: GroupService | None = None) -> None:
@@ -97,8 +101,11 @@ class Authenticator:
             raise ValueError("SWITCHBOARD_PROXY_SECRET must be set when SWITCHBOARD_AUTH_MODE=proxy")
 
     def use_groups(self, groups: GroupsConfig) -> None:
-        """A reloaded groups.yml: it counts from the next request, turn and catalogue push."""
+        """A reloaded groups.yml: it counts from the next request, turn and catalogue push (and
+        the group service is asked again)."""
         self._groups = groups
+        if self._service is not None:
+            self._service.forget()
 
     async def _user(self, email: str, vouched: frozenset[str], *, via_token: bool = False) -> User:
         email = normalize_email(email)

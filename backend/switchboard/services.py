@@ -29,8 +29,10 @@ from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, down_store, open_store
 from .telemetry import Tracing, model_call
+from .store.uploads import UploadRows
 from .tools import ServerPool, ServerStatus
 from .tools.launch import EarlyStarts
+from .upload_counts import StoreCounts
 
 __all__ = ["Services", "build_services"]
 
@@ -119,6 +121,8 @@ class Services:
             return False
         was_down = self._store_retry is not None
         self._use_store(store)
+        # Upload quotas are counted in the store: right with several processes on one file store.
+        self.artifacts.counts = StoreCounts(UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads)
         if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
             await self._relay_on(store)
         if was_down:
@@ -138,9 +142,11 @@ class Services:
         async def lost(conversation_id: str, owner: str) -> None:
             await self.conversations.record_lost(conversation_id, LOST_REASON)
 
-        relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost)
+        relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost,
+                              on_reload=self.reload_from_peer, on_credentials=self.pool.credentials_changed_elsewhere)  # fmt: skip
         await relay.start(self.turns)
         self.turns.relay = relay
+        self.pool.credentials_changed = relay.credentials_changed
 
     async def _retry_store(self) -> None:
         delay = 2.0
@@ -164,8 +170,9 @@ class Services:
         await self.conversations.store.close()
         self.tracing.shutdown()
 
-    async def reload(self) -> dict[str, object]:
-        """Re-read every config file; servers start, stop or restart as their entries changed."""
+    async def reload(self, *, everywhere: bool = True) -> dict[str, object]:
+        """Re-read every config file; servers start, stop or restart as their entries changed.
+        `everywhere`: the other app processes on the same database reload too."""
         config = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ)
         servers = await self.pool.reload(config.mcp)
         self.config = config
@@ -176,8 +183,19 @@ class Services:
         self.refused_reload = []
         errors = [str(e) for e in config.all_errors()]
         self.pool.watch.reloaded()  # open sockets work out their users' groups again
+        if everywhere:
+            self.turns.relay.reloaded()
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         return {"servers": servers, "errors": errors}
+
+    async def reload_from_peer(self) -> None:
+        """Another app process reloaded the configuration: reload here too (the same files, as the
+        processes of one deployment share them), or refuse as the admin route would."""
+        broken = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ).broken_files()
+        if broken:
+            self.refuse_reload(broken, "another app process")
+            return
+        await self.reload(everywhere=False)
 
     def refuse_reload(self, broken: list[ConfigError], by: str) -> None:
         """A reload refused for files that cannot be read: said in the log and on the console,
@@ -297,6 +315,8 @@ def build_services(
                                              question_timeout_s=settings.elicitation_timeout_s))  # fmt: skip
     calls.tasks = tasks
     turns.task_questions = tasks.board
+    tasks.board.share = lambda user, text: turns.relay.to_user(user, text)  # their pages on other processes
+    tasks.board.opened = lambda user, page: turns.relay.page_opened(user, page)
     services = Services(
         settings=settings,
         config=config,

@@ -20,10 +20,10 @@ from switchboard.config.models import ServerConfig
 from switchboard.errors import NeedsAuth
 from switchboard.tools.oauth import SignIns
 from switchboard.tools.vault import MemoryVault
-from tests.integration.test_oauth_ssrf import ALICE, app_with
+from tests.integration.test_oauth_ssrf import ALICE, SECRET, app_with
 from tests.integration.test_per_user_sessions import WHOAMI
 from tests.integration.test_signin_routes import notice
-from tests.support.harness import free_port, serve_app
+from tests.support.harness import free_port, make_settings, running_app, serve_app
 from tests.support.servers.evil_oauth import Knobs, evil_app
 from tests.support.sinks import Sink
 
@@ -137,3 +137,42 @@ def test_a_server_that_wants_more_scopes_needs_a_sign_in_not_a_failure(tmp_path)
         assert "more permissions" in entry["auth"]["refused"]
         start = client.get("/api/servers/evil/connect", headers=ALICE, follow_redirects=False)
         assert "write" in parse_qs(urlsplit(start.headers["location"]).query)["scope"][0].split()  # Connect asks for them
+
+
+def _process(tmp_path, url: str, database_url: str):
+    """An app on the shared Postgres (its relay reaches the other app's)."""
+    app_with(tmp_path, url, {"type": "oauth"})  # writes the config
+    return running_app(make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET, database_url=database_url,
+                                     secret_key="oauth-2026-shared-key-0123456789abcdef"))  # fmt: skip
+
+
+def test_a_step_up_asked_through_one_process_is_known_to_another(tmp_path, postgres_url):
+    """The scopes a refused call asked for are kept in the store: the user's status and Connect
+    through another app process ask for them too; the sign-in that grants them, finished there,
+    closes the user's session on the first process (its next call opens one with the new token)."""
+    knobs = Knobs(scopes=["read"])
+    with ExitStack() as stack:
+        own = server(stack, knobs)
+        client, services = stack.enter_context(_process(tmp_path, f"{own}/mcp", postgres_url))
+        other, _ = stack.enter_context(_process(tmp_path, f"{own}/mcp", postgres_url))
+        assert sign_in(client).headers["location"] == "/?connected=evil"
+        knobs.insufficient_scope = "read write"
+        client.portal.call(services.pool.connections["evil"].close_user, USER)
+        tool = dataclasses.replace(WHOAMI, server="evil", qualified_name="evil_whoami")
+        with pytest.raises(NeedsAuth, match="more permissions"):
+            client.portal.call(functools.partial(services.pool.call, tool, {}, Sink(), user=USER))
+        entry = next(s for s in other.get("/api/config", headers=ALICE).json()["servers"] if s["name"] == "evil")
+        assert entry["status"] == "needs_auth" and "read write" in entry["reason"], entry
+        start = other.get("/api/servers/evil/connect", headers=ALICE, follow_redirects=False)
+        assert "write" in parse_qs(urlsplit(start.headers["location"]).query)["scope"][0].split()
+        knobs.insufficient_scope = None
+        back = httpx.get(start.headers["location"], follow_redirects=False).headers["location"]
+        assert other.get(f"/oauth/callback?{urlsplit(back).query}", headers=ALICE,
+                         follow_redirects=False).headers["location"] == "/?connected=evil"  # fmt: skip
+        deadline = time.monotonic() + 10
+        while True:  # the first process hears of the new sign-in and drops the old session
+            entry = next(s for s in client.get("/api/config", headers=ALICE).json()["servers"] if s["name"] == "evil")
+            if "more permissions" not in (entry.get("reason") or "") or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert "more permissions" not in (entry.get("reason") or ""), entry

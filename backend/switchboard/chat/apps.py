@@ -90,7 +90,7 @@ class _Mounted:
     resource_uri: str
 
 
-Handler = Callable[[User, bool, _Mounted, dict[str, Any]], Awaitable[dict[str, Any]]]
+Handler = Callable[[User, _Mounted, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class AppBridge:
@@ -260,7 +260,8 @@ class AppBridge:
         return {}
 
     async def _log(self, user: User, mounted: _Mounted, params: dict[str, Any]) -> dict[str, Any]:
-        level = params.get("level") if isinstance(params.get("level"), str) else "info"
+        given = params.get("level")
+        level = given if isinstance(given, str) else "info"
         data = params.get("data")
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
         log.info("app log: %s", text[:2000], extra={

@@ -243,9 +243,9 @@ class CallRunner:
                 return self._failed(request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.",
                                     started)  # fmt: skip
             if answer.arguments is not None:
-                problem = schema_problem(tool.input_schema, answer.arguments)
-                if problem is not None:
-                    return self._failed(request, tool, f"The edited arguments do not fit the tool ({problem}); "
+                misfit = schema_problem(tool.input_schema, answer.arguments)
+                if misfit is not None:
+                    return self._failed(request, tool, f"The edited arguments do not fit the tool ({misfit}); "
                                         "the call was not run.", started)  # fmt: skip
                 try:
                     arguments = fill_host_arguments(tool, answer.arguments, turn, self._signer)

@@ -11,7 +11,7 @@ it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -34,7 +34,7 @@ def more_to_trim(turn: TurnState) -> int:
 
 
 async def fitting_context(llm: LLMStream, model: ModelConfig, system: str, turn: TurnState,
-                          tools: list[dict[str, Any]] | None) -> AsyncIterator[LLMEvent]:  # fmt: skip
+                          tools: list[dict[str, Any]] | None) -> AsyncGenerator[LLMEvent, None]:  # fmt: skip
     """The events of one model call over the conversation's history; if it overflows the
     context window before yielding anything, leave out more tool results and make
     the call once more."""

@@ -97,7 +97,17 @@ class Conversations:
                     if found.owner != user.email:
                         break  # another user's: the same answer as none
                     return found
+            else:
+                for candidate in await self._earlier_ids(user, conversation_id):
+                    found = await self.store.get_conversation(candidate)
+                    if found is not None and found.owner == user.email:
+                        return found
         raise NotFound("there is no such conversation", action="It may have been deleted; pick another one.")
+
+    async def _earlier_ids(self, user: User, name: str) -> list[str]:
+        """Where a conversation the client named `name` was stored under a spelling the user's
+        address had before addresses were normalized (store migration 0007)."""
+        return [scoped_id(spelling, name) for spelling in await self.store.old_spellings(user.email)]
 
     # -- incognito files ---------------------------------------------------------
     def turn_ended(self, conversation: ConversationState) -> None:
@@ -206,14 +216,16 @@ class Conversations:
         if incognito:
             # A stored conversation never turns incognito: an incognito chat there starts its own.
             mine = [conversation_id, scoped_id(user.email, conversation_id)] if picked else [conversation_id]
-            stored = [await self.store.get_conversation(c) for c in mine]
-            taken = any(c is not None and c.owner == user.email for c in stored)
+            existing = [await self.store.get_conversation(c) for c in mine]
+            taken = any(c is not None and c.owner == user.email for c in existing)
             conversation = ConversationState(owner=user.email, incognito=True, id=new_id() if taken else conversation_id)
             self._memory.keep(conversation)
             return conversation
         # One read: the row, messages, allowances and files (of the id as given, else the user's own).
         scoped = scoped_id(user.email, conversation_id)
         loaded = await (self.store.load(conversation_id, scoped) if picked else self.store.load(conversation_id))
+        if loaded is None and picked and (earlier := await self._earlier_ids(user, conversation_id)):
+            loaded = await self.store.load(*earlier)  # stored under a spelling from before 0007
         if loaded is None:
             return ConversationState(owner=user.email, id=scoped if picked else conversation_id)
         stored = loaded.conversation

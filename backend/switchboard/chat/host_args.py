@@ -84,7 +84,8 @@ def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], turn: TurnSta
         chosen = match(arguments.get(name)) or files[-1]
         arguments[name] = signer.url(chosen.id, owner)
     for name in FILE_LIST_PARAMS.intersection(properties):
-        asked = arguments.get(name) if isinstance(arguments.get(name), list) else []
+        given = arguments.get(name)
+        asked = given if isinstance(given, list) else []
         chosen_files = [f for f in (match(v) for v in asked) if f is not None] or files
         arguments[name] = [signer.url(f.id, owner) for f in chosen_files]
     return arguments

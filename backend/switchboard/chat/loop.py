@@ -14,7 +14,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
@@ -114,7 +114,7 @@ class ChatEngine:
         return self._tool_tokens.tokens(self._pool.registry.version, tools)
 
     async def run_turn(self, turn: TurnState, request: ChatMessage, recorder: Recorder,
-                       prepared: PreparedTurn | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                       prepared: PreparedTurn | None = None) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
         conversation = turn.conversation
         try:
             prepared = prepared or await self.prepare(turn, request)
@@ -156,7 +156,7 @@ class ChatEngine:
             completed, round_text = turn.completed, turn.round_text
             if completed is not None and completed.usage is not None:
                 turn.usage = _add_usage(turn.usage, completed.usage)
-            asked = completed.tool_calls if completed is not None and not last_round else []
+            asked: list[ToolCallRequest] = completed.tool_calls if completed is not None and not last_round else []
             if not asked:
                 reason = completed.finish_reason if completed is not None else "stop"
                 finish = "length" if reason == "length" else ("round_limit" if last_round else "stop")
@@ -198,7 +198,7 @@ class ChatEngine:
             yield event
 
     async def _stream_round(self, model: ModelConfig, turn: TurnState,
-                            tools: list[dict[str, Any]] | None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                            tools: list[dict[str, Any]] | None) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
         """One model call: tokens (cut at the answer limit), notices and now and then a live
         render; its last event goes to `turn.completed`."""
         turn.round_answer = GrowingText()
@@ -213,7 +213,7 @@ class ChatEngine:
             self._models.note_outcome(model.name, None)
 
     async def _model_round(self, model: ModelConfig, turn: TurnState,
-                           tools: list[dict[str, Any]] | None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+                           tools: list[dict[str, Any]] | None) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
         rendered_at, rendered_len = time.monotonic(), 0
         system = self._config.system_prompt.strip() + app_context_text(turn.conversation.app_context)
         stream = fitting_context(self._llm, model, system, turn, tools)
@@ -243,7 +243,7 @@ class ChatEngine:
                     rendered_at, rendered_len = now, len(turn.answer)
                     yield RenderEvent(message_id=turn.message_id, html=await asyncio.to_thread(render_markdown, turn.text))
 
-    async def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncIterator[ServerEvent]:
+    async def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
         """Close the turn: answer every open call, store the answer, then announce it."""
         restarted = turn.stopped_by == "restart"
         if restarted:

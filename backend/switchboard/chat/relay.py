@@ -4,16 +4,25 @@ A turn runs in the process that started it. `Relay` carries to it, from any othe
 the user does there (attach, approval and question answers, cancel), and carries its events back.
 `LocalRelay` is the one-process case (the SQLite default): nothing to carry. `PostgresRelay` uses
 the shared database: `live_turns` says which process runs a conversation's turn, LISTEN/NOTIFY
-carries small messages, and a turn followed from another process copies its events into
-`turn_events`, where the followers read them: an event crosses as its JSON text (serialized once,
-when it is published) and is read back into a typed event once per process. Each process heartbeats; the turns of a process
-silent for longer than the lease end as failed, and the user is told.
+carries messages (in order, through one outbox per process: store/live.py), and a followed turn's
+events go inside them, kept in `turn_events` for followers that join later (chat/relay_follow.py):
+an event crosses as its JSON text (serialized once) and is read back once per process. Each
+process heartbeats; the turns of a process silent for longer than the lease end as failed, and
+the user is told. Events made outside turns (an MCP App's own calls, background tasks), a
+configuration reload and a changed credential reach every process too.
 
 Messages (JSON on channel `sb_<process>`; `sb_all` for everyone):
   follow {c, user, from}               a listener on `from` wants conversation c's events
-  events {c} / end {c}                 new events of c are in turn_events / c's turn is over
-  ask {op: approval|elicitation|cancel, user, ..., rid, from} -> ack {rid, ok}
-  lost {c}                             c's process died: its followers end the turn as failed"""
+  ev {c, s, b: [event, ...]}           c's events numbered s, s+1, ...
+  events {c}                           c's next events are in turn_events (large, or a late follower)
+  end {c, upto}                        c's turn is over after event `upto`
+  ask {what: approval|elicitation|cancel, user, ..., rid, from} -> ack {rid, ok}
+  lost {c}                             c's process died: its followers end the turn as failed
+  page {c, t, from} / user {u, t, from}  an event for the pages showing conversation c / of user u
+                                       (a large t comes in pieces: id, i, n; `k`: for one page)
+  questions {u, k, from}               page k of user u opened on `from`: send it u's open questions
+  reload {from}                        an administrator reloaded the configuration on `from`
+  credentials {s, u, from}             user u's credential for server s changed on `from`"""
 
 from __future__ import annotations
 
@@ -22,178 +31,45 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..auth import User
-from pydantic import ValidationError
-
 from ..errors import BadRequest, SwitchboardError
-from .events import ErrorEvent, MessageDone, ServerEvent, event_from_json
+from ..store.live import payload
+from .events import ErrorEvent, MessageDone, ServerEvent
+from .listeners import Subscription
+from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
+from .relay_seam import LocalRelay, Relay, Turn, TurnHub
 from .questions import ApprovalAnswer
-
-from .listeners import END, Subscription
 
 if TYPE_CHECKING:
     from ..store.live import LiveTurns
 
-__all__ = ["LocalRelay", "PostgresRelay", "Relay"]
+__all__ = ["LocalRelay", "PostgresRelay", "Relay", "Turn", "TurnHub"]
 
 log = logging.getLogger("switchboard.chat")
 
 ACK_WAIT_S = 5.0
-FLUSH_DELAY_S = 0.005  # events of a followed turn are copied out in batches this far apart
 LOST = ("The app process running this answer stopped before it finished (it was restarted or lost). "
         "What was written so far is lost.")  # fmt: skip
 
 
-class Turn(Protocol):
-    """What the relay needs of a running turn (chat/turns.py)."""
-
-    @property
-    def conversation_id(self) -> str: ...
-
-    def _replay(self) -> list[ServerEvent]: ...
-
-
-class TurnHub(Protocol):
-    """What the relay asks of this process's hub (chat/turns.py)."""
-
-    def running(self, owner: str, conversation_id: str) -> Turn | None: ...
-
-    async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None: ...
-
-    async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
-                                 local_only: bool = False) -> None: ...  # fmt: skip
-
-    async def cancel(self, user: User, conversation_id: str, *, local_only: bool = False) -> bool: ...
-
-
-class Relay(Protocol):
-    process_id: str
-
-    async def start(self, hub: TurnHub) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    async def claim(self, conversation_id: str, owner: str) -> None: ...
-
-    async def released(self, turn: Turn) -> None: ...
-
-    def published(self, turn: Turn, event: ServerEvent) -> None: ...
-
-    async def attach(self, user: User, conversation_id: str) -> Subscription | None: ...
-
-    async def ask(self, user: User, op: str, **fields: Any) -> bool: ...
-
-
-class LocalRelay:
-    """One process: every turn is here."""
-
-    process_id = "local"
-
-    async def start(self, hub: TurnHub) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def claim(self, conversation_id: str, owner: str) -> None:
-        return None
-
-    async def released(self, turn: Turn) -> None:
-        return None
-
-    def published(self, turn: Turn, event: ServerEvent) -> None:
-        return None
-
-    async def attach(self, user: User, conversation_id: str) -> Subscription | None:
-        return None
-
-    async def ask(self, user: User, op: str, **fields: Any) -> bool:
-        return False
-
-
-class _Shared:
-    """A turn of this process that listeners on other processes follow."""
-
-    def __init__(self) -> None:
-        self.followers: set[str] = set()
-        self.next_seq = 1
-        self.pending: list[str] = []
-        self.flushing: asyncio.Task[None] | None = None
-
-
-class RemoteTurn:
-    """A turn running in another process, followed here: what its listeners here see."""
-
-    def __init__(self, relay: PostgresRelay, conversation_id: str, owner: str) -> None:
-        self.relay, self.conversation_id, self.owner = relay, conversation_id, owner
-        self.listeners: set[Subscription] = set()
-        self.read_upto = 0
-        self.ended = False
-        self.delivered = 0  # events given to listeners
-        self.answered = asyncio.Event()  # the owner has answered the follow (events, or the end)
-        self._reading = asyncio.Lock()
-
-    @property
-    def running(self) -> bool:
-        return not self.ended
-
-    def join(self) -> Subscription:
-        subscription = Subscription(self)
-        self.listeners.add(subscription)
-        return subscription
-
-    def leave(self, subscription: Subscription) -> None:
-        self.listeners.discard(subscription)
-        if not self.listeners:
-            self.relay.unfollow(self)
-
-    async def catch_up(self) -> None:
-        async with self._reading:
-            for seq, body in await self.relay.live.read_events(self.conversation_id, self.read_upto):
-                self.read_upto = seq
-                event = _read(body)  # once, whatever the number of listeners
-                if event is not None:
-                    self.delivered += 1
-                    for listener in self.listeners:
-                        listener.queue.put_nowait(event)
-        self.answered.set()
-
-    def end(self, *extra: ServerEvent) -> None:
-        if self.ended:
-            return
-        self.ended = True
-        self.delivered += len(extra)
-        self.answered.set()
-        for listener in list(self.listeners):
-            for event in extra:
-                listener.queue.put_nowait(event)
-            listener.queue.put_nowait(END)
-
-
-def _read(body: str) -> ServerEvent | None:
-    """An event of another process's turn, from its stored text; None (and a warning) for one this
-    process cannot read (a newer version's kind during a rolling update)."""
-    try:
-        return event_from_json(body)
-    except ValidationError:
-        log.warning("an event from another process could not be read", extra={"event": "relay_event_unreadable"})
-        return None
-
-
 class PostgresRelay:
     def __init__(self, live: LiveTurns, *, lease_s: float = 30.0,
-                 on_lost: Callable[[str, str], Awaitable[None]] | None = None) -> None:  # fmt: skip
+                 on_lost: Callable[[str, str], Awaitable[None]] | None = None,
+                 on_reload: Callable[[], Awaitable[None]] | None = None,
+                 on_credentials: Callable[[str, str], Awaitable[None]] | None = None) -> None:  # fmt: skip
         self.live = live
         self.lease_s = lease_s
         self.process_id = secrets.token_hex(8)
         self._on_lost = on_lost
+        self._on_reload = on_reload
+        self._on_credentials = on_credentials
         self._hub: TurnHub | None = None
-        self._shared: dict[str, _Shared] = {}
+        self._shared: dict[str, Shared] = {}
         self._remote: dict[str, RemoteTurn] = {}
         self._acks: dict[str, tuple[asyncio.Future[None], list[bool], int]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._pieces = Pieces()
         self._beat: asyncio.Task[None] | None = None
 
     # -- life -------------------------------------------------------------------------------
@@ -201,7 +77,7 @@ class PostgresRelay:
     async def start(self, hub: TurnHub) -> None:
         self._hub = hub
         await self.live.heartbeat(self.process_id)
-        await self.live.listen([self._channel(self.process_id), "sb_all"], self._received)
+        await self.live.listen([channel(self.process_id), "sb_all"], self._received)
         self._beat = asyncio.create_task(self._heartbeats(), name="relay-heartbeat")
 
     async def stop(self) -> None:
@@ -209,9 +85,6 @@ class PostgresRelay:
             self._beat.cancel()
             with suppress(asyncio.CancelledError):
                 await self._beat
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
         with suppress(SwitchboardError):
             await self.live.forget(self.process_id)
         await self.live.close()
@@ -220,6 +93,8 @@ class PostgresRelay:
         while True:
             await asyncio.sleep(self.lease_s / 3)
             try:
+                if await self.live.keep_listening():
+                    log.warning("listening to the other processes again", extra={"event": "relay_listening_again"})
                 await self.live.heartbeat(self.process_id)
                 for conversation_id, owner, dead in await self.live.take_dead(self.lease_s, self.process_id):
                     log.warning("answer lost with its process", extra={"event": "turn_lost", "user": owner,
@@ -230,14 +105,8 @@ class PostgresRelay:
             except SwitchboardError as exc:
                 log.warning("heartbeat failed: %s", exc.message, extra={"event": "relay_heartbeat_failed"})
 
-    @staticmethod
-    def _channel(process_id: str) -> str:
-        return f"sb_{process_id}"
-
-    def _spawn(self, work: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _post(self, to: str, message: dict[str, Any]) -> None:
+        self.live.outbox.post((to, payload(message)))
 
     # -- the owner's side ---------------------------------------------------------------------
 
@@ -250,49 +119,35 @@ class PostgresRelay:
     async def released(self, turn: Turn) -> None:
         shared = self._shared.pop(turn.conversation_id, None)
         if shared is not None:
-            await self._flush(turn.conversation_id, shared)
-            for follower in shared.followers:
-                await self.live.notify(self._channel(follower), {"op": "end", "c": turn.conversation_id})
+            for follower in sorted(shared.followers):  # after the turn's last events (posted before)
+                self._post(channel(follower), {"op": "end", "c": turn.conversation_id, "upto": shared.upto})
         await self.live.release(turn.conversation_id, self.process_id)
 
     def published(self, turn: Turn, event: ServerEvent) -> None:
         shared = self._shared.get(turn.conversation_id)
-        if shared is None:
-            return
-        shared.pending.append(event.to_json())  # the same text this process's doors send
-        if shared.flushing is None or shared.flushing.done():
-            shared.flushing = asyncio.create_task(self._flush_soon(turn.conversation_id, shared))
+        if shared is not None:
+            self._gather(shared, [event.to_json()])  # the same text this process's doors send
 
-    async def _flush_soon(self, conversation_id: str, shared: _Shared) -> None:
-        """Copy events out in batches until none are waiting (events published during a write go
-        in the next one)."""
-        while shared.pending:
-            await asyncio.sleep(FLUSH_DELAY_S)
-            await self._flush(conversation_id, shared)
-
-    async def _flush(self, conversation_id: str, shared: _Shared) -> None:
-        if not shared.pending:
-            return
-        bodies, shared.pending = shared.pending, []
-        first, shared.next_seq = shared.next_seq, shared.next_seq + len(bodies)
-        await self.live.write_events(conversation_id, first, bodies)
-        for follower in shared.followers:
-            await self.live.notify(self._channel(follower), {"op": "events", "c": conversation_id})
+    def _gather(self, shared: Shared, texts: list[str]) -> None:
+        """Events go out with the outbox's next statement, with whatever else came by then."""
+        shared.pending += texts
+        if not shared.queued:
+            shared.queued = True
+            self.live.outbox.post(shared.batch)
 
     async def _follow(self, conversation_id: str, owner: str, follower: str) -> None:
         turn = self._hub.running(owner, conversation_id) if self._hub else None
         if turn is None:
-            await self.live.notify(self._channel(follower), {"op": "end", "c": conversation_id})
+            self._post(channel(follower), {"op": "end", "c": conversation_id, "upto": 0})
             return
         shared = self._shared.get(conversation_id)
-        if shared is None:
-            shared = self._shared[conversation_id] = _Shared()
-            shared.next_seq = await self.live.last_seq(conversation_id) + 1
-            # what was sent so far, then what follows
-            shared.pending = [event.to_json() for event in turn._replay()] + shared.pending
-        shared.followers.add(follower)
-        await self._flush(conversation_id, shared)
-        await self.live.notify(self._channel(follower), {"op": "events", "c": conversation_id})
+        if shared is None:  # the first follower: what was sent so far, then what follows (no await between)
+            shared = self._shared[conversation_id] = Shared(conversation_id)
+            shared.followers.add(follower)
+            self._gather(shared, [event.to_json() for event in turn._replay()])
+        else:  # a later one reads what was sent so far from the table
+            shared.followers.add(follower)
+            self._post(channel(follower), {"op": "events", "c": conversation_id})
 
     # -- another process's side ---------------------------------------------------------------
 
@@ -302,35 +157,38 @@ class PostgresRelay:
             row = await self.live.row(conversation_id)
             if row is None or row[0] != user.email or row[1] == self.process_id:
                 return None
-            remote = self._remote[conversation_id] = RemoteTurn(self, conversation_id, row[0])
-            subscription = remote.join()
-            await self.live.notify(self._channel(row[1]), {"op": "follow", "c": conversation_id, "user": user.email,
-                                                           "from": self.process_id})  # fmt: skip
-            # The turn may have ended since the row was read: then the owner answers with the end
-            # and nothing else, and the caller is told no turn runs (the page reads the stored
-            # outcome) rather than given a stream that ends without a message_done.
-            with suppress(TimeoutError):
-                await asyncio.wait_for(remote.answered.wait(), ACK_WAIT_S)
-            if remote.ended and not remote.delivered:
-                remote.leave(subscription)
-                return None
-            return subscription
+            remote = self._remote.get(conversation_id)  # another listener here may have come meanwhile
+            if remote is None:
+                remote = self._remote[conversation_id] = RemoteTurn(conversation_id, row[0], self.live.read_events,
+                                                                    self.unfollow)  # fmt: skip
+                subscription = remote.join()
+                self._post(channel(row[1]), {"op": "follow", "c": conversation_id, "user": user.email,
+                                             "from": self.process_id})  # fmt: skip
+                # The turn may have ended since the row was read: then the owner answers with the
+                # end and nothing else, and the caller is told no turn runs (the page reads the
+                # stored outcome) rather than given a stream that ends without a message_done.
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(remote.answered.wait(), ACK_WAIT_S)
+                if remote.ended and not remote.log:
+                    remote.leave(subscription)
+                    return None
+                return subscription
         if remote.owner != user.email:
             return None
-        subscription = remote.join()
-        for seq, body in await self.live.read_events(conversation_id, 0):  # this listener's replay
-            if seq <= remote.read_upto and (event := _read(body)) is not None:
-                subscription.queue.put_nowait(event)
-        return subscription
+        return remote.join()  # the events so far, from this process's copy, then the rest
 
     def unfollow(self, remote: RemoteTurn) -> None:
         if self._remote.get(remote.conversation_id) is remote:
             del self._remote[remote.conversation_id]
 
     async def ask(self, user: User, op: str, **fields: Any) -> bool:
-        """Send an answer or a cancel to the processes running this user's turns; True when one
-        of them took it."""
-        targets = [p for p in await self.live.processes_of(user.email) if p != self.process_id]
+        """Send an answer or a cancel to the other processes that may hold what it answers (a
+        cancel: those running the user's turns; an answer: every live one, as a background task's
+        question or an app's call may wait anywhere); True when one of them took it."""
+        if op == "cancel":
+            targets = [p for p in await self.live.processes_of(user.email) if p != self.process_id]
+        else:
+            targets = await self.live.alive(self.lease_s, self.process_id)
         if not targets:
             return False
         rid = secrets.token_hex(8)
@@ -339,17 +197,49 @@ class PostgresRelay:
         self._acks[rid] = (done, answers, len(targets))
         try:
             for target in targets:
-                await self.live.notify(self._channel(target), {"op": "ask", "what": op, "user": user.email,
-                                                               "rid": rid, "from": self.process_id, **fields})  # fmt: skip
+                self._post(channel(target), {"op": "ask", "what": op, "user": user.email, "rid": rid,
+                                             "from": self.process_id, **fields})  # fmt: skip
             with suppress(TimeoutError):
                 await asyncio.wait_for(done, ACK_WAIT_S)
         finally:
             self._acks.pop(rid, None)
         return any(answers)
 
+    # -- events made outside turns, and reloads ----------------------------------------------
+
+    def to_pages(self, conversation_id: str, text: str) -> None:
+        for message in pieces({"op": "page", "c": conversation_id, "from": self.process_id}, text):
+            self._post("sb_all", message)
+
+    def to_user(self, user: str, text: str, *, page: str | None = None, to: str = "sb_all") -> None:
+        for message in pieces({"op": "user", "u": user, "from": self.process_id, **({"k": page} if page else {})}, text):
+            self._post(to, message)
+
+    def page_opened(self, user: str, page: str) -> None:
+        self._post("sb_all", {"op": "questions", "u": user, "k": page, "from": self.process_id})
+
+    def reloaded(self) -> None:
+        self._post("sb_all", {"op": "reload", "from": self.process_id})
+
+    def credentials_changed(self, server: str, user: str) -> None:
+        self._post("sb_all", {"op": "credentials", "s": server, "u": user, "from": self.process_id})
+
     # -- messages -----------------------------------------------------------------------------
 
-    async def _received(self, message: dict[str, Any]) -> None:
+    def _received(self, message: dict[str, Any]) -> Awaitable[None] | None:
+        """A message from another process. Events that continue what a follower has are delivered
+        here and now (no task, no read); anything else is handled in a task."""
+        if message.get("op") == "ev":
+            remote = self._remote.get(str(message.get("c", "")))
+            try:
+                if remote is None or remote.take(int(message["s"]), [str(b) for b in message["b"]]):
+                    return None
+            except (KeyError, TypeError, ValueError):
+                log.warning("bad message between processes", extra={"event": "relay_bad_message"})
+                return None
+        return self._guarded(message)
+
+    async def _guarded(self, message: dict[str, Any]) -> None:
         try:
             await self._handle(message)
         except SwitchboardError as exc:
@@ -359,15 +249,22 @@ class PostgresRelay:
 
     async def _handle(self, message: dict[str, Any]) -> None:
         op, conversation_id = message.get("op"), str(message.get("c", ""))
-        if op == "follow":
-            await self._follow(conversation_id, str(message.get("user", "")), str(message["from"]))
-        elif op in ("events", "end"):
+        if message.get("from") == self.process_id and op in ("page", "user", "reload", "credentials", "questions"):
+            return  # sent to everyone, this process included: it has them already
+        if op == "ev":  # they do not continue what this follower has (see _received): read them
             remote = self._remote.get(conversation_id)
             if remote is not None:
                 await remote.catch_up()
+        elif op in ("events", "end"):
+            remote = self._remote.get(conversation_id)
+            if remote is not None:
+                if op == "events" or remote.read_upto < int(message.get("upto", 0)):
+                    await remote.catch_up()
                 if op == "end":
                     remote.end()
                     self.unfollow(remote)
+        elif op == "follow":
+            await self._follow(conversation_id, str(message.get("user", "")), str(message["from"]))
         elif op == "lost":
             remote = self._remote.pop(conversation_id, None)
             if remote is not None:
@@ -377,7 +274,7 @@ class PostgresRelay:
                                        conversation_id=conversation_id))  # fmt: skip
         elif op == "ask":
             ok = await self._answer_here(message)
-            await self.live.notify(self._channel(str(message["from"])), {"op": "ack", "rid": message["rid"], "ok": ok})
+            self._post(channel(str(message["from"])), {"op": "ack", "rid": message["rid"], "ok": ok})
         elif op == "ack":
             waiting = self._acks.get(str(message.get("rid")))
             if waiting is not None:
@@ -385,6 +282,29 @@ class PostgresRelay:
                 answers.append(bool(message.get("ok")))
                 if (answers[-1] or len(answers) >= expected) and not done.done():
                     done.set_result(None)
+        elif op in ("page", "user"):
+            self._deliver_outside_turns(op, message)
+        elif op == "questions" and self._hub is not None and self._hub.task_questions is not None:
+            for question in self._hub.task_questions.open_questions(str(message.get("u", ""))):
+                self.to_user(str(message.get("u", "")), question.to_json(), page=str(message.get("k", "")),
+                             to=channel(str(message["from"])))  # fmt: skip
+        elif op == "reload" and self._on_reload is not None:
+            await self._on_reload()
+        elif op == "credentials" and self._on_credentials is not None:
+            await self._on_credentials(str(message.get("s", "")), str(message.get("u", "")))
+
+    def _deliver_outside_turns(self, op: str, message: dict[str, Any]) -> None:
+        text = self._pieces.text(message)
+        event = read_event(text) if text is not None else None
+        if event is None or self._hub is None:
+            return
+        board = self._hub.task_questions
+        if op == "page":
+            self._hub.pages.deliver(str(message.get("c", "")), event)
+        elif board is not None and "k" in message:
+            board.deliver_to(str(message["k"]), event)
+        elif board is not None:
+            board.deliver(str(message.get("u", "")), event)
 
     async def _answer_here(self, message: dict[str, Any]) -> bool:
         hub = self._hub

@@ -1,11 +1,14 @@
 """Where background tasks meet their owners: each user's open pages listen here for `task`
 events and for the questions a task asks (`elicitation_request`), and an answer from any door
-(the websocket, `POST /api/elicitations/{id}`) finds the question it answers."""
+(the websocket, `POST /api/elicitations/{id}`) finds the question it answers. Events and questions
+reach the user's pages on the other processes too, through `share` (the relay, which carries the
+event's JSON text); an answer given there comes back through the relay's `ask`."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import secrets
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,30 +21,54 @@ QUEUE_LIMIT = 1000  # a page that stops reading loses its oldest task events, ne
 
 class TaskBoard:
     def __init__(self) -> None:
+        self.share: Callable[[str, str], None] | None = None  # (user, event as JSON) to their pages on other processes
+        # (user, page): a page opened here; the other processes send it their open questions for the user
+        self.opened: Callable[[str, str], None] | None = None
         self._listeners: dict[str, set[asyncio.Queue[ServerEvent]]] = {}
+        self._pages: dict[str, asyncio.Queue[ServerEvent]] = {}
         self._questions: dict[str, tuple[str, asyncio.Future[tuple[str, dict[str, Any] | None]], ServerEvent]] = {}
 
     @contextmanager
     def listen(self, user: str) -> Iterator[asyncio.Queue[ServerEvent]]:
         """The user's task events while the block runs."""
         queue: asyncio.Queue[ServerEvent] = asyncio.Queue(QUEUE_LIMIT)
-        for owner, future, question in list(self._questions.values()):  # a page opened later is asked too
-            if owner == user and not future.done():
-                queue.put_nowait(question)
+        for question in self.open_questions(user):  # a page opened later is asked too
+            queue.put_nowait(question)
         self._listeners.setdefault(user, set()).add(queue)
+        page = secrets.token_hex(8)
+        self._pages[page] = queue
+        if self.opened is not None:
+            self.opened(user, page)
         try:
             yield queue
         finally:
+            del self._pages[page]
             listeners = self._listeners.get(user, set())
             listeners.discard(queue)
             if not listeners:
                 self._listeners.pop(user, None)
 
     def publish(self, user: str, event: ServerEvent) -> None:
+        if self.share is not None:
+            self.share(user, event.to_json())
+        self.deliver(user, event)
+
+    def deliver(self, user: str, event: ServerEvent) -> None:
+        """To the user's pages on this process."""
         for queue in self._listeners.get(user, ()):
             if queue.full():
                 queue.get_nowait()
             queue.put_nowait(event)
+
+    def deliver_to(self, page: str, event: ServerEvent) -> None:
+        """To one page on this process (a question asked elsewhere before it opened)."""
+        queue = self._pages.get(page)
+        if queue is not None and not queue.full():
+            queue.put_nowait(event)
+
+    def open_questions(self, user: str) -> list[ServerEvent]:
+        return [question for owner, future, question in list(self._questions.values())
+                if owner == user and not future.done()]  # fmt: skip
 
     def listening(self, user: str) -> bool:
         return bool(self._listeners.get(user))

@@ -162,7 +162,8 @@ class TurnHub:
         # of `start`, so two chats on one conversation cannot both pass the check.
         self._busy: set[tuple[str, str]] = set()
         self._starts: dict[str, int] = {}  # per user: turns starting or running
-        self.pages = ConversationPages()  # the pages showing each conversation (events made outside turns)
+        # The pages showing each conversation (events made outside turns), here and on other processes.
+        self.pages = ConversationPages(share=lambda conversation_id, text: self.relay.to_pages(conversation_id, text))
         self._app_calls: dict[int, TurnState] = {}  # MCP Apps' calls now running (each a small turn), by id()
         self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
         self.draining = asyncio.Event()  # set at SIGTERM: connections without a running turn close (`drain`)

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -77,7 +77,7 @@ class LLMClient:
         system: str = "",
         timeout_s: float | None = None,
         max_tokens: int | None = None,
-    ) -> AsyncIterator[TextDelta | Completed | Notice]:
+    ) -> AsyncGenerator[TextDelta | Completed | Notice, None]:
         """One model call over history records (or ready OpenAI messages). `timeout_s`
         limits each wait for the provider (connect, and every read while streaming),
         not the whole answer."""
@@ -235,7 +235,7 @@ class LLMClient:
             logger.exception("on_call reporter failed")
 
 
-async def _events(response: Any) -> AsyncIterator[TextDelta | Completed]:
+async def _events(response: Any) -> AsyncGenerator[TextDelta | Completed, None]:
     """litellm's stream chunks as events: text as it comes, then one Completed."""
     assembler = ToolCallAssembler()
     finish_reason: str | None = None
@@ -288,7 +288,7 @@ def _reports_stream_usage(model: ModelConfig) -> bool:
         params = litellm.get_supported_openai_params(model=model.model)
     except Exception:  # unknown provider: the call itself reports it properly
         return False
-    return bool(params) and "stream_options" in params
+    return params is not None and "stream_options" in params
 
 
 def _quiet_litellm() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from switchboard.config.models import ModelConfig
@@ -74,7 +74,7 @@ class DeferredLLMClient:
             await self._loading.result().aclose()
 
     async def stream(self, model: ModelConfig, messages: Sequence[Any], tools: list[dict[str, Any]] | None,
-                     **kwargs: Any) -> AsyncIterator[LLMEvent]:  # fmt: skip
+                     **kwargs: Any) -> AsyncGenerator[LLMEvent, None]:  # fmt: skip
         client = await self.client()
         async for event in client.stream(model, messages, tools, **kwargs):
             yield event

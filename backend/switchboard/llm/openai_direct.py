@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +97,7 @@ def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str,
     base_url = model.api_base or resolved_base or _first(environ, _BASE_ENV.get(provider, ())) or _BASE_DEFAULT.get(provider)
     if not base_url:
         return None
-    extra = dict(model.extra)
+    extra: dict[str, Any] = dict(model.extra)
     headers = {str(k): str(v) for k, v in dict(extra.pop("extra_headers", None) or {}).items()}
     extra_body = dict(extra.pop("extra_body", None) or {})
     try:
@@ -177,7 +177,7 @@ async def open_stream(
         body["tools"] = tools
     if max_tokens:
         body[route.max_tokens_key] = max_tokens
-    options: dict[str, Any] = {}
+    options: openai.RequestOptions = {}
     key = api_key or route.provider_key
     keyless = route.keyless and key is None
     if route.headers or keyless:
@@ -188,7 +188,7 @@ async def open_stream(
             "/chat/completions",
             cast_to=object,  # chunks stay plain dicts
             body=body,
-            options=options,  # type: ignore[arg-type]
+            options=options,
             stream=True,
             stream_cls=_ChunkStream,
         )
@@ -201,7 +201,7 @@ class _ChunkStream(openai.AsyncStream[object]):  # private override, pinned by t
     SDK's own stream it reads the body to its end after [DONE], so that the connection
     goes back to the pool instead of being closed (a new TLS handshake per call)."""
 
-    async def __stream__(self) -> AsyncIterator[object]:  # type: ignore[override]
+    async def __stream__(self) -> AsyncIterator[object]:
         response = self.response
         lines = response.aiter_lines()
         data: list[str] = []
@@ -234,7 +234,7 @@ class _ChunkStream(openai.AsyncStream[object]):  # private override, pinned by t
             await response.aclose()
 
 
-async def direct_events(stream: AsyncIterator[object], route: Route) -> AsyncIterator[TextDelta | Completed]:
+async def direct_events(stream: AsyncIterator[object], route: Route) -> AsyncGenerator[TextDelta | Completed, None]:
     """The provider's chunks as events: text as it comes, then one Completed."""
     assembler = ToolCallAssembler()
     finish_reason: str | None = None

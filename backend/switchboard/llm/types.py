@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -59,4 +59,4 @@ class LLMStream(Protocol):
     ready OpenAI messages)."""
 
     def stream(self, model: ModelConfig, messages: Sequence[HistoryRecord | dict[str, Any]],
-               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncIterator[LLMEvent]: ...  # fmt: skip
+               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncGenerator[LLMEvent, None]: ...  # fmt: skip

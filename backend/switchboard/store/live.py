@@ -1,37 +1,122 @@
 """Turns across app processes on one PostgreSQL: the `live_turns`, `app_processes` and
 `turn_events` tables, and Postgres' LISTEN/NOTIFY as the message bus between processes.
 
-No new server is needed: every process already has the database. A notification carries only a
-small JSON message (Postgres caps a payload at 8000 bytes); events themselves are copied into
-`turn_events` and read from there, so their size does not matter."""
+No new server is needed: every process already has the database. Messages to other processes go
+out through one `Outbox` per process: whatever is waiting is sent in one statement, one statement
+at a time, so they arrive in the order posted and a busy process sends more per round trip. The
+rows a message announces (`turn_events`) are inserted by the same statement, so a process that is
+told of them can read them. Postgres caps a payload at 8000 bytes (`MAX_PAYLOAD`): the relay puts
+small batches of events inside the message and sends larger ones through `turn_events`.
+
+`turn_events` is UNLOGGED on Postgres (migration 0007): it is a relay buffer, cleared at each
+turn's start, not a record (the conversation is stored in `messages`); its inserts write no WAL, so
+a batch's commit does not wait for a disk flush."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from contextlib import suppress
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, text
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
+from ..telemetry import store_timer
+from .engine import CONNECT_TIMEOUT_S, unavailable
 from .models import app_processes, live_turns, turn_events
 from .repo import ConversationStore
 
-__all__ = ["LiveTurns", "LiveRow"]
+__all__ = ["MAX_PAYLOAD", "EventRow", "LiveTurns", "LiveRow", "Note", "Outbox"]
 
 log = logging.getLogger("switchboard.store")
 
 LiveRow = tuple[str, str, datetime | None]  # (owner, process id, that process's last heartbeat)
+EventRow = tuple[str, int, str]  # (conversation id, seq, body) for turn_events
+Note = tuple[str, str]  # (channel, JSON payload)
+Batch = tuple[list[EventRow], list[Note]]
+MAX_PAYLOAD = 7900  # bytes of one NOTIFY payload, under Postgres' 8000
+
+_NOTIFY = "SELECT pg_notify(ch, p) FROM unnest($1::text[], $2::text[]) AS t(ch, p)"
+_SEND = _NOTIFY
+_SEND_WITH_ROWS = ("WITH kept AS (INSERT INTO turn_events (conversation_id, seq, body) "
+                   "SELECT * FROM unnest($3::varchar[], $4::int[], $5::text[]) ON CONFLICT DO NOTHING) " + _NOTIFY)  # fmt: skip
+
+
+def _connection_lost(exc: Exception) -> bool:
+    import asyncpg
+
+    return isinstance(exc, OSError | asyncpg.exceptions.ConnectionDoesNotExistError | asyncpg.exceptions.InterfaceError)
+
+
+def payload(message: dict[str, Any]) -> str:
+    """A message as sent: compact JSON, ASCII only (so its length is its size in bytes)."""
+    return json.dumps(message, separators=(",", ":"))
+
+
+class Outbox:
+    """Messages to other processes, sent in the order posted: each statement sends everything
+    waiting (with the rows it announces), and the next waits for it. An entry is a note, or a
+    function called when its statement is built (a turn's events gathered until then)."""
+
+    def __init__(self, send: Callable[[list[EventRow], list[Note]], Awaitable[None]]) -> None:
+        self._send = send
+        self._waiting: list[tuple[Note | Callable[[], Batch], asyncio.Future[None] | None]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    def post(self, entry: Note | Callable[[], Batch], *, wait: bool = False) -> asyncio.Future[None] | None:
+        """Queue an entry; with `wait`, a future done once its statement committed (or failed)."""
+        done = asyncio.get_running_loop().create_future() if wait else None
+        self._waiting.append((entry, done))
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._drain(), name="relay-outbox")
+        return done
+
+    async def _drain(self) -> None:
+        while self._waiting:
+            taken, self._waiting = self._waiting, []
+            rows: list[EventRow] = []
+            notes: list[Note] = []
+            for entry, _ in taken:
+                if callable(entry):
+                    more_rows, more_notes = entry()
+                    rows += more_rows
+                    notes += more_notes
+                else:
+                    notes.append(entry)
+            failed: BaseException | None = None
+            try:
+                if notes or rows:
+                    await self._send(rows, notes)
+            except Exception as exc:  # noqa: BLE001 - told to whoever waits, logged for the rest
+                failed = exc
+                log.warning("could not reach the other app processes: %s", getattr(exc, "message", exc),
+                            extra={"event": "relay_failed"})  # fmt: skip
+            for _, done in taken:
+                if done is None or done.done():
+                    continue
+                if failed is not None:
+                    done.set_exception(failed)
+                else:
+                    done.set_result(None)
+
+    async def close(self) -> None:
+        if self._sender is not None:
+            with suppress(Exception):
+                await self._sender
 
 
 class LiveTurns:
     def __init__(self, store: ConversationStore) -> None:
         self._store = store
         self._listener: Any = None  # the asyncpg connection that LISTENs
+        self._sender: Any = None  # the asyncpg connection the outbox sends on (opened on first use)
+        self._listening: tuple[list[str], Any] = ([], None)  # the channels, and what each message goes to
+        self.outbox = Outbox(self._send)
 
     async def heartbeat(self, process_id: str) -> None:
         now = datetime.now(UTC)
@@ -71,20 +156,12 @@ class LiveTurns:
         stmt = select(live_turns.c.process_id).where(live_turns.c.owner == owner).distinct()
         return await self._store._run("find your running answers", lambda c: list(c.execute(stmt).scalars()), write=False)
 
-    async def write_events(self, conversation_id: str, first_seq: int, bodies: list[str]) -> None:
-        rows = [{"conversation_id": conversation_id, "seq": first_seq + n, "body": body} for n, body in enumerate(bodies)]
-        await self._store._run("share the answer's events", lambda c: c.execute(insert(turn_events), rows), write=True)
-
     async def read_events(self, conversation_id: str, after: int) -> list[tuple[int, str]]:
         stmt = (select(turn_events.c.seq, turn_events.c.body)
                 .where(turn_events.c.conversation_id == conversation_id, turn_events.c.seq > after)
                 .order_by(turn_events.c.seq))  # fmt: skip
         return await self._store._run("read the answer's events", lambda c: [tuple(r) for r in c.execute(stmt)],
                                       write=False)  # fmt: skip
-
-    async def last_seq(self, conversation_id: str) -> int:
-        stmt = select(func.coalesce(func.max(turn_events.c.seq), 0)).where(turn_events.c.conversation_id == conversation_id)
-        return await self._store._run("read the answer's events", lambda c: c.execute(stmt).scalar_one(), write=False)
 
     async def take_dead(self, lease_s: float, process_id: str) -> list[tuple[str, str, str]]:
         """The turns of processes silent for longer than the lease, taken over (their rows removed):
@@ -98,7 +175,7 @@ class LiveTurns:
                                  .returning(live_turns.c.conversation_id, live_turns.c.owner, live_turns.c.process_id))  # fmt: skip
             gone = [tuple(r) for r in taken]
             conn.execute(delete(app_processes).where(app_processes.c.heartbeat_at < cutoff))
-            return gone  # type: ignore[return-value]
+            return gone
 
         return await self._store._run("end the answers of a stopped process", work, write=True)
 
@@ -111,17 +188,55 @@ class LiveTurns:
         stmt = delete(turn_events).where(turn_events.c.conversation_id == conversation_id)
         await self._store._run("clear the answer's events", lambda c: c.execute(stmt), write=True, single=True)
 
-    async def notify(self, channel: str, message: dict[str, Any]) -> None:
-        payload = json.dumps(message, separators=(",", ":"))
-        stmt = text("SELECT pg_notify(:channel, :payload)").bindparams(channel=channel, payload=payload)
-        await self._store._run("reach another app process", lambda c: c.execute(stmt), write=True, single=True)
+    async def alive(self, lease_s: float, besides: str) -> list[str]:
+        """The other processes that heartbeated within the lease."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=lease_s)
+        stmt = select(app_processes.c.id).where(app_processes.c.heartbeat_at >= cutoff, app_processes.c.id != besides)
+        return await self._store._run("find the other app processes", lambda c: list(c.execute(stmt).scalars()),
+                                      write=False)  # fmt: skip
 
-    async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
-        """Deliver the messages sent to these channels, each to `on_message` in its own task."""
+    async def notify(self, channel: str, message: dict[str, Any]) -> None:
+        """Send one message, after everything posted before it; returns once it is sent."""
+        done = self.outbox.post((channel, payload(message)), wait=True)
+        assert done is not None
+        await done
+
+    async def _send(self, rows: list[EventRow], notes: list[Note]) -> None:
+        """One statement (its own transaction) on a connection of its own: the live path skips the
+        pool, and the prepared statement is parsed once."""
+        args: list[Any] = [[n[0] for n in notes], [n[1] for n in notes]]
+        if rows:
+            args += [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]]
+        for attempt in (1, 2):
+            try:
+                with store_timer("reach the other app processes"):
+                    if self._sender is None or self._sender.is_closed():
+                        self._sender = await self._connect(sending=True)
+                    await self._sender.execute(_SEND_WITH_ROWS if rows else _SEND, *args)
+                return
+            except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
+                sender, self._sender = self._sender, None
+                if sender is not None:
+                    sender.terminate()
+                if attempt == 1 and _connection_lost(exc):  # the database restarted: once more, on a new one
+                    continue
+                raise unavailable(self._store.url, exc, "reach the other app processes through") from exc
+
+    async def _connect(self, *, sending: bool = False) -> Any:
+        """A connection of the relay's own. The sending one commits without waiting for the disk
+        (`synchronous_commit=off`): what it writes is a relay buffer and messages, which a crash
+        of the database loses with the turns they serve anyway."""
         import asyncpg
 
         url = make_url(self._store.url).set(drivername="postgresql")
-        self._listener = await asyncpg.connect(url.render_as_string(hide_password=False))
+        settings = {"synchronous_commit": "off"} if sending else None
+        return await asyncpg.connect(url.render_as_string(hide_password=False), timeout=CONNECT_TIMEOUT_S,
+                                     server_settings=settings)  # fmt: skip
+
+    async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Awaitable[None] | None]) -> None:
+        """Deliver the messages sent to these channels to `on_message`, at once, in the order they
+        come; what it returns to await runs as a task of its own. The sending connection opens
+        now too, so that the first message does not wait for it."""
         loop = asyncio.get_running_loop()
 
         def received(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
@@ -130,12 +245,38 @@ class LiveTurns:
             except ValueError:
                 log.warning("bad message between processes", extra={"event": "relay_bad_message"})
                 return
-            loop.create_task(on_message(message))
+            rest = on_message(message)
+            if rest is not None:
+                loop.create_task(rest)  # type: ignore[arg-type]
 
+        self._listening = (channels, received)
+        await self._listen()
+        self._sender = await self._connect(sending=True)
+
+    async def _listen(self) -> None:
+        channels, received = self._listening
+        self._listener = await self._connect()
         for channel in channels:
             await self._listener.add_listener(channel, received)
 
+    async def keep_listening(self) -> bool:
+        """Listen again if the connection was lost (the database restarted); True when it was.
+        Messages sent meanwhile are lost: a follower reads the events it missed from the table."""
+        if self._listener is None or not self._listener.is_closed():
+            return False
+        try:
+            await self._listen()
+        except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
+            if not self._listener.is_closed():  # half set up: the next heartbeat starts again
+                self._listener.terminate()
+            raise unavailable(self._store.url, exc, "listen to the other app processes through") from exc
+        return True
+
     async def close(self) -> None:
+        await self.outbox.close()
+        if self._sender is not None:
+            await self._sender.close()
+            self._sender = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None

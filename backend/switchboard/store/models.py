@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     CheckConstraint,
     Column,
     DateTime,
@@ -29,7 +30,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 __all__ = ["UTCDateTime", "allowances", "api_tokens", "app_processes", "conversations", "files", "live_turns", "messages",
-           "metadata", "oauth_pending", "tasks", "tool_pins", "turn_events", "user_credentials"]  # fmt: skip
+           "metadata", "oauth_pending", "owner_spellings", "tasks", "tool_pins", "turn_events", "uploads",
+           "user_credentials"]  # fmt: skip
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -167,6 +169,17 @@ turn_events = Table(
     Column("body", Text, nullable=False),
 )
 
+# Stored uploads (bytes in the file store), one row each: the upload quota is counted here, so every
+# app process checks it against the same figures.
+uploads = Table(
+    "uploads",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("owner", String(320), nullable=False, index=True),
+    Column("size", BigInteger, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
 # OAuth sign-ins between the redirect and the callback: one per (server, user); the key is a
 # hash of the `state`, the value (PKCE verifier, discovered metadata) encrypted like a credential.
 oauth_pending = Table(
@@ -203,4 +216,13 @@ tasks = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_tasks_owner_created_at", "owner", "created_at"),
     Index("ix_tasks_status", "status"),
+)
+
+# The spellings an address had before addresses were normalized (migration 0007), for the
+# conversations whose stored id is a hash of that spelling and a name the client picked.
+owner_spellings = Table(
+    "owner_spellings",
+    metadata,
+    Column("owner", String(320), primary_key=True),
+    Column("spelling", String(320), primary_key=True),
 )

@@ -29,6 +29,7 @@ from .models import allowances, conversations, files, tool_pins
 from .records import Conversation, Message, StoredConversation
 from .rows import conversation_of as _conversation
 from .rows import message_of as _message
+from .spellings import OwnerSpellings
 from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
 
 __all__ = ["UNSET", "ConversationStore", "down_store", "open_store"]
@@ -60,7 +61,7 @@ def down_store(url: str, error: SwitchboardError) -> ConversationStore:
     return ConversationStore(None, url, down=down)
 
 
-class ConversationStore(TurnWrites, PagedReads, AppCallQueries):
+class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
     def __init__(self, engine: Any, url: str, *, down: StoreUnavailable | None = None) -> None:
         super().__init__(engine, url, down=down)
         dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert

@@ -10,7 +10,7 @@ from .records import Conversation, Message
 __all__ = ["conversation_of", "message_of"]
 
 
-def conversation_of(row: Mapping[str, Any]) -> Conversation:
+def conversation_of(row: Mapping[Any, Any]) -> Conversation:
     return Conversation(
         id=row["id"],
         owner=row["owner"],
@@ -25,7 +25,7 @@ def conversation_of(row: Mapping[str, Any]) -> Conversation:
     )
 
 
-def message_of(row: Mapping[str, Any]) -> Message:
+def message_of(row: Mapping[Any, Any]) -> Message:
     return Message(
         id=row["id"],
         conversation_id=row["conversation_id"],

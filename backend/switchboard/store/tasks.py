@@ -40,7 +40,7 @@ class TaskRecord:
 
 
 def _record(row: Any) -> TaskRecord:
-    return TaskRecord(**{name: row[name] for name in TaskRecord.__slots__})  # type: ignore[attr-defined]
+    return TaskRecord(**{name: row[name] for name in TaskRecord.__slots__})
 
 
 class TaskRecords:

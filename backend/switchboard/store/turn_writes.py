@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, Insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import BadRequest, Conflict, NotFound
@@ -67,6 +67,9 @@ def now_utc() -> datetime:
 
 
 class TurnWrites(StoreBase):
+    _link_file: Insert  # made by ConversationStore for its dialect (insert, or nothing when linked already)
+    _link_allowance: Insert
+
     async def add_message(self, conversation_id: str, *, id: str, parent_id: str | None, role: str, content: str,
                           data: Mapping[str, Any] | None = None, files: Sequence[str] = (),
                           allowances: Sequence[str] = (), model: str | None | _Unset = UNSET) -> Message:  # fmt: skip
@@ -88,7 +91,7 @@ class TurnWrites(StoreBase):
             if message.role not in ROLES:
                 raise BadRequest(f"a message's role is one of {sorted(ROLES)}, not '{message.role}'")
         now = now_utc()
-        rows = [{"id": m.id, "conversation_id": conversation_id, "parent_id": m.parent_id, "role": m.role,
+        rows: list[dict[str, Any]] = [{"id": m.id, "conversation_id": conversation_id, "parent_id": m.parent_id, "role": m.role,
                  "content": m.content, "data": dict(m.data), "created_at": now, "seq_of": conversation_id}
                 for m in new]  # fmt: skip
         created = create.row(conversation_id, now) if create is not None else None
@@ -167,7 +170,7 @@ class TurnWrites(StoreBase):
                 if await self._message_exists(row["id"]):
                     raise Conflict(f"a message with id '{row['id']}' exists already") from cause
             raise self._failed("save the message", cause, write=True) from cause  # type: ignore[arg-type]
-        return [Message(r["id"], conversation_id, r["parent_id"], seq, r["role"], r["content"], r["data"], now)  # type: ignore[arg-type]
+        return [Message(r["id"], conversation_id, r["parent_id"], seq, r["role"], r["content"], r["data"], now)
                 for r, seq in zip(rows, seqs, strict=True)]  # fmt: skip
 
     async def _message_exists(self, id: str) -> bool:

@@ -141,7 +141,7 @@ def parse_app_resource(server: str, uri: str, contents: Sequence[Any], listed: S
         entry = next((r for r in listed if str(getattr(r, "uri", "")) == uri), None)
         ui = _content_meta(entry) if entry is not None else {}
     csp = check_csp(ui.get("csp"), server=server, uri=uri)
-    declared = {k: {} for k in PERMISSIONS if k in _as_dict(ui.get("permissions"))}
+    declared: dict[str, dict[str, Any]] = {k: {} for k in PERMISSIONS if k in _as_dict(ui.get("permissions"))}
     border = ui.get("prefersBorder") if isinstance(ui.get("prefersBorder"), bool) else None
     canonical = json.dumps({"html": html, "csp": csp, "permissions": sorted(declared)}, sort_keys=True)
     return AppResource(uri, html, csp, declared, border, hashlib.sha256(canonical.encode()).hexdigest())

@@ -104,7 +104,9 @@ class CallTraffic:
             schema = {"type": "object", "properties": {}, "x-url": str(url)}
         with self._waiting_for_answer(sink):
             action, content = await sink.elicit(message, schema)
-        return ElicitResult(action=action, content=content if action == "accept" else None)
+        if action == "accept":
+            return ElicitResult(action="accept", content=content)
+        return ElicitResult(action="decline" if action == "decline" else "cancel")
 
     async def on_sample(self, messages: list[Any], params: Any, context: Any) -> str:
         sink = self._sink()

@@ -72,7 +72,7 @@ class ConnectionCalls:
             return await self._await_call(task, tool, activity, started, idle_limit)
 
     async def _await_call(self, task: asyncio.Task[mcp_types.CallToolResult], tool: str, activity: Activity,
-                          started: float, idle_limit: float) -> mcp_types.CallToolResult:  # fmt: skip
+                          started: float, idle_limit: float) -> mcp_types.CallToolResult | TaskHandle:  # fmt: skip
         """The call's result, stopping it when it stays silent too long; MCP failures translated."""
         loop = asyncio.get_running_loop()
         try:

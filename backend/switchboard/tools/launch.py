@@ -30,7 +30,8 @@ from .forked import Zygote, forkable
 if TYPE_CHECKING:
     from anyio.abc import Process
 
-    from ..config.models import McpConfig, ServerConfig
+    from ..config.loader import McpConfig
+    from ..config.models import ServerConfig
 
 __all__ = ["FILES_ORIGIN_ENV", "INHERITED_ENV", "EarlyStarts", "Launch", "child_environment", "stderr_path", "stdio_launch"]
 

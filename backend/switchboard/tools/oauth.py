@@ -46,6 +46,7 @@ __all__ = ["SignIns"]
 
 log = logging.getLogger("switchboard.tools")
 
+STEP_UP = "oauth_step_up"  # the vault's kind for the scopes a server asked for beyond the granted ones
 SIGN_IN_WAIT_S = 600.0  # how long a started sign-in waits for the browser to come back
 URL_WAIT_S = 30.0  # discovery and registration, before the redirect is known
 
@@ -59,13 +60,15 @@ class SignIns:
         # authorization servers that advertise `client_id_metadata_document_supported`.
         self.client_metadata_url = client_metadata_url
         self._dev = dev  # dev auth mode: plain http, and private endpoints for servers on localhost
-        # (server, user) -> the scopes a server asked for (403 insufficient_scope) during a call:
-        # the user's next Connect asks for them.
-        self._step_up: dict[tuple[str, str], str] = {}
 
-    def step_up_wanted(self, server: str, user: str) -> str | None:
-        """The scopes this user must still allow for the server (a step-up), else None."""
-        return self._step_up.get((server, user))
+    async def step_up_wanted(self, server: str, user: str) -> str | None:
+        """The scopes this user must still allow for the server (a step-up), else None. A server
+        that refused a call for want of scopes (403 insufficient_scope) asked for them; the
+        user's next Connect, on whichever process, asks for them (kept in the vault)."""
+        try:
+            return await self._vault.get(server, user, STEP_UP) or None
+        except SwitchboardError:
+            return None
 
     def client_metadata_document(self) -> dict[str, Any] | None:
         """The client ID metadata document at `client_metadata_url` (None when there is none):
@@ -152,7 +155,7 @@ class SignIns:
             granted = await storage.get_tokens()
             if granted is not None and set(scope.split()) - set((granted.scope or "").split()):
                 # the server wants more than the user granted (step-up): their next Connect asks for it
-                self._step_up[(server, user)] = scope
+                await self._vault.put(server, user, STEP_UP, scope)
                 raise NeedsAuth(f"server '{server}' needs more permissions for this ({scope}): press Connect next "
                                 f"to '{server}' to allow them, then try again")  # fmt: skip
             raise NeedsAuth(f"server '{server}' needs you to sign in again: press Connect")
@@ -185,7 +188,8 @@ class SignIns:
             state = parse_qs(urlsplit(sent[0]).query).get("state", [""])[0]
             await self._vault.put_pending(state, server, user, _pending_value(parked, verifier), max_age_s=SIGN_IN_WAIT_S)
 
-        provider = self._provider(server, config, user, redirect, callback, step_up=self._step_up.get((server, user)))
+        step_up = await self.step_up_wanted(server, user)
+        provider = self._provider(server, config, user, redirect, callback, step_up=step_up)
         provider.park = park
         try:
             async with asyncio.timeout(URL_WAIT_S):
@@ -239,7 +243,8 @@ class SignIns:
                                action="Press Connect to try again.") from None  # fmt: skip
         provider.use_dpop_if_offered()  # a fresh key for this sign-in's tokens, when the server takes DPoP
         await self._exchange(provider, code, saved["verifier"])
-        self._step_up.pop((server, user), None)
+        if await self.step_up_wanted(server, user):
+            await self._vault.put(server, user, STEP_UP, "")  # allowed now
         return server
 
     async def _exchange(self, provider: Provider, code: str, verifier: str) -> None:

@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx2
+from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import extract_field_from_www_auth
 
 from .dpop import DPoPKey, htu
@@ -32,7 +33,7 @@ _METADATA_PATHS = ("/.well-known/oauth-authorization-server", "/.well-known/open
 class DPoPAuth:
     """The DPoP half of one user's provider for one server."""
 
-    context: Any  # the SDK's OAuthContext
+    context: OAuthContext  # set by the SDK's provider, the other base
     dpop: DPoPKey | None = None  # the key this sign-in's tokens are (to be) bound to
     dpop_bound = False  # the current access token is DPoP-bound (else it is a bearer token)
     # The authorization server's `dpop_signing_alg_values_supported`, read from its metadata as the

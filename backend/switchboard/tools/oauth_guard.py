@@ -25,7 +25,7 @@ import re
 import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import httpx2
@@ -108,7 +108,7 @@ class EndpointPolicy:
             self._refuse(where, "it is plain http (sign-in needs https)")
         return addresses[0]
 
-    def _refuse(self, where: str, why: str, hint: str = "") -> None:
+    def _refuse(self, where: str, why: str, hint: str = "") -> NoReturn:
         log.warning("server %s: refused a sign-in request to %s: %s", self.server, where, why,
                     extra={"event": "oauth_endpoint_refused", "server": self.server, "origin": where})  # fmt: skip
         raise SignInFailed(f"server '{self.server}': the sign-in was stopped because it would make this host "

@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider
 from mcp.client.auth.utils import issuers_match, union_scopes
-from mcp.shared.auth import OAuthToken
+from mcp.shared.auth import OAuthClientMetadata, OAuthToken
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 
 from ..errors import NeedsAuth, SignInFailed
@@ -49,8 +49,11 @@ class Provider(GuardedAuth, DPoPAuth, OAuthClientProvider):
     issuer: str | None = None  # auth.issuer: the authorization server a pre-registered client belongs to
     park: Park | None = None  # begin(): store the pending sign-in at the redirect and stop
 
-    def __init__(self, server_url: str, *args: Any, policy: EndpointPolicy, **kwargs: Any) -> None:
-        super().__init__(server_url, *args, validate_resource_url=self._check_resource, **kwargs)
+    def __init__(self, server_url: str, client_metadata: OAuthClientMetadata, storage: TokenStorage,
+                 redirect_handler: Callable[[str], Awaitable[None]], callback_handler: Callable[[], Awaitable[Any]],
+                 *, client_metadata_url: str | None, policy: EndpointPolicy) -> None:  # fmt: skip
+        super().__init__(server_url, client_metadata, storage, redirect_handler, callback_handler,
+                         client_metadata_url=client_metadata_url, validate_resource_url=self._check_resource)  # fmt: skip
         self.policy = policy
         self.context.update_token_expiry = self._update_expiry  # type: ignore[method-assign]
         if isinstance(self.context.storage, VaultStorage):
@@ -100,7 +103,7 @@ class Provider(GuardedAuth, DPoPAuth, OAuthClientProvider):
         if info.token_endpoint_auth_method not in supported:
             usable = [m for m in ("client_secret_basic", "client_secret_post") if m in supported]
             if usable:
-                info.token_endpoint_auth_method = usable[0]  # type: ignore[assignment]
+                info.token_endpoint_auth_method = usable[0]
 
     async def _perform_authorization(self) -> httpx2.Request:
         if self.extra_scope:

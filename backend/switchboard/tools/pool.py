@@ -85,6 +85,9 @@ class ServerPool(PerUserServers, PoolTraffic):
         app_cache_s: float = 60.0,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
+        # (server, user): a user's credential changed here; the other app processes drop that
+        # user's session too, so that none goes on with the old one (the host wires it to the relay).
+        self.credentials_changed: Callable[[str, str], None] = lambda server, user: None
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
         # dev_auth: the app runs in dev auth mode (see SignIns.policy for what that allows)
         self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url,
@@ -119,7 +122,7 @@ class ServerPool(PerUserServers, PoolTraffic):
         machine = self.sign_ins.machine_auth(name, config) if auth is not None and auth.type == "oauth" else None
         return ServerConnection(name, config, on_status=self._on_status, transport=transport, http_auth=machine,
                                 early=self._early,
-                                **self._connection_args)  # type: ignore[arg-type]  # fmt: skip
+                                **self._connection_args)  # fmt: skip
 
     async def _on_status(self, status: ServerStatus) -> None:
         self.apps.forget(status.name)

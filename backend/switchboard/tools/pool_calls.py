@@ -137,7 +137,7 @@ class PoolTraffic:
                     return ToolOutcome(ok=True, text=f"started as task {result.task_id}", task=result,
                                        duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
             except ServerUnavailable:
-                if user is not None and self.sign_ins.step_up_wanted(tool.server, user):
+                if user is not None and await self.sign_ins.step_up_wanted(tool.server, user):
                     raise NeedsAuth(f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
                                     f"next to '{tool.server}' to allow them, then try again") from None  # fmt: skip
                 raise

@@ -35,6 +35,7 @@ class PerUserServers:
     watch: CatalogueWatch
     _connection_args: dict[str, Any]
     _rebuild: Callable[[], None]
+    credentials_changed: Callable[[str, str], None]
 
     def _user_sessions(self, name: str, config: ServerConfig, transport: Any) -> UserSessions:
         async def changed(user: str) -> None:  # this user's listing changed
@@ -47,14 +48,14 @@ class PerUserServers:
                 await group._on_status(conn)
 
             conn = ServerConnection(name, config, on_status=on_status, transport=transport, user=user,
-                                    headers=headers, http_auth=auth, **self._connection_args)  # type: ignore[arg-type]  # fmt: skip
+                                    headers=headers, http_auth=auth, **self._connection_args)  # fmt: skip
             return conn
 
         async def credential(user: str) -> tuple[dict[str, str], Any]:
             return await self._credential(name, config, user)
 
         group = UserSessions(name, config, credential=credential, make=make, on_change=changed,
-                             init_timeout_s=float(self._connection_args["init_timeout_s"] or 60))  # type: ignore[arg-type]  # fmt: skip
+                             init_timeout_s=float(self._connection_args["init_timeout_s"] or 60))  # fmt: skip
         return group
 
     async def _credential(self, name: str, config: ServerConfig, user: str) -> tuple[dict[str, str], Any]:
@@ -83,6 +84,7 @@ class PerUserServers:
                                           config_of=lambda server: self._per_user(server).config)  # fmt: skip
         group = self._per_user(name)
         await group.close_user(user)
+        self.credentials_changed(name, user)
         await group.open(user)
         return name
 
@@ -105,7 +107,7 @@ class PerUserServers:
         conn = self.connections[name]
         if not isinstance(conn, UserSessions):
             return conn.status
-        scopes = self.sign_ins.step_up_wanted(name, user)
+        scopes = await self.sign_ins.step_up_wanted(name, user)
         if scopes is not None:  # a call was refused for want of scopes: not a failure, a sign-in to do
             return ServerStatus(name, "needs_auth", conn.status.transport,
                                 reason=f"needs more permissions ({scopes}): press Connect to allow them")  # fmt: skip
@@ -146,6 +148,7 @@ class PerUserServers:
             raise ToolError(f"server '{name}' does not take a user-entered token")
         await self.vault.put(name, user, "token", token)
         await group.close_user(user)  # the next use opens a session with the new token
+        self.credentials_changed(name, user)
         await group.open(user)
         try:
             async with asyncio.timeout(TOKEN_CHECK_S):
@@ -163,3 +166,11 @@ class PerUserServers:
         group = self._per_user(name)
         await self.vault.forget(name, user)
         await group.forget_user(user)
+        self.credentials_changed(name, user)
+
+    async def credentials_changed_elsewhere(self, name: str, user: str) -> None:
+        """Another app process changed this user's credential for the server: their session here
+        closes, and the next use opens one with what the vault holds now."""
+        group = self.connections.get(name)
+        if isinstance(group, UserSessions):
+            await group.close_user(user)

@@ -51,10 +51,10 @@ class ToolRegistry:
             tools.update(self._infos(server, config, listed))
         user_tools: dict[str, dict[str, ToolInfo]] = {}
         for server, listings in (per_user or {}).items():
-            config = configs.get(server)
-            for user, listed in listings.items():
-                if config is not None:
-                    user_tools.setdefault(user, {}).update(self._infos(server, config, listed))
+            shared = configs.get(server)
+            for user, own in listings.items():
+                if shared is not None:
+                    user_tools.setdefault(user, {}).update(self._infos(server, shared, own))
         self._tools, self._user_tools, self._configs = tools, user_tools, configs
         self.version += 1
         self._index = None  # built again on the next search, not per query

@@ -60,7 +60,7 @@ def last_lines(text: str | None, count: int = 3, limit: int = 300) -> str:
 STOP_GRACE_S = 0.5  # after stdin closes, how long a server may take to exit before SIGTERM
 
 
-async def _stop_process(process: anyio.abc.Process) -> None:
+async def _stop_process(process: sdk.ServerProcess) -> None:
     """The SDK's shutdown sequence (close stdin, wait, terminate the process group, reap), with a
     grace of STOP_GRACE_S instead of the SDK's 2 s: a server exits on end of input at once or
     is sent SIGTERM, which it may handle too, so that stopping the app (Ctrl-C) is quick."""
@@ -113,7 +113,7 @@ class LineSplitter:
 
 @asynccontextmanager
 async def stdio_streams(
-    server: StdioServerParameters, errlog: TextIO, process: anyio.abc.Process | None = None,
+    server: StdioServerParameters, errlog: TextIO, process: sdk.ServerProcess | None = None,
     ended: ProcessEnd | None = None,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream[SessionMessage | Exception], anyio.abc.ObjectSendStream[SessionMessage]]]:
     """Spawn the server (or use `process`, already spawned for it) and yield (read stream,

@@ -183,7 +183,7 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
 
 
 @router.get("/api/files/{file_id}/content")
-async def signed_file(request: Request, file_id: str, u: str, e: int, s: str) -> FileResponse:
+async def signed_file(request: Request, file_id: str, u: str, e: int, s: str) -> Response:
     """An upload fetched by an MCP server through a signed, expiring URL (no session)."""
     services = services_of(request)
     services.signer.verify(file_id, u, e, s)

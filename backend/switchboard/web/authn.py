@@ -54,7 +54,9 @@ class Scraper:
 
 
 class SwitchboardAuthBackend(AuthenticationBackend):
-    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, User | Anonymous | Scraper]:
+    # Starlette types the user as its BaseUser class; ours (auth.User) is the same shape without
+    # the import, since only web/ may import starlette.
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, User | Anonymous | Scraper]:  # type: ignore[override]
         if conn.scope["type"] == "http" and conn.scope["path"].startswith(_UNAUTHENTICATED):
             return AuthCredentials(), Anonymous(Unauthorized("no identity is worked out here"))
         services: Services = conn.app.state.services

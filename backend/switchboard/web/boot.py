@@ -215,7 +215,11 @@ class _Lifespan:
 
     async def startup(self) -> None:
         scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
-        self._task = asyncio.create_task(self._app(scope, self._to_app.get, self._from_app.put), name="app-lifespan")
+
+        async def run() -> None:  # an ASGI app returns an awaitable, which create_task does not take
+            await self._app(scope, self._to_app.get, self._from_app.put)
+
+        self._task = asyncio.create_task(run(), name="app-lifespan")
         await self._to_app.put({"type": "lifespan.startup"})
         reply = await self._reply()
         if reply["type"] != "lifespan.startup.complete":

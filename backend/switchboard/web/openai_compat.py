@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any, Literal, assert_never
 
 from fastapi import APIRouter, Depends, Header, Request
@@ -249,7 +249,7 @@ async def _start(request: Request, user: User, body: CompletionRequest, level: s
 Shown = TokenEvent | ErrorEvent | MessageDone  # what this door's client sees of a turn
 
 
-async def _events(subscription: Subscription) -> AsyncIterator[Shown]:
+async def _events(subscription: Subscription) -> AsyncGenerator[Shown, None]:
     """The turn's events that make the answer; the rest are not shown (the client sees only the
     answer). Approvals and questions never wait here: the turn's preferences refuse and decline
     them (NOBODY_TO_ASK)."""
@@ -284,12 +284,12 @@ async def list_models(request: Request, user: UserDep, level: LevelHeader = None
     return ModelList(data=[ModelCard(id=m.name) for m in services.models.entries(access) if m.available])
 
 
-_DOC = {200: {"description": "a chat.completion, or with `stream: true` chat.completion.chunk events ending "
+_DOC: dict[int | str, dict[str, Any]] = {200: {"description": "a chat.completion, or with `stream: true` chat.completion.chunk events ending "
                              "with `data: [DONE]`", "content": {"text/event-stream": {}}},
         400: {"model": ErrorBody}, 401: {"model": ErrorBody}, 404: {"model": ErrorBody}}  # fmt: skip
 
 
-@router.post("/chat/completions", response_model=ChatCompletion, responses=_DOC)  # type: ignore[arg-type]
+@router.post("/chat/completions", response_model=ChatCompletion, responses=_DOC)
 async def chat_completions(request: Request, user: UserDep, body: CompletionRequest, level: LevelHeader = None) -> Any:
     """Answer with the host's tool loop and the caller's MCP tools (OpenAI's API shape)."""
     try:
@@ -334,7 +334,7 @@ def _chunk(completion_id: str, created: int, model: str, delta: dict[str, Any], 
     return data_frame(json.dumps(body))
 
 
-async def _chunks(events: AsyncIterator[Shown], completion_id: str, created: int, model: str,
+async def _chunks(events: AsyncGenerator[Shown, None], completion_id: str, created: int, model: str,
                   include_usage: bool) -> AsyncIterator[ServerSentEvent]:  # fmt: skip
     yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""})
     try:
@@ -354,4 +354,4 @@ async def _chunks(events: AsyncIterator[Shown], completion_id: str, created: int
                     assert_never(event)
         yield data_frame("[DONE]")
     finally:
-        await events.aclose()  # type: ignore[attr-defined]
+        await events.aclose()

@@ -1,0 +1,117 @@
+"""The seam between the turn hub and the other app processes (chat/relay.py): what the relay
+needs of a turn and of the hub, the interface every relay has, and the one-process relay."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..auth import User
+from .events import ServerEvent
+from .listeners import Subscription
+from .questions import ApprovalAnswer
+
+if TYPE_CHECKING:
+    from .pages import ConversationPages
+    from .task_board import TaskBoard
+
+__all__ = ["LocalRelay", "Relay", "Turn", "TurnHub"]
+
+
+class Turn(Protocol):
+    """What the relay needs of a running turn (chat/turns.py)."""
+
+    @property
+    def conversation_id(self) -> str: ...
+
+    def _replay(self) -> list[ServerEvent]: ...
+
+
+class TurnHub(Protocol):
+    """What the relay asks of this process's hub (chat/turns.py)."""
+
+    pages: ConversationPages
+    task_questions: TaskBoard | None
+
+    def running(self, owner: str, conversation_id: str) -> Turn | None: ...
+
+    async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None: ...
+
+    async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
+                                 local_only: bool = False) -> None: ...  # fmt: skip
+
+    async def cancel(self, user: User, conversation_id: str, *, local_only: bool = False) -> bool: ...
+
+
+class Relay(Protocol):
+    process_id: str
+
+    async def start(self, hub: TurnHub) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def claim(self, conversation_id: str, owner: str) -> None: ...
+
+    async def released(self, turn: Turn) -> None: ...
+
+    def published(self, turn: Turn, event: ServerEvent) -> None: ...
+
+    async def attach(self, user: User, conversation_id: str) -> Subscription | None: ...
+
+    async def ask(self, user: User, op: str, **fields: Any) -> bool: ...
+
+    def to_pages(self, conversation_id: str, text: str) -> None:
+        """An event made outside a turn, for the pages of this conversation on other processes."""
+
+    def to_user(self, user: str, text: str) -> None:
+        """An event of this user's background tasks, for their pages on other processes."""
+
+    def page_opened(self, user: str, page: str) -> None:
+        """A page of this user's opened here: the other processes send it their open questions."""
+
+    def reloaded(self) -> None:
+        """The configuration was reloaded here: the other processes reload too."""
+
+    def credentials_changed(self, server: str, user: str) -> None:
+        """A user's credential for a server changed here: the other processes drop their session."""
+
+
+class LocalRelay:
+    """One process: every turn is here."""
+
+    process_id = "local"
+
+    async def start(self, hub: TurnHub) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def claim(self, conversation_id: str, owner: str) -> None:
+        return None
+
+    async def released(self, turn: Turn) -> None:
+        return None
+
+    def published(self, turn: Turn, event: ServerEvent) -> None:
+        return None
+
+    async def attach(self, user: User, conversation_id: str) -> Subscription | None:
+        return None
+
+    async def ask(self, user: User, op: str, **fields: Any) -> bool:
+        return False
+
+    def to_pages(self, conversation_id: str, text: str) -> None:
+        return None
+
+    def to_user(self, user: str, text: str) -> None:
+        return None
+
+    def page_opened(self, user: str, page: str) -> None:
+        return None
+
+    def reloaded(self) -> None:
+        return None
+
+    def credentials_changed(self, server: str, user: str) -> None:
+        return None
