@@ -32,7 +32,7 @@ from .events import MAX_INCOGNITO_STATE_CHARS
 __all__ = ["MAX_STATE_CHARS", "IncognitoSeal", "OpenedState", "seal_key"]
 
 MAX_STATE_CHARS = MAX_INCOGNITO_STATE_CHARS  # the sealed text; a `chat` message may be 1,000,000 bytes in all
-_VERSION = 1
+_VERSION: Literal[1] = 1
 
 
 class _Model(BaseModel):
