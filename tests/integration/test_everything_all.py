@@ -8,8 +8,10 @@ does not start (scripts/test fetches it)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import shutil
 import subprocess
 import time
@@ -66,12 +68,13 @@ def site(request, tmp_path_factory, double):
                  "env": {"PATH": "${PATH}", "HOME": "${HOME}", "npm_config_prefer_offline": "true"}}  # fmt: skip
     else:
         port = free_port()
+        # Its own process group: npx starts node as a child, which outlives a signal to npx alone.
         proc = subprocess.Popen(["npx", "-y", PACKAGE, "streamableHttp"], env={**os.environ, "PORT": str(port)},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         try:
             wait_for_port(port, proc, "server-everything streamableHttp", timeout_s=START_TIMEOUT_S)
         except RuntimeError as exc:
-            proc.kill()
+            _stop_group(proc)
             _fail_or_skip(str(exc))
         entry = {"url": f"http://127.0.0.1:{port}/mcp"}
     entry.update(approval="never", sampling="allow", timeout_s=30, roots=[str(tmp)])
@@ -84,8 +87,20 @@ def site(request, tmp_path_factory, double):
             yield client, services
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
+            _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to npx and node together, SIGKILL if they are still there after 10 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
 
 
 def offered(client) -> list[dict]:
