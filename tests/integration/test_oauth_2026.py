@@ -126,17 +126,23 @@ def test_a_server_that_wants_more_scopes_needs_a_sign_in_not_a_failure(tmp_path)
         own = server(stack, knobs)
         client, services = stack.enter_context(app_with(tmp_path, f"{own}/mcp", {"type": "oauth"}))
         assert sign_in(client).headers["location"] == "/?connected=evil"
-        knobs.insufficient_scope = "read write"
-        client.portal.call(services.pool.connections["evil"].close_user, USER)
-        tool = dataclasses.replace(WHOAMI, server="evil", qualified_name="evil_whoami")
-        with pytest.raises(NeedsAuth, match="more permissions"):
-            client.portal.call(functools.partial(services.pool.call, tool, {}, Sink(), user=USER))
+        _a_call_wants_more_scopes(client, services, knobs)
         entry = next(s for s in client.get("/api/config", headers=ALICE).json()["servers"] if s["name"] == "evil")
         assert entry["status"] == "needs_auth" and "read write" in entry["reason"], entry
         assert entry["auth"]["connected"] is False and entry["auth"]["connect_url"] == "/api/servers/evil/connect"
         assert "more permissions" in entry["auth"]["refused"]
         start = client.get("/api/servers/evil/connect", headers=ALICE, follow_redirects=False)
         assert "write" in parse_qs(urlsplit(start.headers["location"]).query)["scope"][0].split()  # Connect asks for them
+
+
+def _a_call_wants_more_scopes(client, services, knobs: Knobs) -> None:
+    """The server starts answering 403 insufficient_scope ("read write"); the user's next call,
+    on a fresh session, is refused with needs_auth naming it."""
+    knobs.insufficient_scope = "read write"
+    client.portal.call(services.pool.connections["evil"].close_user, USER)
+    tool = dataclasses.replace(WHOAMI, server="evil", qualified_name="evil_whoami")
+    with pytest.raises(NeedsAuth, match="more permissions"):
+        client.portal.call(functools.partial(services.pool.call, tool, {}, Sink(), user=USER))
 
 
 def _process(tmp_path, url: str, database_url: str):
@@ -156,11 +162,7 @@ def test_a_step_up_asked_through_one_process_is_known_to_another(tmp_path, postg
         client, services = stack.enter_context(_process(tmp_path, f"{own}/mcp", postgres_url))
         other, _ = stack.enter_context(_process(tmp_path, f"{own}/mcp", postgres_url))
         assert sign_in(client).headers["location"] == "/?connected=evil"
-        knobs.insufficient_scope = "read write"
-        client.portal.call(services.pool.connections["evil"].close_user, USER)
-        tool = dataclasses.replace(WHOAMI, server="evil", qualified_name="evil_whoami")
-        with pytest.raises(NeedsAuth, match="more permissions"):
-            client.portal.call(functools.partial(services.pool.call, tool, {}, Sink(), user=USER))
+        _a_call_wants_more_scopes(client, services, knobs)
         entry = next(s for s in other.get("/api/config", headers=ALICE).json()["servers"] if s["name"] == "evil")
         assert entry["status"] == "needs_auth" and "read write" in entry["reason"], entry
         start = other.get("/api/servers/evil/connect", headers=ALICE, follow_redirects=False)
