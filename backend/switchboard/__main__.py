@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import ipaddress
 import os
 import socket
@@ -54,6 +55,7 @@ def _share_metrics(settings: Settings) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    gc.disable()  # until the app has loaded (web/boot.py, `_keep_what_loaded`)
     import uvicorn
 
     from .web.boot import STARTUP_FAILURE, booting_app
@@ -83,6 +85,7 @@ def serve(args: argparse.Namespace) -> int:
         _share_metrics(settings)
         config = uvicorn.Config("switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options)
         supervisor = Multiprocess(config, sockets=[sock])
+        gc.enable()  # this process only supervises; each worker loads the app itself
         supervisor.run()
         return 1 if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes) else 0
     server: uvicorn.Server | None = None
@@ -217,6 +220,12 @@ def db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def chat(args: argparse.Namespace) -> int:
+    from .cli_chat import run  # the client's imports (httpx, the event models) only for this command
+
+    return run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="switchboard", description="Self-hosted chat with MCP tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -234,9 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     p_check.set_defaults(func=check_config)
     p_db = sub.add_parser("db", help="the conversation store").add_subparsers(dest="db_command", required=True)
     p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(func=db_upgrade)
-    from .cli_chat import add_parser as add_chat_parser
+    from .cli_chat_args import add_parser as add_chat_parser
 
-    add_chat_parser(sub)
+    add_chat_parser(sub).set_defaults(func=chat)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import sys
 from collections.abc import Iterator
@@ -44,32 +43,9 @@ from .chat.events import (
     event_from_json,
 )
 
-__all__ = ["EXIT_CODES", "add_parser", "run"]
+from .cli_chat_args import ANSWERED, FAILED, INTERRUPTED, UNREACHABLE, USAGE
 
-ANSWERED, FAILED, USAGE, UNREACHABLE, INTERRUPTED = 0, 1, 2, 3, 130
-DEFAULT_URL = "http://127.0.0.1:8000"
-EXIT_CODES = f"""exit codes:
-  {ANSWERED}    answered
-  {FAILED}    the chat was refused, or the answer ended with an error (or was stopped elsewhere)
-  {USAGE}    usage error (bad arguments)
-  {UNREACHABLE}    cannot connect to Switchboard
-  {INTERRUPTED}  interrupted (Ctrl-C): the answer is stopped on the server too
-
-environment: SWITCHBOARD_URL (default {DEFAULT_URL}), SWITCHBOARD_TOKEN (a personal API token, sb_...)"""
-
-
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("chat", help="ask a question from the terminal", epilog=EXIT_CODES,
-                            description="Ask Switchboard a question: the answer streams to stdout, tool progress\n"
-                                        "to stderr, and approvals are asked y/n on the terminal.",
-                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("question")
-    parser.add_argument("--model", help="a model name (default: the server's default model)")
-    parser.add_argument("--url", default=os.environ.get("SWITCHBOARD_URL", DEFAULT_URL), help="Switchboard's address")
-    parser.add_argument("--token", default=os.environ.get("SWITCHBOARD_TOKEN"), help="a personal API token (sb_...)")
-    parser.add_argument("--conversation", metavar="ID", help="continue this conversation (its id is printed after each answer)")
-    parser.add_argument("--incognito", action="store_true", help="store nothing of this conversation")
-    parser.set_defaults(func=run)
+__all__ = ["ANSWERED", "FAILED", "INTERRUPTED", "UNREACHABLE", "USAGE", "run"]
 
 
 def _events(source: EventSource) -> Iterator[ServerEvent]:

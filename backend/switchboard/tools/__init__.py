@@ -5,8 +5,14 @@ before the app is built) can be imported without fastmcp and the MCP SDK."""
 
 from __future__ import annotations
 
+import os
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+# fastmcp's OAuth token stores (py-key-value) have beartype check their own types at run time,
+# and instrumenting their modules on import costs a tenth of a second of every start. They are
+# the library's own checks, warnings only; set the variable to "false" to have them.
+os.environ.setdefault("PY_KEY_VALUE_DISABLE_BEARTYPE", "true")
 
 if TYPE_CHECKING:
     from .connection import ServerConnection

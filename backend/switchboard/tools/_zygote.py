@@ -21,6 +21,7 @@ Only the standard library and fastmcp are imported here; nothing of the app.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import runpy
@@ -151,7 +152,10 @@ def _stop_children(children: dict[int, int]) -> None:
 def main() -> None:
     del sys.path[0]  # this script's folder (the app's tools package) is no place to import from
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the app stops this process, not the terminal's Ctrl-C
+    gc.disable()  # the imports make objects that live as long as the process: no use collecting meanwhile
     _warm_up()
+    gc.freeze()  # and no later collection in a child walks them (or copies the pages they are on)
+    gc.enable()
     control = socket.socket(fileno=int(sys.argv[1]))
     _send(control, {"ready": os.getpid()})
     children: dict[int, int] = {}  # pidfd -> pid
