@@ -6,7 +6,10 @@ different names).
   * bundled: the shipped defaults as they are, `python -m switchboard serve` with only
     CONFIG_DIR / DATA_DIR / LOG_DIR in temp folders; the timeline from process start to
     /healthz, the app built (its `startup` log line), each server ready, /readyz; and
-    each bundled server's own `python main.py` import time;
+    each bundled server's own `python main.py` import time. Each checkout's `backend/` is
+    compiled to bytecode first, as the Docker image and `scripts/serve` have it (with
+    PYTHONDONTWRITEBYTECODE set, as here, Python would otherwise compile the app's modules
+    again at every start, ~0.13 s of CPU); `--source` removes that bytecode instead;
 
   * the app as a real subprocess, `uv run switchboard serve --port P`, and (to
     /healthz only) the venv's `switchboard` script directly (no `uv run`), with
@@ -17,7 +20,7 @@ different names).
   * where the time before /healthz goes: `python -X importtime` of the app's
     imports, summed by top-level package.
 
-    uv run python bench/startup.py [--bundled-only] [--restart] [--against ../main] [--servers 0,1,4,8] [--repeat 1] [--json]
+    uv run python bench/startup.py [--bundled-only] [--restart] [--source] [--against ../main] [--servers 0,1,4,8] [--repeat 1] [--json]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -136,9 +140,20 @@ def _log_time(ts: str) -> float:
     return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + int(ms) / 1000
 
 
-def _bundled(repeat: int, against: Path | None, restart: bool = False) -> dict[str, Any]:
+def _bytecode(root: Path, compiled: bool) -> None:
+    """`root`'s app modules compiled to bytecode (as deployed), or their bytecode removed."""
+    if compiled:
+        subprocess.run([str(_python(root)), "-m", "compileall", "-q", "backend"], cwd=root, check=True, timeout=300)
+        return
+    for cache in (root / "backend").rglob("__pycache__"):
+        shutil.rmtree(cache)
+
+
+def _bundled(repeat: int, against: Path | None, restart: bool = False, compiled: bool = True) -> dict[str, Any]:
     """Each run: this checkout, then (with `against`) the other one, turn by turn."""
     roots = {"this": S.PROJECT_ROOT} | ({"against": against} if against else {})
+    for root in roots.values():
+        _bytecode(root, compiled)
     runs: dict[str, dict[str, list[float]]] = {label: {} for label in roots}
     for _ in range(repeat):
         for label, root in roots.items():
@@ -152,7 +167,8 @@ def _bundled(repeat: int, against: Path | None, restart: bool = False) -> dict[s
         median = {k: sorted(v)[len(v) // 2] for k, v in runs[label].items()}
         out[label] = {"root": str(root), "median": median, "best": {k: min(v) for k, v in runs[label].items()},
                       "runs": runs[label]}  # fmt: skip
-    print(f"\nBundled servers (shipped defaults){', a restart (the database exists)' if restart else ''}: "
+    print(f"\nBundled servers (shipped defaults){', a restart (the database exists)' if restart else ''}"
+          f"{', backend/ compiled' if compiled else ', backend/ from source'}: "
           f"seconds from process start, median of {repeat} "
           f"(min-max){'; runs interleaved with ' + str(against) if against else ''}\n")  # fmt: skip
     steps = [("/healthz", "healthz_s"), ("app built (lifespan starts)", "app_built_s")]
@@ -206,9 +222,10 @@ def main() -> None:
     p.add_argument("--bundled-only", action="store_true", help="only the bundled servers' case")
     p.add_argument("--against", type=Path, help="another checkout (with its own .venv) to run turn by turn with this one")
     p.add_argument("--restart", action="store_true", help="bundled: a start on a data folder used before (not the first)")
+    p.add_argument("--source", action="store_true", help="bundled: without the app's bytecode (removed from backend/)")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
-    bundled = _bundled(max(args.repeat, 3), args.against, args.restart)
+    bundled = _bundled(max(args.repeat, 3), args.against, args.restart, compiled=not args.source)
     if args.bundled_only:
         S.report("startup", {"bundled": bundled}, args, started, load)
         return

@@ -16,3 +16,6 @@ if [ "${SWITCHBOARD_INSTALL:-all}" = "serve" ]; then
 else
   UV_COMPILE_BYTECODE=1 uv sync --frozen --quiet --all-groups
 fi
+# The app's own modules as bytecode, as the Docker image has them: where PYTHONDONTWRITEBYTECODE
+# is set, Python would otherwise compile them again at every start (a tenth of a second of CPU).
+uv run --frozen --no-sync python -m compileall -q backend >/dev/null

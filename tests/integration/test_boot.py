@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -66,6 +67,32 @@ def test_healthz_answers_while_the_app_loads_and_other_requests_wait_for_it():
             ws.send("ping")
             assert ws.recv(timeout=10) == "ping"
     assert events == ["started", "stopped"], "the app's own lifespan ran at shutdown too"
+
+
+@pytest.mark.parametrize("builds", [True, False])
+def test_the_garbage_collector_rests_while_the_app_loads_and_works_after(builds):
+    """Off while the app loads (it makes long-lived objects by the hundred thousand), then on again
+    with what loaded frozen, whether the app could be built or not."""
+    during: list[bool] = []
+
+    def factory():
+        during.append(gc.isenabled())
+        if not builds:
+            raise RuntimeError("cannot build")
+        return _inner_app([])
+
+    frozen = gc.get_freeze_count()
+    booting = BootingApp(factory)
+    try:
+        with serve_app(booting, free_port()):
+            deadline = time.monotonic() + 10
+            while not (gc.isenabled() and (booting.app or booting.error)) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert during == [False] and (booting.app is not None) == builds
+            assert gc.isenabled() and gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()  # the rest of the test run collects as usual
+        gc.enable()
 
 
 def test_an_app_that_cannot_be_built_is_reported_not_hidden(capfd):
