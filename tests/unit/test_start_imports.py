@@ -14,8 +14,9 @@ import pytest
 pytestmark = pytest.mark.slow  # a fresh interpreter importing the app: a second or two
 
 # Loaded by the first model call or the model library's warm-up after the servers are up
-# (litellm, the OpenAI SDK), by a migration (Alembic), or by `switchboard chat` only.
-LATER = ("litellm", "openai", "alembic", "httpx_sse", "switchboard.cli_chat")
+# (litellm, the OpenAI SDK), by a migration (Alembic), by the first page (Jinja2) or DPoP key
+# (joserfc), or by `switchboard chat` only.
+LATER = ("litellm", "openai", "alembic", "httpx_sse", "switchboard.cli_chat", "jinja2", "joserfc")
 
 
 def _loaded(tmp_path, code: str) -> dict[str, object]:

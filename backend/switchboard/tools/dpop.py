@@ -16,11 +16,11 @@ import hashlib
 import secrets
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from joserfc import jwt
-from joserfc.jwk import ECKey, Key, RSAKey, import_key
+if TYPE_CHECKING:  # joserfc loads with the first DPoP key: most sites have none, and start sooner
+    from joserfc.jwk import Key
 
 __all__ = ["SUPPORTED_ALGS", "DPoPKey", "access_token_hash", "htu"]
 
@@ -42,6 +42,8 @@ def access_token_hash(access_token: str) -> str:
 
 
 def _generate(alg: str) -> Key:
+    from joserfc.jwk import ECKey, RSAKey
+
     if alg == "ES256":
         return ECKey.generate_key("P-256")
     if alg == "ES384":
@@ -75,6 +77,8 @@ class DPoPKey:
     @classmethod
     def from_sealed(cls, value: dict[str, Any]) -> DPoPKey:
         """The key as `sealed()` wrote it (read from the vault)."""
+        from joserfc.jwk import import_key
+
         return cls(value["alg"], import_key(value["jwk"]))
 
     def sealed(self) -> dict[str, Any]:
@@ -101,6 +105,8 @@ class DPoPKey:
             claims["ath"] = access_token_hash(access_token)
         if nonce is not None:
             claims["nonce"] = nonce
+        from joserfc import jwt
+
         header = {"typ": "dpop+jwt", "alg": self.alg, "jwk": self.public_jwk()}
         return jwt.encode(header, claims, self._key, algorithms=[self.alg])
 

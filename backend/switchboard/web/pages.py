@@ -5,18 +5,20 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
-from fastapi.templating import Jinja2Templates
 
 from .. import __version__
 from ..auth import User
 from ..settings import Settings
 from .deps import page_viewer, services_of
 from .sandbox import page_csp
+
+if TYPE_CHECKING:
+    from fastapi.templating import Jinja2Templates
 
 __all__ = ["mount"]
 
@@ -39,10 +41,26 @@ class _HashedStatic:
         return f"/static/{path}?v={digest}"
 
 
+class _Pages:
+    """The page templates, loaded with the first page (Jinja2 is not needed before)."""
+
+    def __init__(self, frontend: Path) -> None:
+        self._frontend = frontend
+        self._templates: Jinja2Templates | None = None
+
+    def render(self, request: Request, name: str, context: dict[str, object]) -> HTMLResponse:
+        if self._templates is None:
+            from fastapi.templating import Jinja2Templates
+
+            templates = Jinja2Templates(directory=str(self._frontend / "templates"))
+            templates.env.globals["static"] = _HashedStatic(self._frontend / "static")
+            self._templates = templates
+        return self._templates.TemplateResponse(request, name, context)
+
+
 def mount(app: FastAPI, settings: Settings) -> None:
     frontend = settings.project_root / "frontend"
-    templates = Jinja2Templates(directory=str(frontend / "templates"))
-    templates.env.globals["static"] = _HashedStatic(frontend / "static")
+    templates = _Pages(frontend)
     app.mount("/static", StaticFiles(directory=str(frontend / "static")), name="static")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -62,11 +80,11 @@ def mount(app: FastAPI, settings: Settings) -> None:
         }
         sealed = request.query_params.get("signin_notice")  # a Connect that failed (web/connect.py)
         notice = services.signer.open_notice(user.email, sealed) if sealed else None
-        response = templates.TemplateResponse(request, "chat.html", {"page": page, "signin_notice": notice})
+        response = templates.render(request, "chat.html", {"page": page, "signin_notice": notice})
         response.headers["content-security-policy"] = page_csp(sandbox)
         return response
 
     @app.get("/settings/tokens", response_class=HTMLResponse, include_in_schema=False)
     async def tokens_page(request: Request, user: Annotated[User, Depends(page_viewer)]) -> HTMLResponse:
         """Personal API tokens: make, list, revoke (the routes under /api/tokens)."""
-        return templates.TemplateResponse(request, "tokens.html", {"page": {"user": user.email}})
+        return templates.render(request, "tokens.html", {"page": {"user": user.email}})
