@@ -124,13 +124,14 @@ class ChatEngine:
             else:
                 turn.user_message_id = prepared.user.id
                 recorder.keep(turn, prepared.user, prepared.user_data)
-            created = await recorder.begin(turn, request.content)
         except SwitchboardError as exc:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             return
-        if created or turn.moved:
-            yield ConversationEvent(conversation_id=conversation.id, title=conversation.title or "New conversation",
-                                    reason=turn.moved)  # fmt: skip
+        # The first commit (a new conversation with its question) runs while the first model call
+        # is sent: the `conversation` event, and every event after it, waits for it (`_begun`).
+        first_commit = asyncio.ensure_future(recorder.begin(turn, request.content))
+        first_commit.add_done_callback(_retrieved)
+        begin: asyncio.Future[bool] | None = first_commit
         model = prepared.model
         tools = self.tools_for(turn, request.tools)
         offered = {tool.qualified_name for tool in tools}
@@ -148,9 +149,27 @@ class ChatEngine:
                 if skills:
                     offer = [*(offer or []), *skills.schemas()]
                 async for event in self._stream_round(model, turn, None if last_round else offer):
+                    if begin is not None:
+                        announce = await _begun(begin, turn)
+                        begin = None
+                        if announce is not None:
+                            yield announce
                     yield event
             except SwitchboardError as exc:
-                yield _failed(turn, exc)
+                failure: SwitchboardError | None = exc
+            else:
+                failure = None
+            if begin is not None:  # the first round ended without an event, or failed
+                try:
+                    announce = await _begun(begin, turn)
+                except SwitchboardError as exc:  # the question could not be stored: nothing goes on
+                    yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                    return
+                begin = None
+                if announce is not None:
+                    yield announce
+            if failure is not None:
+                yield _failed(turn, failure)
                 finish = "error"
                 break
             completed, round_text = turn.completed, turn.round_text
@@ -277,6 +296,23 @@ class ChatEngine:
         html = await asyncio.to_thread(render_markdown, turn.text)
         yield MessageDone(message_id=turn.message_id, finish_reason=finish, usage=usage, html=html,  # type: ignore[arg-type]
                           conversation_id=turn.conversation_id, user_message_id=turn.user_message_id)  # fmt: skip
+
+
+async def _begun(begin: asyncio.Future[bool], turn: TurnState) -> ConversationEvent | None:
+    """Waits for the turn's first commit; the `conversation` event when it created the conversation
+    (or moved the turn to a new one). Raises the store's error."""
+    if not await begin and not turn.moved:
+        return None
+    conversation = turn.conversation
+    return ConversationEvent(conversation_id=conversation.id, title=conversation.title or "New conversation",
+                             reason=turn.moved)  # fmt: skip
+
+
+def _retrieved(begin: asyncio.Future[bool]) -> None:
+    """A first commit nobody waited for (the turn was stopped meanwhile): its failure is the next
+    commit's to find (`ChatEngine.finish` stores what is left)."""
+    if not begin.cancelled():
+        begin.exception()
 
 
 def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:
