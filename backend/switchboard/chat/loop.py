@@ -41,7 +41,9 @@ from .tool_round import Recorder, run_calls
 from .turn_state import PreparedTurn, TurnLimits, TurnState
 from .unfinished import unfinished_text
 
-__all__ = ["ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+__all__ = ["CALL_RECORD_DELAY_S", "ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+
+CALL_RECORD_DELAY_S = 0.2  # a round's call message is stored once its calls have run this long
 
 log = logging.getLogger("switchboard.chat")
 
@@ -190,7 +192,9 @@ class ChatEngine:
             recorder.keep(turn, AssistantText(id=new_id(), text=round_text,
                                               calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)),
                           {"turn": turn.message_id})  # fmt: skip
-            recorder.commit_soon(turn)  # written while the calls run: a process that dies meanwhile leaves them answerable
+            # Written while the calls run, unless they end first (then with their results, in one
+            # transaction): a process that dies during a longer call leaves a conversation saying which ran.
+            recorder.commit_later(turn, CALL_RECORD_DELAY_S)
             turn.round_answer = GrowingText()
             why = ""
             if dropped:

@@ -262,6 +262,39 @@ async def test_the_first_commit_runs_beside_the_model_call_and_a_failed_one_stop
     assert await store.load(scoped_id(ANN.email, "conv-hub-first")) is None
 
 
+async def test_a_quick_call_is_stored_with_its_result_and_a_long_one_while_it_runs(make, tmp_path):
+    """Three transactions for a tool turn whose call ends within 0.2 s (question; call with result;
+    answer); a longer call's message is stored while it still runs."""
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path}/counted.sqlite")
+    appended: list[list[str]] = []
+    append = store.append
+
+    async def counting(conversation_id, new, **kwargs):
+        appended.append([m.role for m in new])
+        return await append(conversation_id, new, **kwargs)
+
+    store.append = counting
+    GATES["quick"], GATES["slow"] = asyncio.Event(), asyncio.Event()
+    GATES["quick"].set()
+    hub = await make(ScriptedLLM([call("box_wait", gate="quick")], ["Done."], [call("box_wait", gate="slow")], ["Also."]),
+                     store=store)  # fmt: skip
+
+    events = await Reader(await hub.start(ANN, chat(conversation_id="conv-quick"), "current")).until("message_done")
+    assert appended == [["user"], ["assistant", "tool"], ["assistant"]]
+
+    appended.clear()
+    reader = Reader(await hub.start(ANN, chat(conversation_id="conv-slow"), "current"))
+    await reader.until("tool_start")
+    await asyncio.sleep(0.5)  # the call still waits for its gate
+    assert appended == [["user"], ["assistant"]]
+    stored = await store.load(scoped_id(ANN.email, "conv-slow"))
+    assert stored.messages[-1].data["tool_calls"][0]["name"] == "box_wait"
+    GATES["slow"].set()
+    await reader.until("message_done")
+    assert appended == [["user"], ["assistant"], ["tool"], ["assistant"]]
+    assert events[-1]["finish_reason"] == "stop"
+
+
 async def test_a_crash_inside_the_turn_is_an_error_and_a_message_done(make):
     hub = await make(ScriptedLLM(RuntimeError("a bug")))
     events = await Reader(await hub.start(ANN, chat(conversation_id="conv-hub-10"), "current")).until("message_done")
