@@ -288,31 +288,49 @@ async def open_stream(
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
     wait = _UNSET_TIMEOUT_S if timeout_s is None else timeout_s
-    url = route.url
-    request = httpx.Request("POST", url, headers=headers, content=json.dumps(body, ensure_ascii=False).encode(),
-                            extensions={"timeout": {"connect": wait, "read": wait, "write": wait, "pool": wait}})  # fmt: skip
+    content = json.dumps(body, ensure_ascii=False).encode()
     if key is None and not route.keyless:  # the SDK refuses as well on litellm's path: "not set up correctly"
         raise openai.OpenAIError(_NO_KEY.format(" or ".join(_KEY_ENV.get(route.provider, ("its API key variable",)))))
+    url = route.url
     try:
-        try:
-            response = await pool.transport(url).handle_async_request(request)
-        except httpx.TimeoutException as exc:
-            raise openai.APITimeoutError(request=request) from exc
-        except Exception as exc:
-            raise openai.APIConnectionError(request=request) from exc
-        response.request = request
-        if response.status_code >= 400:
+        for _ in range(_MOST_REDIRECTS + 1):
+            request = httpx.Request("POST", url, headers=headers, content=content,
+                                    extensions={"timeout": {"connect": wait, "read": wait, "write": wait, "pool": wait}})  # fmt: skip
+            try:
+                response = await pool.transport(url).handle_async_request(request)
+            except httpx.TimeoutException as exc:
+                raise openai.APITimeoutError(request=request) from exc
+            except Exception as exc:
+                raise openai.APIConnectionError(request=request) from exc
+            response.request = request
+            if 200 <= response.status_code < 300:
+                return DirectStream(response)
             await response.aread()
-            raise _status_error(response)
+            if response.status_code >= 400:
+                raise _status_error(response)
+            url = _redirected(response, url)  # the same endpoint at another path or over https, as the SDK follows
+        raise _status_error(response, f"the endpoint redirected more than {_MOST_REDIRECTS} times")
     except Exception as exc:
         raise _open_error(exc, route) from exc
-    return DirectStream(response)
 
 
-def _status_error(response: httpx.Response) -> openai.APIStatusError:
+def _redirected(response: httpx.Response, url: httpx.URL) -> httpx.URL:
+    """Where a 307/308 answer sends the request: on the same host only (the key goes along);
+    any other answer below 400 is an error that names where the endpoint points."""
+    location = response.headers.get("location")
+    target = url.join(location) if location else None
+    same_host = target is not None and target.host == url.host and (target.scheme == url.scheme or target.scheme == "https")
+    if response.status_code in (307, 308) and same_host and target is not None:
+        return target
+    where = f" to {target}" if target is not None else ""
+    raise _status_error(response, f"the endpoint answered HTTP {response.status_code}{where} instead of a stream; "
+                                  "set the model's api_base to the address it points to")  # fmt: skip
+
+
+def _status_error(response: httpx.Response, why: str | None = None) -> openai.APIStatusError:
     """The SDK's exception for an error response (same class, message and body), which
-    litellm's own path raises for the same answer."""
-    text = response.text.strip()
+    litellm's own path raises for the same answer; `why` replaces the body's text."""
+    text = why or response.text.strip()
     body: object = text
     try:
         body = json.loads(text)
@@ -332,6 +350,7 @@ _STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
     429: openai.RateLimitError,
 }  # fmt: skip
 _NO_KEY = "Missing credentials: the model entry names no api_key_env and the provider's {} is not set"
+_MOST_REDIRECTS = 3
 _LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the OpenAI SDK's
 
 

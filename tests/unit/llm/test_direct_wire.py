@@ -5,7 +5,12 @@ import json
 
 import httpx
 import pytest
+from switchboard.config.models import ModelConfig
+from switchboard.errors import LLMError
+from switchboard.llm import LLMClient
 from switchboard.llm.openai_direct import _EventParser, _proxy_for
+
+from tests.support.llm_double import ErrorReply, TextReply
 
 
 def parse(*pieces: bytes) -> list[bytes]:
@@ -45,3 +50,21 @@ def test_the_proxy_the_environment_names():
     for no_proxy in ("example.com", ".example.com", "api.example.com", "*", "other.org, example.com"):
         assert _proxy_for(url, {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": no_proxy}) is None, no_proxy
     assert _proxy_for(url, {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "ample.com"}) == "http://p:1"
+
+
+async def test_a_same_host_307_or_308_is_followed_and_any_other_redirect_is_an_error(llm):
+    client = LLMClient(environ={"K": "k"}, base_delay_s=0.001)
+    model = ModelConfig(name="double", model="openai/m", api_base=llm.base_url, api_key_env="K")
+    try:
+        llm.enqueue(ErrorReply(308, "moved", location="/moved/v1/chat/completions"), TextReply("found you"))
+        assert await client.complete(model, [{"role": "user", "content": "hi"}]) == "found you"
+        assert llm.request_headers[1]["authorization"] == "Bearer k" and len(llm.requests) == 2
+
+        llm.reset()
+        llm.enqueue(ErrorReply(302, "found", location="https://elsewhere.example/v1/chat/completions"))
+        with pytest.raises(LLMError) as caught:
+            await client.complete(model, [{"role": "user", "content": "hi"}])
+        assert "elsewhere.example" in caught.value.message and "api_base" in caught.value.message
+        assert len(llm.requests) == 1  # not sent there, and not retried
+    finally:
+        await client.aclose()
