@@ -288,6 +288,8 @@ class ChatEngine:
         usage = _usage_dict(turn.usage)
         error = turn.error.model_dump(exclude={"type"}, exclude_none=True) if turn.error and finish == "error" else None
         recorder.keep(turn, answer, {"turn": turn.message_id, "usage": usage, "error": error})
+        rendering = asyncio.ensure_future(asyncio.to_thread(render_markdown, turn.text))  # beside the commit
+        rendering.add_done_callback(_retrieved)
         try:
             await recorder.commit(turn)
         except SwitchboardError as exc:
@@ -297,7 +299,7 @@ class ChatEngine:
             if restarted:  # a page still attached hears it; a user's Stop is shown by the page itself
                 for event in unanswered:
                     yield event
-        html = await asyncio.to_thread(render_markdown, turn.text)
+        html = await rendering
         yield MessageDone(message_id=turn.message_id, finish_reason=finish, usage=usage, html=html,  # type: ignore[arg-type]
                           conversation_id=turn.conversation_id, user_message_id=turn.user_message_id)  # fmt: skip
 
@@ -312,11 +314,11 @@ async def _begun(begin: asyncio.Future[bool], turn: TurnState) -> ConversationEv
                              reason=turn.moved)  # fmt: skip
 
 
-def _retrieved(begin: asyncio.Future[bool]) -> None:
-    """A first commit nobody waited for (the turn was stopped meanwhile): its failure is the next
-    commit's to find (`ChatEngine.finish` stores what is left)."""
-    if not begin.cancelled():
-        begin.exception()
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """A first commit or a rendering nobody waited for (the turn was stopped meanwhile): a failed
+    commit is the next commit's to find (`ChatEngine.finish` stores what is left)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:
