@@ -1,5 +1,5 @@
 """What one streamed model call costs in CPU, by client: the app's own
-LLMClient.stream on each of its two paths (direct through the OpenAI SDK, and
+LLMClient.stream on each of its two paths (direct over httpx's transport, and
 through litellm), raw litellm (as the app called it before the direct path,
 and bare), the OpenAI SDK alone, and plain httpx + json. Supporting figures
 for overhead.py and concurrency.py, where the model client is most of the
@@ -108,7 +108,7 @@ async def run(args: Any) -> dict[str, Any]:
                         json.loads(line[6:])
 
         clients = {
-            "app LLMClient.stream, direct path (openai SDK)": via_app("direct"),
+            "app LLMClient.stream, direct path (httpx transport)": via_app("direct"),
             "app LLMClient.stream, litellm path": via_app("litellm"),
             "litellm.acompletion, stream (the app's request before)": via_litellm(),
             "litellm.acompletion, stream, no tools": via_litellm(with_tools=False),

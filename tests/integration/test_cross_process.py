@@ -104,6 +104,7 @@ def test_a_process_killed_mid_turn_ends_its_turn_as_failed_within_the_lease(clus
         conversation = next(e["conversation_id"] for e in started if e["type"] == "conversation")
         watcher.send(json.dumps({"type": "attach", "conversation_id": conversation}))
         _until(watcher, "tool_start")
+        time.sleep(0.5)  # a call that has run 0.2 s is stored while it runs (chat/recording.py, commit_later)
         killed_at = time.monotonic()
         cluster.stop_app(0, kill=True)
         events = _until(watcher, "message_done", timeout=6 * LEASE_S)

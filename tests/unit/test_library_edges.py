@@ -5,12 +5,11 @@ so an upgrade may move it. These tests fail loudly and name the place to re-chec
 letting a changed private method be silently skipped (an override of a renamed method is never
 called) or a moved import break at run time.
 
-- `llm/openai_direct.py` streams OpenAI-compatible models through the OpenAI SDK directly (a
-  fraction of litellm's CPU per call) and must raise what litellm would raise for the same
-  answer: it uses litellm's own exception mapping, finish-reason mapping and optional-parameter
-  rules (internal modules), and overrides `AsyncStream.__stream__` so that the body is drained
-  after `[DONE]` and the connection goes back to the pool (the SDK closes it: a new TLS handshake
-  per call).
+- `llm/openai_direct.py` streams OpenAI-compatible models over plain HTTP (a fraction of
+  litellm's CPU per call, and half the OpenAI SDK's) and must raise what litellm would raise for
+  the same answer: it uses litellm's own exception mapping, finish-reason mapping and
+  optional-parameter rules (internal modules), and builds the OpenAI SDK's exception for an error
+  response the way the SDK's client does (a private method of the SDK, compared below).
 - `tools/stdio.py` keeps the MCP SDK's process handling for stdio servers (spawn in its own
   process group, the shutdown sequence, its waits) and replaces only the reader; it calls the
   SDK's helpers for those, and runs the shutdown sequence itself with a shorter grace.
@@ -51,16 +50,23 @@ def test_litellm_maps_an_openai_error_as_the_direct_path_expects():
                        custom_llm_provider="openai")  # fmt: skip
 
 
-def test_the_openai_stream_reads_its_events_from_the_overridden_method():
-    """`_ChunkStream` overrides `__stream__`; the SDK must still iterate through it."""
+@pytest.mark.parametrize("status,body", [
+    (400, b'{"error": {"message": "bad", "code": "x"}}'), (401, b'{"error": {"message": "key"}}'), (403, b"no"),
+    (404, b'{"detail": "gone"}'), (409, b""), (418, b"teapot"), (422, b'{"error": "u"}'), (429, b"{}"), (503, b"down"),
+])  # fmt: skip
+def test_an_error_response_becomes_the_exception_the_openai_sdk_makes_of_it(status, body):
+    """litellm's own path raises the SDK's exception; the direct path builds the same one."""
+    import httpx
     import openai
+    from switchboard.llm.openai_direct import _status_error
 
-    source = inspect.getsource(openai.AsyncStream.__init__)
-    assert "self.__stream__()" in source, "openai.AsyncStream no longer iterates __stream__: re-check _ChunkStream"
-    assert inspect.isasyncgenfunction(openai.AsyncStream.__stream__)
-    from switchboard.llm.openai_direct import _ChunkStream
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    client = openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9/v1")
+    sdk = client._make_status_error_from_response(httpx.Response(status, content=body, request=request))
+    ours = _status_error(httpx.Response(status, content=body, request=request))
 
-    assert issubclass(_ChunkStream, openai.AsyncStream) and "__stream__" in _ChunkStream.__dict__
+    assert (type(ours), str(ours), ours.body, ours.status_code) == (type(sdk), str(sdk), sdk.body, sdk.status_code), (
+        "the OpenAI SDK now builds its status errors differently: re-check llm/openai_direct.py _status_error")
 
 
 def test_the_mcp_oauth_provider_still_has_the_methods_the_host_overrides():

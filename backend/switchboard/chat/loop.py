@@ -41,7 +41,9 @@ from .tool_round import Recorder, run_calls
 from .turn_state import PreparedTurn, TurnLimits, TurnState
 from .unfinished import unfinished_text
 
-__all__ = ["ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+__all__ = ["CALL_RECORD_DELAY_S", "ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
+
+CALL_RECORD_DELAY_S = 0.2  # a round's call message is stored once its calls have run this long
 
 log = logging.getLogger("switchboard.chat")
 
@@ -124,13 +126,14 @@ class ChatEngine:
             else:
                 turn.user_message_id = prepared.user.id
                 recorder.keep(turn, prepared.user, prepared.user_data)
-            created = await recorder.begin(turn, request.content)
         except SwitchboardError as exc:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             return
-        if created or turn.moved:
-            yield ConversationEvent(conversation_id=conversation.id, title=conversation.title or "New conversation",
-                                    reason=turn.moved)  # fmt: skip
+        # The first commit (a new conversation with its question) runs while the first model call
+        # is sent: the `conversation` event, and every event after it, waits for it (`_begun`).
+        first_commit = asyncio.ensure_future(recorder.begin(turn, request.content))
+        first_commit.add_done_callback(_retrieved)
+        begin: asyncio.Future[bool] | None = first_commit
         model = prepared.model
         tools = self.tools_for(turn, request.tools)
         offered = {tool.qualified_name for tool in tools}
@@ -148,9 +151,27 @@ class ChatEngine:
                 if skills:
                     offer = [*(offer or []), *skills.schemas()]
                 async for event in self._stream_round(model, turn, None if last_round else offer):
+                    if begin is not None:
+                        announce = await _begun(begin, turn)
+                        begin = None
+                        if announce is not None:
+                            yield announce
                     yield event
             except SwitchboardError as exc:
-                yield _failed(turn, exc)
+                failure: SwitchboardError | None = exc
+            else:
+                failure = None
+            if begin is not None:  # the first round ended without an event, or failed
+                try:
+                    announce = await _begun(begin, turn)
+                except SwitchboardError as exc:  # the question could not be stored: nothing goes on
+                    yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                    return
+                begin = None
+                if announce is not None:
+                    yield announce
+            if failure is not None:
+                yield _failed(turn, failure)
                 finish = "error"
                 break
             completed, round_text = turn.completed, turn.round_text
@@ -171,7 +192,9 @@ class ChatEngine:
             recorder.keep(turn, AssistantText(id=new_id(), text=round_text,
                                               calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)),
                           {"turn": turn.message_id})  # fmt: skip
-            recorder.commit_soon(turn)  # written while the calls run: a process that dies meanwhile leaves them answerable
+            # Written while the calls run, unless they end first (then with their results, in one
+            # transaction): a process that dies during a longer call leaves a conversation saying which ran.
+            recorder.commit_later(turn, CALL_RECORD_DELAY_S)
             turn.round_answer = GrowingText()
             why = ""
             if dropped:
@@ -265,6 +288,8 @@ class ChatEngine:
         usage = _usage_dict(turn.usage)
         error = turn.error.model_dump(exclude={"type"}, exclude_none=True) if turn.error and finish == "error" else None
         recorder.keep(turn, answer, {"turn": turn.message_id, "usage": usage, "error": error})
+        rendering = asyncio.ensure_future(asyncio.to_thread(render_markdown, turn.text))  # beside the commit
+        rendering.add_done_callback(_retrieved)
         try:
             await recorder.commit(turn)
         except SwitchboardError as exc:
@@ -274,9 +299,26 @@ class ChatEngine:
             if restarted:  # a page still attached hears it; a user's Stop is shown by the page itself
                 for event in unanswered:
                     yield event
-        html = await asyncio.to_thread(render_markdown, turn.text)
+        html = await rendering
         yield MessageDone(message_id=turn.message_id, finish_reason=finish, usage=usage, html=html,  # type: ignore[arg-type]
                           conversation_id=turn.conversation_id, user_message_id=turn.user_message_id)  # fmt: skip
+
+
+async def _begun(begin: asyncio.Future[bool], turn: TurnState) -> ConversationEvent | None:
+    """Waits for the turn's first commit; the `conversation` event when it created the conversation
+    (or moved the turn to a new one). Raises the store's error."""
+    if not await begin and not turn.moved:
+        return None
+    conversation = turn.conversation
+    return ConversationEvent(conversation_id=conversation.id, title=conversation.title or "New conversation",
+                             reason=turn.moved)  # fmt: skip
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """A first commit or a rendering nobody waited for (the turn was stopped meanwhile): a failed
+    commit is the next commit's to find (`ChatEngine.finish` stores what is left)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:

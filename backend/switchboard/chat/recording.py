@@ -7,15 +7,17 @@ event that announces a message (`tool_result`, `message_done`) the loop commits 
 what a client was told is never lost.
 
 Where no event waits, a commit runs in the background (`commit_soon`) and the turn goes on: the
-question of a stored conversation while the model answers, and a round's call message while
-its calls run (a process that dies during a long call leaves a conversation that says which
-call was running). The next commit waits for it first, and stores what it could not. `begin`
+question of a stored conversation while the model answers, and a round's call message once its
+calls have run for 0.2 s (`commit_later`: a process that dies during a longer call leaves a
+conversation that says which call was running; calls that end sooner are stored with their
+results, in one transaction). The next commit waits for it first, and stores what it could not. `begin`
 creates a new conversation together with its first question, committed before the
 `conversation` event announces it. Commits of one turn never overlap, so messages are stored in
 the order they were kept.
 
-A stored tool turn is thus three transactions on its critical path (a new conversation with
-its question; the tool result; the answer) and one beside it, where it was one per message.
+A stored tool turn is thus three transactions (a new conversation with its question, beside the
+first model request; the call with its result; the answer), and a fourth beside a call that runs
+longer than 0.2 s, where it was one per message.
 """
 
 from __future__ import annotations
@@ -89,14 +91,23 @@ class TurnRecorder:
 
     def commit_soon(self, turn: TurnState) -> None:
         """Start a commit and go on; the next commit waits for it (and retries what it could not store)."""
+        _no_timer(turn)
         if not turn.unsaved and not turn.levels_changed:
             return
         turn.writing = asyncio.ensure_future(self._write(turn, turn.writing))
         turn.writing.add_done_callback(_seen)
 
+    def commit_later(self, turn: TurnState, delay_s: float) -> None:
+        """`commit_soon` in `delay_s`, unless a commit comes first (and stores it all in one go)."""
+        if turn.conversation.incognito or not turn.unsaved:
+            return
+        _no_timer(turn)
+        turn.commit_timer = asyncio.get_running_loop().call_later(delay_s, self.commit_soon, turn)
+
     async def commit(self, turn: TurnState) -> None:
         """Store what was kept since the last commit in one transaction; returns once committed
         (raises StoreError when it could not be). A turn stopped meanwhile lets the write finish."""
+        _no_timer(turn)
         if turn.conversation.incognito:
             return
         if not turn.unsaved and not turn.levels_changed and turn.conversation.stored:
@@ -137,6 +148,12 @@ class TurnRecorder:
         elif new_model:
             conversation.model = turn.model
         turn.levels_changed = False
+
+
+def _no_timer(turn: TurnState) -> None:
+    if turn.commit_timer is not None:
+        turn.commit_timer.cancel()
+        turn.commit_timer = None
 
 
 async def _settled(write: asyncio.Future[None]) -> None:

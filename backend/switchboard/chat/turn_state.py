@@ -63,6 +63,7 @@ class TurnState:
     new_allowances: list[str] = field(default_factory=list)  # granted during this turn
     levels_changed: bool = False  # the compliance level changed in this turn
     writing: asyncio.Future[None] | None = None  # the commit under way
+    commit_timer: asyncio.TimerHandle | None = None  # a commit due later (`TurnRecorder.commit_later`)
     # -- what the turn has produced so far --
     message_id: str = field(default_factory=lambda: secrets.token_urlsafe(9))
     user_message_id: str | None = None

@@ -4,7 +4,7 @@
 `Completed` at the end (finish reason, assembled tool calls, usage); a `Notice`
 before each retry says what failed and how long the wait is. A model entry that
 litellm resolves to an OpenAI-compatible endpoint is streamed directly with the
-openai SDK (`openai_direct`), every other one through litellm; both paths'
+plain HTTP (`openai_direct`), every other one through litellm; both paths'
 failures are translated once, here, into the `LLMError` tree. A call that
 fails before any of its text reached the caller is retried (`RetryPolicy`);
 one that breaks after that ends with `LLMStreamCut`, the text so far kept.
@@ -99,7 +99,7 @@ class LLMClient:
                     else:
                         response = await open_stream(self._pool, route, secret, messages, tools, timeout_s=timeout_s,
                                                      max_tokens=max_tokens or model.max_tokens)  # fmt: skip
-                        stream, close = direct_events(response, route), response.close
+                        stream, close = direct_events(response, route), response.aclose
                     try:
                         async with aclosing(stream) as events:
                             async for event in events:

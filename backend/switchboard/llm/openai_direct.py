@@ -1,4 +1,4 @@
-"""Streaming straight to OpenAI-compatible endpoints through the openai SDK.
+"""Streaming straight to OpenAI-compatible endpoints over plain HTTP.
 
 For a model entry that litellm resolves to the OpenAI chat-completions wire
 format (OpenAI itself, `openai/...` with an `api_base` such as vLLM, Ollama's
@@ -6,15 +6,17 @@ OpenAI endpoint, LM Studio, llama.cpp; `hosted_vllm/`, `lm_studio/`,
 `llamafile/`, `openrouter/`), `plan_route` asks litellm once per entry where
 the endpoint is and which request options it would send (`max_tokens` or
 `max_completion_tokens`, temperature, extra options). Each call then only posts
-that body with the SDK's `AsyncOpenAI` and reads the server-sent chunks as
-plain dicts: no per-call litellm work, no typed request transform, no typed
-chunk objects. That is most of a call's CPU.
+that body as JSON to the endpoint's httpx transport and reads the server-sent
+events from the bytes as they arrive, each chunk a plain dict: no per-call
+litellm work, no SDK request building, no typed chunk objects. A model call's
+CPU is then close to a bare HTTP stream's.
 
-One `AsyncOpenAI` (one httpx connection pool) per (base URL, key) is kept in a
-`DirectPool` and reused until the pool is closed. Failures are turned into the
-exceptions litellm would have raised for the same response (litellm's own
-mapping, `as_litellm`), so the error tree, the retries and the messages are the
-same on both paths.
+One transport (one connection pool) per base URL is kept in a `DirectPool` and
+reused until the pool is closed. Failures become the OpenAI SDK's exceptions for
+the same response (class, message, body), then what litellm's own mapping makes
+of them (`_open_error`, `_stream_error`), so the error tree, the retries and the
+messages are the same on both paths (`tests/unit/llm/test_llm_paths.py` runs
+every failure through both).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import httpx
@@ -42,8 +45,8 @@ from switchboard.config.models import ModelConfig
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm.types import Completed, TextDelta
 
-__all__ = ["DIRECT_PROVIDERS", "KEYLESS_PROVIDERS", "DirectPool", "Route", "direct_events", "is_keyless", "open_stream",
-           "plan_route"]
+__all__ = ["DIRECT_PROVIDERS", "KEYLESS_PROVIDERS", "USER_AGENT", "DirectPool", "DirectStream", "Route", "direct_events",
+           "is_keyless", "open_stream", "plan_route"]
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -56,10 +59,11 @@ _BASE_DEFAULT = {"openai": "https://api.openai.com/v1", "openrouter": "https://o
 _KEY_ENV = {"openai": ("OPENAI_API_KEY",), "openrouter": ("OPENROUTER_API_KEY", "OR_API_KEY")}
 _OPENROUTER_HEADERS = {"OR_SITE_URL": "HTTP-Referer", "OR_APP_NAME": "X-Title"}
 _DRAIN_S = 1.0  # after [DONE]: how long the end of the body may take (then the connection is dropped)
+USER_AGENT = "Switchboard (direct OpenAI-compatible client)"
 _UNSET_TIMEOUT_S = 600.0  # what litellm waits for each read (and the connection) when no timeout is given
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Route:
     """How one model entry is called directly; worked out once per entry."""
 
@@ -68,8 +72,24 @@ class Route:
     provider_key: str | None  # the key litellm would use when the entry names none (None: keyless)
     body: dict[str, Any]  # model and request options, as litellm would send them
     max_tokens_key: str  # "max_tokens", or "max_completion_tokens" (OpenAI's newer models)
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # the entry's own (extra_headers, OpenRouter's)
     keyless: bool = False  # an api_base of the site's and no api_key_env: no Authorization header
+    organization: str | None = None  # OpenAI-Organization / OpenAI-Project, from OPENAI_ORG_ID /
+    project: str | None = None  # OPENAI_PROJECT_ID as the OpenAI SDK sends them on litellm's path
+
+    @cached_property
+    def url(self) -> httpx.URL:
+        return httpx.URL(f"{self.base_url}/chat/completions")
+
+    @cached_property
+    def request_headers(self) -> dict[str, str]:
+        """Every header of a request but the key's."""
+        fixed = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT}
+        if self.organization:
+            fixed["OpenAI-Organization"] = self.organization
+        if self.project:
+            fixed["OpenAI-Project"] = self.project
+        return fixed | self.headers
 
 
 def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str, str] | None = None) -> Route | None:
@@ -121,7 +141,8 @@ def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str,
         headers = {header: environ[env] for env, header in _OPENROUTER_HEADERS.items() if environ.get(env)} | headers
     keyless = is_keyless(model, provider)
     provider_key = None if keyless else dynamic_key or _first(environ, _KEY_ENV.get(provider, ()))
-    return Route(provider, base_url.rstrip("/"), provider_key, body, max_tokens_key, headers, keyless)
+    return Route(provider, base_url.rstrip("/"), provider_key, body, max_tokens_key, headers, keyless,
+                 environ.get("OPENAI_ORG_ID") or None, environ.get("OPENAI_PROJECT_ID") or None)
 
 
 # OpenAI-compatible providers whose key variable (OPENAI_API_KEY, ...) belongs to the provider's
@@ -135,29 +156,113 @@ def is_keyless(model: ModelConfig, provider: str) -> bool:
 
 
 class DirectPool:
-    """One `AsyncOpenAI` client, so one httpx connection pool, per (base URL, key)."""
+    """One httpx transport (one connection pool) per base URL, kept until the pool is closed.
 
-    def __init__(self) -> None:
-        self._clients: dict[tuple[str, str | None], openai.AsyncOpenAI] = {}
+    The request goes to the transport itself: no client-level cookies, auth flows,
+    redirects or event hooks, none of which a chat-completions call uses. The transport
+    still brings httpx's TLS settings (`SSL_CERT_FILE` / `SSL_CERT_DIR` included) and
+    errors; a proxy from the environment (`HTTPS_PROXY`, `NO_PROXY`, ...) is honoured."""
 
-    def client(self, base_url: str, api_key: str | None, *, keyless: bool = False) -> openai.AsyncOpenAI:
-        found = self._clients.get((base_url, api_key))
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._transports: dict[str, httpx.AsyncHTTPTransport] = {}
+        self._environ = environ
+
+    def transport(self, url: httpx.URL) -> httpx.AsyncHTTPTransport:
+        origin = f"{url.scheme}://{url.netloc.decode('ascii')}"
+        found = self._transports.get(origin)
         if found is None:
-            # Without a key the SDK reads OPENAI_API_KEY, or refuses (openai.OpenAIError): as litellm
-            # does. A keyless local server is neither: the key provider gives "" and `open_stream`
-            # omits the header.
-            key = _no_key if keyless and api_key is None else api_key
-            found = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0)
-            self._clients[(base_url, api_key)] = found
+            proxy = _proxy_for(url, os.environ if self._environ is None else self._environ)
+            found = httpx.AsyncHTTPTransport(proxy=proxy, limits=_LIMITS, trust_env=True)
+            self._transports[origin] = found
         return found
 
     def __len__(self) -> int:
-        return len(self._clients)
+        return len(self._transports)
 
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.close()
+        transports, self._transports = list(self._transports.values()), {}
+        for transport in transports:
+            await transport.aclose()
+
+
+class DirectStream:
+    """The chunks (plain dicts) of one open chat-completions stream; `aclose` hangs up
+    unless the stream was read to its end."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        response = self.response
+        chunks = response.aiter_bytes()
+        try:
+            async for data in _event_data(chunks):
+                if data.startswith(b"[DONE]"):
+                    break
+                chunk = json.loads(data)
+                if not isinstance(chunk, dict):
+                    continue
+                if chunk.get("error"):  # an error sent inside the stream
+                    error = chunk["error"]
+                    message = error.get("message") if isinstance(error, dict) else None
+                    raise openai.APIError(message if isinstance(message, str) and message else
+                                          "An error occurred during streaming", request=response.request, body=error)  # fmt: skip
+                yield chunk
+            else:
+                return
+            # after [DONE]: read the body to its end, so that the connection goes back to the
+            # pool instead of being closed (a new TLS handshake for the next call)
+            try:
+                async with asyncio.timeout(_DRAIN_S):
+                    async for _ in chunks:
+                        pass
+            except (TimeoutError, httpx.HTTPError):
+                pass
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        await self.response.aclose()
+
+
+async def _event_data(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    parser = _EventParser()
+    async for raw in chunks:
+        for data in parser.feed(raw):
+            yield data
+    for data in parser.end():
+        yield data
+
+
+class _EventParser:
+    """Server-sent events from bytes as they arrive: the `data` of each event (its
+    `data:` lines joined), other fields and comments skipped. Lines end in LF, CRLF or CR."""
+
+    def __init__(self) -> None:
+        self._rest = b""
+        self._data: list[bytes] = []
+
+    def feed(self, raw: bytes) -> list[bytes]:
+        text = self._rest + raw
+        if b"\r" in text:
+            held = text.endswith(b"\r")  # a CR at the end may be the first half of a CRLF
+            text = (text[:-1] if held else text).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
+        lines = text.split(b"\n")
+        self._rest = lines.pop()
+        out: list[bytes] = []
+        data = self._data
+        for line in lines:
+            if line.startswith(b"data:"):
+                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            elif not line and data:
+                out.append(data[0] if len(data) == 1 else b"\n".join(data))
+                data.clear()
+        return out
+
+    def end(self) -> list[bytes]:
+        """At the end of the body: a CR held back was a line's end. An event without
+        its blank line is dropped, as the SSE rules say."""
+        return self.feed(b"\n") if self._rest.endswith(b"\r") else []
 
 
 async def open_stream(
@@ -169,72 +274,103 @@ async def open_stream(
     *,
     timeout_s: float | None,
     max_tokens: int | None,
-) -> openai.AsyncStream[object]:
+) -> DirectStream:
     """Sends the request; returns once the provider answered with a stream, or raises
-    what litellm raises for the failure. `timeout_s` limits each wait (httpx timeout)."""
+    what litellm raises for the failure. `timeout_s` limits each wait (connect, write,
+    every read, and the wait for a pooled connection)."""
     body: dict[str, Any] = {**route.body, "messages": messages, "stream": True}
     if tools:
         body["tools"] = tools
     if max_tokens:
         body[route.max_tokens_key] = max_tokens
-    options: openai.RequestOptions = {}
     key = api_key or route.provider_key
-    keyless = route.keyless and key is None
-    if route.headers or keyless:
-        options["headers"] = {**route.headers, "Authorization": openai.Omit()} if keyless else route.headers
-    options["timeout"] = _UNSET_TIMEOUT_S if timeout_s is None else timeout_s
+    headers = dict(route.request_headers)
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
+    wait = _UNSET_TIMEOUT_S if timeout_s is None else timeout_s
+    content = json.dumps(body, ensure_ascii=False).encode()
+    if key is None and not route.keyless:  # the SDK refuses as well on litellm's path: "not set up correctly"
+        raise openai.OpenAIError(_NO_KEY.format(" or ".join(_KEY_ENV.get(route.provider, ("its API key variable",)))))
+    url = route.url
     try:
-        return await pool.client(route.base_url, key, keyless=keyless).post(
-            "/chat/completions",
-            cast_to=object,  # chunks stay plain dicts
-            body=body,
-            options=options,
-            stream=True,
-            stream_cls=_ChunkStream,
-        )
+        for _ in range(_MOST_REDIRECTS + 1):
+            request = httpx.Request("POST", url, headers=headers, content=content,
+                                    extensions={"timeout": {"connect": wait, "read": wait, "write": wait, "pool": wait}})  # fmt: skip
+            try:
+                response = await pool.transport(url).handle_async_request(request)
+            except httpx.TimeoutException as exc:
+                raise openai.APITimeoutError(request=request) from exc
+            except Exception as exc:
+                raise openai.APIConnectionError(request=request) from exc
+            response.request = request
+            if 200 <= response.status_code < 300:
+                return DirectStream(response)
+            await response.aread()
+            if response.status_code >= 400:
+                raise _status_error(response)
+            url = _redirected(response, url)  # the same endpoint at another path or over https, as the SDK follows
+        raise _status_error(response, f"the endpoint redirected more than {_MOST_REDIRECTS} times")
     except Exception as exc:
         raise _open_error(exc, route) from exc
 
 
-class _ChunkStream(openai.AsyncStream[object]):  # private override, pinned by tests/unit/test_library_edges.py
-    """The server-sent events of a chat-completions stream as plain dicts. Unlike the
-    SDK's own stream it reads the body to its end after [DONE], so that the connection
-    goes back to the pool instead of being closed (a new TLS handshake per call)."""
-
-    async def __stream__(self) -> AsyncIterator[object]:
-        response = self.response
-        lines = response.aiter_lines()
-        data: list[str] = []
-        try:
-            async for line in lines:
-                if line.startswith("data:"):
-                    data.append(line[6:] if line.startswith("data: ") else line[5:])
-                    continue
-                if line or not data:
-                    continue  # other fields (event:, id:, comments) or an empty event
-                text, data = "\n".join(data), []
-                if text.startswith("[DONE]"):
-                    break
-                chunk = json.loads(text)
-                if isinstance(chunk, dict) and chunk.get("error"):  # an error sent inside the stream
-                    error = chunk["error"]
-                    message = error.get("message") if isinstance(error, dict) else None
-                    raise openai.APIError(message if isinstance(message, str) and message else
-                                          "An error occurred during streaming", request=response.request, body=error)  # fmt: skip
-                yield chunk
-            else:
-                return
-            try:
-                async with asyncio.timeout(_DRAIN_S):
-                    async for _ in lines:
-                        pass
-            except (TimeoutError, httpx.HTTPError):
-                pass
-        finally:
-            await response.aclose()
+def _redirected(response: httpx.Response, url: httpx.URL) -> httpx.URL:
+    """Where a 307/308 answer sends the request: on the same host only (the key goes along);
+    any other answer below 400 is an error that names where the endpoint points."""
+    location = response.headers.get("location")
+    target = url.join(location) if location else None
+    same_host = target is not None and target.host == url.host and (target.scheme == url.scheme or target.scheme == "https")
+    if response.status_code in (307, 308) and same_host and target is not None:
+        return target
+    where = f" to {target}" if target is not None else ""
+    raise _status_error(response, f"the endpoint answered HTTP {response.status_code}{where} instead of a stream; "
+                                  "set the model's api_base to the address it points to")  # fmt: skip
 
 
-async def direct_events(stream: AsyncIterator[object], route: Route) -> AsyncGenerator[TextDelta | Completed, None]:
+def _status_error(response: httpx.Response, why: str | None = None) -> openai.APIStatusError:
+    """The SDK's exception for an error response (same class, message and body), which
+    litellm's own path raises for the same answer; `why` replaces the body's text."""
+    text = why or response.text.strip()
+    body: object = text
+    try:
+        body = json.loads(text)
+        message = f"Error code: {response.status_code} - {body}"
+    except ValueError:
+        message = text or f"Error code: {response.status_code}"
+    data = body.get("error", body) if isinstance(body, dict) else body
+    kind = _STATUS_ERRORS.get(response.status_code)
+    if kind is None:
+        kind = openai.InternalServerError if response.status_code >= 500 else openai.APIStatusError
+    return kind(message, response=response, body=data)
+
+
+_STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
+    400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
+    404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
+    429: openai.RateLimitError,
+}  # fmt: skip
+_NO_KEY = "Missing credentials: the model entry names no api_key_env and the provider's {} is not set"
+_MOST_REDIRECTS = 3
+_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the OpenAI SDK's
+
+
+def _proxy_for(url: httpx.URL, environ: Mapping[str, str]) -> str | None:
+    """The proxy the environment names for this URL, as httpx's client would pick it."""
+    def env(name: str) -> str:
+        return environ.get(name) or environ.get(name.upper()) or ""
+
+    host = url.host
+    for entry in env("no_proxy").split(","):
+        entry = entry.strip().lstrip(".")
+        if entry == "*" or (entry and (host == entry or host.endswith("." + entry))):
+            return None
+    proxy = env(f"{url.scheme}_proxy") or env("all_proxy")
+    if proxy and "://" not in proxy:
+        proxy = f"http://{proxy}"
+    return proxy or None
+
+
+async def direct_events(stream: AsyncIterable[dict[str, Any]], route: Route) -> AsyncGenerator[TextDelta | Completed, None]:
     """The provider's chunks as events: text as it comes, then one Completed."""
     assembler = ToolCallAssembler()
     finish_reason: str | None = None
@@ -296,10 +432,6 @@ def _stream_error(exc: Exception, route: Route, received: bool) -> Exception:
             return mapped
     return lx.MidStreamFallbackError(message=str(mapped), model=route.body["model"], llm_provider=route.provider,
                                      original_exception=mapped, is_pre_first_chunk=not received)  # fmt: skip
-
-
-async def _no_key() -> str:
-    return ""
 
 
 def _first(environ: Mapping[str, str], names: tuple[str, ...]) -> str | None:

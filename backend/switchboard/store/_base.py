@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,25 +47,43 @@ T = TypeVar("T")
 
 
 class _SqliteThreads:
-    """A sqlite3 engine on the database file, and the threads its transactions run on."""
+    """A sqlite3 engine on the database file, and the threads its transactions run on. Each
+    thread keeps one connection of its own open (no pool check-out and reset per transaction);
+    one that broke is replaced by the next transaction."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.writer = engine.execution_options(**WRITE)
         self.write_thread = ThreadPoolExecutor(1, thread_name_prefix="store-write")
         self.read_threads = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="store-read")
+        self._held = threading.local()
+        self._opened: list[Connection] = []
+        self._opened_lock = threading.Lock()
+
+    def _connection(self, source: Engine) -> Connection:
+        conn: Connection | None = getattr(self._held, "conn", None)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self._held.conn = source.connect()
+            with self._opened_lock:
+                self._opened = [c for c in self._opened if not c.closed] + [conn]
+        return conn
 
     def write(self, work: Callable[[Connection], T]) -> T:
-        with self.writer.begin() as conn:
-            return work(conn)
+        with self._connection(self.writer).begin() as transaction:
+            return work(transaction.connection)
 
     def read(self, work: Callable[[Connection], T]) -> T:
-        with self.engine.begin() as conn:  # BEGIN (deferred): one snapshot for every statement of `work`
-            return work(conn)
+        # BEGIN (deferred): one snapshot for every statement of `work`
+        with self._connection(self.engine).begin() as transaction:
+            return work(transaction.connection)
 
     def close(self) -> None:
         self.write_thread.shutdown(wait=True)
         self.read_threads.shutdown(wait=True)
+        with self._opened_lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
+            conn.close()
         self.engine.dispose()
 
 

@@ -55,6 +55,9 @@ class Recorder:
     def commit_soon(self, turn):
         return None
 
+    def commit_later(self, turn, delay_s):
+        return None
+
     async def commit(self, turn):
         return None
 

@@ -16,11 +16,12 @@ from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import (ApprovalAnswer, CallRunner, CallSettings, ChatEngine, Conversations, Preferences,
                               TurnHub, UserLimits)  # fmt: skip
+from switchboard.chat.conversations import scoped_id
 from switchboard.chat.events import ChatMessage
 from switchboard.chat.session import Seed
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
-from switchboard.errors import Conflict, LLMError, LLMUnavailable, NotFound, StoreUnavailable, TooMany
+from switchboard.errors import Conflict, LLMError, LLMUnavailable, NotFound, StoreError, StoreUnavailable, TooMany
 from switchboard.history import UserText
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
@@ -236,6 +237,62 @@ async def test_a_model_that_fails_ends_the_turn_with_an_error_and_stores_it(make
     assert types(events) == ["conversation", "error", "message_done"] and events[-1]["finish_reason"] == "error"
     stored = await hub.conversations.store.load(events[-1]["conversation_id"])
     assert stored.messages[-1].data["error"]["message"] == "the provider is down"
+
+
+@pytest.mark.parametrize("reply", [["Hello there."], [call("box_wipe", what="x")], LLMError("the provider is down")])
+async def test_the_first_commit_runs_beside_the_model_call_and_a_failed_one_stops_the_turn(make, tmp_path, reply):
+    """The question is stored while the first model request is sent; nothing is announced before
+    it is stored, and a question that could not be stored ends the turn there (no call runs)."""
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path}/failing.sqlite")
+    append = store.append
+
+    async def failing(*args, **kwargs):
+        await asyncio.sleep(0.05)  # the model has answered by now
+        raise StoreError("Could not save the message: the conversation store failed (disk I/O error).")
+
+    store.append = failing
+    llm = ScriptedLLM(reply)
+    hub = await make(llm, store=store)
+
+    events = await Reader(await hub.start(ANN, chat(conversation_id="conv-hub-first"), "current")).until("error")
+
+    assert types(events) == ["error"] and "store failed" in events[0]["message"]
+    assert len(llm.sent) == 1 and WIPED == []  # the one model call sent beside the commit, and no tool call
+    store.append = append
+    assert await store.load(scoped_id(ANN.email, "conv-hub-first")) is None
+
+
+async def test_a_quick_call_is_stored_with_its_result_and_a_long_one_while_it_runs(make, tmp_path):
+    """Three transactions for a tool turn whose call ends within 0.2 s (question; call with result;
+    answer); a longer call's message is stored while it still runs."""
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path}/counted.sqlite")
+    appended: list[list[str]] = []
+    append = store.append
+
+    async def counting(conversation_id, new, **kwargs):
+        appended.append([m.role for m in new])
+        return await append(conversation_id, new, **kwargs)
+
+    store.append = counting
+    GATES["quick"], GATES["slow"] = asyncio.Event(), asyncio.Event()
+    GATES["quick"].set()
+    hub = await make(ScriptedLLM([call("box_wait", gate="quick")], ["Done."], [call("box_wait", gate="slow")], ["Also."]),
+                     store=store)  # fmt: skip
+
+    events = await Reader(await hub.start(ANN, chat(conversation_id="conv-quick"), "current")).until("message_done")
+    assert appended == [["user"], ["assistant", "tool"], ["assistant"]]
+
+    appended.clear()
+    reader = Reader(await hub.start(ANN, chat(conversation_id="conv-slow"), "current"))
+    await reader.until("tool_start")
+    await asyncio.sleep(0.5)  # the call still waits for its gate
+    assert appended == [["user"], ["assistant"]]
+    stored = await store.load(scoped_id(ANN.email, "conv-slow"))
+    assert stored.messages[-1].data["tool_calls"][0]["name"] == "box_wait"
+    GATES["slow"].set()
+    await reader.until("message_done")
+    assert appended == [["user"], ["assistant"], ["tool"], ["assistant"]]
+    assert events[-1]["finish_reason"] == "stop"
 
 
 async def test_a_crash_inside_the_turn_is_an_error_and_a_message_done(make):

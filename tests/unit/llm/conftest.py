@@ -14,11 +14,9 @@ def path(request):
 
 
 def path_taken(headers: dict[str, str]) -> str:
-    """Which path sent a request, seen on the wire: the direct path is the openai SDK
-    (its User-Agent) asking for the plain stream; litellm either asks the SDK for raw
-    responses (`x-stainless-raw-response`) or sends with its own HTTP code (its User-Agent)."""
-    sdk = headers.get("user-agent", "").startswith("AsyncOpenAI/Python")
-    return "direct" if sdk and "x-stainless-raw-response" not in headers else "litellm"
+    """Which path sent a request, seen on the wire: the direct path says so in its
+    User-Agent; litellm sends through the OpenAI SDK or its own HTTP code (their User-Agents)."""
+    return "direct" if headers.get("user-agent", "").startswith("Switchboard") else "litellm"
 
 
 @pytest.fixture

@@ -138,7 +138,7 @@ async def test_an_openai_compatible_model_takes_the_direct_path_on_one_kept_conn
         await clients["direct"].complete(entry(llm), HELLO)
 
     assert [path_taken(h) for h in llm.request_headers] == ["direct"] * 3
-    assert llm.request_headers[0]["user-agent"].startswith("AsyncOpenAI/Python")
+    assert llm.request_headers[0]["user-agent"].startswith("Switchboard")
     assert len(set(llm.request_peers)) == 1  # one pool per (base URL, key): the connection is reused
 
 

@@ -103,3 +103,40 @@ def test_files_stored_under_a_mixed_case_owner_belong_to_the_normalized_address(
         raise AssertionError("another user read the file")
     assert again.delete(stored.id, owner="alice@example.com")
     assert again.usage("alice@example.com").files == 0
+
+
+def _counting_reads(store) -> list[str]:
+    reads: list[str] = []
+    run = store._run
+
+    async def counting(doing, work, **kwargs):
+        reads.append(doing)
+        return await run(doing, work, **kwargs)
+
+    store._run = counting
+    return reads
+
+
+async def test_earlier_spellings_are_read_once_and_an_empty_table_never_again(store_url):
+    """The table changes only in migration 0007, so a new conversation's turn reads it at most once per user."""
+    store = await open_store(store_url)
+    try:
+        reads = _counting_reads(store)
+        assert [await store.old_spellings("alice@example.com") for _ in range(3)] == [[], [], []]
+        assert await store.old_spellings("bob@example.com") == []
+        assert len(reads) == 1  # the one look that found the table empty
+
+        def add(conn):
+            conn.execute(m.owner_spellings.insert().values(owner="alice@example.com", spelling="Alice@Example.com"))
+
+        await store._run("add a spelling", add, write=True)  # as the migration does, before a process serves
+    finally:
+        await store.close()
+    again = await open_store(store_url)
+    try:
+        reads = _counting_reads(again)
+        assert [await again.old_spellings("alice@example.com") for _ in range(3)] == [["Alice@Example.com"]] * 3
+        assert await again.old_spellings("bob@example.com") == []
+        assert len(reads) == 3  # whether any exist, then once per user
+    finally:
+        await again.close()

@@ -1,0 +1,70 @@
+"""The direct path's own wire handling: server-sent events read from bytes as they
+arrive, and the proxy the environment names for an endpoint."""
+
+import json
+
+import httpx
+import pytest
+from switchboard.config.models import ModelConfig
+from switchboard.errors import LLMError
+from switchboard.llm import LLMClient
+from switchboard.llm.openai_direct import _EventParser, _proxy_for
+
+from tests.support.llm_double import ErrorReply, TextReply
+
+
+def parse(*pieces: bytes) -> list[bytes]:
+    parser = _EventParser()
+    return [data for piece in pieces for data in parser.feed(piece)] + parser.end()
+
+
+def test_events_split_anywhere_are_put_back_together():
+    stream = b'data: {"a": 1}\n\ndata: {"b": 2}\n\ndata: [DONE]\n\n'
+    whole = parse(stream)
+    for cut in range(1, len(stream)):
+        assert parse(stream[:cut], stream[cut:]) == whole
+    assert [json.loads(d) for d in whole[:2]] == [{"a": 1}, {"b": 2}] and whole[2] == b"[DONE]"
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_every_line_ending_and_a_cr_lf_split_across_reads(newline):
+    stream = b"data: {\"x\": 1}" + newline + newline + b"data: {\"y\": 2}" + newline + newline
+    assert parse(stream) == [b'{"x": 1}', b'{"y": 2}']
+    for cut in range(1, len(stream)):
+        assert parse(stream[:cut], stream[cut:]) == [b'{"x": 1}', b'{"y": 2}'], cut
+
+
+def test_comments_other_fields_and_multi_line_data():
+    stream = b": keep-alive\n\nevent: chunk\nid: 7\ndata: {\"a\":\ndata:  1}\n\nretry: 10\n\n"
+    assert [json.loads(d) for d in parse(stream)] == [{"a": 1}]
+    assert parse(b"data: {\"a\": 1}\n") == []  # not complete until the blank line
+
+
+def test_the_proxy_the_environment_names():
+    url = httpx.URL("https://api.example.com/v1/chat/completions")
+    assert _proxy_for(url, {}) is None
+    assert _proxy_for(url, {"HTTPS_PROXY": "http://proxy:3128"}) == "http://proxy:3128"
+    assert _proxy_for(url, {"https_proxy": "proxy:3128"}) == "http://proxy:3128"
+    assert _proxy_for(url, {"ALL_PROXY": "socks5://s:1080"}) == "socks5://s:1080"
+    assert _proxy_for(url, {"HTTP_PROXY": "http://proxy:3128"}) is None  # that one is for http:// URLs
+    for no_proxy in ("example.com", ".example.com", "api.example.com", "*", "other.org, example.com"):
+        assert _proxy_for(url, {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": no_proxy}) is None, no_proxy
+    assert _proxy_for(url, {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "ample.com"}) == "http://p:1"
+
+
+async def test_a_same_host_307_or_308_is_followed_and_any_other_redirect_is_an_error(llm):
+    client = LLMClient(environ={"K": "k"}, base_delay_s=0.001)
+    model = ModelConfig(name="double", model="openai/m", api_base=llm.base_url, api_key_env="K")
+    try:
+        llm.enqueue(ErrorReply(308, "moved", location="/moved/v1/chat/completions"), TextReply("found you"))
+        assert await client.complete(model, [{"role": "user", "content": "hi"}]) == "found you"
+        assert llm.request_headers[1]["authorization"] == "Bearer k" and len(llm.requests) == 2
+
+        llm.reset()
+        llm.enqueue(ErrorReply(302, "found", location="https://elsewhere.example/v1/chat/completions"))
+        with pytest.raises(LLMError) as caught:
+            await client.complete(model, [{"role": "user", "content": "hi"}])
+        assert "elsewhere.example" in caught.value.message and "api_base" in caught.value.message
+        assert len(llm.requests) == 1  # not sent there, and not retried
+    finally:
+        await client.aclose()
