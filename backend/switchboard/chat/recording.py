@@ -6,6 +6,9 @@ attaches, the allowances granted and the model or compliance level that changed.
 event that announces a message (`tool_result`, `message_done`) the loop commits and waits:
 what a client was told is never lost.
 
+A round's last result is committed while the next model request is sent; its `tool_result` waits
+for that commit and goes out before the next call's first event (`TurnState.announcement`).
+
 Where no event waits, a commit runs in the background (`commit_soon`) and the turn goes on: the
 question of a stored conversation while the model answers, and a round's call message while its
 calls run (a process that dies during a long call leaves a conversation that says which call was
