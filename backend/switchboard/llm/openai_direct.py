@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 import litellm
+from cachetools import LRUCache
 import openai
 from litellm import exceptions as lx
 from litellm.litellm_core_utils.core_helpers import map_finish_reason
@@ -166,6 +167,7 @@ class DirectPool:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._transports: dict[str, httpx.AsyncHTTPTransport] = {}
         self._environ = environ
+        self._tools_json: LRUCache[tuple[int, ...], tuple[list[dict[str, Any]], str]] = LRUCache(maxsize=32)
 
     def transport(self, url: httpx.URL) -> httpx.AsyncHTTPTransport:
         origin = f"{url.scheme}://{url.netloc.decode('ascii')}"
@@ -175,6 +177,16 @@ class DirectPool:
             found = httpx.AsyncHTTPTransport(proxy=proxy, limits=_LIMITS, trust_env=True)
             self._transports[origin] = found
         return found
+
+    def tools_json(self, tools: list[dict[str, Any]]) -> str:
+        """The tools array as JSON. The tool registry hands out one definition (one dict) per
+        tool until it changes, so a list of the same dicts has the same JSON; the dicts are
+        held here, so their ids stay theirs while kept."""
+        key = tuple(map(id, tools))
+        found = self._tools_json.get(key)
+        if found is None:
+            found = self._tools_json[key] = (list(tools), json.dumps(tools, ensure_ascii=False))
+        return found[1]
 
     def __len__(self) -> int:
         return len(self._transports)
@@ -279,8 +291,6 @@ async def open_stream(
     what litellm raises for the failure. `timeout_s` limits each wait (connect, write,
     every read, and the wait for a pooled connection)."""
     body: dict[str, Any] = {**route.body, "messages": messages, "stream": True}
-    if tools:
-        body["tools"] = tools
     if max_tokens:
         body[route.max_tokens_key] = max_tokens
     key = api_key or route.provider_key
@@ -288,7 +298,10 @@ async def open_stream(
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
     wait = _UNSET_TIMEOUT_S if timeout_s is None else timeout_s
-    content = json.dumps(body, ensure_ascii=False).encode()
+    text = json.dumps(body, ensure_ascii=False)
+    if tools:  # the same definitions turn after turn: their JSON is kept (`pool.tools_json`)
+        text = f'{text[:-1]},"tools":{pool.tools_json(tools)}}}'
+    content = text.encode()
     if key is None and not route.keyless:  # the SDK refuses as well on litellm's path: "not set up correctly"
         raise openai.OpenAIError(_NO_KEY.format(" or ".join(_KEY_ENV.get(route.provider, ("its API key variable",)))))
     url = route.url

@@ -68,3 +68,25 @@ async def test_a_same_host_307_or_308_is_followed_and_any_other_redirect_is_an_e
         assert len(llm.requests) == 1  # not sent there, and not retried
     finally:
         await client.aclose()
+
+
+def test_the_tools_json_is_kept_for_the_same_definitions_and_made_anew_for_changed_ones():
+    from switchboard.llm.openai_direct import DirectPool
+
+    pool = DirectPool()
+    one = {"type": "function", "function": {"name": "a_b", "description": "first", "parameters": {}}}
+    assert json.loads(pool.tools_json([one])) == [one]
+    assert pool.tools_json([one]) is pool.tools_json([one])  # the same dicts: the kept text
+    changed = {"type": "function", "function": {"name": "a_b", "description": "second", "parameters": {}}}
+    assert json.loads(pool.tools_json([changed]))[0]["function"]["description"] == "second"
+
+
+def test_a_tool_hands_out_one_definition_until_it_changes():
+    from switchboard.tools.models import ToolInfo
+
+    def tool(description: str, digest: str) -> ToolInfo:
+        return ToolInfo(qualified_name="a_b", server="a", name="b", description=description, input_schema={},
+                        annotations={}, definition_hash=digest)  # fmt: skip
+
+    assert tool("first", "h1").openai_schema() is tool("first", "h1").openai_schema()
+    assert tool("second", "h2").openai_schema()["function"]["description"] == "second"
