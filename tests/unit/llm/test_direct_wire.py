@@ -8,7 +8,7 @@ import pytest
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMError
 from switchboard.llm import LLMClient
-from switchboard.llm.openai_direct import _EventParser, _proxy_for
+from switchboard.llm.direct_wire import _EventParser, _proxy_for
 
 from tests.support.llm_double import ErrorReply, TextReply
 
@@ -71,7 +71,7 @@ async def test_a_same_host_307_or_308_is_followed_and_any_other_redirect_is_an_e
 
 
 def test_the_tools_json_is_kept_for_the_same_definitions_and_made_anew_for_changed_ones():
-    from switchboard.llm.openai_direct import DirectPool
+    from switchboard.llm.direct_wire import DirectPool
 
     pool = DirectPool()
     one = {"type": "function", "function": {"name": "a_b", "description": "first", "parameters": {}}}
