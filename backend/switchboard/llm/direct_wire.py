@@ -69,9 +69,18 @@ class DirectStream:
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         response = self.response
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "application/json":  # a server that answered the whole completion at once
+            try:
+                yield _as_chunk(json.loads(await response.aread()), response)
+            finally:
+                await response.aclose()
+            return
         chunks = response.aiter_bytes()
+        seen = False
         try:
             async for data in _event_data(chunks):
+                seen = True
                 if data.startswith(b"[DONE]"):
                     break
                 chunk = json.loads(data)
@@ -84,6 +93,10 @@ class DirectStream:
                                           "An error occurred during streaming", request=response.request, body=error)  # fmt: skip
                 yield chunk
             else:
+                if not seen:  # e.g. a proxy's sign-in page: not an empty answer
+                    raise openai.APIError(f"The endpoint answered HTTP {response.status_code} with no server-sent events "
+                                          f"(Content-Type: {kind or 'none'}); check the model's api_base",
+                                          request=response.request, body=None)  # fmt: skip
                 return
             # after [DONE]: read the body to its end, so that the connection goes back to the
             # pool instead of being closed (a new TLS handshake for the next call)
@@ -98,6 +111,22 @@ class DirectStream:
 
     async def aclose(self) -> None:
         await self.response.aclose()
+
+
+def _as_chunk(completion: Any, response: httpx.Response) -> dict[str, Any]:
+    """A whole (non-streamed) chat completion in the form of one stream chunk."""
+    if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
+        raise openai.APIError("The endpoint answered with JSON that is not a chat completion; check the model's api_base",
+                              request=response.request, body=completion)  # fmt: skip
+    if completion.get("error"):
+        raise openai.APIError(str(completion["error"]), request=response.request, body=completion["error"])
+    choices = []
+    for choice in completion["choices"]:
+        message = dict(choice.get("message") or {}) if isinstance(choice, dict) else {}
+        calls = [{**call, "index": n} for n, call in enumerate(message.get("tool_calls") or []) if isinstance(call, dict)]
+        delta = {"content": message.get("content"), "tool_calls": calls}
+        choices.append({"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")})
+    return {"choices": choices, "usage": completion.get("usage")}
 
 
 async def _event_data(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
