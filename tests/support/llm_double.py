@@ -27,6 +27,7 @@ import uvicorn
 __all__ = [
     "CutReply",
     "ErrorReply",
+    "OddReply",
     "LLMDouble",
     "Reply",
     "TextReply",
@@ -84,7 +85,18 @@ class CutReply:
     cut_after: int = 2
 
 
-Reply = TextReply | ToolCallReply | ErrorReply | CutReply
+@dataclass(frozen=True)
+class OddReply:
+    """A 200 answer that is not a stream, whatever the request asked: `whole` answers the
+    reply as one JSON completion (a server that ignores `stream`); otherwise `body` is sent
+    as `content_type` (say, a proxy's sign-in page)."""
+
+    whole: TextReply | ToolCallReply | None = None
+    body: str = ""
+    content_type: str = "text/html; charset=utf-8"
+
+
+Reply = TextReply | ToolCallReply | ErrorReply | CutReply | OddReply
 
 
 class LLMDouble:
@@ -181,6 +193,14 @@ class LLMDouble:
             return
         if isinstance(reply, ErrorReply):
             await _send_error(send, reply)
+        elif isinstance(reply, OddReply):
+            if reply.whole is not None:
+                await _send_json(send, 200, self._completion(reply.whole))
+            else:
+                data = reply.body.encode()
+                await send({"type": "http.response.start", "status": 200, "headers": [
+                    (b"content-type", reply.content_type.encode()), (b"content-length", str(len(data)).encode())]})
+                await send({"type": "http.response.body", "body": data, "more_body": False})
         elif not request.get("stream"):
             await _send_json(send, 200, self._completion(reply))
         else:

@@ -38,7 +38,7 @@ from .growing import GrowingText
 from .render import render_markdown
 from .session import new_id
 from .tool_round import Recorder, run_calls
-from .turn_state import PreparedTurn, TurnLimits, TurnState
+from .turn_state import Announcement, PreparedTurn, TurnLimits, TurnState, retrieved
 from .unfinished import unfinished_text
 
 __all__ = ["CALL_RECORD_DELAY_S", "ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
@@ -130,10 +130,10 @@ class ChatEngine:
             yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
             return
         # The first commit (a new conversation with its question) runs while the first model call
-        # is sent: the `conversation` event, and every event after it, waits for it (`_begun`).
+        # is sent: the `conversation` event, and every event after it, waits for it.
         first_commit = asyncio.ensure_future(recorder.begin(turn, request.content))
-        first_commit.add_done_callback(_retrieved)
-        begin: asyncio.Future[bool] | None = first_commit
+        first_commit.add_done_callback(retrieved)
+        turn.announcement = Announcement(first_commit, lambda created: _conversation_events(turn, created), first=True)
         model = prepared.model
         tools = self.tools_for(turn, request.tools)
         offered = {tool.qualified_name for tool in tools}
@@ -151,25 +151,23 @@ class ChatEngine:
                 if skills:
                     offer = [*(offer or []), *skills.schemas()]
                 async for event in self._stream_round(model, turn, None if last_round else offer):
-                    if begin is not None:
-                        announce = await _begun(begin, turn)
-                        begin = None
-                        if announce is not None:
-                            yield announce
+                    for announced in await _announced(turn):
+                        yield announced
                     yield event
             except SwitchboardError as exc:
                 failure: SwitchboardError | None = exc
             else:
                 failure = None
-            if begin is not None:  # the first round ended without an event, or failed
+            if turn.announcement is not None:  # the round ended without an event, or failed
+                first = turn.announcement.first
                 try:
-                    announce = await _begun(begin, turn)
-                except SwitchboardError as exc:  # the question could not be stored: nothing goes on
-                    yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
-                    return
-                begin = None
-                if announce is not None:
-                    yield announce
+                    for announced in await _announced(turn):
+                        yield announced
+                except SwitchboardError as exc:
+                    if first:  # the question could not be stored: nothing goes on
+                        yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                        return
+                    failure = failure or exc
             if failure is not None:
                 yield _failed(turn, failure)
                 finish = "error"
@@ -268,6 +266,11 @@ class ChatEngine:
 
     async def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
         """Close the turn: answer every open call, store the answer, then announce it."""
+        try:  # a result stored while the turn was stopped is still announced, before the end
+            for announced in await _announced(turn):
+                yield announced
+        except SwitchboardError:
+            turn.announcement = None  # the closing commit tries again, and says so if it fails
         restarted = turn.stopped_by == "restart"
         if restarted:
             finish = "error"
@@ -289,7 +292,7 @@ class ChatEngine:
         error = turn.error.model_dump(exclude={"type"}, exclude_none=True) if turn.error and finish == "error" else None
         recorder.keep(turn, answer, {"turn": turn.message_id, "usage": usage, "error": error})
         rendering = asyncio.ensure_future(asyncio.to_thread(render_markdown, turn.text))  # beside the commit
-        rendering.add_done_callback(_retrieved)
+        rendering.add_done_callback(retrieved)
         try:
             await recorder.commit(turn)
         except SwitchboardError as exc:
@@ -304,21 +307,24 @@ class ChatEngine:
                           conversation_id=turn.conversation_id, user_message_id=turn.user_message_id)  # fmt: skip
 
 
-async def _begun(begin: asyncio.Future[bool], turn: TurnState) -> ConversationEvent | None:
-    """Waits for the turn's first commit; the `conversation` event when it created the conversation
-    (or moved the turn to a new one). Raises the store's error."""
-    if not await begin and not turn.moved:
-        return None
+def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
+    """The `conversation` event, when the first commit created the conversation (or the turn
+    moved to a new one)."""
+    if not created and not turn.moved:
+        return []
     conversation = turn.conversation
-    return ConversationEvent(conversation_id=conversation.id, title=conversation.title or "New conversation",
-                             reason=turn.moved)  # fmt: skip
+    return [ConversationEvent(conversation_id=conversation.id, title=conversation.title or "New conversation",
+                              reason=turn.moved)]  # fmt: skip
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    """A first commit or a rendering nobody waited for (the turn was stopped meanwhile): a failed
-    commit is the next commit's to find (`ChatEngine.finish` stores what is left)."""
-    if not future.cancelled():
-        future.exception()
+async def _announced(turn: TurnState) -> list[ServerEvent]:
+    """What waited for a commit, once it is stored (nothing when nothing waits); raises the store's error."""
+    announcement = turn.announcement
+    if announcement is None:
+        return []
+    events = await announcement.due()  # a failed commit stays: the loop's end finds it again
+    turn.announcement = None
+    return events
 
 
 def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:

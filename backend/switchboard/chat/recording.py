@@ -6,18 +6,23 @@ attaches, the allowances granted and the model or compliance level that changed.
 event that announces a message (`tool_result`, `message_done`) the loop commits and waits:
 what a client was told is never lost.
 
+A round's last result is committed while the next model request is sent; its `tool_result` waits
+for that commit and goes out before the next call's first event (`TurnState.announcement`).
+
 Where no event waits, a commit runs in the background (`commit_soon`) and the turn goes on: the
-question of a stored conversation while the model answers, and a round's call message once its
-calls have run for 0.2 s (`commit_later`: a process that dies during a longer call leaves a
-conversation that says which call was running; calls that end sooner are stored with their
-results, in one transaction). The next commit waits for it first, and stores what it could not. `begin`
+question of a stored conversation while the model answers, and a round's call message while its
+calls run (a process that dies during a long call leaves a conversation that says which call was
+running). On SQLite that write waits until the calls have run for 0.2 s (`commit_later`): calls
+that end sooner are stored with their results, one transaction instead of two. On Postgres it
+starts at once: there a lone message is one statement, two together need a transaction. The next commit waits for it first, and stores what it could not. `begin`
 creates a new conversation together with its first question, committed before the
 `conversation` event announces it. Commits of one turn never overlap, so messages are stored in
 the order they were kept.
 
 A stored tool turn is thus three transactions (a new conversation with its question, beside the
 first model request; the call with its result; the answer), and a fourth beside a call that runs
-longer than 0.2 s, where it was one per message.
+longer than 0.2 s (on Postgres: four single statements, one beside the call), where it was one
+per message.
 """
 
 from __future__ import annotations
@@ -98,8 +103,12 @@ class TurnRecorder:
         turn.writing.add_done_callback(_seen)
 
     def commit_later(self, turn: TurnState, delay_s: float) -> None:
-        """`commit_soon` in `delay_s`, unless a commit comes first (and stores it all in one go)."""
+        """`commit_soon` in `delay_s`, unless a commit comes first (and stores it all in one go);
+        at once where one write per message costs less than writing them together (Postgres)."""
         if turn.conversation.incognito or not turn.unsaved:
+            return
+        if not self.store.joins_writes:
+            self.commit_soon(turn)
             return
         _no_timer(turn)
         turn.commit_timer = asyncio.get_running_loop().call_later(delay_s, self.commit_soon, turn)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any, Protocol
 
 from ..config.models import ModelConfig
@@ -15,7 +16,7 @@ from .events import AppEvent, ApprovalRequest, ServerEvent, ToolStart
 from .gateway import Gateway
 from .skills import SkillShelf
 from .session import new_id
-from .turn_state import TurnState
+from .turn_state import Announcement, TurnState, retrieved
 
 __all__ = ["Recorder", "run_calls"]
 
@@ -79,11 +80,17 @@ async def run_calls(calls: list[ToolCallRequest], turn: TurnState, *, runner: Ca
                 last = remaining == 1 and dropped_note
                 recorder.keep(turn, _reply_of(item, dropped_note if last else ""), _tool_data(item, turn))
                 turn.open_calls = [c for c in turn.open_calls if c.id != item.request.id]
-                await recorder.commit(turn)  # the round so far (its call message too), before the result goes out
-                yield item.event
-                if item.app_uri is not None and turn.conversation.stored:  # an app mounts from the store
-                    yield AppEvent(call_id=item.event.call_id, server=item.event.server, tool=item.event.tool,
-                                   resource_uri=item.app_uri)  # fmt: skip
+                # The round so far (its call message too) is stored before the result goes out. The
+                # round's last result is stored while the next model request is sent: the loop sends
+                # it before that call's first event (`TurnState.announcement`).
+                commit = asyncio.ensure_future(recorder.commit(turn))
+                commit.add_done_callback(retrieved)
+                announcement = Announcement(commit, partial(_result_events, item, turn))
+                if remaining > 1:
+                    for event in await announcement.due():
+                        yield event
+                else:
+                    turn.announcement = announcement
             else:
                 if isinstance(item, ToolStart | ApprovalRequest):
                     turn.tools_of_calls[item.call_id] = (item.tool, item.server)
@@ -92,6 +99,14 @@ async def run_calls(calls: list[ToolCallRequest], turn: TurnState, *, runner: Ca
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _result_events(executed: ExecutedCall, turn: TurnState, _stored: object) -> list[ServerEvent]:
+    events: list[ServerEvent] = [executed.event]
+    if executed.app_uri is not None and turn.conversation.stored:  # an app mounts from the store
+        events.append(AppEvent(call_id=executed.event.call_id, server=executed.event.server, tool=executed.event.tool,
+                               resource_uri=executed.app_uri))  # fmt: skip
+    return events
 
 
 def _reply_of(executed: ExecutedCall, note: str) -> ToolReply:

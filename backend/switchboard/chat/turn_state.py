@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..auth import User
 from ..config.models import ComplianceLevels, ModelConfig
 from ..history import HistoryRecord, UserText
 from ..llm.types import Completed, ToolCallRequest, Usage
-from .events import ErrorEvent
+from .events import ErrorEvent, ServerEvent
 from .growing import GrowingText
 from .questions import ASK, Preferences, Questions
 from .session import ConversationState
@@ -42,6 +43,30 @@ class PreparedTurn:
 
 
 @dataclass(frozen=True, slots=True)
+class Announcement:
+    """Events that may go out only once a commit has stored what they announce; the turn goes on
+    meanwhile (the next model request is sent), and its next event waits for these."""
+
+    commit: asyncio.Future[Any]
+    events: Callable[[Any], list[ServerEvent]]  # what to announce, given the commit's result
+    first: bool = False  # the turn's first commit: if it fails, the turn ends there, unanswered
+
+    async def due(self) -> list[ServerEvent]:
+        """The events, once stored; raises the store's error. A turn stopped while it waits
+        leaves the commit running (the turn's closing step announces it)."""
+        if self.commit.cancelled():
+            return []
+        return self.events(await asyncio.shield(self.commit))
+
+
+def retrieved(future: asyncio.Future[Any]) -> None:
+    """For work nobody may wait for (the turn was stopped meanwhile): a failed commit is the
+    next commit's to find (`ChatEngine.finish` stores what is left)."""
+    if not future.cancelled():
+        future.exception()
+
+
+@dataclass(frozen=True, slots=True)
 class Unsaved:
     record: HistoryRecord
     parent_id: str | None
@@ -64,6 +89,7 @@ class TurnState:
     levels_changed: bool = False  # the compliance level changed in this turn
     writing: asyncio.Future[None] | None = None  # the commit under way
     commit_timer: asyncio.TimerHandle | None = None  # a commit due later (`TurnRecorder.commit_later`)
+    announcement: Announcement | None = None  # events waiting for a commit, sent before the turn's next event
     # -- what the turn has produced so far --
     message_id: str = field(default_factory=lambda: secrets.token_urlsafe(9))
     user_message_id: str | None = None

@@ -21,11 +21,10 @@ every failure through both).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -43,10 +42,11 @@ from litellm.utils import ProviderConfigManager, get_optional_params
 
 from switchboard.config.models import ModelConfig
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
+from switchboard.llm.direct_wire import DirectPool, DirectStream
 from switchboard.llm.types import Completed, TextDelta
 
 __all__ = ["DIRECT_PROVIDERS", "KEYLESS_PROVIDERS", "USER_AGENT", "DirectPool", "DirectStream", "Route", "direct_events",
-           "is_keyless", "open_stream", "plan_route"]
+           "is_keyless", "open_stream", "plan_route"]  # DirectPool, DirectStream: from direct_wire
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -58,7 +58,6 @@ _BASE_ENV = {"openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"), "openrouter": ("O
 _BASE_DEFAULT = {"openai": "https://api.openai.com/v1", "openrouter": "https://openrouter.ai/api/v1"}
 _KEY_ENV = {"openai": ("OPENAI_API_KEY",), "openrouter": ("OPENROUTER_API_KEY", "OR_API_KEY")}
 _OPENROUTER_HEADERS = {"OR_SITE_URL": "HTTP-Referer", "OR_APP_NAME": "X-Title"}
-_DRAIN_S = 1.0  # after [DONE]: how long the end of the body may take (then the connection is dropped)
 USER_AGENT = "Switchboard (direct OpenAI-compatible client)"
 _UNSET_TIMEOUT_S = 600.0  # what litellm waits for each read (and the connection) when no timeout is given
 
@@ -155,116 +154,6 @@ def is_keyless(model: ModelConfig, provider: str) -> bool:
     return bool(model.api_base) and not model.api_key_env and provider in KEYLESS_PROVIDERS
 
 
-class DirectPool:
-    """One httpx transport (one connection pool) per base URL, kept until the pool is closed.
-
-    The request goes to the transport itself: no client-level cookies, auth flows,
-    redirects or event hooks, none of which a chat-completions call uses. The transport
-    still brings httpx's TLS settings (`SSL_CERT_FILE` / `SSL_CERT_DIR` included) and
-    errors; a proxy from the environment (`HTTPS_PROXY`, `NO_PROXY`, ...) is honoured."""
-
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._transports: dict[str, httpx.AsyncHTTPTransport] = {}
-        self._environ = environ
-
-    def transport(self, url: httpx.URL) -> httpx.AsyncHTTPTransport:
-        origin = f"{url.scheme}://{url.netloc.decode('ascii')}"
-        found = self._transports.get(origin)
-        if found is None:
-            proxy = _proxy_for(url, os.environ if self._environ is None else self._environ)
-            found = httpx.AsyncHTTPTransport(proxy=proxy, limits=_LIMITS, trust_env=True)
-            self._transports[origin] = found
-        return found
-
-    def __len__(self) -> int:
-        return len(self._transports)
-
-    async def aclose(self) -> None:
-        transports, self._transports = list(self._transports.values()), {}
-        for transport in transports:
-            await transport.aclose()
-
-
-class DirectStream:
-    """The chunks (plain dicts) of one open chat-completions stream; `aclose` hangs up
-    unless the stream was read to its end."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
-
-    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        response = self.response
-        chunks = response.aiter_bytes()
-        try:
-            async for data in _event_data(chunks):
-                if data.startswith(b"[DONE]"):
-                    break
-                chunk = json.loads(data)
-                if not isinstance(chunk, dict):
-                    continue
-                if chunk.get("error"):  # an error sent inside the stream
-                    error = chunk["error"]
-                    message = error.get("message") if isinstance(error, dict) else None
-                    raise openai.APIError(message if isinstance(message, str) and message else
-                                          "An error occurred during streaming", request=response.request, body=error)  # fmt: skip
-                yield chunk
-            else:
-                return
-            # after [DONE]: read the body to its end, so that the connection goes back to the
-            # pool instead of being closed (a new TLS handshake for the next call)
-            try:
-                async with asyncio.timeout(_DRAIN_S):
-                    async for _ in chunks:
-                        pass
-            except (TimeoutError, httpx.HTTPError):
-                pass
-        finally:
-            await response.aclose()
-
-    async def aclose(self) -> None:
-        await self.response.aclose()
-
-
-async def _event_data(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    parser = _EventParser()
-    async for raw in chunks:
-        for data in parser.feed(raw):
-            yield data
-    for data in parser.end():
-        yield data
-
-
-class _EventParser:
-    """Server-sent events from bytes as they arrive: the `data` of each event (its
-    `data:` lines joined), other fields and comments skipped. Lines end in LF, CRLF or CR."""
-
-    def __init__(self) -> None:
-        self._rest = b""
-        self._data: list[bytes] = []
-
-    def feed(self, raw: bytes) -> list[bytes]:
-        text = self._rest + raw
-        if b"\r" in text:
-            held = text.endswith(b"\r")  # a CR at the end may be the first half of a CRLF
-            text = (text[:-1] if held else text).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
-        lines = text.split(b"\n")
-        self._rest = lines.pop()
-        out: list[bytes] = []
-        data = self._data
-        for line in lines:
-            if line.startswith(b"data:"):
-                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
-            elif not line and data:
-                out.append(data[0] if len(data) == 1 else b"\n".join(data))
-                data.clear()
-        return out
-
-    def end(self) -> list[bytes]:
-        """At the end of the body: a CR held back was a line's end. An event without
-        its blank line is dropped, as the SSE rules say."""
-        return self.feed(b"\n") if self._rest.endswith(b"\r") else []
-
-
 async def open_stream(
     pool: DirectPool,
     route: Route,
@@ -279,8 +168,6 @@ async def open_stream(
     what litellm raises for the failure. `timeout_s` limits each wait (connect, write,
     every read, and the wait for a pooled connection)."""
     body: dict[str, Any] = {**route.body, "messages": messages, "stream": True}
-    if tools:
-        body["tools"] = tools
     if max_tokens:
         body[route.max_tokens_key] = max_tokens
     key = api_key or route.provider_key
@@ -288,7 +175,10 @@ async def open_stream(
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
     wait = _UNSET_TIMEOUT_S if timeout_s is None else timeout_s
-    content = json.dumps(body, ensure_ascii=False).encode()
+    text = json.dumps(body, ensure_ascii=False)
+    if tools:  # the same definitions turn after turn: their JSON is kept (`pool.tools_json`)
+        text = f'{text[:-1]},"tools":{pool.tools_json(tools)}}}'
+    content = text.encode()
     if key is None and not route.keyless:  # the SDK refuses as well on litellm's path: "not set up correctly"
         raise openai.OpenAIError(_NO_KEY.format(" or ".join(_KEY_ENV.get(route.provider, ("its API key variable",)))))
     url = route.url
@@ -351,23 +241,6 @@ _STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
 }  # fmt: skip
 _NO_KEY = "Missing credentials: the model entry names no api_key_env and the provider's {} is not set"
 _MOST_REDIRECTS = 3
-_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the OpenAI SDK's
-
-
-def _proxy_for(url: httpx.URL, environ: Mapping[str, str]) -> str | None:
-    """The proxy the environment names for this URL, as httpx's client would pick it."""
-    def env(name: str) -> str:
-        return environ.get(name) or environ.get(name.upper()) or ""
-
-    host = url.host
-    for entry in env("no_proxy").split(","):
-        entry = entry.strip().lstrip(".")
-        if entry == "*" or (entry and (host == entry or host.endswith("." + entry))):
-            return None
-    proxy = env(f"{url.scheme}_proxy") or env("all_proxy")
-    if proxy and "://" not in proxy:
-        proxy = f"http://{proxy}"
-    return proxy or None
 
 
 async def direct_events(stream: AsyncIterable[dict[str, Any]], route: Route) -> AsyncGenerator[TextDelta | Completed, None]:

@@ -168,6 +168,13 @@ class StoreBase:
         """`sqlite` or `postgresql`."""
         return self._dialect
 
+    @property
+    def joins_writes(self) -> bool:
+        """Whether messages written together cost less than each on its own: on SQLite every
+        transaction is a trip to the writer thread; on Postgres a lone message is one statement,
+        several need BEGIN, two statements each and COMMIT (``TurnWrites.append``)."""
+        return self._dialect != "postgresql"
+
     def _refusal(self) -> StoreUnavailable:
         """Why a down store refuses (a new exception each time: one raised again keeps growing its traceback)."""
         assert self.down is not None

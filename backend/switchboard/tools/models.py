@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cachetools import LRUCache
+
 __all__ = ["CallSink", "RawArtifact", "ServerStatus", "ToolInfo", "ToolOutcome"]
 
 
@@ -40,13 +42,25 @@ class ToolInfo:
         return not self.read_only
 
     def openai_schema(self) -> dict[str, Any]:
+        """The tool's definition as a model request carries it. One dict per definition (name
+        and `definition_hash`), shared: the model client keeps its JSON (callers never change it)."""
+        key = (self.qualified_name, self.definition_hash)
+        found = _SCHEMAS.get(key) if self.definition_hash else None
+        if found is not None:
+            return found
         parameters = dict(self.input_schema or {})
         parameters.setdefault("type", "object")
         parameters.setdefault("properties", {})
-        return {
+        schema = {
             "type": "function",
             "function": {"name": self.qualified_name, "description": self.description[:1024], "parameters": parameters},
         }
+        if self.definition_hash:
+            _SCHEMAS[key] = schema
+        return schema
+
+
+_SCHEMAS: LRUCache[tuple[str, str], dict[str, Any]] = LRUCache(maxsize=4096)
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,3 +98,22 @@ async def test_a_turn_stopped_during_a_commit_leaves_nothing_lost_or_twice(conve
     stored = await conversations.store.load("conv-0001")
     assert [r.id for r in turn.conversation.history] == [m.id for m in stored.messages]
     assert turn.conversation.leaf_id == stored.conversation.leaf_id and turn.unsaved == []
+
+
+async def test_a_call_message_waits_to_join_its_result_on_sqlite_and_goes_at_once_on_postgres(conversations):
+    turn, recorder = new_turn(), conversations.recorder
+    recorder.keep(turn, UserText(id="u1", text="q"), {})
+    await recorder.begin(turn, "q")
+    recorder.keep(turn, AssistantText(id="a1", text="", calls=(CallRecord("c1", "t", "{}"),)), {})
+
+    recorder.commit_later(turn, 0.3)
+    await asyncio.sleep(0.1)
+    if turn.writing is not None:
+        await turn.writing
+    stored = [m.id for m in (await conversations.store.load("conv-0001")).messages]
+    joins = conversations.store.dialect == "sqlite"
+    assert stored == (["u1"] if joins else ["u1", "a1"])
+    await asyncio.sleep(0.3)  # the call ran longer: the message is stored while it runs
+    if turn.writing is not None:
+        await turn.writing
+    assert [m.id for m in (await conversations.store.load("conv-0001")).messages] == ["u1", "a1"]

@@ -295,6 +295,59 @@ async def test_a_quick_call_is_stored_with_its_result_and_a_long_one_while_it_ru
     assert events[-1]["finish_reason"] == "stop"
 
 
+async def test_the_next_model_request_is_sent_while_the_round_s_result_is_stored(make, tmp_path):
+    """The tool result goes out once stored, before any event of the next model call, but that
+    call does not wait for the commit to be sent."""
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path}/slow.sqlite")
+    append = store.append
+    sent_when_stored: list[int] = []
+
+    async def slow(conversation_id, new, **kwargs):
+        if any(m.role == "tool" for m in new):
+            await asyncio.sleep(0.3)
+            sent_when_stored.append(len(llm.sent))
+        return await append(conversation_id, new, **kwargs)
+
+    store.append = slow
+    GATES["g"] = asyncio.Event()
+    GATES["g"].set()
+    llm = ScriptedLLM([call("box_wait", gate="g")], ["Done."])
+    hub = await make(llm, store=store)
+
+    events = await Reader(await hub.start(ANN, chat(conversation_id="conv-overlap"), "current")).until("message_done")
+
+    assert types(events) == ["conversation", "tool_start", "tool_result", "token", "message_done"]
+    assert sent_when_stored == [2]  # the second model request was out before the result was stored
+    stored = await store.load(scoped_id(ANN.email, "conv-overlap"))
+    assert [m.role for m in stored.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_a_result_stored_while_the_turn_is_stopped_is_still_announced(make, tmp_path):
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path}/stop.sqlite")
+    append = store.append
+    storing = asyncio.Event()
+
+    async def slow(conversation_id, new, **kwargs):
+        if any(m.role == "tool" for m in new):
+            storing.set()
+            await asyncio.sleep(0.3)
+        return await append(conversation_id, new, **kwargs)
+
+    store.append = slow
+    GATES["g"] = asyncio.Event()
+    GATES["g"].set()
+    GATES["never"] = asyncio.Event()
+    hub = await make(ScriptedLLM([call("box_wait", gate="g")], [call("box_wait", gate="never")]), store=store)
+    reader = Reader(await hub.start(ANN, chat(conversation_id="conv-stop"), "current"))
+    await asyncio.wait_for(storing.wait(), 10)
+    hub.running(ANN.email, scoped_id(ANN.email, "conv-stop")).stop("user")
+
+    events = await reader.until("message_done")
+
+    assert types(events)[-2:] == ["tool_result", "message_done"] and events[-1]["finish_reason"] == "cancelled"
+    assert events[-2]["content"] == "g opened"
+
+
 async def test_a_crash_inside_the_turn_is_an_error_and_a_message_done(make):
     hub = await make(ScriptedLLM(RuntimeError("a bug")))
     events = await Reader(await hub.start(ANN, chat(conversation_id="conv-hub-10"), "current")).until("message_done")

@@ -8,9 +8,9 @@ import pytest
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMError
 from switchboard.llm import LLMClient
-from switchboard.llm.openai_direct import _EventParser, _proxy_for
+from switchboard.llm.direct_wire import _EventParser, _proxy_for
 
-from tests.support.llm_double import ErrorReply, TextReply
+from tests.support.llm_double import ErrorReply, OddReply, TextReply, ToolCall, ToolCallReply
 
 
 def parse(*pieces: bytes) -> list[bytes]:
@@ -66,5 +66,46 @@ async def test_a_same_host_307_or_308_is_followed_and_any_other_redirect_is_an_e
             await client.complete(model, [{"role": "user", "content": "hi"}])
         assert "elsewhere.example" in caught.value.message and "api_base" in caught.value.message
         assert len(llm.requests) == 1  # not sent there, and not retried
+    finally:
+        await client.aclose()
+
+
+def test_the_tools_json_is_kept_for_the_same_definitions_and_made_anew_for_changed_ones():
+    from switchboard.llm.direct_wire import DirectPool
+
+    pool = DirectPool()
+    one = {"type": "function", "function": {"name": "a_b", "description": "first", "parameters": {}}}
+    assert json.loads(pool.tools_json([one])) == [one]
+    assert pool.tools_json([one]) is pool.tools_json([one])  # the same dicts: the kept text
+    changed = {"type": "function", "function": {"name": "a_b", "description": "second", "parameters": {}}}
+    assert json.loads(pool.tools_json([changed]))[0]["function"]["description"] == "second"
+
+
+def test_a_tool_hands_out_one_definition_until_it_changes():
+    from switchboard.tools.models import ToolInfo
+
+    def tool(description: str, digest: str) -> ToolInfo:
+        return ToolInfo(qualified_name="a_b", server="a", name="b", description=description, input_schema={},
+                        annotations={}, definition_hash=digest)  # fmt: skip
+
+    assert tool("first", "h1").openai_schema() is tool("first", "h1").openai_schema()
+    assert tool("second", "h2").openai_schema()["function"]["description"] == "second"
+
+
+async def test_a_whole_completion_is_read_and_a_page_that_is_no_stream_is_an_error(llm):
+    client = LLMClient(environ={"K": "k"}, base_delay_s=0.001, max_attempts=1)
+    model = ModelConfig(name="double", model="openai/m", api_base=llm.base_url, api_key_env="K")
+    hello = [{"role": "user", "content": "hi"}]
+    try:
+        llm.enqueue(OddReply(whole=TextReply("all at once")))
+        assert await client.complete(model, hello) == "all at once"
+        llm.enqueue(OddReply(whole=ToolCallReply([ToolCall("time_now", '{"tz": "UTC"}', id="call_9")])))
+        events = [e async for e in client.stream(model, hello, None)]
+        assert [(c.id, c.name, c.arguments) for c in events[-1].tool_calls] == [("call_9", "time_now", '{"tz": "UTC"}')]
+
+        llm.enqueue(OddReply(body="<html><body>Please sign in to the proxy</body></html>"))
+        with pytest.raises(LLMError) as caught:
+            await client.complete(model, hello)
+        assert "no server-sent events" in caught.value.message and "text/html" in caught.value.message
     finally:
         await client.aclose()
