@@ -14,10 +14,11 @@ question of a stored conversation while the model answers, and a round's call me
 calls run (a process that dies during a long call leaves a conversation that says which call was
 running). On SQLite that write waits until the calls have run for 0.2 s (`commit_later`): calls
 that end sooner are stored with their results, one transaction instead of two. On Postgres it
-starts at once: there a lone message is one statement, two together need a transaction. The next commit waits for it first, and stores what it could not. `begin`
-creates a new conversation together with its first question, committed before the
-`conversation` event announces it. Commits of one turn never overlap, so messages are stored in
-the order they were kept.
+starts at once: there a lone message is one statement, two together need a transaction. The
+next commit waits for it first, and stores what it could not. `begin` creates a new
+conversation together with its first question, committed before the `conversation` event
+announces it. Commits of one turn never overlap, so messages are stored in the order they were
+kept.
 
 A stored tool turn is thus three transactions (a new conversation with its question, beside the
 first model request; the call with its result; the answer), and a fourth beside a call that runs
