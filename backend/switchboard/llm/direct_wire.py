@@ -122,7 +122,10 @@ def _as_chunk(completion: Any, response: httpx.Response) -> dict[str, Any]:
         raise openai.APIError(str(completion["error"]), request=response.request, body=completion["error"])
     choices = []
     for choice in completion["choices"]:
-        message = dict(choice.get("message") or {}) if isinstance(choice, dict) else {}
+        if not isinstance(choice, dict):
+            continue
+        found = choice.get("message")
+        message: dict[str, Any] = found if isinstance(found, dict) else {}
         calls = [{**call, "index": n} for n, call in enumerate(message.get("tool_calls") or []) if isinstance(call, dict)]
         delta = {"content": message.get("content"), "tool_calls": calls}
         choices.append({"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")})
