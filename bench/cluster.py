@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import _support as S
-from concurrency import PROXY_SECRET, TURNS_PER_SESSION, _exited_cpu_s, _read_json_line, _start_clients, _warm_up
+from concurrency import PROXY_SECRET, TURNS_PER_SESSION, _exited_cpu_s, _go, _read_json_line, _start_clients, _warm_up
 
 sys.path.insert(0, str(S.PROJECT_ROOT))
 from tests.support.cluster import running_cluster  # noqa: E402
@@ -74,13 +74,7 @@ async def _level(cluster: Any, postgres: PostgresCluster, double: S.Double, sess
     try:
         ready = [await _read_json_line(proc, args.max_seconds) for proc in clients]
         before = _cpu(_groups(cluster, postgres, double))
-        began = time.perf_counter()
-        for proc in clients:
-            assert proc.stdin is not None
-            proc.stdin.write(b"go\n")
-            proc.stdin.flush()
-        done = [await _read_json_line(proc, args.max_seconds + 60) for proc in clients]
-        wall = time.perf_counter() - began
+        done, wall = await _go(clients, args.max_seconds + 60)
         cpu = _spent(before, _cpu(_groups(cluster, postgres, double)))
         cpu["clients"] = sum(_exited_cpu_s(proc) for proc in clients)
     finally:

@@ -121,14 +121,8 @@ async def _level(app: S.App, double: S.Double, sessions: int, args: Any) -> dict
         spies = _profiler(app_pids, sessions, args)
         client_pids = [proc.pid for proc in clients]
         cpu_before = _cpu(app_pids, servers, double, client_pids)
-        began = time.perf_counter()
-        for proc in clients:
-            assert proc.stdin is not None
-            proc.stdin.write(b"go\n")
-            proc.stdin.flush()
         # The clients' CPU is read just before they print their results (they then exit).
-        done = [await _read_json_line(proc, args.max_seconds + 60) for proc in clients]
-        wall = time.perf_counter() - began
+        done, wall = await _go(clients, args.max_seconds + 60)
         cpu_after = _cpu(app_pids, servers, double, [])
         cpu_after["clients"] = sum(_exited_cpu_s(proc) for proc in clients)
         for spy in spies:
@@ -160,6 +154,17 @@ async def _level(app: S.App, double: S.Double, sessions: int, args: Any) -> dict
         "cpu_ms_per_turn": {k: v * 1000 / max(1, turns_ok) for k, v in cpu.items()},
         "app_cpu_ms_per_turn": cpu["app"] * 1000 / max(1, turns_ok),
     }
+
+
+async def _go(clients: list[subprocess.Popen[bytes]], timeout_s: float) -> tuple[list[dict[str, Any]], float]:
+    """Start every waiting client at once; their results, and the wall time until the last."""
+    began = time.perf_counter()
+    for proc in clients:
+        assert proc.stdin is not None
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+    done = [await _read_json_line(proc, timeout_s) for proc in clients]
+    return done, time.perf_counter() - began
 
 
 def _exited_cpu_s(proc: subprocess.Popen[bytes]) -> float:
