@@ -4,7 +4,8 @@ transaction happen (one place each), not inside every function.
 **Traces** use the OpenTelemetry SDK, configured only by the standard ``OTEL_*`` variables
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``OTEL_TRACES_EXPORTER``,
 ``OTEL_SERVICE_NAME``, ``OTEL_TRACES_SAMPLER``, ...). With none of them set, or with
-``OTEL_SDK_DISABLED=true``, tracing is off and each span costs one no-op call. Span names and
+``OTEL_SDK_DISABLED=true``, tracing is off: no tracer provider is installed, and no span is
+entered at all (a no-op span costs a context switch of its own per call). Span names and
 attributes follow the GenAI and MCP semantic conventions: ``invoke_agent switchboard`` for a turn,
 ``chat {model}`` for a model call, ``{mcp.method.name} {target}`` for an MCP request. The MCP SDK
 opens its own client span inside ours and puts the trace context into the request's
@@ -22,13 +23,14 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Generic, TypeVar
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess
+from prometheus_client.metrics import MetricWrapperBase
 
 __all__ = [
     "METRICS_CONTENT_TYPE",
@@ -50,25 +52,43 @@ METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 _STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5)
 
+_M = TypeVar("_M", bound=MetricWrapperBase)
+
+
+class _Children(Generic[_M]):
+    """A labelled metric's children, kept by their label values: `.labels()` checks and converts its
+    arguments and takes a lock on every call, several times per turn."""
+
+    def __init__(self, metric: _M) -> None:
+        self.metric = metric
+        self._children: dict[tuple[str, ...], _M] = {}
+
+    def __call__(self, *values: str) -> _M:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self.metric.labels(*values)
+        return child
+
+
 _registry = CollectorRegistry(auto_describe=True)
-_turns = Counter("switchboard_turns", "Turns (answers) finished, by how they finished.", ["finish_reason"],
-                 registry=_registry)  # fmt: skip
+_turns = _Children(Counter("switchboard_turns", "Turns (answers) finished, by how they finished.",
+                           ["finish_reason"], registry=_registry))  # fmt: skip
 _turn_seconds = Histogram("switchboard_turn_duration_seconds", "Wall time of a turn.", buckets=_CALL_BUCKETS,
                           registry=_registry)  # fmt: skip
-_model_seconds = Histogram("gen_ai_client_operation_duration_seconds", "Model calls (gen_ai.client.operation.duration).",
-                           ["gen_ai_operation_name", "gen_ai_request_model", "error_type"], buckets=_CALL_BUCKETS,
-                           registry=_registry)  # fmt: skip
-_model_tokens = Counter("gen_ai_client_token_usage", "Tokens used by model calls (gen_ai.client.token.usage).",
-                        ["gen_ai_request_model", "gen_ai_token_type"], registry=_registry)  # fmt: skip
-_mcp_seconds = Histogram("mcp_client_operation_duration_seconds", "MCP requests (mcp.client.operation.duration).",
-                         ["mcp_method_name", "mcp_server", "error_type"], buckets=_CALL_BUCKETS,
-                         registry=_registry)  # fmt: skip
-_tool_calls = Counter("switchboard_tool_calls", "Tool calls, by server and outcome (ok, error, denied).",
-                      ["mcp_server", "outcome"], registry=_registry)  # fmt: skip
+_model_seconds = _Children(Histogram(
+    "gen_ai_client_operation_duration_seconds", "Model calls (gen_ai.client.operation.duration).",
+    ["gen_ai_operation_name", "gen_ai_request_model", "error_type"], buckets=_CALL_BUCKETS, registry=_registry))  # fmt: skip
+_model_tokens = _Children(Counter("gen_ai_client_token_usage", "Tokens used by model calls (gen_ai.client.token.usage).",
+                                  ["gen_ai_request_model", "gen_ai_token_type"], registry=_registry))  # fmt: skip
+_mcp_seconds = _Children(Histogram("mcp_client_operation_duration_seconds", "MCP requests (mcp.client.operation.duration).",
+                                   ["mcp_method_name", "mcp_server", "error_type"], buckets=_CALL_BUCKETS,
+                                   registry=_registry))  # fmt: skip
+_tool_calls = _Children(Counter("switchboard_tool_calls", "Tool calls, by server and outcome (ok, error, denied).",
+                                ["mcp_server", "outcome"], registry=_registry))  # fmt: skip
 _sessions = Gauge("switchboard_open_sessions", "Open websocket connections.", registry=_registry,
                   multiprocess_mode="livesum")  # fmt: skip
-_store_seconds = Histogram("switchboard_store_operation_duration_seconds", "Store transactions.",
-                           ["operation", "error_type"], buckets=_STORE_BUCKETS, registry=_registry)  # fmt: skip
+_store_seconds = _Children(Histogram("switchboard_store_operation_duration_seconds", "Store transactions.",
+                                     ["operation", "error_type"], buckets=_STORE_BUCKETS, registry=_registry))  # fmt: skip
 
 
 class Tracing:
@@ -120,6 +140,20 @@ def _sdk_provider_type() -> type:
     return TracerProvider
 
 
+def _tracing() -> bool:
+    """Whether this process has a tracer provider (the ``OTEL_*`` variables, or an embedding
+    application's own). Without one every span would be a no-op, so none is entered."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def _current(name: str, kind: SpanKind, attributes: dict[str, Any]) -> AbstractContextManager[Span]:
+    """A new current span, or without tracing the span already current (what a no-op span is)."""
+    if not _tracing():
+        return nullcontext(trace.get_current_span())
+    return _tracer.start_as_current_span(name, kind=kind, attributes=attributes, record_exception=False,
+                                         set_status_on_exception=False)  # fmt: skip
+
+
 def _fail(span: Span, error_type: str, message: str = "") -> None:
     if span.is_recording():
         span.set_attribute("error.type", error_type)
@@ -134,8 +168,7 @@ def turn_span(conversation_id: str, user_model: str | None) -> Iterator[Span]:
                   "gen_ai.conversation.id": conversation_id}  # fmt: skip
     if user_model:
         attributes["gen_ai.request.model"] = user_model
-    with _tracer.start_as_current_span("invoke_agent switchboard", kind=SpanKind.INTERNAL, attributes=attributes,
-                                       record_exception=False, set_status_on_exception=False) as span:  # fmt: skip
+    with _current("invoke_agent switchboard", SpanKind.INTERNAL, attributes) as span:
         try:
             yield span
         finally:
@@ -143,7 +176,7 @@ def turn_span(conversation_id: str, user_model: str | None) -> Iterator[Span]:
 
 
 def turn_finished(span: Span, finish_reason: str) -> None:
-    _turns.labels(finish_reason).inc()
+    _turns(finish_reason).inc()
     if span.is_recording():
         span.set_attribute("gen_ai.response.finish_reasons", [finish_reason])
         if finish_reason == "error":
@@ -153,11 +186,22 @@ def turn_finished(span: Span, finish_reason: str) -> None:
 def model_call(model: str, provider: str | None, duration_s: float, usage: Any, error_code: str | None) -> None:
     """A model call that has ended: its span (drawn with its true start and end, under the turn's
     span that was current while it ran) and its metrics."""
+    input_tokens = getattr(usage, "prompt_tokens", None)
+    output_tokens = getattr(usage, "completion_tokens", None)
+    if _tracing():
+        _model_span(model, provider, duration_s, input_tokens, output_tokens, error_code)
+    _model_seconds("chat", model, error_code or "").observe(duration_s)
+    if input_tokens:
+        _model_tokens(model, "input").inc(input_tokens)
+    if output_tokens:
+        _model_tokens(model, "output").inc(output_tokens)
+
+
+def _model_span(model: str, provider: str | None, duration_s: float, input_tokens: int | None,
+                output_tokens: int | None, error_code: str | None) -> None:  # fmt: skip
     end_ns = time.time_ns()
     span = _tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, start_time=end_ns - int(duration_s * 1e9),
                               attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": model})  # fmt: skip
-    input_tokens = getattr(usage, "prompt_tokens", None)
-    output_tokens = getattr(usage, "completion_tokens", None)
     if span.is_recording():
         if provider:
             span.set_attribute("gen_ai.provider.name", provider)
@@ -168,11 +212,6 @@ def model_call(model: str, provider: str | None, duration_s: float, usage: Any, 
         if error_code:
             _fail(span, error_code)
     span.end(end_time=end_ns)
-    _model_seconds.labels("chat", model, error_code or "").observe(duration_s)
-    if input_tokens:
-        _model_tokens.labels(model, "input").inc(input_tokens)
-    if output_tokens:
-        _model_tokens.labels(model, "output").inc(output_tokens)
 
 
 @contextmanager
@@ -188,8 +227,7 @@ def mcp_span(method: str, target: str, *, server: str, address: str | None = Non
         attributes["server.address"] = address
     started = time.perf_counter()
     error_type = ""
-    with _tracer.start_as_current_span(f"{method} {target}", kind=SpanKind.CLIENT, attributes=attributes,
-                                       record_exception=False, set_status_on_exception=False) as span:  # fmt: skip
+    with _current(f"{method} {target}", SpanKind.CLIENT, attributes) as span:
         try:
             yield span
         except BaseException as exc:
@@ -197,12 +235,12 @@ def mcp_span(method: str, target: str, *, server: str, address: str | None = Non
             _fail(span, error_type, getattr(exc, "message", "") or "")
             raise
         finally:
-            _mcp_seconds.labels(method, server, error_type).observe(time.perf_counter() - started)
+            _mcp_seconds(method, server, error_type).observe(time.perf_counter() - started)
 
 
 def tool_call_done(server: str, outcome: str) -> None:
     """A tool call has ended: `ok`, `error` or `denied` (refused before it ran)."""
-    _tool_calls.labels(server, outcome).inc()
+    _tool_calls(server, outcome).inc()
 
 
 def sessions_changed(by: int) -> None:
@@ -220,7 +258,7 @@ def store_timer(operation: str) -> Iterator[None]:
         error_type = type(exc).__name__
         raise
     finally:
-        _store_seconds.labels(operation, error_type).observe(time.perf_counter() - started)
+        _store_seconds(operation, error_type).observe(time.perf_counter() - started)
 
 
 def metrics_text() -> bytes:
