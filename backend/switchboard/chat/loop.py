@@ -35,7 +35,7 @@ from .events import (ChatMessage, ConversationEvent, ErrorEvent, MessageDone, No
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .skills import SkillShelf
 from .growing import GrowingText
-from .render import render_markdown
+from .render import rendered
 from .session import new_id
 from .tool_round import Recorder, run_calls
 from .turn_state import Announcement, PreparedTurn, TurnLimits, TurnState, retrieved
@@ -258,11 +258,11 @@ class ChatEngine:
                     turn.completed = Completed(finish_reason="length")
                     return
                 # Re-rendering the whole answer costs time in its length: render only when it has
-                # grown by a quarter (linear in all), and off the event loop.
+                # grown by a quarter (linear in all), and off the event loop once long (`rendered`).
                 now = time.monotonic()
                 if now - rendered_at >= self._limits.render_interval_s and len(turn.answer) >= rendered_len * 1.25 + 64:
                     rendered_at, rendered_len = now, len(turn.answer)
-                    yield RenderEvent(message_id=turn.message_id, html=await asyncio.to_thread(render_markdown, turn.text))
+                    yield RenderEvent(message_id=turn.message_id, html=await rendered(turn.text))
 
     async def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
         """Close the turn: answer every open call, store the answer, then announce it."""
@@ -291,7 +291,7 @@ class ChatEngine:
         usage = _usage_dict(turn.usage)
         error = turn.error.model_dump(exclude={"type"}, exclude_none=True) if turn.error and finish == "error" else None
         recorder.keep(turn, answer, {"turn": turn.message_id, "usage": usage, "error": error})
-        rendering = asyncio.ensure_future(asyncio.to_thread(render_markdown, turn.text))  # beside the commit
+        rendering = asyncio.ensure_future(rendered(turn.text))  # beside the commit
         rendering.add_done_callback(retrieved)
         try:
             await recorder.commit(turn)

@@ -4,6 +4,7 @@ is a classic way to leak conversation data through its URL."""
 
 from __future__ import annotations
 
+import asyncio
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,11 @@ import nh3
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-__all__ = ["render_markdown"]
+__all__ = ["INLINE_CHARS", "render_markdown", "rendered"]
+
+# Up to this length an answer renders in well under a millisecond (~40 µs for one sentence, ~0.3 ms for
+# 256 characters of dense markdown): on the event loop, where a thread's hop alone costs ~0.1 ms of CPU.
+INLINE_CHARS = 256
 
 
 @cache
@@ -45,3 +50,10 @@ def render_markdown(text: str) -> str:
         link_rel="noopener noreferrer nofollow",
         filter_style_properties={"text-align"},
     )
+
+
+async def rendered(text: str) -> str:
+    """`render_markdown`, in a thread unless the text is short (longer answers take milliseconds)."""
+    if len(text) <= INLINE_CHARS:
+        return render_markdown(text)
+    return await asyncio.to_thread(render_markdown, text)
