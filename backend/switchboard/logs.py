@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
 
 __all__ = ["ConsoleLines", "JsonFormatter", "SAFE_FIELDS", "enable_console", "flush_logs", "quiet_sign_in_errors",
-           "setup_logging"]
+           "setup_logging", "skip_call_sites"]
 
 SAFE_FIELDS = frozenset({
     "after", "attempt", "before", "completion_tokens", "delay_s", "duration_ms", "error", "errors", "event",
@@ -56,6 +56,8 @@ class _Handoff(logging.handlers.QueueHandler):
     their traceback as text (extras kept for the JSON formatter)."""
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        if not record.args and not record.exc_info and isinstance(record.msg, str):
+            return record  # nothing to resolve (most records): no copy, which cost more than the rest
         record = copy.copy(record)
         record.msg, record.args = record.getMessage(), None
         if record.exc_info:
@@ -166,6 +168,13 @@ def setup_logging(log_dir: Path) -> None:
     for noisy in ("fastmcp", "mcp", "httpx", "LiteLLM", "litellm"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     quiet_sign_in_errors()
+
+
+def skip_call_sites() -> None:
+    """Stop looking up each record's file, line and function (`Logger.findCaller`, a walk up the
+    stack per record): neither app.jsonl nor the console lines carry them. For the serving process
+    only; a test runner's own log report shows them. (The logging HOWTO's "Optimization" section.)"""
+    logging._srcfile = None
 
 
 class _NoRemoteText(logging.Filter):

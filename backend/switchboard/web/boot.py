@@ -178,11 +178,12 @@ def _keep_what_loaded() -> None:
 def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) -> BootingApp:
     """The app `switchboard serve` runs: Switchboard with `settings`, built after start-up."""
 
-    from ..logs import enable_console
+    from ..logs import enable_console, skip_call_sites
 
     from ..tools.launch import EarlyStarts
 
     enable_console()  # the operator sees servers come up or fail, and config errors
+    skip_call_sites()
     early = EarlyStarts(fork=settings.fork_servers)
 
     async def start_servers() -> None:
