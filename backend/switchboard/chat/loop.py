@@ -35,7 +35,7 @@ from .events import (ChatMessage, ConversationEvent, ErrorEvent, MessageDone, No
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .skills import SkillShelf
 from .growing import GrowingText
-from .render import rendered
+from .render import INLINE_CHARS, render_markdown, rendered
 from .session import new_id
 from .tool_round import Recorder, run_calls
 from .turn_state import Announcement, PreparedTurn, TurnLimits, TurnState, retrieved
@@ -224,45 +224,40 @@ class ChatEngine:
         render; its last event goes to `turn.completed`."""
         turn.round_answer = GrowingText()
         try:
-            async with aclosing(self._model_round(model, turn, tools)) as events:
+            rendered_at, rendered_len = time.monotonic(), 0
+            system = self._config.system_prompt.strip() + app_context_text(turn.conversation.app_context)
+            stream = fitting_context(self._llm, model, system, turn, tools)
+            async with aclosing(stream) as events:  # closed (the provider's stream too) when cut short
                 async for event in events:
-                    yield event
+                    if isinstance(event, Notice):
+                        yield NoticeEvent(code=event.code, message=event.message)
+                        continue
+                    if not isinstance(event, TextDelta):
+                        turn.completed = event
+                        continue
+                    room = max(self._limits.answer_chars - len(turn.answer), 0)
+                    text = event.text if len(event.text) <= room else event.text[:room]
+                    turn.round_answer.add(text)
+                    turn.answer.add(text)
+                    if text:
+                        yield TokenEvent(text=text)
+                    if len(turn.answer) >= self._limits.answer_chars:
+                        yield NoticeEvent(code="answer_cut", message=f"The answer reached the limit of "
+                                          f"{self._limits.answer_chars:,} characters and was cut there.")  # fmt: skip
+                        turn.completed = Completed(finish_reason="length")
+                        break
+                    # Re-rendering the whole answer costs time in its length: render only when it has
+                    # grown by a quarter (linear in all), and off the event loop once long (`rendered`).
+                    now = time.monotonic()
+                    if (now - rendered_at >= self._limits.render_interval_s
+                            and len(turn.answer) >= rendered_len * 1.25 + 64):  # fmt: skip
+                        rendered_at, rendered_len = now, len(turn.answer)
+                        yield RenderEvent(message_id=turn.message_id, html=await rendered(turn.text))
         except LLMUnavailable as exc:  # not usable as configured: never picked as the default meanwhile
             self._models.note_outcome(model.name, exc.message)
             raise
         if turn.completed is not None:
             self._models.note_outcome(model.name, None)
-
-    async def _model_round(self, model: ModelConfig, turn: TurnState,
-                           tools: list[dict[str, Any]] | None) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
-        rendered_at, rendered_len = time.monotonic(), 0
-        system = self._config.system_prompt.strip() + app_context_text(turn.conversation.app_context)
-        stream = fitting_context(self._llm, model, system, turn, tools)
-        async with aclosing(stream) as events:  # closed (the provider's stream too) when cut short
-            async for event in events:
-                if isinstance(event, Notice):
-                    yield NoticeEvent(code=event.code, message=event.message)
-                    continue
-                if not isinstance(event, TextDelta):
-                    turn.completed = event
-                    continue
-                room = max(self._limits.answer_chars - len(turn.answer), 0)
-                text = event.text if len(event.text) <= room else event.text[:room]
-                turn.round_answer.add(text)
-                turn.answer.add(text)
-                if text:
-                    yield TokenEvent(text=text)
-                if len(turn.answer) >= self._limits.answer_chars:
-                    yield NoticeEvent(code="answer_cut", message=f"The answer reached the limit of "
-                                      f"{self._limits.answer_chars:,} characters and was cut there.")  # fmt: skip
-                    turn.completed = Completed(finish_reason="length")
-                    return
-                # Re-rendering the whole answer costs time in its length: render only when it has
-                # grown by a quarter (linear in all), and off the event loop once long (`rendered`).
-                now = time.monotonic()
-                if now - rendered_at >= self._limits.render_interval_s and len(turn.answer) >= rendered_len * 1.25 + 64:
-                    rendered_at, rendered_len = now, len(turn.answer)
-                    yield RenderEvent(message_id=turn.message_id, html=await rendered(turn.text))
 
     async def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
         """Close the turn: answer every open call, store the answer, then announce it."""
@@ -291,8 +286,11 @@ class ChatEngine:
         usage = _usage_dict(turn.usage)
         error = turn.error.model_dump(exclude={"type"}, exclude_none=True) if turn.error and finish == "error" else None
         recorder.keep(turn, answer, {"turn": turn.message_id, "usage": usage, "error": error})
-        rendering = asyncio.ensure_future(rendered(turn.text))  # beside the commit
-        rendering.add_done_callback(retrieved)
+        # A long answer renders in a thread beside the commit; a short one after it, on the loop.
+        text = turn.text
+        rendering = asyncio.ensure_future(rendered(text)) if len(text) > INLINE_CHARS else None
+        if rendering is not None:
+            rendering.add_done_callback(retrieved)
         try:
             await recorder.commit(turn)
         except SwitchboardError as exc:
@@ -302,7 +300,7 @@ class ChatEngine:
             if restarted:  # a page still attached hears it; a user's Stop is shown by the page itself
                 for event in unanswered:
                     yield event
-        html = await rendering
+        html = await rendering if rendering is not None else render_markdown(text)
         yield MessageDone(message_id=turn.message_id, finish_reason=finish, usage=usage, html=html,  # type: ignore[arg-type]
                           conversation_id=turn.conversation_id, user_message_id=turn.user_message_id)  # fmt: skip
 
