@@ -109,3 +109,39 @@ async def test_a_whole_completion_is_read_and_a_page_that_is_no_stream_is_an_err
         assert "no server-sent events" in caught.value.message and "text/html" in caught.value.message
     finally:
         await client.aclose()
+
+
+async def test_the_request_goes_through_the_proxy_the_environment_names(llm, monkeypatch):
+    """A real forwarding proxy on a free port: the request reaches the double through it."""
+    import asyncio
+
+    seen: list[bytes] = []
+
+    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head.split(b"\r\n", 1)[0])
+        target = httpx.URL(head.split(b" ")[1].decode())
+        up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
+        up_writer.write(head)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+    proxy = await asyncio.start_server(forward, "127.0.0.1", 0)
+    port = proxy.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    client = LLMClient(environ={"K": "k"}, base_delay_s=0.001, max_attempts=1)
+    try:
+        model = ModelConfig(name="double", model="openai/m", api_base=llm.base_url, api_key_env="K")
+        assert await client.complete(model, [{"role": "user", "content": "hi"}]) == "This is the LLM double."
+        assert seen == [f"POST {llm.base_url}/chat/completions HTTP/1.1".encode()]
+    finally:
+        await client.aclose()
+        proxy.close()
