@@ -109,26 +109,33 @@ class DirectStream:
                     raise wire_error(exc) from exc
                 yield _as_chunk(json.loads(body), self.request)
                 return
-            seen = False
-            async for data in _event_data(response.content):
-                seen = True
-                if data.startswith(b"[DONE]"):
-                    break
-                chunk = json.loads(data)
-                if not isinstance(chunk, dict):
-                    continue
-                if chunk.get("error"):  # an error sent inside the stream
-                    error = chunk["error"]
-                    message = error.get("message") if isinstance(error, dict) else None
-                    raise openai.APIError(message if isinstance(message, str) and message else
-                                          "An error occurred during streaming", request=self.request(), body=error)  # fmt: skip
-                yield chunk
-            else:
-                if not seen:  # e.g. a proxy's sign-in page: not an empty answer
-                    raise openai.APIError(f"The endpoint answered HTTP {response.status} with no server-sent events "
-                                          f"(Content-Type: {kind or 'none'}); check the model's api_base",
-                                          request=self.request(), body=None)  # fmt: skip
-                return
+            seen = done = False
+            parser, content = _EventParser(), response.content
+            while not done:  # the events of each read, parsed here (no generator between)
+                try:
+                    raw = await content.readany()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise wire_error(exc) from exc
+                for data in parser.feed(raw) if raw else parser.end():
+                    seen = True
+                    if data.startswith(b"[DONE]"):
+                        done = True
+                        break
+                    chunk = json.loads(data)
+                    if not isinstance(chunk, dict):
+                        continue
+                    if chunk.get("error"):  # an error sent inside the stream
+                        error = chunk["error"]
+                        message = error.get("message") if isinstance(error, dict) else None
+                        raise openai.APIError(message if isinstance(message, str) and message else
+                                              "An error occurred during streaming", request=self.request(), body=error)  # fmt: skip
+                    yield chunk
+                if not raw and not done:  # the body ended without [DONE]
+                    if not seen:  # e.g. a proxy's sign-in page: not an empty answer
+                        raise openai.APIError(f"The endpoint answered HTTP {response.status} with no server-sent events "
+                                              f"(Content-Type: {kind or 'none'}); check the model's api_base",
+                                              request=self.request(), body=None)  # fmt: skip
+                    return
             # after [DONE]: read the body to its end, so that the connection goes back to the
             # pool instead of being closed (a new TLS handshake for the next call)
             try:
@@ -171,21 +178,6 @@ def _as_chunk(completion: Any, request: Callable[[], httpx.Request]) -> dict[str
         delta = {"content": message.get("content"), "tool_calls": calls}
         choices.append({"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")})
     return {"choices": choices, "usage": completion.get("usage")}
-
-
-async def _event_data(body: aiohttp.StreamReader) -> AsyncIterator[bytes]:
-    parser = _EventParser()
-    while True:
-        try:
-            raw = await body.readany()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise wire_error(exc) from exc
-        if not raw:
-            break
-        for data in parser.feed(raw):
-            yield data
-    for data in parser.end():
-        yield data
 
 
 class _EventParser:
