@@ -25,7 +25,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.dialects import postgresql, sqlite
@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from ..errors import StoreError, StoreUnavailable, SwitchboardError
 from ..telemetry import store_timer
 from .engine import WRITE, cause_name, describe, make_sqlite_sync_engine, unavailable
+from .prepared import Prepared, SqliteDriver
 
 __all__ = ["StoreBase"]
 
@@ -57,6 +58,7 @@ class _SqliteThreads:
         self.write_thread = ThreadPoolExecutor(1, thread_name_prefix="store-write")
         self.read_threads = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="store-read")
         self._held = threading.local()
+        self.prepared: dict[tuple[Any, ...], Prepared] = {}  # statements compiled for SqliteDriver
         self._opened: list[Connection] = []
         self._opened_lock = threading.Lock()
 
@@ -71,6 +73,10 @@ class _SqliteThreads:
     def write(self, work: Callable[[Connection], T]) -> T:
         with self._connection(self.writer).begin() as transaction:
             return work(transaction.connection)
+
+    def write_driver(self, work: Callable[[SqliteDriver], T]) -> T:
+        driver = SqliteDriver(self._connection(self.writer), self.prepared)
+        return driver.transaction(work, "BEGIN IMMEDIATE")
 
     def read(self, work: Callable[[Connection], T]) -> T:
         # BEGIN (deferred): one snapshot for every statement of `work`
@@ -138,13 +144,21 @@ class StoreBase:
             self._threads = _SqliteThreads(engine) if engine is not None else None
         return self._threads
 
-    async def _run(self, doing: str, work: Callable[[Connection], T], *, write: bool, single: bool = False) -> T:
+    async def _run(self, doing: str, work: Callable[[Connection], T], *, write: bool, single: bool = False,
+                   driver: bool = False) -> T:  # fmt: skip
         """``work`` as one transaction, committed when this returns (rolled back if it raises).
-        ``single``: ``work`` makes one statement (which is then atomic by itself)."""
+        ``single``: ``work`` makes one statement (which is then atomic by itself). ``driver``: a
+        write whose ``work`` only calls ``execute(statement, parameters)`` and reads ``rowcount``,
+        ``first()`` or ``scalar_one()`` of the result: on a SQLite file it runs on the sqlite3
+        connection itself (``prepared.SqliteDriver``)."""
         if self.down is not None:
             raise self._refusal()
         try:
             with store_timer(doing):
+                if driver and write and (threads := self._sqlite_threads()) is not None:
+                    loop = asyncio.get_running_loop()
+                    on_driver = cast(Callable[[SqliteDriver], T], work)  # the caller says it needs no more
+                    return await loop.run_in_executor(threads.write_thread, threads.write_driver, on_driver)
                 return await self._transaction(work, write=write, single=single)
         except SwitchboardError:
             raise
