@@ -5,7 +5,9 @@ words, never the driver's text; the full error goes to the log) for any other fa
 ``_run(doing, work, write=)`` runs ``work`` (a plain function of a SQLAlchemy ``Connection``) as
 one transaction. On a SQLite file it runs whole on the store's own threads (one writer, as SQLite
 writes one at a time anyway, and a few readers, which WAL lets run beside it): one thread hop per
-transaction, where the async driver made one per statement. On Postgres it runs on the async
+transaction, where the async driver made one per statement. The hottest of them (what a turn
+writes, loading a conversation) may ask for ``driver=True``: there they run on the sqlite3
+connection itself, their statements compiled once (``prepared.py``). On Postgres it runs on the async
 engine through ``run_sync`` (asyncpg needs no thread), and a read, or a write of one statement
 (``single=True``), runs without BEGIN and COMMIT (autocommit): the statement is its own
 transaction, and at Postgres' READ COMMITTED each statement of a read sees its own snapshot
@@ -78,6 +80,10 @@ class _SqliteThreads:
         driver = SqliteDriver(self._connection(self.writer), self.prepared)
         return driver.transaction(work, "BEGIN IMMEDIATE")
 
+    def read_driver(self, work: Callable[[SqliteDriver], T]) -> T:
+        driver = SqliteDriver(self._connection(self.engine), self.prepared)
+        return driver.transaction(work, "BEGIN")
+
     def read(self, work: Callable[[Connection], T]) -> T:
         # BEGIN (deferred): one snapshot for every statement of `work`
         with self._connection(self.engine).begin() as transaction:
@@ -147,26 +153,26 @@ class StoreBase:
     async def _run(self, doing: str, work: Callable[[Connection], T], *, write: bool, single: bool = False,
                    driver: bool = False) -> T:  # fmt: skip
         """``work`` as one transaction, committed when this returns (rolled back if it raises).
-        ``single``: ``work`` makes one statement (which is then atomic by itself). ``driver``: a
-        write whose ``work`` only calls ``execute(statement, parameters)`` and reads ``rowcount``,
-        ``first()`` or ``scalar_one()`` of the result: on a SQLite file it runs on the sqlite3
-        connection itself (``prepared.SqliteDriver``)."""
+        ``single``: ``work`` makes one statement (which is then atomic by itself). ``driver``:
+        ``work`` only calls ``execute(statement, parameters)`` and reads ``rowcount``, ``first()``,
+        ``scalar_one()``, ``scalars()`` or ``mappings()`` (and its ``first()``) of the result: on a
+        SQLite file it runs on the sqlite3 connection itself (``prepared.SqliteDriver``)."""
         if self.down is not None:
             raise self._refusal()
         try:
             with store_timer(doing):
-                if driver and write and (threads := self._sqlite_threads()) is not None:
-                    loop = asyncio.get_running_loop()
-                    on_driver = cast(Callable[[SqliteDriver], T], work)  # the caller says it needs no more
-                    return await loop.run_in_executor(threads.write_thread, threads.write_driver, on_driver)
-                return await self._transaction(work, write=write, single=single)
+                return await self._transaction(work, write=write, single=single, driver=driver)
         except SwitchboardError:
             raise
         except (SQLAlchemyError, OSError, TimeoutError) as exc:
             raise self._failed(doing, exc, write=write) from exc
 
-    async def _transaction(self, work: Callable[[Connection], T], *, write: bool, single: bool) -> T:
+    async def _transaction(self, work: Callable[[Connection], T], *, write: bool, single: bool, driver: bool) -> T:
         threads = self._sqlite_threads()
+        if threads is not None and driver:
+            on_driver = cast(Callable[[SqliteDriver], T], work)  # the caller says it needs no more
+            pool, on_thread = (threads.write_thread, threads.write_driver) if write else (threads.read_threads, threads.read_driver)
+            return await asyncio.get_running_loop().run_in_executor(pool, on_thread, on_driver)
         if threads is not None:
             pool, call = (threads.write_thread, threads.write) if write else (threads.read_threads, threads.read)
             return await asyncio.get_running_loop().run_in_executor(pool, call, work)

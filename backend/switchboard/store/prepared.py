@@ -34,7 +34,7 @@ class Prepared:
     """A statement compiled once for ``dialect`` with the parameter names it is executed with, and
     how to bind their values to its positional placeholders."""
 
-    __slots__ = ("_slots", "sql")
+    __slots__ = ("_results", "_slots", "keys", "sql")
 
     def __init__(self, statement: ClauseElement, dialect: Dialect, keys: Sequence[str]) -> None:
         compiled = cast(SQLCompiler, statement.compile(dialect=dialect, column_keys=list(keys)))
@@ -50,6 +50,12 @@ class Prepared:
             bind = compiled.binds[name]
             processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
             self._slots.append((name, _MISSING if bind.required else bind.effective_value, processor))
+        # what it returns (a SELECT's columns, a RETURNING clause's): their names, and each type's
+        # result processor (sqlite3 describes no column types: SQLAlchemy passes None too)
+        columns = list(getattr(statement, "exported_columns", ()))
+        self.keys = tuple(column.key for column in columns)
+        processors = [column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns]
+        self._results = processors if any(processors) else None
 
     def bind(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
         bound = []
@@ -60,6 +66,12 @@ class Prepared:
             bound.append(value if processor is None else processor(value))
         return tuple(bound)
 
+    def rows(self, fetched: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        if self._results is None:
+            return fetched
+        processors = self._results
+        return [tuple(v if p is None else p(v) for p, v in zip(processors, row, strict=True)) for row in fetched]
+
 
 _MISSING = object()
 
@@ -67,12 +79,12 @@ _MISSING = object()
 class _Done:
     """A statement's result, fetched whole."""
 
-    __slots__ = ("rowcount", "rows")
+    __slots__ = ("keys", "rowcount", "rows")
 
-    def __init__(self, rowcount: int, rows: list[Any]) -> None:
-        self.rowcount, self.rows = rowcount, rows
+    def __init__(self, rowcount: int, rows: list[tuple[Any, ...]], keys: tuple[str, ...] = ()) -> None:
+        self.rowcount, self.rows, self.keys = rowcount, rows, keys
 
-    def first(self) -> Any:
+    def first(self) -> tuple[Any, ...] | None:
         return self.rows[0] if self.rows else None
 
     def scalar_one(self) -> Any:
@@ -81,6 +93,17 @@ class _Done:
         if len(self.rows) > 1:
             raise MultipleResultsFound("Multiple rows were found when exactly one was required")
         return self.rows[0][0]
+
+    def scalars(self) -> list[Any]:
+        return [row[0] for row in self.rows]
+
+    def mappings(self) -> _Mappings:
+        return _Mappings(dict(zip(self.keys, row, strict=True)) for row in self.rows)
+
+
+class _Mappings(list[dict[str, Any]]):
+    def first(self) -> dict[str, Any] | None:
+        return self[0] if self else None
 
 
 class SqliteDriver:
@@ -106,7 +129,7 @@ class SqliteDriver:
                 return _Done(self._raw.executemany(prepared.sql, args).rowcount, [])
             cursor = self._raw.execute(prepared.sql, args)
             rows = cursor.fetchall()  # to the end: a RETURNING statement is done only then
-            return _Done(cursor.rowcount, rows)
+            return _Done(cursor.rowcount, prepared.rows(rows), prepared.keys)
         except self._dbapi.Error as exc:
             raise self._translated(exc, prepared.sql, args) from exc
 
