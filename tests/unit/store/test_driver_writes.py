@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import insert, text
 from switchboard.errors import BadRequest, Conflict, NotFound, StoreError, StoreUnavailable
-from switchboard.store import NewConversation, NewMessage
+from switchboard.store import NewConversation, NewMessage, open_store
 from switchboard.store.engine import WRITE, make_engine
 from switchboard.store.models import conversations, messages
 
@@ -46,11 +46,11 @@ async def test_what_append_writes_reads_back_as_written(store):
     assert [c.id for c in await store.list_conversations("ann@example.com", q="Trip plans")] == ["c1"]
 
 
-async def test_a_sqlite_file_stores_the_text_sqlalchemy_stores(store, store_url):
+async def test_a_sqlite_file_stores_the_text_sqlalchemy_stores(tmp_path):
     """The same values written by `append` and by SQLAlchemy Core are the same text in the file
     (the JSON's form, the datetimes' fixed-width naive UTC)."""
-    if not store_url.startswith("sqlite"):
-        pytest.skip("the driver path is SQLite's")
+    store_url = f"sqlite+aiosqlite:///{tmp_path}/switchboard.db"
+    store = await open_store(store_url)
     made = NewConversation(owner="ann@example.com", title="t", model=None, compliance_level="b", levels_used=["a", None])
     [message] = await store.append("c1", [NewMessage("u1", None, "user", "q", DATA)], create=made)
     at = message.created_at
@@ -71,6 +71,7 @@ async def test_a_sqlite_file_stores_the_text_sqlalchemy_stores(store, store_url)
             assert rows[0] == rows[1]
     finally:
         await engine.dispose()
+        await store.close()
     assert len(rows[0][1]) == len("2026-01-01 00:00:00.000000") and datetime.fromisoformat(rows[0][1]) == at.replace(tzinfo=None)
 
 
@@ -102,7 +103,7 @@ async def test_a_failed_statement_is_a_store_error_and_the_next_write_goes_throu
     await store.append("c1", [NewMessage("u1", None, "user", "q")], create=made)
     refuse, allow = (("CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'driver text'); END",
                       "DROP TRIGGER refuse") if store_url.startswith("sqlite") else
-                     ("ALTER TABLE messages ADD CONSTRAINT driver_text CHECK (length(content) < 0)",
+                     ("ALTER TABLE messages ADD CONSTRAINT driver_text CHECK (length(content) < 0) NOT VALID",
                       "ALTER TABLE messages DROP CONSTRAINT driver_text"))  # fmt: skip
     engine = make_engine(store_url)
     try:
@@ -111,8 +112,8 @@ async def test_a_failed_statement_is_a_store_error_and_the_next_write_goes_throu
         with pytest.raises(StoreError) as caught:
             await store.append("c1", [NewMessage("a1", "u1", "assistant", "a")], allowances=["k"])
         assert not isinstance(caught.value, StoreUnavailable)
-        assert caught.value.message == ("Could not save the message: the conversation store failed (IntegrityError); "
-                                        "nothing of it was saved.")  # fmt: skip
+        cause = "IntegrityError" if store_url.startswith("sqlite") else "CheckViolationError"  # the driver's own class
+        assert caught.value.message == f"Could not save the message: the conversation store failed ({cause}); nothing of it was saved."
         async with engine.execution_options(**WRITE).begin() as conn:
             await conn.execute(text(allow))
     finally:
