@@ -5,10 +5,10 @@ words, never the driver's text; the full error goes to the log) for any other fa
 ``_run(doing, work, write=)`` runs ``work`` (a plain function of a SQLAlchemy ``Connection``) as
 one transaction. On a SQLite file it runs whole on the store's own threads (one writer, as SQLite
 writes one at a time anyway, and a few readers, which WAL lets run beside it): one thread hop per
-transaction, where the async driver made one per statement. The hottest of them (what a turn
-writes, loading a conversation) may ask for ``driver=True``: there they run on the sqlite3
-connection itself, their statements compiled once (``prepared.py``). On Postgres it runs on the async
-engine through ``run_sync`` (asyncpg needs no thread), and a read, or a write of one statement
+transaction, where the async driver made one per statement. The hottest calls (what a turn
+writes, loading a conversation) ask for ``driver=True``: there they run on the sqlite3 connection
+itself, their statements compiled once (``prepared.py``). On Postgres it runs on the async engine
+through ``run_sync`` (asyncpg needs no thread), and a read, or a write of one statement
 (``single=True``), runs without BEGIN and COMMIT (autocommit): the statement is its own
 transaction, and at Postgres' READ COMMITTED each statement of a read sees its own snapshot
 anyway; that saves two of the three or four round trips such a call made.
@@ -171,7 +171,8 @@ class StoreBase:
         threads = self._sqlite_threads()
         if threads is not None and driver:
             on_driver = cast(Callable[[SqliteDriver], T], work)  # the caller says it needs no more
-            pool, on_thread = (threads.write_thread, threads.write_driver) if write else (threads.read_threads, threads.read_driver)
+            pool, on_thread = ((threads.write_thread, threads.write_driver) if write
+                               else (threads.read_threads, threads.read_driver))  # fmt: skip
             return await asyncio.get_running_loop().run_in_executor(pool, on_thread, on_driver)
         if threads is not None:
             pool, call = (threads.write_thread, threads.write) if write else (threads.read_threads, threads.read)

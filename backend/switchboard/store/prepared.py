@@ -1,18 +1,21 @@
-"""The hot writes of a SQLite file, run on the sqlite3 connection itself.
+"""The hottest store calls of a SQLite file (what a turn writes, loading a conversation), run on
+the sqlite3 connection itself.
 
 SQLAlchemy's statement handling (the compiled cache look-up, building the parameters, the
 execution context, its BEGIN and COMMIT events) cost more CPU than SQLite's own work for the few
-small statements a turn writes. ``SqliteDriver`` runs the same statements, written once with
+small statements of such a call. ``SqliteDriver`` runs the same statements, written once with
 SQLAlchemy (``statements.py``), as ``Prepared`` ones: each compiled once with the connection's own
-dialect, as SQLAlchemy would compile it for those parameters, its values bound as SQLAlchemy binds
-them, through each type's own bind processor (``UTCDateTime``'s stored text, ``JSON``'s text). So
-the rows are the same, and everything reads them as before. The driver's errors become
-SQLAlchemy's (``DBAPIError.instance``, as SQLAlchemy translates them), so callers catch the same
-``IntegrityError`` and ``_base`` explains failures the same way.
+dialect, as SQLAlchemy compiles it for those parameter names; values bound as SQLAlchemy binds
+them, through each type's own bind processor (``UTCDateTime``'s stored text, ``JSON``'s text), and
+rows read through each type's own result processor. So the rows are the same, and every other
+read sees them as before. The driver's errors become SQLAlchemy's (``DBAPIError.instance``, as
+SQLAlchemy translates them), so callers catch the same ``IntegrityError`` and ``_base`` explains
+failures the same way.
 
 ``SqliteDriver`` speaks the part of a SQLAlchemy ``Connection`` that such work uses:
 ``execute(statement, parameters)`` (a mapping, or a list of them for many rows) and, on its
-result, ``rowcount``, ``first()`` and ``scalar_one()``."""
+result, ``rowcount``, ``first()``, ``scalar_one()``, ``scalars()`` and ``mappings()`` (with its
+``first()``)."""
 
 from __future__ import annotations
 
