@@ -3,6 +3,7 @@
 see what was written, the stored text is what SQLAlchemy itself would store, and refusals are
 the same errors, leaving the writer ready for the next write."""
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -121,3 +122,21 @@ async def test_a_failed_statement_is_a_store_error_and_the_next_write_goes_throu
     assert (await store.load("c1")).allowances == set()
     await store.append("c1", [NewMessage("a1", "u1", "assistant", "a")])
     assert [m.id for m in await store.messages("c1")] == ["u1", "a1"]
+
+
+async def test_a_sqlite_connection_found_closed_is_store_unavailable_and_then_replaced(tmp_path):
+    """As with SQLAlchemy's own handling: the write that finds its connection gone says the store
+    is unavailable (nothing saved), and the next one runs on a new connection."""
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path}/switchboard.db")
+    try:
+        made = NewConversation(owner="ann@example.com", title="t", model=None, compliance_level=None)
+        await store.append("c1", [NewMessage("u1", None, "user", "q")], create=made)
+        threads = store._sqlite_threads()  # break the writer thread's own connection, on that thread
+        await asyncio.get_running_loop().run_in_executor(
+            threads.write_thread, lambda: threads._connection(threads.writer).connection.driver_connection.close())
+        with pytest.raises(StoreUnavailable):
+            await store.append("c1", [NewMessage("a1", "u1", "assistant", "a")])
+        await store.append("c1", [NewMessage("a1", "u1", "assistant", "a")])
+        assert [m.id for m in await store.messages("c1")] == ["u1", "a1"]
+    finally:
+        await store.close()
