@@ -1,7 +1,7 @@
-"""What a turn writes (`append`) on a SQLite file runs on the sqlite3 connection itself
-(store/prepared.py); on Postgres through SQLAlchemy. Either way the reads, through SQLAlchemy,
-see what was written, the stored text is what SQLAlchemy itself would store, and refusals are
-the same errors, leaving the writer ready for the next write."""
+"""What a turn writes (`append`) and loading a conversation run, on a SQLite file, on the sqlite3
+connection itself (store/prepared.py); on Postgres through SQLAlchemy. Either way SQLAlchemy's
+reads see what was written, the stored text is what SQLAlchemy itself stores, and refusals and
+failures are the same errors, leaving the writer ready for the next write."""
 
 import asyncio
 from datetime import UTC, datetime
