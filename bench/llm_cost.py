@@ -1,7 +1,7 @@
 """What one streamed model call costs in CPU, by client: the app's own
-LLMClient.stream on each of its two paths (direct over httpx's transport, and
-through litellm), raw litellm (as the app called it before the direct path,
-and bare), the OpenAI SDK alone, and plain httpx + json. Supporting figures
+LLMClient.stream on each of its two paths (direct over aiohttp, and through
+litellm), raw litellm (as the app called it before the direct path, and bare),
+the OpenAI SDK alone, and plain httpx + json and plain aiohttp + json. Supporting figures
 for overhead.py and concurrency.py, where the model client is most of the
 app's CPU.
 
@@ -53,6 +53,7 @@ async def _batch(call: Callable[[], Awaitable[None]], calls: int) -> tuple[float
 
 
 async def run(args: Any) -> dict[str, Any]:
+    import aiohttp
     import httpx
     import litellm
     import openai
@@ -107,8 +108,17 @@ async def run(args: Any) -> dict[str, Any]:
                     if line.startswith("data: {"):
                         json.loads(line[6:])
 
+        session = aiohttp.ClientSession()
+
+        async def via_aiohttp() -> None:
+            async with session.post(f"{double.base_url}/chat/completions", json=body,
+                                    headers={"authorization": "Bearer k"}) as response:  # fmt: skip
+                async for line in response.content:
+                    if line.startswith(b"data: {"):
+                        json.loads(line[6:])
+
         clients = {
-            "app LLMClient.stream, direct path (httpx transport)": via_app("direct"),
+            "app LLMClient.stream, direct path (aiohttp)": via_app("direct"),
             "app LLMClient.stream, litellm path": via_app("litellm"),
             "litellm.acompletion, stream (the app's request before)": via_litellm(),
             "litellm.acompletion, stream, no tools": via_litellm(with_tools=False),
@@ -119,6 +129,7 @@ async def run(args: Any) -> dict[str, Any]:
             } if args.shape else {}),
             "openai SDK chat.completions.create, stream": via_sdk,
             "httpx stream + json.loads per chunk": via_httpx,
+            "aiohttp stream + json.loads per chunk": via_aiohttp,
         }
         for call in clients.values():  # warm up every client
             for _ in range(10):
@@ -129,6 +140,7 @@ async def run(args: Any) -> dict[str, Any]:
                 best[name] = min(best[name], await _batch(call, args.calls))
         results = {name: {"cpu_ms": cpu, "wall_ms": wall} for name, (cpu, wall) in best.items()}
         await http.aclose()
+        await session.close()
         await sdk.close()
         for client in app_clients.values():
             await client.aclose()

@@ -9,8 +9,10 @@ on every part alike:
       answers with a tool call, consumed fully;
   b2  the same, answered with text (the second call of a turn);
   d1, d2  the same two requests as a bare httpx stream with `json.loads` per
-      chunk: the floor of any model client (the app streams OpenAI-compatible
-      models on a path close to this one);
+      chunk: the floor of any model client, which issue 24's targets name;
+  e1, e2  the same as a bare aiohttp stream: the floor of the library the app's
+      direct path sends with (its CPU per call is about a third of httpx's), so
+      the CPU line also prints the app against a + e1 + e2;
   c   a full turn through the real app (`switchboard serve` in its own
       process, uvicorn, a real socket): the double asks for toolbox_echo, the
       app runs it, the double answers with text.
@@ -141,6 +143,21 @@ async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str
                         json.loads(line[6:])
             return time.perf_counter() - start, time.process_time() - cpu
 
+        import aiohttp
+
+        floor_aiohttp = aiohttp.ClientSession()
+
+        async def raw_aiohttp(messages: list[dict[str, Any]]) -> tuple[float, float]:
+            cpu, start = time.process_time(), time.perf_counter()
+            body = {"model": "double", "messages": messages, "tools": tools, "stream": True,
+                    "stream_options": {"include_usage": True}}  # fmt: skip
+            async with floor_aiohttp.post(f"{double_url}/chat/completions", json=body,
+                                          headers={"authorization": "Bearer k"}) as response:  # fmt: skip
+                async for line in response.content:
+                    if line.startswith(b"data: {"):
+                        json.loads(line[6:])
+            return time.perf_counter() - start, time.process_time() - cpu
+
         transport = StdioTransport(command=sys.executable, args=[str(S.TOOLBOX)], keep_alive=False,
                                    log_file=folder / "raw-toolbox.stderr.log")  # fmt: skip
         async with Client(transport) as mcp, websockets.connect(app.ws_url, max_size=2**24) as ws:
@@ -163,6 +180,7 @@ async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str
                 if not args.no_litellm:
                     await raw_llm(first), await raw_llm(second)
                 await raw_http(first), await raw_http(second)
+                await raw_aiohttp(first), await raw_aiohttp(second)
 
             if args.profile:
                 os.kill(app.pid, signal.SIGUSR1)
@@ -172,15 +190,16 @@ async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str
                 await (await ws.ping())
                 pings.append((time.perf_counter() - start) * 1000)
 
-            series: dict[str, list[float]] = {k: [] for k in ("a", "b1", "b2", "d1", "d2", "c")}
-            cpu = dict.fromkeys(("a", "b1", "b2", "d1", "d2", "c"), 0.0)
+            series: dict[str, list[float]] = {k: [] for k in ("a", "b1", "b2", "d1", "d2", "e1", "e2", "c")}
+            cpu = dict.fromkeys(("a", "b1", "b2", "d1", "d2", "e1", "e2", "c"), 0.0)
             failed = 0
             deadline = time.monotonic() + args.max_seconds
             app_cpu_start = S.proc_cpu_s(app.pid)
             while len(series["c"]) < args.turns and time.monotonic() < deadline:
                 litellm_parts = () if args.no_litellm else (("b1", await raw_llm(first)), ("b2", await raw_llm(second)))
                 for key, (wall, used) in (("a", await raw_tool()), *litellm_parts,
-                                          ("d1", await raw_http(first)), ("d2", await raw_http(second))):  # fmt: skip
+                                          ("d1", await raw_http(first)), ("d2", await raw_http(second)),
+                                          ("e1", await raw_aiohttp(first)), ("e2", await raw_aiohttp(second))):  # fmt: skip
                     series[key].append(wall * 1000)
                     cpu[key] += used
                 wall, used, ok = await turn()
@@ -197,6 +216,7 @@ async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str
                         break
                     await asyncio.sleep(0.1)
         await floor_http.aclose()
+        await floor_aiohttp.close()
 
     n = len(series["c"])
     if args.no_litellm:
@@ -228,6 +248,7 @@ async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str
         "ws_ping_ms": {"p50": S.percentile(pings, 50), "p99": S.percentile(pings, 99)},
         "targets_ms": {"p50": TARGET_P50_MS, "p99": TARGET_P99_MS},
         "cpu_ratio_to_floor": cpu_ms["c"] / max(cpu_ms["a"] + cpu_ms["d1"] + cpu_ms["d2"], 1e-9),
+        "cpu_ratio_to_aiohttp_floor": cpu_ms["c"] / max(cpu_ms["a"] + cpu_ms["e1"] + cpu_ms["e2"], 1e-9),
     }
 
 
@@ -250,6 +271,8 @@ def main() -> None:
              "b2": "b2 raw litellm stream, text reply",
              "d1": "d1 raw httpx stream, tool-call reply",
              "d2": "d2 raw httpx stream, text reply",
+             "e1": "e1 raw aiohttp stream, tool-call reply",
+             "e2": "e2 raw aiohttp stream, text reply",
              "c": "c  websocket turn through the app",
              "raw": "a + b1 + b2, summed per iteration",
              "floor": "a + d1 + d2, summed per iteration"}  # fmt: skip
@@ -279,6 +302,9 @@ def main() -> None:
           f"own windows); the floor in this process (a {cpu['a']:.1f} + d1 {cpu['d1']:.1f} + "
           f"d2 {cpu['d2']:.1f}) {floor_cpu:.1f} ms -> {ratio:.2f}x the floor (target {TARGET_CPU_RATIO}x: "
           f"{verdict(ratio, TARGET_CPU_RATIO)})")  # fmt: skip
+    aio_floor = cpu["a"] + cpu["e1"] + cpu["e2"]
+    print(f"the same floor with aiohttp for the model calls (the app's direct path sends with aiohttp): a + e1 "
+          f"{cpu['e1']:.1f} + e2 {cpu['e2']:.1f} = {aio_floor:.1f} ms -> {cpu['c'] / aio_floor:.2f}x")  # fmt: skip
     if not args.no_litellm:
         print(f"raw litellm in this process: b1 {cpu['b1']:.1f} + b2 {cpu['b2']:.1f} ms")
     print(f"websocket ping/pong with the app process: p50 {data['ws_ping_ms']['p50']:.2f} ms, "

@@ -169,3 +169,31 @@ async def test_a_relay_listens_and_sends_again_after_its_connections_are_lost(po
     finally:
         await a.stop()
         await b.stop()
+
+
+async def test_one_process_claims_a_conversation_s_turn_and_its_earlier_events_go(postgres_url):
+    from switchboard.store.models import turn_events
+
+    store = await open_store(postgres_url)
+    live = LiveTurns(store)
+    conversation = "c-claim-1"
+    try:
+        async def events() -> int:
+            return await store._run("count", lambda c: len(c.execute(turn_events.select().where(
+                turn_events.c.conversation_id == conversation)).all()), write=False)  # fmt: skip
+
+        await store._run("seed", lambda c: c.execute(turn_events.insert(), [
+            {"conversation_id": conversation, "seq": n, "body": "{}"} for n in (1, 2)]), write=True)  # fmt: skip
+        assert await live.claim(conversation, ALICE.email, "process-a") is None
+        assert await events() == 0  # a new turn's events start afresh
+        await store._run("seed", lambda c: c.execute(turn_events.insert(), {"conversation_id": conversation, "seq": 1,
+                                                                             "body": "{}"}), write=True)  # fmt: skip
+        assert await live.claim(conversation, ALICE.email, "process-b") == "process-a"
+        assert await live.claim(conversation, ALICE.email, "process-a") == "process-a"  # its own: still its own
+        assert await events() == 1  # a refused claim clears nothing
+        claims = await asyncio.gather(*(live.claim("c-claim-2", ALICE.email, f"p{n}") for n in range(8)))
+        assert claims.count(None) == 1 and len({c for c in claims if c is not None}) == 1  # one won, the rest name it
+        await live.release(conversation, "process-a")
+        assert await live.claim(conversation, ALICE.email, "process-b") is None
+    finally:
+        await store.close()

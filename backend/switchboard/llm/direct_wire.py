@@ -1,45 +1,77 @@
-"""The direct path's HTTP: one httpx transport per endpoint, and the server-sent events of a
-chat-completions stream read from bytes as they arrive (`llm/openai_direct.py` uses them)."""
+"""The direct path's HTTP: one aiohttp session (its connection pool) per client, and the
+server-sent events of a chat-completions stream read from bytes as they arrive
+(`llm/openai_direct.py` uses them).
+
+aiohttp, not httpx, carries these requests: its C HTTP parser costs a third of httpx's
+CPU per streamed call (docs/benchmarks.md §23), and a model call is the largest part of a
+tool turn's CPU. What the rest of the path sees stays httpx's and the OpenAI SDK's: an
+error response becomes an `httpx.Response` for the SDK's exception, and a stream that
+breaks raises the httpx error it raised before (`_wire_error`), so litellm maps both as
+it maps its own path's."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+import ssl
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+import aiohttp
 import httpx
 import openai
 from cachetools import LRUCache
+from yarl import URL
 
-__all__ = ["DirectPool", "DirectStream"]
+__all__ = ["DirectPool", "DirectStream", "wire_error"]
 
 _DRAIN_S = 1.0  # after [DONE]: how long the end of the body may take (then the connection is dropped)
-_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the OpenAI SDK's
+_KEEPALIVE_S = 5.0  # an idle connection is kept this long (httpx's default)
+_MOST_CONNECTIONS = 1000  # the OpenAI SDK's limit
 
 
 class DirectPool:
-    """One httpx transport (one connection pool) per base URL, kept until the pool is closed.
+    """One aiohttp session per client and event loop, kept until the pool is closed. Its
+    connection pool keeps a connection per endpoint alive between calls.
 
-    The request goes to the transport itself: no client-level cookies, auth flows,
-    redirects or event hooks, none of which a chat-completions call uses. The transport
-    still brings httpx's TLS settings (`SSL_CERT_FILE` / `SSL_CERT_DIR` included) and
-    errors; a proxy from the environment (`HTTPS_PROXY`, `NO_PROXY`, ...) is honoured."""
+    The request goes out as it is: no cookies, auth flows or redirects (a same-host
+    307/308 is followed by `open_stream`). TLS uses httpx's settings (certifi's roots,
+    or `SSL_CERT_FILE` / `SSL_CERT_DIR`); a proxy from the environment (`HTTPS_PROXY`,
+    `NO_PROXY`, ...) is honoured as httpx's client would pick it."""
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._transports: dict[str, httpx.AsyncHTTPTransport] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._environ = environ
+        self._proxies: dict[str, str | None] = {}
+        self._tls: ssl.SSLContext | None = None
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._tools_json: LRUCache[tuple[int, ...], tuple[list[dict[str, Any]], str]] = LRUCache(maxsize=32)
 
-    def transport(self, url: httpx.URL) -> httpx.AsyncHTTPTransport:
-        origin = f"{url.scheme}://{url.netloc.decode('ascii')}"
-        found = self._transports.get(origin)
-        if found is None:
-            proxy = _proxy_for(url, os.environ if self._environ is None else self._environ)
-            found = httpx.AsyncHTTPTransport(proxy=proxy, limits=_LIMITS, trust_env=True)
-            self._transports[origin] = found
-        return found
+    def session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            connector = aiohttp.TCPConnector(limit=_MOST_CONNECTIONS, limit_per_host=0, keepalive_timeout=_KEEPALIVE_S)
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+            self._loop = loop
+        return self._session
+
+    async def post(self, url: URL, headers: Mapping[str, str], content: bytes, wait: float) -> aiohttp.ClientResponse:
+        """Sends the request; returns once the response's head arrived. `wait` limits the
+        connection (the wait for a pooled one included) and every read."""
+        timeout = self._timeouts.get(wait)
+        if timeout is None:
+            timeout = self._timeouts[wait] = aiohttp.ClientTimeout(total=None, connect=wait, sock_read=wait)
+        origin = f"{url.scheme}://{url.raw_authority}"
+        proxy = self._proxies.get(origin, "")
+        if proxy == "":
+            proxy = self._proxies[origin] = _proxy_for(httpx.URL(str(url)), os.environ if self._environ is None else self._environ)
+        tls: ssl.SSLContext | bool = True
+        if url.scheme == "https":
+            tls = self._tls = self._tls or httpx.create_ssl_context()
+        return await self.session().request("POST", url, data=content, headers=headers, proxy=proxy, ssl=tls,
+                                            allow_redirects=False, timeout=timeout)  # fmt: skip
 
     def tools_json(self, tools: list[dict[str, Any]]) -> str:
         """The tools array as JSON. The tool registry hands out one definition (one dict) per
@@ -51,75 +83,91 @@ class DirectPool:
             found = self._tools_json[key] = (list(tools), json.dumps(tools, ensure_ascii=False))
         return found[1]
 
-    def __len__(self) -> int:
-        return len(self._transports)
-
     async def aclose(self) -> None:
-        transports, self._transports = list(self._transports.values()), {}
-        for transport in transports:
-            await transport.aclose()
+        session, self._session = self._session, None
+        if session is not None and self._loop is asyncio.get_running_loop():
+            await session.close()
 
 
 class DirectStream:
     """The chunks (plain dicts) of one open chat-completions stream; `aclose` hangs up
-    unless the stream was read to its end."""
+    unless the stream was read to its end. `request` makes the request's httpx form, for
+    the errors that name it."""
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, request: Callable[[], httpx.Request]) -> None:
         self.response = response
+        self.request = request
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         response = self.response
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind == "application/json":  # a server that answered the whole completion at once
-            try:
-                yield _as_chunk(json.loads(await response.aread()), response)
-            finally:
-                await response.aclose()
-            return
-        chunks = response.aiter_bytes()
-        seen = False
         try:
-            async for data in _event_data(chunks):
-                seen = True
-                if data.startswith(b"[DONE]"):
-                    break
-                chunk = json.loads(data)
-                if not isinstance(chunk, dict):
-                    continue
-                if chunk.get("error"):  # an error sent inside the stream
-                    error = chunk["error"]
-                    message = error.get("message") if isinstance(error, dict) else None
-                    raise openai.APIError(message if isinstance(message, str) and message else
-                                          "An error occurred during streaming", request=response.request, body=error)  # fmt: skip
-                yield chunk
-            else:
-                if not seen:  # e.g. a proxy's sign-in page: not an empty answer
-                    raise openai.APIError(f"The endpoint answered HTTP {response.status_code} with no server-sent events "
-                                          f"(Content-Type: {kind or 'none'}); check the model's api_base",
-                                          request=response.request, body=None)  # fmt: skip
+            if kind == "application/json":  # a server that answered the whole completion at once
+                try:
+                    body = await response.read()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise wire_error(exc) from exc
+                yield _as_chunk(json.loads(body), self.request)
                 return
+            seen = done = False
+            parser, content = _EventParser(), response.content
+            while not done:  # the events of each read, parsed here (no generator between)
+                try:
+                    raw = await content.readany()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise wire_error(exc) from exc
+                for data in parser.feed(raw) if raw else parser.end():
+                    seen = True
+                    if data.startswith(b"[DONE]"):
+                        done = True
+                        break
+                    chunk = json.loads(data)
+                    if not isinstance(chunk, dict):
+                        continue
+                    if chunk.get("error"):  # an error sent inside the stream
+                        error = chunk["error"]
+                        message = error.get("message") if isinstance(error, dict) else None
+                        raise openai.APIError(message if isinstance(message, str) and message else
+                                              "An error occurred during streaming", request=self.request(), body=error)  # fmt: skip
+                    yield chunk
+                if not raw and not done:  # the body ended without [DONE]
+                    if not seen:  # e.g. a proxy's sign-in page: not an empty answer
+                        raise openai.APIError(f"The endpoint answered HTTP {response.status} with no server-sent events "
+                                              f"(Content-Type: {kind or 'none'}); check the model's api_base",
+                                              request=self.request(), body=None)  # fmt: skip
+                    return
             # after [DONE]: read the body to its end, so that the connection goes back to the
             # pool instead of being closed (a new TLS handshake for the next call)
             try:
                 async with asyncio.timeout(_DRAIN_S):
-                    async for _ in chunks:
+                    while await response.content.readany():
                         pass
-            except (TimeoutError, httpx.HTTPError):
+            except (TimeoutError, aiohttp.ClientError):
                 pass
         finally:
-            await response.aclose()
+            response.release()  # back to the pool when read to its end; closed otherwise
 
     async def aclose(self) -> None:
-        await self.response.aclose()
+        self.response.release()
 
 
-def _as_chunk(completion: Any, response: httpx.Response) -> dict[str, Any]:
+def wire_error(exc: BaseException) -> httpx.HTTPError:
+    """The httpx error for a failure of aiohttp's: what the stream raised on httpx, so
+    that litellm maps it as before and as on its own path."""
+    if isinstance(exc, TimeoutError):
+        return httpx.ReadTimeout(str(exc) or "no data from the endpoint within the timeout")
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        return httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+    return httpx.ReadError(str(exc) or type(exc).__name__)
+
+
+def _as_chunk(completion: Any, request: Callable[[], httpx.Request]) -> dict[str, Any]:
     """A whole (non-streamed) chat completion in the form of one stream chunk."""
     if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
         raise openai.APIError("The endpoint answered with JSON that is not a chat completion; check the model's api_base",
-                              request=response.request, body=completion)  # fmt: skip
+                              request=request(), body=completion)  # fmt: skip
     if completion.get("error"):
-        raise openai.APIError(str(completion["error"]), request=response.request, body=completion["error"])
+        raise openai.APIError(str(completion["error"]), request=request(), body=completion["error"])
     choices = []
     for choice in completion["choices"]:
         if not isinstance(choice, dict):
@@ -130,15 +178,6 @@ def _as_chunk(completion: Any, response: httpx.Response) -> dict[str, Any]:
         delta = {"content": message.get("content"), "tool_calls": calls}
         choices.append({"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")})
     return {"choices": choices, "usage": completion.get("usage")}
-
-
-async def _event_data(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    parser = _EventParser()
-    async for raw in chunks:
-        for data in parser.feed(raw):
-            yield data
-    for data in parser.end():
-        yield data
 
 
 class _EventParser:

@@ -6,15 +6,15 @@ OpenAI endpoint, LM Studio, llama.cpp; `hosted_vllm/`, `lm_studio/`,
 `llamafile/`, `openrouter/`), `plan_route` asks litellm once per entry where
 the endpoint is and which request options it would send (`max_tokens` or
 `max_completion_tokens`, temperature, extra options). Each call then only posts
-that body as JSON to the endpoint's httpx transport and reads the server-sent
+that body as JSON over the pool's aiohttp session and reads the server-sent
 events from the bytes as they arrive, each chunk a plain dict: no per-call
 litellm work, no SDK request building, no typed chunk objects. A model call's
-CPU is then close to a bare HTTP stream's.
+CPU is then below a bare httpx stream's.
 
-One transport (one connection pool) per base URL is kept in a `DirectPool` and
-reused until the pool is closed. Failures become the OpenAI SDK's exceptions for
-the same response (class, message, body), then what litellm's own mapping makes
-of them (`_open_error`, `_stream_error`), so the error tree, the retries and the
+One session (one connection pool, a kept connection per endpoint) is kept in a
+`DirectPool` and reused until the pool is closed (`llm/direct_wire.py`).
+Failures become the OpenAI SDK's exceptions for the same response (class,
+message, body), then what litellm's own mapping makes of them (`_open_error`, `_stream_error`), so the error tree, the retries and the
 messages are the same on both paths (`tests/unit/llm/test_llm_paths.py` runs
 every failure through both).
 """
@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import aiohttp
 import httpx
 import litellm
 import openai
+import yarl
 from litellm import exceptions as lx
 from litellm.litellm_core_utils.core_helpers import map_finish_reason
 from litellm.litellm_core_utils.exception_mapping_utils import exception_type
@@ -42,7 +44,7 @@ from litellm.utils import ProviderConfigManager, get_optional_params
 
 from switchboard.config.models import ModelConfig
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
-from switchboard.llm.direct_wire import DirectPool, DirectStream
+from switchboard.llm.direct_wire import DirectPool, DirectStream, wire_error
 from switchboard.llm.types import Completed, TextDelta
 
 __all__ = ["DIRECT_PROVIDERS", "KEYLESS_PROVIDERS", "USER_AGENT", "DirectPool", "DirectStream", "Route", "direct_events",
@@ -79,6 +81,10 @@ class Route:
     @cached_property
     def url(self) -> httpx.URL:
         return httpx.URL(f"{self.base_url}/chat/completions")
+
+    @cached_property
+    def wire_url(self) -> yarl.URL:
+        return yarl.URL(str(self.url), encoded=True)
 
     @cached_property
     def request_headers(self) -> dict[str, str]:
@@ -182,26 +188,42 @@ async def open_stream(
     if key is None and not route.keyless:  # the SDK refuses as well on litellm's path: "not set up correctly"
         raise openai.OpenAIError(_NO_KEY.format(" or ".join(_KEY_ENV.get(route.provider, ("its API key variable",)))))
     url = route.url
+
+    def request() -> httpx.Request:  # the request's httpx form, for the errors that name it
+        return httpx.Request("POST", url, headers=headers, content=content)
+
     try:
         for _ in range(_MOST_REDIRECTS + 1):
-            request = httpx.Request("POST", url, headers=headers, content=content,
-                                    extensions={"timeout": {"connect": wait, "read": wait, "write": wait, "pool": wait}})  # fmt: skip
             try:
-                response = await pool.transport(url).handle_async_request(request)
-            except httpx.TimeoutException as exc:
-                raise openai.APITimeoutError(request=request) from exc
+                response = await pool.post(route.wire_url if url is route.url else yarl.URL(str(url), encoded=True),
+                                           headers, content, wait)  # fmt: skip
+            except TimeoutError as exc:
+                raise openai.APITimeoutError(request=request()) from exc
             except Exception as exc:
-                raise openai.APIConnectionError(request=request) from exc
-            response.request = request
-            if 200 <= response.status_code < 300:
-                return DirectStream(response)
-            await response.aread()
-            if response.status_code >= 400:
-                raise _status_error(response)
-            url = _redirected(response, url)  # the same endpoint at another path or over https, as the SDK follows
-        raise _status_error(response, f"the endpoint redirected more than {_MOST_REDIRECTS} times")
+                raise openai.APIConnectionError(request=request()) from exc
+            if 200 <= response.status < 300:
+                return DirectStream(response, request)
+            answered = await _answered(response, request())
+            if answered.status_code >= 400:
+                raise _status_error(answered)
+            url = _redirected(answered, url)  # the same endpoint at another path or over https, as the SDK follows
+        raise _status_error(answered, f"the endpoint redirected more than {_MOST_REDIRECTS} times")
     except Exception as exc:
         raise _open_error(exc, route) from exc
+
+
+async def _answered(response: aiohttp.ClientResponse, request: httpx.Request) -> httpx.Response:
+    """A whole answer that is no stream, as the httpx response the SDK's errors are made of
+    (its body already decoded, so without Content-Encoding)."""
+    try:
+        body = await response.read()
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise wire_error(exc) from exc
+    finally:
+        response.release()
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.raw_headers
+               if k.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")]  # fmt: skip
+    return httpx.Response(response.status, headers=headers, content=body, request=request)
 
 
 def _redirected(response: httpx.Response, url: httpx.URL) -> httpx.URL:

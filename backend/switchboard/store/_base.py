@@ -5,8 +5,10 @@ words, never the driver's text; the full error goes to the log) for any other fa
 ``_run(doing, work, write=)`` runs ``work`` (a plain function of a SQLAlchemy ``Connection``) as
 one transaction. On a SQLite file it runs whole on the store's own threads (one writer, as SQLite
 writes one at a time anyway, and a few readers, which WAL lets run beside it): one thread hop per
-transaction, where the async driver made one per statement. On Postgres it runs on the async
-engine through ``run_sync`` (asyncpg needs no thread), and a read, or a write of one statement
+transaction, where the async driver made one per statement. The hottest calls (what a turn
+writes, loading a conversation) ask for ``driver=True``: there they run on the sqlite3 connection
+itself, their statements compiled once (``prepared.py``). On Postgres it runs on the async engine
+through ``run_sync`` (asyncpg needs no thread), and a read, or a write of one statement
 (``single=True``), runs without BEGIN and COMMIT (autocommit): the statement is its own
 transaction, and at Postgres' READ COMMITTED each statement of a read sees its own snapshot
 anyway; that saves two of the three or four round trips such a call made.
@@ -25,7 +27,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.dialects import postgresql, sqlite
@@ -36,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from ..errors import StoreError, StoreUnavailable, SwitchboardError
 from ..telemetry import store_timer
 from .engine import WRITE, cause_name, describe, make_sqlite_sync_engine, unavailable
+from .prepared import Prepared, SqliteDriver
 
 __all__ = ["StoreBase"]
 
@@ -57,6 +60,7 @@ class _SqliteThreads:
         self.write_thread = ThreadPoolExecutor(1, thread_name_prefix="store-write")
         self.read_threads = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="store-read")
         self._held = threading.local()
+        self.prepared: dict[tuple[Any, ...], Prepared] = {}  # statements compiled for SqliteDriver
         self._opened: list[Connection] = []
         self._opened_lock = threading.Lock()
 
@@ -71,6 +75,14 @@ class _SqliteThreads:
     def write(self, work: Callable[[Connection], T]) -> T:
         with self._connection(self.writer).begin() as transaction:
             return work(transaction.connection)
+
+    def write_driver(self, work: Callable[[SqliteDriver], T]) -> T:
+        driver = SqliteDriver(self._connection(self.writer), self.prepared)
+        return driver.transaction(work, "BEGIN IMMEDIATE")
+
+    def read_driver(self, work: Callable[[SqliteDriver], T]) -> T:
+        driver = SqliteDriver(self._connection(self.engine), self.prepared)
+        return driver.transaction(work, "BEGIN")
 
     def read(self, work: Callable[[Connection], T]) -> T:
         # BEGIN (deferred): one snapshot for every statement of `work`
@@ -138,21 +150,30 @@ class StoreBase:
             self._threads = _SqliteThreads(engine) if engine is not None else None
         return self._threads
 
-    async def _run(self, doing: str, work: Callable[[Connection], T], *, write: bool, single: bool = False) -> T:
+    async def _run(self, doing: str, work: Callable[[Connection], T], *, write: bool, single: bool = False,
+                   driver: bool = False) -> T:  # fmt: skip
         """``work`` as one transaction, committed when this returns (rolled back if it raises).
-        ``single``: ``work`` makes one statement (which is then atomic by itself)."""
+        ``single``: ``work`` makes one statement (which is then atomic by itself). ``driver``:
+        ``work`` only calls ``execute(statement, parameters)`` and reads ``rowcount``, ``first()``,
+        ``scalar_one()``, ``scalars()`` or ``mappings()`` (and its ``first()``) of the result: on a
+        SQLite file it runs on the sqlite3 connection itself (``prepared.SqliteDriver``)."""
         if self.down is not None:
             raise self._refusal()
         try:
             with store_timer(doing):
-                return await self._transaction(work, write=write, single=single)
+                return await self._transaction(work, write=write, single=single, driver=driver)
         except SwitchboardError:
             raise
         except (SQLAlchemyError, OSError, TimeoutError) as exc:
             raise self._failed(doing, exc, write=write) from exc
 
-    async def _transaction(self, work: Callable[[Connection], T], *, write: bool, single: bool) -> T:
+    async def _transaction(self, work: Callable[[Connection], T], *, write: bool, single: bool, driver: bool) -> T:
         threads = self._sqlite_threads()
+        if threads is not None and driver:
+            on_driver = cast(Callable[[SqliteDriver], T], work)  # the caller says it needs no more
+            pool, on_thread = ((threads.write_thread, threads.write_driver) if write
+                               else (threads.read_threads, threads.read_driver))  # fmt: skip
+            return await asyncio.get_running_loop().run_in_executor(pool, on_thread, on_driver)
         if threads is not None:
             pool, call = (threads.write_thread, threads.write) if write else (threads.read_threads, threads.read)
             return await asyncio.get_running_loop().run_in_executor(pool, call, work)

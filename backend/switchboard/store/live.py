@@ -22,13 +22,13 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, String, bindparam, delete, exists, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
 from ..telemetry import store_timer
 from .engine import CONNECT_TIMEOUT_S, unavailable
-from .models import app_processes, live_turns, turn_events
+from .models import UTCDateTime, app_processes, live_turns, turn_events
 from .repo import ConversationStore
 
 __all__ = ["MAX_PAYLOAD", "EventRow", "LiveTurns", "LiveRow", "Note", "Outbox"]
@@ -110,6 +110,26 @@ class Outbox:
                 await self._sender
 
 
+def _claim_statement() -> Any:
+    """``WITH claimed AS (INSERT INTO live_turns ... ON CONFLICT DO NOTHING RETURNING ...),
+    cleared AS (DELETE FROM turn_events ... WHERE the row was claimed) SELECT claimed?, holder``:
+    the claim and the clearing of the conversation's earlier events in one round trip. The
+    holder is read from the statement's snapshot, which does not hold a row committed after it
+    began (then NULL: ``claim`` asks again in two steps)."""
+    cid = bindparam("cid", type_=String)
+    claimed = (postgresql.insert(live_turns)
+               .values(conversation_id=cid, owner=bindparam("owner", type_=String), process_id=bindparam("pid", type_=String),
+                       started_at=bindparam("now", type_=UTCDateTime()))
+               .on_conflict_do_nothing().returning(live_turns.c.process_id).cte("claimed"))  # fmt: skip
+    won = exists(select(claimed.c.process_id))
+    cleared = delete(turn_events).where(turn_events.c.conversation_id == cid, won).returning(turn_events.c.seq).cte("cleared")
+    holder = select(live_turns.c.process_id).where(live_turns.c.conversation_id == cid).scalar_subquery()
+    return select(won.label("won"), holder.label("holder")).add_cte(claimed).add_cte(cleared)
+
+
+_CLAIM = _claim_statement()
+
+
 class LiveTurns:
     def __init__(self, store: ConversationStore) -> None:
         self._store = store
@@ -126,9 +146,20 @@ class LiveTurns:
 
     async def claim(self, conversation_id: str, owner: str, process_id: str) -> str | None:
         """Record that `process_id` runs this conversation's turn; None when it now does, else the
-        process that already runs one."""
+        process that already runs one. One statement (`_CLAIM`, no BEGIN/COMMIT) in the usual
+        case; the two-step form when the row in the way was committed after that statement's
+        snapshot, which therefore cannot name its process."""
+        params = {"cid": conversation_id, "owner": owner, "pid": process_id, "now": datetime.now(UTC)}
+
+        def one_statement(conn: Connection) -> tuple[bool, str | None]:
+            won, holder = conn.execute(_CLAIM, params).one()
+            return bool(won), holder
+
+        won, holder = await self._store._run("start the answer", one_statement, write=True, single=True)
+        if won or holder is not None:
+            return None if won else holder
         stmt = postgresql.insert(live_turns).values(conversation_id=conversation_id, owner=owner, process_id=process_id,
-                                                     started_at=datetime.now(UTC)).on_conflict_do_nothing()  # fmt: skip
+                                                     started_at=params["now"]).on_conflict_do_nothing()  # fmt: skip
 
         def work(conn: Connection) -> str | None:
             if conn.execute(stmt).rowcount:

@@ -26,6 +26,7 @@ from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
 from . import statements as S
 from .models import allowances, conversations, files, tool_pins
+from .prepared import SqliteDriver
 from .records import Conversation, Message, StoredConversation
 from .rows import conversation_of as _conversation
 from .rows import message_of as _message
@@ -104,7 +105,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         from one snapshot; None when it is not stored. ``others``: ids to try in turn when ``id``
         is not stored (in the same snapshot: one call for a name that may be stored two ways)."""
 
-        def work(conn: Connection) -> StoredConversation | None:
+        def work(conn: Connection | SqliteDriver) -> StoredConversation | None:
             for cid in (id, *others):
                 row = conn.execute(S.CONVERSATION, {"cid": cid}).mappings().first()
                 if row is not None:
@@ -119,7 +120,9 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
                 files=list(conn.execute(S.FILES, params).scalars()),
             )
 
-        return await self._run("read the conversation", work, write=False)
+        # on a SQLite file, on the sqlite3 connection (prepared.py): every new conversation's turn
+        # starts with this look-up, and SQLAlchemy's handling of it cost more than SQLite's work
+        return await self._run("read the conversation", work, write=False, driver=True)
 
     async def list_conversations(
         self, owner: str, *, q: str | None = None, limit: int = 50, before: datetime | None = None

@@ -10,7 +10,7 @@ from sqlalchemy import Integer, String, Text, bindparam, exists, func, insert, l
 from .models import UTCDateTime, allowances, conversations, files, messages
 
 __all__ = ["ALLOWANCES", "BUMP", "BUMP_UNDER_PARENT", "CONVERSATION", "CREATE_WITH_FIRST", "EXISTS", "FILES",
-           "INSERT_CONVERSATION", "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "SET_MODEL"]  # fmt: skip
+           "INSERT_CONVERSATION", "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "SET_LEVELS", "SET_MODEL"]  # fmt: skip
 
 _c, _m = conversations.c, messages.c
 CONVERSATION = select(conversations).where(_c.id == bindparam("cid"))
@@ -49,6 +49,11 @@ def _bump_and_insert(under_parent: bool) -> Any:
 
 
 SET_MODEL = update(conversations).where(_c.id == bindparam("cid")).values(model=bindparam("new_model"))
+SET_LEVELS = (
+    update(conversations)
+    .where(_c.id == bindparam("cid"))
+    .values(compliance_level=bindparam("new_level"), levels_used=bindparam("new_levels"), updated_at=bindparam("now"))
+)
 EXISTS = select(_c.id).where(_c.id == bindparam("cid"))
 ONE_STATEMENT_ADD = {False: _bump_and_insert(False), True: _bump_and_insert(True)}
 

@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
 
-from sqlalchemy import Connection, Insert, select, update
+from sqlalchemy import Connection, Insert, select
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import BadRequest, Conflict, NotFound
 from . import statements as S
 from ._base import StoreBase
-from .models import conversations, messages
+from .models import messages
+from .prepared import SqliteDriver
 from .records import ROLES, Message
 
 __all__ = ["UNSET", "NewConversation", "NewMessage", "TurnWrites"]
@@ -96,12 +97,12 @@ class TurnWrites(StoreBase):
                 for m in new]  # fmt: skip
         created = create.row(conversation_id, now) if create is not None else None
 
-        def refuse(conn: Connection, parent_id: str | None) -> NoReturn:
+        def refuse(conn: Connection | SqliteDriver, parent_id: str | None) -> NoReturn:
             if conn.execute(S.EXISTS, {"cid": conversation_id}).first() is None:
                 raise NotFound(f"conversation '{conversation_id}' does not exist")
             raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
 
-        def work(conn: Connection) -> list[int]:
+        def work(conn: Connection | SqliteDriver) -> list[int]:  # SqliteDriver: see below
             if created is not None:
                 try:
                     conn.execute(S.INSERT_CONVERSATION, created)
@@ -123,8 +124,8 @@ class TurnWrites(StoreBase):
             if model is not UNSET:
                 conn.execute(S.SET_MODEL, {"cid": conversation_id, "new_model": model})
             if levels is not None:
-                conn.execute(update(conversations).where(conversations.c.id == conversation_id)
-                             .values(compliance_level=levels[0], levels_used=list(levels[1]), updated_at=now))  # fmt: skip
+                conn.execute(S.SET_LEVELS, {"cid": conversation_id, "new_level": levels[0], "new_levels": list(levels[1]),
+                                            "now": now})  # fmt: skip
             return seqs
 
         def one_statement(conn: Connection) -> list[int]:
@@ -161,7 +162,9 @@ class TurnWrites(StoreBase):
         single = postgres and alone and (created is None or first)
         chosen = (created_with_first if created is not None else one_statement) if single else work
         try:
-            seqs = await self._run("save the message", chosen, write=True, single=single)
+            # On a SQLite file `work` runs on the sqlite3 connection (prepared.py): the statements are
+            # the same, SQLAlchemy's handling of them cost more CPU than SQLite's work.
+            seqs = await self._run("save the message", chosen, write=True, single=single, driver=chosen is work)
         except _Refused as refused:
             # Rolled back. A taken id is the caller's mistake, not the store's: say so (checked
             # after the fact, so that the usual write needs no look-up first).

@@ -109,3 +109,111 @@ async def test_a_whole_completion_is_read_and_a_page_that_is_no_stream_is_an_err
         assert "no server-sent events" in caught.value.message and "text/html" in caught.value.message
     finally:
         await client.aclose()
+
+
+async def test_the_request_goes_through_the_proxy_the_environment_names(llm, monkeypatch):
+    """A real forwarding proxy on a free port: the request reaches the double through it."""
+    import asyncio
+
+    seen: list[bytes] = []
+
+    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head.split(b"\r\n", 1)[0])
+        target = httpx.URL(head.split(b" ")[1].decode())
+        up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
+        up_writer.write(head)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+    proxy = await asyncio.start_server(forward, "127.0.0.1", 0)
+    port = proxy.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    client = LLMClient(environ={"K": "k"}, base_delay_s=0.001, max_attempts=1)
+    try:
+        model = ModelConfig(name="double", model="openai/m", api_base=llm.base_url, api_key_env="K")
+        assert await client.complete(model, [{"role": "user", "content": "hi"}]) == "This is the LLM double."
+        assert seen == [f"POST {llm.base_url}/chat/completions HTTP/1.1".encode()]
+    finally:
+        await client.aclose()
+        proxy.close()
+
+
+def _self_signed(folder):
+    """A certificate for 127.0.0.1 and its key, as PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))  # fmt: skip
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))  # fmt: skip
+    return cert_file, key_file
+
+
+async def test_certificates_are_checked_and_ssl_cert_file_is_honoured(tmp_path, monkeypatch):
+    """An HTTPS endpoint with a certificate of its own: refused as untrusted, then trusted
+    through SSL_CERT_FILE (as httpx's settings say), and the stream read over TLS."""
+    import asyncio
+    import ssl
+
+    cert_file, key_file = _self_signed(tmp_path)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert_file, key_file)
+    chunk = {"choices": [{"index": 0, "delta": {"content": "over TLS"}, "finish_reason": "stop"}]}
+    body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+            await reader.readexactly(length)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+            await writer.drain()
+        except (ssl.SSLError, ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client refused the certificate
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=tls)
+    port = server.sockets[0].getsockname()[1]
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    model = ModelConfig(name="tls", model="openai/m", api_base=f"https://127.0.0.1:{port}/v1", api_key_env="K")
+    hello = [{"role": "user", "content": "hi"}]
+    try:
+        client = LLMClient(environ={"K": "k"}, base_delay_s=0.001, max_attempts=1)
+        with pytest.raises(LLMError) as refused:
+            await client.complete(model, hello)
+        await client.aclose()
+        assert type(refused.value).__name__ == "LLMUnavailable", refused.value.message
+
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+        client = LLMClient(environ={"K": "k"}, base_delay_s=0.001, max_attempts=1)
+        assert await client.complete(model, hello) == "over TLS"
+        await client.aclose()
+    finally:
+        server.close()
