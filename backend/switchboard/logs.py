@@ -172,8 +172,9 @@ def setup_logging(log_dir: Path) -> None:
 
 def skip_call_sites() -> None:
     """Stop looking up each record's file, line and function (`Logger.findCaller`, a walk up the
-    stack per record): neither app.jsonl nor the console lines carry them. For the serving process
-    only; a test runner's own log report shows them. (The logging HOWTO's "Optimization" section.)"""
+    stack per record): neither app.jsonl nor the console lines carry them. `stack_info=True` then
+    gathers nothing either; no call here asks for it. For the serving process only: a test
+    runner's own log report shows call sites. (The logging HOWTO's "Optimization" section.)"""
     logging._srcfile = None
 
 
