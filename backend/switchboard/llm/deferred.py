@@ -2,12 +2,16 @@
 
 litellm takes seconds to import; the app must answer `/healthz` at once, so
 the real client is built in a worker thread, started at app start-up
-(`warm_up`) and awaited by the first call that needs it."""
+(`warm_up`) and awaited by the first call that needs it. The garbage collector
+rests while it loads (its objects live as long as the process), then they are
+frozen out of later collections: five full collections of up to 150 ms each,
+holding the event loop, went with that."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import threading
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -53,10 +57,16 @@ class DeferredLLMClient:
 
         def build() -> None:
             client, error = None, None
+            collecting = gc.isenabled()
+            gc.disable()  # the import makes objects that live as long as the process: no use collecting meanwhile
             try:
                 client = self._build(kwargs)
             except BaseException as exc:  # noqa: BLE001 - handed to whoever awaits the client
                 error = exc
+            finally:
+                gc.freeze()  # and no later collection walks them (as at start-up: web/boot.py)
+                if collecting:
+                    gc.enable()
             with contextlib.suppress(RuntimeError):  # the loop has closed: the app has stopped
                 loop.call_soon_threadsafe(settle, client, error)
 
