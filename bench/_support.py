@@ -5,10 +5,12 @@ printed table (plus `--json`)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import asyncio
 import json
 import os
 import platform
+import secrets
 import select
 import subprocess
 import sys
@@ -289,6 +291,39 @@ async def ws_turn(ws: Any, content: str, *, conversation_id: str | None = None, 
                 with_done = await _maybe_done(ws, events, deadline)
                 return time.perf_counter() - started, with_done
             return time.perf_counter() - started, events
+
+
+async def interleaved_turns(apps: dict[str, App], *, turns: int, warmup: int, text: str,
+                            settle_s: float = 0.5, before_measuring_s: float = 0.0) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Stored tool turns sent to two apps in turn, each in a new conversation over the app's own
+    websocket (which of them goes first alternates, so that load from other processes falls on
+    both alike). Per app: its process's CPU (/proc, every thread) per measured turn, read
+    `settle_s` after the last turn (what the turns leave to do: the log writer, background writes,
+    exported spans), and its turns' p50 and p99 wall time. `before_measuring_s`: a pause after the
+    warm-up turns, before the CPU is first read."""
+    import websockets
+
+    names = list(apps)
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    async with contextlib.AsyncExitStack() as stack:
+        sockets = {name: await stack.enter_async_context(websockets.connect(app.ws_url)) for name, app in apps.items()}
+        for ws in sockets.values():
+            await ws.recv()  # session
+        cpu_before: dict[str, float] = {}
+        for n in range(warmup + turns):
+            if n == warmup:
+                await asyncio.sleep(before_measuring_s)
+                cpu_before = {name: proc_cpu_s(app.pid) for name, app in apps.items()}
+            for name in names if n % 2 == 0 else names[::-1]:
+                seconds, events = await ws_turn(sockets[name], text, conversation_id=secrets.token_hex(6))
+                if not turn_ok(events):
+                    raise RuntimeError(f"a turn failed ({name}): {events[-3:]}")
+                if n >= warmup:
+                    wall[name].append(seconds * 1000)
+        await asyncio.sleep(settle_s)
+        cpu = {name: (proc_cpu_s(app.pid) - cpu_before[name]) * 1000 / turns for name, app in apps.items()}
+    return {name: {"cpu_ms_per_turn": cpu[name], "turn_ms_p50": percentile(wall[name], 50),
+                   "turn_ms_p99": percentile(wall[name], 99)} for name in names}  # fmt: skip
 
 
 async def _maybe_done(ws: Any, events: list[dict[str, Any]], deadline: float) -> list[dict[str, Any]]:

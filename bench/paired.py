@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -26,26 +25,7 @@ USER_TEXT = "Please echo hello with the toolbox."
 
 
 async def _measure(args: Any, apps: dict[str, S.App]) -> dict[str, dict[str, float]]:
-    import websockets
-
-    wall: dict[str, list[float]] = {name: [] for name in apps}
-    async with websockets.connect(apps["this"].ws_url) as ws_this, websockets.connect(apps["other"].ws_url) as ws_other:
-        sockets = {"this": ws_this, "other": ws_other}
-        for ws in sockets.values():
-            await ws.recv()  # session
-        cpu_before: dict[str, float] = {}
-        for n in range(args.warmup + args.turns):
-            if n == args.warmup:
-                cpu_before = {name: S.proc_cpu_s(app.pid) for name, app in apps.items()}
-            for name in ("this", "other") if n % 2 == 0 else ("other", "this"):
-                seconds, events = await S.ws_turn(sockets[name], USER_TEXT, conversation_id=secrets.token_hex(6))
-                if not S.turn_ok(events):
-                    raise RuntimeError(f"a turn failed ({name}): {events[-3:]}")
-                if n >= args.warmup:
-                    wall[name].append(seconds * 1000)
-        await asyncio.sleep(0.5)  # the log writer and background writes of the last turns
-        cpu = {name: (S.proc_cpu_s(app.pid) - cpu_before[name]) * 1000 / args.turns for name, app in apps.items()}
-    return {name: {"cpu_ms_per_turn": cpu[name], "turn_ms_p50": S.percentile(wall[name], 50)} for name in apps}
+    return await S.interleaved_turns(apps, turns=args.turns, warmup=args.warmup, text=USER_TEXT)
 
 
 def main() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import tempfile
 import threading
 import time
@@ -44,30 +43,11 @@ def _sink() -> ThreadingHTTPServer:
 
 async def _measure(args: Any, off: S.App, on: S.App) -> dict[str, Any]:
     """Turns interleaved one by one; each app's CPU over the whole measured stretch (its span
-    exporter's thread works between turns too), read once its last spans have left."""
-    import websockets
-
-    wall: dict[str, list[float]] = {"off": [], "on": []}
-    apps = {"off": off, "on": on}
-    async with websockets.connect(off.ws_url) as ws_off, websockets.connect(on.ws_url) as ws_on:
-        sockets = {"off": ws_off, "on": ws_on}
-        for ws in sockets.values():
-            await ws.recv()  # session
-        cpu_before: dict[str, float] = {}
-        for n in range(args.warmup + args.turns):
-            if n == args.warmup:
-                await asyncio.sleep(6.0)  # the warm-up's spans leave first (the SDK sends every 5 s)
-                cpu_before = {name: S.proc_cpu_s(app.pid) for name, app in apps.items()}
-            for name in ("off", "on") if n % 2 == 0 else ("on", "off"):
-                seconds, events = await S.ws_turn(sockets[name], USER_TEXT, conversation_id=secrets.token_hex(6))
-                if not S.turn_ok(events):
-                    raise RuntimeError(f"a turn failed ({name}): {events[-3:]}")
-                if n >= args.warmup:
-                    wall[name].append(seconds * 1000)
-        await asyncio.sleep(6.0)  # the last batch of spans leaves (every 5 s, the SDK's default)
-        cpu = {name: (S.proc_cpu_s(app.pid) - cpu_before[name]) * 1000 / args.turns for name, app in apps.items()}
-    return {name: {"cpu_ms_per_turn": cpu[name], "turn_ms_p50": S.percentile(wall[name], 50),
-                   "turn_ms_p99": S.percentile(wall[name], 99)} for name in apps}  # fmt: skip
+    exporter's thread works between turns too), read once its last spans have left: the SDK
+    sends every 5 s, so the warm-up's spans leave before the CPU is first read, and the last
+    batch before it is read again."""
+    return await S.interleaved_turns({"off": off, "on": on}, turns=args.turns, warmup=args.warmup, text=USER_TEXT,
+                                     settle_s=6.0, before_measuring_s=6.0)  # fmt: skip
 
 
 def main() -> None:
