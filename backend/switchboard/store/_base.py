@@ -7,7 +7,8 @@ one transaction. On a SQLite file it runs whole on the store's own threads (one 
 writes one at a time anyway, and a few readers, which WAL lets run beside it): one thread hop per
 transaction, where the async driver made one per statement. The hottest calls (what a turn
 writes, loading a conversation) ask for ``driver=True``: there they run on the sqlite3 connection
-itself, their statements compiled once (``prepared.py``). On Postgres it runs on the async engine
+itself, their statements compiled once (``prepared.py``), and so do the one-statement ones on
+Postgres, on the asyncpg connection (``pg_driver.py``). On Postgres it runs on the async engine
 through ``run_sync`` (asyncpg needs no thread), and a read, or a write of one statement
 (``single=True``), runs without BEGIN and COMMIT (autocommit): the statement is its own
 transaction, and at Postgres' READ COMMITTED each statement of a read sees its own snapshot
@@ -38,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from ..errors import StoreError, StoreUnavailable, SwitchboardError
 from ..telemetry import store_timer
 from .engine import WRITE, cause_name, describe, make_sqlite_sync_engine, unavailable
+from .pg_driver import PgDriver
 from .prepared import Prepared, SqliteDriver
 
 __all__ = ["StoreBase"]
@@ -129,6 +131,7 @@ class StoreBase:
             self._dialect = _dialect_of(url)
             return
         self._engine = engine
+        self._pg_prepared: dict[tuple[Any, ...], Prepared] = {}  # statements compiled for PgDriver
         self._writer = engine.execution_options(**WRITE)
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._dialect = engine.dialect.name
@@ -156,7 +159,8 @@ class StoreBase:
         ``single``: ``work`` makes one statement (which is then atomic by itself). ``driver``:
         ``work`` only calls ``execute(statement, parameters)`` and reads ``rowcount``, ``first()``,
         ``scalar_one()``, ``scalars()`` or ``mappings()`` (and its ``first()``) of the result: on a
-        SQLite file it runs on the sqlite3 connection itself (``prepared.SqliteDriver``)."""
+        SQLite file it runs on the sqlite3 connection itself (``prepared.SqliteDriver``), and on
+        Postgres, for a read or a ``single`` write, on the asyncpg connection (``pg_driver``)."""
         if self.down is not None:
             raise self._refusal()
         try:
@@ -179,6 +183,9 @@ class StoreBase:
             return await asyncio.get_running_loop().run_in_executor(pool, call, work)
         if self._dialect == "postgresql" and (single or not write):
             async with self._autocommit.connect() as conn:
+                if driver:  # on the asyncpg connection itself (pg_driver.py)
+                    on_pg = cast(Callable[[PgDriver], T], work)
+                    return await conn.run_sync(lambda sync: on_pg(PgDriver(sync, self._pg_prepared)))
                 return await conn.run_sync(work)
         async with (self._write_turn if write and self._write_turn else nullcontext()):
             async with (self._writer if write else self._engine).begin() as conn:

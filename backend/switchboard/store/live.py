@@ -155,7 +155,7 @@ class LiveTurns:
             won, holder = conn.execute(_CLAIM, params).one()
             return bool(won), holder
 
-        won, holder = await self._store._run("start the answer", one_statement, write=True, single=True)
+        won, holder = await self._store._run("start the answer", one_statement, write=True, single=True, driver=True)
         if won or holder is not None:
             return None if won else holder
         stmt = postgresql.insert(live_turns).values(conversation_id=conversation_id, owner=owner, process_id=process_id,
@@ -173,7 +173,7 @@ class LiveTurns:
     async def release(self, conversation_id: str, process_id: str) -> None:
         stmt = delete(live_turns).where(live_turns.c.conversation_id == conversation_id,
                                         live_turns.c.process_id == process_id)  # fmt: skip
-        await self._store._run("finish the answer", lambda c: c.execute(stmt), write=True, single=True)
+        await self._store._run("finish the answer", lambda c: c.execute(stmt), write=True, single=True, driver=True)
 
     async def row(self, conversation_id: str) -> LiveRow | None:
         stmt = (select(live_turns.c.owner, live_turns.c.process_id, app_processes.c.heartbeat_at)

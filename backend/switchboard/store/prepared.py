@@ -14,8 +14,8 @@ failures the same way.
 
 ``SqliteDriver`` speaks the part of a SQLAlchemy ``Connection`` that such work uses:
 ``execute(statement, parameters)`` (a mapping, or a list of them for many rows) and, on its
-result, ``rowcount``, ``first()``, ``scalar_one()``, ``scalars()`` and ``mappings()`` (with its
-``first()``)."""
+result, ``rowcount``, ``first()``, ``one()``, ``scalar_one()``, ``scalars()`` and ``mappings()``
+(with its ``first()``). ``pg_driver.PgDriver`` speaks the same on Postgres."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["Prepared", "SqliteDriver"]
+__all__ = ["Done", "Prepared", "SqliteDriver"]
 
 T = TypeVar("T")
 
@@ -41,7 +41,7 @@ class Prepared:
 
     def __init__(self, statement: ClauseElement, dialect: Dialect, keys: Sequence[str]) -> None:
         compiled = cast(SQLCompiler, statement.compile(dialect=dialect, column_keys=list(keys)))
-        if dialect.paramstyle != "qmark" or compiled.positiontup is None:
+        if dialect.paramstyle not in ("qmark", "numeric_dollar") or compiled.positiontup is None:
             raise ValueError(f"{dialect.name} does not take positional parameters")
         if getattr(compiled, "literal_execute_params", None) or getattr(compiled, "post_compile_params", None):
             raise ValueError("a statement with parameters rendered at execution cannot be prepared")
@@ -79,7 +79,7 @@ class Prepared:
 _MISSING = object()
 
 
-class _Done:
+class Done:
     """A statement's result, fetched whole."""
 
     __slots__ = ("keys", "rowcount", "rows")
@@ -89,6 +89,11 @@ class _Done:
 
     def first(self) -> tuple[Any, ...] | None:
         return self.rows[0] if self.rows else None
+
+    def one(self) -> tuple[Any, ...]:
+        if len(self.rows) != 1:
+            raise (NoResultFound if not self.rows else MultipleResultsFound)("Exactly one row was required")
+        return self.rows[0]
 
     def scalar_one(self) -> Any:
         if not self.rows:
@@ -120,7 +125,7 @@ class SqliteDriver:
         self._dbapi = conn.dialect.loaded_dbapi
         self._prepared = prepared  # shared by the transactions of one engine
 
-    def execute(self, statement: ClauseElement, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> _Done:
+    def execute(self, statement: ClauseElement, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> Done:
         if isinstance(parameters, Mapping):
             prepared = self._prepare(statement, tuple(parameters))
             args: Any = prepared.bind(parameters)
@@ -129,10 +134,10 @@ class SqliteDriver:
             args = [prepared.bind(p) for p in parameters]
         try:
             if isinstance(args, list):
-                return _Done(self._raw.executemany(prepared.sql, args).rowcount, [])
+                return Done(self._raw.executemany(prepared.sql, args).rowcount, [])
             cursor = self._raw.execute(prepared.sql, args)
             rows = cursor.fetchall()  # to the end: a RETURNING statement is done only then
-            return _Done(cursor.rowcount, prepared.rows(rows), prepared.keys)
+            return Done(cursor.rowcount, prepared.rows(rows), prepared.keys)
         except self._dbapi.Error as exc:
             raise self._translated(exc, prepared.sql, args) from exc
 

@@ -164,7 +164,8 @@ class TurnWrites(StoreBase):
         try:
             # On a SQLite file `work` runs on the sqlite3 connection (prepared.py): the statements are
             # the same, SQLAlchemy's handling of them cost more CPU than SQLite's work.
-            seqs = await self._run("save the message", chosen, write=True, single=single, driver=chosen is work)
+            # On Postgres the one statement runs on the asyncpg connection (pg_driver.py).
+            seqs = await self._run("save the message", chosen, write=True, single=single, driver=True)
         except _Refused as refused:
             # Rolled back. A taken id is the caller's mistake, not the store's: say so (checked
             # after the fact, so that the usual write needs no look-up first).

@@ -1,0 +1,72 @@
+"""The hottest one-statement calls of Postgres (what a turn writes, its claim and release), run on
+the asyncpg connection itself.
+
+On Postgres such a call is one round trip; SQLAlchemy's handling of it (the compiled cache
+look-up, the execution context, the cursor adapter over asyncpg) cost about as much CPU as the
+round trip. ``PgDriver`` runs the same statements (``statements.py``, ``live.py``) as
+``prepared.Prepared`` ones, compiled once for the asyncpg dialect, values bound and rows read
+through each type's own processors, on the connection SQLAlchemy checked out for the call, in
+autocommit (the statement is its own transaction). asyncpg keeps each statement prepared on the
+server (its statement cache). Errors become SQLAlchemy's, through SQLAlchemy's own translation of
+asyncpg's, so callers catch the same ``IntegrityError`` and ``_base`` explains failures the same way.
+It runs inside ``AsyncConnection.run_sync``, as SQLAlchemy's own calls do (``await_``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.util import await_only
+
+from .prepared import Done, Prepared
+
+__all__ = ["PgDriver"]
+
+_COUNT = re.compile(r"(?:SELECT|UPDATE|DELETE|INSERT \d+) (\d+)")
+
+
+class PgDriver:
+    """One-statement calls on the asyncpg connection under a SQLAlchemy ``Connection`` in
+    autocommit (it holds no transaction)."""
+
+    def __init__(self, conn: Connection, prepared: dict[tuple[Any, ...], Prepared]) -> None:
+        self._conn = conn
+        self._dialect = conn.dialect
+        self._adapted: Any = conn.connection.dbapi_connection  # SQLAlchemy's adapter: its error translation
+        self._raw: Any = conn.connection.driver_connection  # asyncpg.Connection
+        self._dbapi = conn.dialect.loaded_dbapi
+        self._prepared = prepared
+
+    def execute(self, statement: ClauseElement, parameters: Mapping[str, Any] | None = None) -> Done:
+        values = parameters or {}
+        key = (statement, tuple(values))
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            prepared = self._prepared[key] = Prepared(statement, self._dialect, tuple(values))
+        args = prepared.bind(values)
+        try:
+            if prepared.keys:  # a SELECT, or a statement with RETURNING
+                rows = [tuple(record) for record in await_only(self._raw.fetch(prepared.sql, *args))]
+                return Done(len(rows), prepared.rows(rows), prepared.keys)
+            status = await_only(self._raw.execute(prepared.sql, *args))
+        except Exception as exc:  # noqa: BLE001 - translated below, as SQLAlchemy does
+            raise self._translated(exc, prepared.sql, args) from exc
+        counted = _COUNT.match(status or "")
+        return Done(int(counted.group(1)) if counted else -1, [])
+
+    def _translated(self, exc: Exception, sql: str, args: Sequence[Any]) -> BaseException:
+        try:
+            self._adapted._handle_exception(exc)  # raises asyncpg's error as a DBAPI one
+        except self._dbapi.Error as dbapi_error:
+            gone = self._dialect.is_disconnect(dbapi_error, self._adapted, None)
+            if gone:
+                self._conn.invalidate()
+            return DBAPIError.instance(sql, args, dbapi_error, self._dbapi.Error, connection_invalidated=gone,
+                                       dialect=self._dialect)  # fmt: skip
+        except Exception as other:  # noqa: BLE001 - not a database error: as it is
+            return other
+        return exc
