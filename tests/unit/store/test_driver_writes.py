@@ -29,7 +29,7 @@ async def test_what_append_writes_reads_back_as_written(store):
     assert [m.seq for m in written] == [1, 2, 3]
     assert all(m.created_at.tzinfo is UTC for m in written)
 
-    loaded = await store.load("c1")  # on SQLite by the driver too; the reads below by SQLAlchemy
+    loaded = await store.load("c1")  # by the driver (sqlite3 or asyncpg); the reads below by SQLAlchemy
     assert loaded.messages == written == await store.messages("c1")
     assert loaded.conversation == await store.get_conversation("c1")
     assert await store.messages_by_id("c1", ["t1", "a1"]) == written[1:]
