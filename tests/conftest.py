@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -10,6 +11,13 @@ for _key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
     os.environ.pop(_key, None)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `tests.support...`
+
+# A run started in the background by a shell without job control (`cmd &` in a script) inherits
+# SIGINT ignored, and so would every process the tests start: their Ctrl-C tests could not
+# interrupt them. A handled signal is reset to the default in a started program, which Python
+# then turns into KeyboardInterrupt as usual.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _FAST_DIRS = ("unit",)
 
