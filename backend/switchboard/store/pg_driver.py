@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.util import await_only
 
-from .prepared import Done, Prepared
+from .prepared import Done, Prepared, prepared_for
 
 __all__ = ["PgDriver"]
 
@@ -43,10 +43,7 @@ class PgDriver:
 
     def execute(self, statement: ClauseElement, parameters: Mapping[str, Any] | None = None) -> Done:
         values = parameters or {}
-        key = (statement, tuple(values))
-        prepared = self._prepared.get(key)
-        if prepared is None:
-            prepared = self._prepared[key] = Prepared(statement, self._dialect, tuple(values))
+        prepared = prepared_for(self._prepared, statement, self._dialect, tuple(values))
         args = prepared.bind(values)
         try:
             if prepared.keys:  # a SELECT, or a statement with RETURNING

@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["Done", "Prepared", "SqliteDriver"]
+__all__ = ["Done", "Prepared", "SqliteDriver", "prepared_for"]
 
 T = TypeVar("T")
 
@@ -77,6 +77,15 @@ class Prepared:
 
 
 _MISSING = object()
+
+
+def prepared_for(cache: dict[tuple[Any, ...], Prepared], statement: ClauseElement, dialect: Dialect,
+                 keys: tuple[str, ...]) -> Prepared:  # fmt: skip
+    """The statement compiled for these parameter names, from `cache` (one per engine), or compiled now."""
+    prepared = cache.get((statement, keys))
+    if prepared is None:
+        prepared = cache[statement, keys] = Prepared(statement, dialect, keys)
+    return prepared
 
 
 class Done:
@@ -142,10 +151,7 @@ class SqliteDriver:
             raise self._translated(exc, prepared.sql, args) from exc
 
     def _prepare(self, statement: ClauseElement, keys: tuple[str, ...]) -> Prepared:
-        prepared = self._prepared.get((statement, keys))
-        if prepared is None:
-            prepared = self._prepared[statement, keys] = Prepared(statement, self._dialect, keys)
-        return prepared
+        return prepared_for(self._prepared, statement, self._dialect, keys)
 
     def transaction(self, work: Callable[[SqliteDriver], T], begin: str) -> T:
         """``work`` between ``begin`` (e.g. ``BEGIN IMMEDIATE``) and COMMIT; rolled back if it raises."""
