@@ -14,9 +14,10 @@ CPU is then below a bare httpx stream's.
 One session (one connection pool, a kept connection per endpoint) is kept in a
 `DirectPool` and reused until the pool is closed (`llm/direct_wire.py`).
 Failures become the OpenAI SDK's exceptions for the same response (class,
-message, body), then what litellm's own mapping makes of them (`_open_error`, `_stream_error`), so the error tree, the retries and the
-messages are the same on both paths (`tests/unit/llm/test_llm_paths.py` runs
-every failure through both).
+message, body), then what litellm's own mapping makes of them (`_open_error`,
+`_stream_error`), so the error tree, the retries and the messages are the same
+on both paths (`tests/unit/llm/test_llm_paths.py` runs every failure through
+both).
 """
 
 from __future__ import annotations
