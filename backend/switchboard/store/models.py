@@ -67,7 +67,7 @@ conversations = Table(
     "conversations",
     metadata,
     Column("id", String(64), primary_key=True),
-    Column("owner", String(320), nullable=False, index=True),
+    Column("owner", String(320), nullable=False),  # served by the index below (owner first)
     Column("title", Text, nullable=False),
     Column("model", String(200)),
     Column("compliance_level", String(200)),

@@ -31,7 +31,7 @@ from .records import Conversation, Message, StoredConversation
 from .rows import conversation_of as _conversation
 from .rows import message_of as _message
 from .spellings import OwnerSpellings
-from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, common_in_messages, matches
+from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, catch_up, common_in_messages, matches, uses_index
 
 __all__ = ["UNSET", "ConversationStore", "down_store", "open_store"]
 
@@ -139,6 +139,11 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         q = (q or "").strip()
         if "\x00" in q:
             return []  # no stored text holds NUL (Postgres refuses it; FTS5 ends the phrase there)
+
+        if q and uses_index(q, self._dialect):
+            # rows written since the index last took new ones are added first (search.py)
+            await self._run("update the search index", catch_up, write=True)
+            self._unindexed = 0
 
         def work(conn: Connection) -> list[Conversation]:
             query = stmt

@@ -8,6 +8,11 @@ titles and from the messages of the owner's SHORT_QUERY_CONVERSATIONS most recen
 conversations (a scan of every message for two letters nobody wrote took over a second at
 100,000 messages; docs/benchmarks.md).
 
+On SQLite the index takes new rows in batches (migration 0009): rows above the mark in
+``fts_indexed`` are added by ``catch_up``, which the store runs before a search that uses the index
+and, in a turn's write, every INDEX_EVERY messages. A search thus finds every committed row, and a
+turn's transactions write no index pages (FTS5 writes a segment per transaction).
+
 Two plans: when few messages match, their conversations are collected once; when many do
 (``common_in_messages`` counts up to COMMON_MATCHES), conversations are tested newest first
 and the page ends early."""
@@ -16,15 +21,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, column, exists, func, literal, literal_column, or_, select, table, text
+from sqlalchemy import ColumnElement, Select, TextClause, column, exists, func, literal, literal_column, or_, select, table, text
 
 from .models import conversations, messages
 
-__all__ = ["COMMON_MATCHES", "SHORTEST_TEXT_QUERY", "SHORT_QUERY_CONVERSATIONS", "common_in_messages", "matches"]
+__all__ = ["COMMON_MATCHES", "INDEX_EVERY", "SHORTEST_TEXT_QUERY", "SHORT_QUERY_CONVERSATIONS", "catch_up",
+           "common_in_messages", "matches", "uses_index"]
 
 SHORTEST_TEXT_QUERY = 3  # characters: what a trigram index can serve
 SHORT_QUERY_CONVERSATIONS = 200  # a shorter query reads the messages of this many newest conversations
 COMMON_MATCHES = 500  # from this many matching messages on, walk conversations newest first
+
+INDEX_EVERY = 256  # SQLite: a turn's write indexes the rows waiting once this process wrote this many messages
 
 _messages_fts = table("messages_fts", column("rowid"))
 _titles_fts = table("conversations_fts", column("rowid"))
@@ -101,3 +109,27 @@ def matches(q: str, dialect: str, *, owner: str, common: bool = False) -> Column
     if len(q) < SHORTEST_TEXT_QUERY:
         return _by_scan(q, owner)
     return _by_fts5(q, common) if dialect == "sqlite" else _by_trigram_index(q, common)
+
+
+def _catch_up(source: str, index: str, column_name: str) -> tuple[TextClause, TextClause]:
+    mark = f"(SELECT up_to FROM fts_indexed WHERE source = '{source}')"
+    return (
+        text(f"INSERT INTO {index}(rowid, {column_name}) SELECT rowid, {column_name} FROM {source} WHERE rowid > {mark}"),
+        text(f"UPDATE fts_indexed SET up_to = (SELECT max(rowid) FROM {source}) "
+             f"WHERE source = '{source}' AND up_to < (SELECT max(rowid) FROM {source})"),
+    )  # fmt: skip
+
+
+CATCH_UP = (*_catch_up("messages", "messages_fts", "content"), *_catch_up("conversations", "conversations_fts", "title"))
+
+
+def catch_up(conn: Any) -> None:
+    """SQLite, in a write transaction: add the rows waiting to the search index (a
+    ``Connection`` or a ``prepared.SqliteDriver``)."""
+    for statement in CATCH_UP:
+        conn.execute(statement, {})
+
+
+def uses_index(q: str, dialect: str) -> bool:
+    """Whether the search for ``q`` reads SQLite's index (and so needs ``catch_up`` first)."""
+    return dialect == "sqlite" and len(q) >= SHORTEST_TEXT_QUERY

@@ -22,6 +22,7 @@ from ._base import StoreBase
 from .models import messages
 from .prepared import SqliteDriver
 from .records import ROLES, Message
+from .search import INDEX_EVERY, catch_up
 
 __all__ = ["UNSET", "NewConversation", "NewMessage", "TurnWrites"]
 
@@ -68,6 +69,7 @@ def now_utc() -> datetime:
 
 
 class TurnWrites(StoreBase):
+    _unindexed = 0  # SQLite: messages this process wrote since its writes last updated the search index
     _link_file: Insert  # made by ConversationStore for its dialect (insert, or nothing when linked already)
     _link_allowance: Insert
 
@@ -102,6 +104,9 @@ class TurnWrites(StoreBase):
                 raise NotFound(f"conversation '{conversation_id}' does not exist")
             raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
 
+        # SQLite: now and then a turn's write also adds the rows waiting to the search index (search.py)
+        index_now = self._dialect == "sqlite" and self._unindexed + len(rows) >= INDEX_EVERY
+
         def work(conn: Connection | SqliteDriver) -> list[int]:  # SqliteDriver: see below
             if created is not None:
                 try:
@@ -126,6 +131,8 @@ class TurnWrites(StoreBase):
             if levels is not None:
                 conn.execute(S.SET_LEVELS, {"cid": conversation_id, "new_level": levels[0], "new_levels": list(levels[1]),
                                             "now": now})  # fmt: skip
+            if index_now:
+                catch_up(conn)
             return seqs
 
         def one_statement(conn: Connection) -> list[int]:
@@ -174,6 +181,7 @@ class TurnWrites(StoreBase):
                 if await self._message_exists(row["id"]):
                     raise Conflict(f"a message with id '{row['id']}' exists already") from cause
             raise self._failed("save the message", cause, write=True) from cause  # type: ignore[arg-type]
+        self._unindexed = 0 if index_now else self._unindexed + len(rows)
         return [Message(r["id"], conversation_id, r["parent_id"], seq, r["role"], r["content"], r["data"], now)
                 for r, seq in zip(rows, seqs, strict=True)]  # fmt: skip
 

@@ -16,7 +16,7 @@ from switchboard.store.migrate import MIGRATIONS, migrate
 from switchboard.store.models import metadata
 
 HEAD = ScriptDirectory(str(MIGRATIONS)).get_current_head()
-SEARCH_TABLES = ("messages_fts", "conversations_fts")
+SEARCH_TABLES = ("messages_fts", "conversations_fts", "fts_indexed")
 SEARCH_INDEXES = ("ix_messages_content_trgm", "ix_conversations_title_trgm")
 
 
@@ -28,7 +28,8 @@ async def _schema(url):
             diff = await conn.run_sync(lambda c: compare_metadata(MigrationContext.configure(c), metadata))
     finally:
         await engine.dispose()
-    # the search tables (SQLite) and indexes (Postgres) exist only in the migration, on purpose
+    # the search tables (SQLite: the indexes and their mark) and indexes (Postgres) exist only in the
+    # migrations, on purpose
     diff = [
         d
         for d in diff

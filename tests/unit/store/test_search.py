@@ -88,6 +88,7 @@ async def test_plans_for_few_and_many_matches_agree(store_url):
                                         compliance_level=None)  # fmt: skip
         await store.add_message(f"c{n:02d}", id=f"m{n}", parent_id=None, role="user",
                                 content="weekly meeting" if n % 2 else "lunch")  # fmt: skip
+    await store.list_conversations(ANN, q="meeting")  # a search first brings SQLite's index up to date
     await store.close()
     engine = make_engine(store_url)
     dialect = engine.dialect.name
@@ -121,3 +122,132 @@ async def test_a_short_query_reads_the_messages_of_the_newest_conversations_only
     await store.add_message("c0", id="m3", parent_id="m0", role="user", content="again")  # c0 is the newest now
     assert await ids(store, "Q3") == ["c0"]
     assert await ids(store, "chat 0") == ["c0"]  # titles: every conversation
+
+
+# -- SQLite's index takes new rows in batches (migration 0009) ------------------------------------
+
+
+async def _index_state(url):
+    """(the marks in fts_indexed, whether FTS5's integrity check passes, what the index holds)."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DatabaseError
+    from switchboard.store.engine import make_engine
+
+    engine = make_engine(url)
+    try:
+        async with engine.begin() as conn:
+            marks = dict((await conn.execute(text("SELECT source, up_to FROM fts_indexed"))).all())
+            held = (await conn.execute(text("SELECT count(*) FROM messages_fts_docsize"))).scalar_one()
+            try:
+                await conn.execute(text("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')"))
+                await conn.execute(text("INSERT INTO conversations_fts(conversations_fts) VALUES ('integrity-check')"))
+                whole = True
+            except DatabaseError:
+                whole = False
+    finally:
+        await engine.dispose()
+    return marks, whole, held
+
+
+def _like(store_rows, q):
+    return sorted({cid for cid, text in store_rows if q.lower() in text.lower()})
+
+
+@pytest.fixture
+def sqlite_url(tmp_path):
+    return f"sqlite+aiosqlite:///{tmp_path}/data/switchboard.db"
+
+
+async def test_sqlite_search_finds_rows_the_index_has_not_taken_yet_and_stays_whole(sqlite_url):
+    """A turn's write leaves its rows to the next catch-up; a search catches up first. Edits and
+    deletes of rows waiting or held, and a rowid SQLite hands out again, keep the index whole."""
+    from switchboard.store import open_store
+
+    store = await open_store(sqlite_url)
+    try:
+        await store.create_conversation(id="a", owner=ANN, title="Harbour walk", model=None, compliance_level=None)
+        await store.add_message("a", id="a1", parent_id=None, role="user", content="tide tables for Tuesday")
+        await store.create_conversation(id="b", owner=ANN, title="Gone soon", model=None, compliance_level=None)
+        await store.add_message("b", id="b1", parent_id=None, role="user", content="ephemeral words")
+        marks, whole, held = await _index_state(sqlite_url)
+        assert marks == {"messages": 0, "conversations": 0} and held == 0  # nothing indexed by the writes
+        # rows still waiting: edited and deleted before any search
+        await store.update_conversation("a", title="Harbour stroll")
+        await store.delete_conversation("b")
+        assert await ids(store, "stroll") == ["a"] and await ids(store, "walk") == []
+        assert await ids(store, "ephemeral") == [] and await ids(store, "tide tab") == ["a"]
+        marks, whole, held = await _index_state(sqlite_url)
+        assert whole and held == 1 and marks["messages"] >= 1
+        # rows the index holds: edited, deleted, and a rowid given out again after the highest row went
+        await store.update_conversation("a", title="Lighthouse")
+        await store.create_conversation(id="c", owner=ANN, title="Third", model=None, compliance_level=None)
+        await store.add_message("c", id="c1", parent_id=None, role="user", content="foghorn schedule")
+        assert await ids(store, "foghorn") == ["c"]
+        await store.delete_conversation("c")  # the highest rowids: SQLite gives them out again
+        await store.create_conversation(id="d", owner=ANN, title="Fourth", model=None, compliance_level=None)
+        await store.add_message("d", id="d1", parent_id=None, role="user", content="buoy colours")
+        marks, whole, held = await _index_state(sqlite_url)
+        assert whole  # the reused rowids were indexed as they were written, the old text removed
+        assert await ids(store, "lighthouse") == ["a"] and await ids(store, "harbour") == []
+        assert await ids(store, "foghorn") == [] and await ids(store, "buoy") == ["d"] and await ids(store, "fourth") == ["d"]
+        assert (await _index_state(sqlite_url))[1]
+    finally:
+        await store.close()
+
+
+async def test_sqlite_turn_writes_index_the_waiting_rows_now_and_then(sqlite_url, monkeypatch):
+    from switchboard.store import NewConversation, NewMessage, open_store
+    from switchboard.store import turn_writes
+
+    monkeypatch.setattr(turn_writes, "INDEX_EVERY", 5)
+    store = await open_store(sqlite_url)
+    try:
+        written, held_after = [], []
+        for n in range(4):
+            cid = f"t{n}"
+            first = NewMessage(f"{cid}-q", None, "user", f"question number {n}")
+            await store.append(cid, [first], create=NewConversation(ANN, f"turn {n}", None, None))
+            await store.append(cid, [NewMessage(f"{cid}-a", first.id, "assistant", f"answer number {n}")])
+            written += [(cid, f"question number {n}"), (cid, f"answer number {n}"), (cid, f"turn {n}")]
+            held_after.append((await _index_state(sqlite_url))[2])
+        # the 5th message's write indexed it and the four before it, with no search; 6th to 8th wait
+        assert held_after == [0, 0, 5, 5]
+        for q in ("number", "answer number 3", "question number 0", "turn 2"):
+            assert await ids(store, q) == _like(written, q), q
+        assert (await _index_state(sqlite_url))[1:] == (True, 8)
+    finally:
+        await store.close()
+
+
+async def test_the_migration_keeps_what_the_index_held_before(sqlite_url):
+    """Rows written before 0009 (indexed by the old triggers) stay found; the mark starts above them."""
+    from alembic import command
+    from sqlalchemy import text
+    from switchboard.store import open_store
+    from switchboard.store.engine import make_engine
+    from switchboard.store.migrate import _config, migrate
+
+    engine = make_engine(sqlite_url)
+    try:
+        async with engine.begin() as conn:
+            def before(sync):
+                command.upgrade(_config(sync), "0008")
+                sync.execute(text("INSERT INTO conversations (id, owner, title, levels_used, message_count, created_at, "
+                                  "updated_at) VALUES ('old', :o, 'Old title', '[]', 1, '2026-01-01 00:00:00', "
+                                  "'2026-01-01 00:00:00')"), {"o": ANN})  # fmt: skip
+                sync.execute(text("INSERT INTO messages (id, conversation_id, seq, role, content, data, created_at) "
+                                  "VALUES ('old-1', 'old', 1, 'user', 'written long ago', '{}', '2026-01-01 00:00:00')"))
+
+            await conn.run_sync(before)
+        await migrate(engine)
+    finally:
+        await engine.dispose()
+    marks, whole, held = await _index_state(sqlite_url)
+    assert marks == {"messages": 1, "conversations": 1} and whole and held == 1
+    store = await open_store(sqlite_url)
+    try:
+        await store.delete_conversation("old")  # held by the index: its text leaves it
+        assert await ids(store, "long ago") == [] and await ids(store, "old title") == []
+        assert (await _index_state(sqlite_url))[1:] == (True, 0)
+    finally:
+        await store.close()
