@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any, TypeVar, cast
 
@@ -42,13 +42,79 @@ from .engine import WRITE, cause_name, describe, make_sqlite_sync_engine, unavai
 from .pg_driver import PgDriver
 from .prepared import Prepared, SqliteDriver
 
-__all__ = ["StoreBase"]
+__all__ = ["Lane", "StoreBase"]
 
 log = logging.getLogger("switchboard.store")
 PING_TIMEOUT_S = 5.0
 SQLITE_READERS = 4  # threads reading a SQLite file beside its one writer
 
 T = TypeVar("T")
+
+
+class Lane:
+    """Threads that run one job at a time each, taken in order from one queue, for the event loop:
+    ``await lane.call(fn, arg)``. What ``run_in_executor`` on a ``ThreadPoolExecutor`` does, for
+    less: no ``concurrent.futures.Future`` and its condition, no idle-thread semaphore, no future
+    chained to another; the result goes straight to the caller's future by ``call_soon_threadsafe``.
+    A job whose caller was cancelled before it started is skipped, as the executor skips it."""
+
+    def __init__(self, threads: int, name: str) -> None:
+        self._size, self._name = threads, name
+        self._jobs: queue.SimpleQueue[tuple[Callable[[Any], Any], Any, asyncio.Future[Any]] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    async def call(self, fn: Callable[[Any], T], arg: Any) -> T:
+        if not self._threads:
+            self._start()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._jobs.put((fn, arg, future))
+        return await future
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self._name} is closed")
+            while len(self._threads) < self._size:
+                thread = threading.Thread(target=self._work, name=f"{self._name}_{len(self._threads)}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, arg, future = job
+            if future.cancelled():  # (a read of a flag the loop sets: no harm if it is set just after)
+                continue
+            try:
+                result, failure = fn(arg), None
+            except BaseException as exc:  # noqa: BLE001 - the caller gets it
+                result, failure = None, exc
+            try:
+                future.get_loop().call_soon_threadsafe(_settle, future, result, failure)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+    def close(self) -> None:
+        """Lets the queued jobs run, then stops the threads."""
+        with self._lock:
+            self._closed = True
+            threads, self._threads = self._threads, []
+        for _ in threads:
+            self._jobs.put(None)
+        for thread in threads:
+            thread.join()
+
+
+def _settle(future: asyncio.Future[Any], result: Any, failure: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if failure is None:
+        future.set_result(result)
+    elif isinstance(failure, StopIteration):  # a future cannot hold one
+        future.set_exception(RuntimeError(f"StopIteration raised in the store's work: {failure!r}"))
+    else:
+        future.set_exception(failure)
 
 
 class _SqliteThreads:
@@ -59,8 +125,8 @@ class _SqliteThreads:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.writer = engine.execution_options(**WRITE)
-        self.write_thread = ThreadPoolExecutor(1, thread_name_prefix="store-write")
-        self.read_threads = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="store-read")
+        self.write_thread = Lane(1, "store-write")
+        self.read_threads = Lane(SQLITE_READERS, "store-read")
         self._held = threading.local()
         self.prepared: dict[tuple[Any, ...], Prepared] = {}  # statements compiled for SqliteDriver
         self._opened: list[Connection] = []
@@ -92,8 +158,8 @@ class _SqliteThreads:
             return work(transaction.connection)
 
     def close(self) -> None:
-        self.write_thread.shutdown(wait=True)
-        self.read_threads.shutdown(wait=True)
+        self.write_thread.close()
+        self.read_threads.close()
         with self._opened_lock:
             opened, self._opened = self._opened, []
         for conn in opened:
@@ -175,12 +241,13 @@ class StoreBase:
         threads = self._sqlite_threads()
         if threads is not None and driver:
             on_driver = cast(Callable[[SqliteDriver], T], work)  # the caller says it needs no more
-            pool, on_thread = ((threads.write_thread, threads.write_driver) if write
-                               else (threads.read_threads, threads.read_driver))  # fmt: skip
-            return await asyncio.get_running_loop().run_in_executor(pool, on_thread, on_driver)
+            if write:
+                return await threads.write_thread.call(threads.write_driver, on_driver)
+            return await threads.read_threads.call(threads.read_driver, on_driver)
         if threads is not None:
-            pool, call = (threads.write_thread, threads.write) if write else (threads.read_threads, threads.read)
-            return await asyncio.get_running_loop().run_in_executor(pool, call, work)
+            if write:
+                return await threads.write_thread.call(threads.write, work)
+            return await threads.read_threads.call(threads.read, work)
         if self._dialect == "postgresql" and (single or not write):
             async with self._autocommit.connect() as conn:
                 if driver:  # on the asyncpg connection itself (pg_driver.py)
