@@ -40,16 +40,16 @@ _ATTRIBUTES = {
 }
 
 
+@cache
+def _cleaner() -> nh3.Cleaner:
+    """The sanitizer's rules, built once (``nh3.clean`` builds them on every call: 13 against 3 µs
+    for a one-sentence answer)."""
+    return nh3.Cleaner(tags=_TAGS, attributes=_ATTRIBUTES, url_schemes={"http", "https", "mailto"},
+                       link_rel="noopener noreferrer nofollow", filter_style_properties={"text-align"})  # fmt: skip
+
+
 def render_markdown(text: str) -> str:
-    html = _markdown().render(text)
-    return nh3.clean(
-        html,
-        tags=_TAGS,
-        attributes=_ATTRIBUTES,
-        url_schemes={"http", "https", "mailto"},
-        link_rel="noopener noreferrer nofollow",
-        filter_style_properties={"text-align"},
-    )
+    return _cleaner().clean(_markdown().render(text))
 
 
 async def rendered(text: str) -> str:
