@@ -8,10 +8,7 @@ a new field is added on purpose."""
 from __future__ import annotations
 
 import atexit
-import copy
 import logging
-import logging.handlers
-import queue
 import sys
 import time
 from pathlib import Path
@@ -49,21 +46,6 @@ class JsonFormatter(_LibraryJsonFormatter):
             log_data[key] = record.__dict__[key]
         if message_dict.get("exc_info"):
             log_data["exc"] = message_dict["exc_info"]
-
-
-class _Handoff(logging.handlers.QueueHandler):
-    """Hands records to the listener thread with their message resolved and
-    their traceback as text (extras kept for the JSON formatter)."""
-
-    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        if not record.args and not record.exc_info and isinstance(record.msg, str):
-            return record  # nothing to resolve (most records): no copy, which cost more than the rest
-        record = copy.copy(record)
-        record.msg, record.args = record.getMessage(), None
-        if record.exc_info:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-            record.exc_info = None
-        return record
 
 
 class ConsoleLines(logging.Handler):
@@ -141,13 +123,15 @@ def enable_console(stream: TextIO | None = None) -> None:
 
 
 _HANDLER_NAME = "switchboard-jsonl"
-_listener: logging.handlers.QueueListener | None = None
+_handler: logging.FileHandler | None = None
 
 
 def setup_logging(log_dir: Path) -> None:
-    """Send switchboard's logs to `log_dir/app.jsonl` (idempotent).  Records are
-    formatted and written by a listener thread, off the event loop."""
-    global _listener
+    """Send switchboard's logs to `log_dir/app.jsonl` (idempotent). Each record is formatted and
+    written where it is logged, one line with one write: about 10 µs, where handing it to a writer
+    thread cost several times that in waking the thread (docs/benchmarks.md); and a line is in the
+    file as soon as the call returns."""
+    global _handler
     log_dir.mkdir(parents=True, exist_ok=True)
     root = logging.getLogger("switchboard")
     root.setLevel(logging.INFO)
@@ -155,15 +139,10 @@ def setup_logging(log_dir: Path) -> None:
         if handler.get_name() == _HANDLER_NAME:
             root.removeHandler(handler)
             handler.close()
-    _stop_listener()
-    file_handler = logging.FileHandler(log_dir / "app.jsonl", encoding="utf-8")
-    file_handler.setFormatter(JsonFormatter())
-    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-    queue_handler = _Handoff(records)
-    queue_handler.set_name(_HANDLER_NAME)
-    root.addHandler(queue_handler)
-    _listener = logging.handlers.QueueListener(records, file_handler, respect_handler_level=True)
-    _listener.start()
+    _handler = logging.FileHandler(log_dir / "app.jsonl", encoding="utf-8")
+    _handler.setFormatter(JsonFormatter())
+    _handler.set_name(_HANDLER_NAME)
+    root.addHandler(_handler)
     # MCP servers' chatter belongs in the log file, not on the operator's console.
     for noisy in ("fastmcp", "mcp", "httpx", "LiteLLM", "litellm"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -200,23 +179,15 @@ def quiet_sign_in_errors() -> None:
 
 
 def flush_logs() -> None:
-    """Write out every record logged so far. For the end of the app's shutdown: uvicorn
-    re-raises SIGTERM once it has shut down, and a process killed by a signal runs no
-    atexit handlers, so the last records would be lost in the queue."""
-    if _listener is not None:
-        _listener.stop()  # drains the queue, then joins the thread
-        _listener.start()
+    """Write out every record logged so far (each is written as it is logged; this flushes the
+    file's buffer, for the end of the app's shutdown)."""
+    if _handler is not None:
+        _handler.flush()
 
 
-def _stop_listener() -> None:
-    """Flush and stop the writer thread (at exit, or before a new setup)."""
-    global _listener
-    if _listener is None:
-        return
-    _listener.stop()
-    for handler in _listener.handlers:
-        handler.close()
-    _listener = None
+def _close_log() -> None:
+    if _handler is not None:
+        _handler.close()
 
 
-atexit.register(_stop_listener)
+atexit.register(_close_log)
