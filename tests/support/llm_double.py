@@ -73,6 +73,7 @@ class ErrorReply:
     error_type: str | None = None  # default: what OpenAI-style APIs send for the status
     code: str | None = None
     location: str | None = None  # a Location header (a redirect)
+    set_cookie: str | None = None  # a Set-Cookie header
 
 
 @dataclass(frozen=True)
@@ -354,6 +355,8 @@ async def _send_error(send: Any, reply: ErrorReply) -> None:
     extra = [(b"retry-after", reply.retry_after.encode())] if reply.retry_after else []
     if reply.location:
         extra.append((b"location", reply.location.encode()))
+    if reply.set_cookie:
+        extra.append((b"set-cookie", reply.set_cookie.encode()))
     error_type = reply.error_type or _ERROR_TYPES.get(
         reply.status, "server_error" if reply.status >= 500 else "invalid_request_error"
     )

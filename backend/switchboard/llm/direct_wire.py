@@ -53,7 +53,9 @@ class DirectPool:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._loop is not loop:
             connector = aiohttp.TCPConnector(limit=_MOST_CONNECTIONS, limit_per_host=0, keepalive_timeout=_KEEPALIVE_S)
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+            # no cookie jar: a model endpoint's Set-Cookie is not kept, and no request carries one
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
+                                                  cookie_jar=aiohttp.DummyCookieJar())  # fmt: skip
             self._loop = loop
         return self._session
 

@@ -70,6 +70,23 @@ async def test_a_same_host_307_or_308_is_followed_and_any_other_redirect_is_an_e
         await client.aclose()
 
 
+async def test_a_cookie_the_endpoint_sets_is_not_sent_back(llm):
+    """The direct path keeps no cookies: what one answer sets (here a 503 that is then retried)
+    reaches no later request, so no state rides along between users' calls. (By host name: a
+    jar keeps no cookie of an IP address anyway.)"""
+    client = LLMClient(environ={"K": "k"}, base_delay_s=0.001)
+    by_name = llm.base_url.replace("127.0.0.1", "localhost")
+    model = ModelConfig(name="double", model="openai/m", api_base=by_name, api_key_env="K")
+    try:
+        llm.enqueue(ErrorReply(503, "busy", set_cookie="session=abc; Path=/"), TextReply("hello"))
+        assert await client.complete(model, [{"role": "user", "content": "hi"}]) == "hello"
+        llm.enqueue(TextReply("again"))
+        assert await client.complete(model, [{"role": "user", "content": "hi"}]) == "again"
+        assert len(llm.requests) == 3 and not any("cookie" in h for h in llm.request_headers)
+    finally:
+        await client.aclose()
+
+
 def test_the_tools_json_is_kept_for_the_same_definitions_and_made_anew_for_changed_ones():
     from switchboard.llm.direct_wire import DirectPool
 
