@@ -195,5 +195,11 @@ async def test_one_process_claims_a_conversation_s_turn_and_its_earlier_events_g
         assert claims.count(None) == 1 and len({c for c in claims if c is not None}) == 1  # one won, the rest name it
         await live.release(conversation, "process-a")
         assert await live.claim(conversation, ALICE.email, "process-b") is None
+        compiled = []
+        for n in range(3):  # each turn's claim and release run statements compiled once, not per turn
+            assert await live.claim(f"c-cycle-{n}", ALICE.email, "process-a") is None
+            await live.release(f"c-cycle-{n}", "process-a")
+            compiled.append(len(store._pg_prepared))
+        assert compiled[0] == compiled[-1], compiled
     finally:
         await store.close()

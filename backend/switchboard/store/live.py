@@ -128,6 +128,9 @@ def _claim_statement() -> Any:
 
 
 _CLAIM = _claim_statement()
+# (built once: the driver path compiles a statement once per statement object)
+_RELEASE = delete(live_turns).where(live_turns.c.conversation_id == bindparam("cid", type_=String),
+                                    live_turns.c.process_id == bindparam("pid", type_=String))  # fmt: skip
 
 
 class LiveTurns:
@@ -171,9 +174,9 @@ class LiveTurns:
         return await self._store._run("start the answer", work, write=True)
 
     async def release(self, conversation_id: str, process_id: str) -> None:
-        stmt = delete(live_turns).where(live_turns.c.conversation_id == conversation_id,
-                                        live_turns.c.process_id == process_id)  # fmt: skip
-        await self._store._run("finish the answer", lambda c: c.execute(stmt), write=True, single=True, driver=True)
+        params = {"cid": conversation_id, "pid": process_id}
+        await self._store._run("finish the answer", lambda c: c.execute(_RELEASE, params), write=True, single=True,
+                               driver=True)  # fmt: skip
 
     async def row(self, conversation_id: str) -> LiveRow | None:
         stmt = (select(live_turns.c.owner, live_turns.c.process_id, app_processes.c.heartbeat_at)

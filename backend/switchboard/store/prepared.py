@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["Done", "Prepared", "SqliteDriver", "prepared_for"]
+__all__ = ["MOST_PREPARED", "Done", "Prepared", "SqliteDriver", "prepared_for"]
 
 T = TypeVar("T")
 
@@ -79,12 +79,25 @@ class Prepared:
 _MISSING = object()
 
 
+MOST_PREPARED = 256  # statements kept compiled per engine (the hot calls use about twenty)
+
+
 def prepared_for(cache: dict[tuple[Any, ...], Prepared], statement: ClauseElement, dialect: Dialect,
                  keys: tuple[str, ...]) -> Prepared:  # fmt: skip
-    """The statement compiled for these parameter names, from `cache` (one per engine), or compiled now."""
+    """The statement compiled for these parameter names, from `cache` (one per engine), or compiled now.
+
+    Statements are keyed by the object: a caller builds each once, with bound parameters. One
+    built per call would be compiled per call; the cache then forgets its oldest entries rather
+    than grow."""
     prepared = cache.get((statement, keys))
     if prepared is None:
-        prepared = cache[statement, keys] = Prepared(statement, dialect, keys)
+        prepared = Prepared(statement, dialect, keys)
+        if len(cache) >= MOST_PREPARED:
+            try:
+                cache.pop(next(iter(cache)), None)  # the oldest (dicts keep insertion order)
+            except (RuntimeError, StopIteration):  # another thread changed the cache meanwhile
+                pass
+        cache[statement, keys] = prepared
     return prepared
 
 

@@ -139,3 +139,21 @@ async def test_a_sqlite_connection_found_closed_is_store_unavailable_and_then_re
         assert [m.id for m in await store.messages("c1")] == ["u1", "a1"]
     finally:
         await store.close()
+
+
+def test_the_compiled_statements_are_kept_for_their_objects_and_their_number_is_bounded():
+    """A statement is compiled once per object; one built per call (a mistake) costs a compile
+    per call but cannot make the cache grow without end."""
+    from sqlalchemy import bindparam, select
+    from sqlalchemy.dialects import sqlite
+    from switchboard.store.models import conversations
+    from switchboard.store.prepared import MOST_PREPARED, prepared_for
+
+    cache: dict = {}
+    dialect = sqlite.dialect()
+    stmt = select(conversations.c.id).where(conversations.c.id == bindparam("cid"))
+    first = prepared_for(cache, stmt, dialect, ("cid",))
+    assert prepared_for(cache, stmt, dialect, ("cid",)) is first and len(cache) == 1
+    for n in range(MOST_PREPARED + 50):
+        prepared_for(cache, select(conversations.c.id).where(conversations.c.title == f"t{n}"), dialect, ())
+    assert len(cache) == MOST_PREPARED and (stmt, ("cid",)) not in cache  # the oldest went first
