@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, TextClause, column, exists, func, literal, literal_column, or_, select, table, text
+from sqlalchemy import (ColumnElement, Connection, Select, TextClause, column, exists, func, literal, literal_column, or_,
+                        select, table, text)
 
 from .models import conversations, messages
+from .prepared import SqliteDriver
 
 __all__ = ["COMMON_MATCHES", "INDEX_EVERY", "SHORTEST_TEXT_QUERY", "SHORT_QUERY_CONVERSATIONS", "catch_up",
            "common_in_messages", "matches", "uses_index"]
@@ -123,9 +125,8 @@ def _catch_up(source: str, index: str, column_name: str) -> tuple[TextClause, Te
 CATCH_UP = (*_catch_up("messages", "messages_fts", "content"), *_catch_up("conversations", "conversations_fts", "title"))
 
 
-def catch_up(conn: Any) -> None:
-    """SQLite, in a write transaction: add the rows waiting to the search index (a
-    ``Connection`` or a ``prepared.SqliteDriver``)."""
+def catch_up(conn: Connection | SqliteDriver) -> None:
+    """SQLite, in a write transaction: add the rows waiting to the search index."""
     for statement in CATCH_UP:
         conn.execute(statement, {})
 
