@@ -8,6 +8,7 @@ a new field is added on purpose."""
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import sys
 import time
@@ -35,9 +36,15 @@ class JsonFormatter(_LibraryJsonFormatter):
 
     def __init__(self) -> None:
         super().__init__(json_default=str, json_ensure_ascii=False)
+        # one encoder for every record (json.dumps with `default` builds one per call)
+        self._encoder = json.JSONEncoder(default=str, ensure_ascii=False)
+        self._second: tuple[int, str] = (-1, "")  # the last whole second seen, as text
 
     def add_fields(self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]) -> None:
-        log_data["ts"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+        second = int(record.created)
+        if second != self._second[0]:
+            self._second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        log_data["ts"] = f"{self._second[1]}.{int(record.msecs):03d}Z"
         log_data["level"] = record.levelname.lower()
         log_data["logger"] = record.name
         log_data["pid"] = record.process  # tells apart the worker processes sharing this file
@@ -46,6 +53,9 @@ class JsonFormatter(_LibraryJsonFormatter):
             log_data[key] = record.__dict__[key]
         if message_dict.get("exc_info"):
             log_data["exc"] = message_dict["exc_info"]
+
+    def jsonify_log_record(self, log_data: dict[str, Any]) -> str:
+        return self._encoder.encode(log_data)
 
 
 class ConsoleLines(logging.Handler):

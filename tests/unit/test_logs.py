@@ -1,6 +1,7 @@
 import json
 import os
 import logging
+from pathlib import Path
 
 from switchboard.logs import setup_logging
 
@@ -25,6 +26,25 @@ def test_log_lines_are_json_with_extras_and_tracebacks(tmp_path):
     assert first["level"] == "info" and first["ts"].endswith("Z")
     assert first["pid"] == os.getpid()  # tells worker processes apart in one file
     assert second["level"] == "error" and "ValueError: boom" in second["exc"] and second["msg"] == "it failed"
+
+
+def test_timestamps_are_utc_to_the_millisecond_across_seconds():
+    # the formatter keeps the text of the last whole second; a record in the next one gets its own
+    from switchboard.logs import JsonFormatter
+
+    formatter = JsonFormatter()
+    log = logging.getLogger("switchboard.test")
+    stamps = []
+    for created in (1764154799.999, 1764154800.0, 1764154800.25, 1764154799.5):
+        record = log.makeRecord("switchboard.test", logging.INFO, __file__, 1, "tick", (), None,
+                                extra={"event": "x", "path": Path("/srv/a b"), "errors": ["é"]})  # fmt: skip
+        record.created, record.msecs = created, (created - int(created)) * 1000
+        entry = json.loads(formatter.format(record))
+        stamps.append(entry["ts"])
+        assert entry["path"] == "/srv/a b" and entry["errors"] == ["é"]  # not JSON: written as text; UTF-8 kept
+    assert stamps == ["2025-11-26T10:59:59.999Z", "2025-11-26T11:00:00.000Z", "2025-11-26T11:00:00.250Z",
+                      "2025-11-26T10:59:59.500Z"]  # fmt: skip
+    assert "é" in formatter.format(record)  # not escaped
 
 
 def test_only_known_safe_fields_are_written(tmp_path):
