@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from ..errors import StoreError, StoreUnavailable, SwitchboardError
 from ..telemetry import store_timer
 from .engine import WRITE, cause_name, describe, make_sqlite_sync_engine, unavailable
-from .pg_driver import PgDriver
+from .pg_driver import PgDriver, pg_call
 from .prepared import Prepared, SqliteDriver
 
 __all__ = ["Lane", "StoreBase"]
@@ -249,10 +249,9 @@ class StoreBase:
                 return await threads.write_thread.call(threads.write, work)
             return await threads.read_threads.call(threads.read, work)
         if self._dialect == "postgresql" and (single or not write):
+            if driver:  # on a pooled asyncpg connection itself (pg_driver.py)
+                return await pg_call(self._engine.sync_engine, self._pg_prepared, cast(Callable[[PgDriver], T], work))
             async with self._autocommit.connect() as conn:
-                if driver:  # on the asyncpg connection itself (pg_driver.py)
-                    on_pg = cast(Callable[[PgDriver], T], work)
-                    return await conn.run_sync(lambda sync: on_pg(PgDriver(sync, self._pg_prepared)))
                 return await conn.run_sync(work)
         async with (self._write_turn if write and self._write_turn else nullcontext()):
             async with (self._writer if write else self._engine).begin() as conn:

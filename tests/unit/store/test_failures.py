@@ -44,3 +44,35 @@ async def test_a_write_after_the_server_stopped_is_store_unavailable(postgres_cl
             await store.ping()
     finally:
         await store.close()
+
+
+async def test_connections_the_server_closed_are_replaced_without_an_error(postgres_url):
+    # A Postgres restart (here: the server ending every session of the database) leaves the pool
+    # holding closed connections; the next one-statement call and read check out fresh ones.
+    import asyncio
+
+    import asyncpg
+
+    store = await open_store(postgres_url)
+    try:
+        await store.create_conversation(id="c1", owner="a", title="t", model=None, compliance_level=None)
+        await store.add_message("c1", id="m1", parent_id=None, role="user", content="one")
+        admin = await asyncpg.connect(postgres_url.replace("postgresql+asyncpg://", "postgresql://"))
+        try:
+            ended = await admin.fetchval("SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                         "WHERE datname = current_database() AND pid <> pg_backend_pid()) AS t")  # fmt: skip
+            assert ended >= 1  # the pool's connections
+            for _ in range(200):  # until the server has ended them
+                others = await admin.fetchval("SELECT count(*) FROM pg_stat_activity "
+                                              "WHERE datname = current_database() AND pid <> pg_backend_pid()")  # fmt: skip
+                if others == 0:
+                    break
+                await asyncio.sleep(0.01)
+        finally:
+            await admin.close()
+        await asyncio.sleep(0.05)  # the client side reads the sockets' end
+        await store.add_message("c1", id="m2", parent_id="m1", role="assistant", content="two")
+        conversation = await store.get_conversation("c1")
+        assert conversation is not None and (conversation.message_count, conversation.leaf_id) == (2, "m2")
+    finally:
+        await store.close()
