@@ -76,3 +76,30 @@ async def test_connections_the_server_closed_are_replaced_without_an_error(postg
         assert conversation is not None and (conversation.message_count, conversation.leaf_id) == (2, "m2")
     finally:
         await store.close()
+
+
+async def test_a_call_cancelled_while_postgres_runs_it_leaves_the_pool_usable(postgres_url):
+    # A turn stopped while its store call waits on the server: the connection goes back to the pool
+    # (or is dropped) and the calls after it work.
+    import asyncio
+
+    from sqlalchemy import func, select
+    from switchboard.store.pg_driver import pg_call
+
+    store = await open_store(postgres_url)
+    try:
+        await store.create_conversation(id="c1", owner="a", title="t", model=None, compliance_level=None)
+        slow = select(func.pg_sleep(5))
+        call = asyncio.ensure_future(pg_call(store._engine.sync_engine, store._pg_prepared,
+                                             lambda driver: driver.execute(slow, {}).first()))  # fmt: skip
+        await asyncio.sleep(0.3)  # the statement is on the server
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        for i in range(3):
+            await store.add_message("c1", id=f"m{i}", parent_id=f"m{i - 1}" if i else None, role="user", content="x")
+        conversation = await store.get_conversation("c1")
+        assert conversation is not None and conversation.message_count == 3
+        assert store._engine.sync_engine.pool.checkedout() == 0
+    finally:
+        await store.close()
