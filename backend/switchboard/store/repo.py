@@ -101,9 +101,10 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         return await self._run("read the conversation", work, write=False)
 
     async def load(self, id: str, *others: str) -> StoredConversation | None:
-        """The conversation with its messages (every branch, in order), allowances and file links,
-        from one snapshot; None when it is not stored. ``others``: ids to try in turn when ``id``
-        is not stored (in the same snapshot: one call for a name that may be stored two ways)."""
+        """The conversation with its messages (every branch, in order), allowances and file links
+        (on SQLite from one snapshot; on Postgres, at its READ COMMITTED, each statement sees its
+        own); None when it is not stored. ``others``: ids to try in turn when ``id`` is not stored
+        (in the same call: one call for a name that may be stored two ways)."""
 
         def work(conn: Connection | SqliteDriver) -> StoredConversation | None:
             for cid in (id, *others):
