@@ -107,12 +107,18 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         (in the same call: one call for a name that may be stored two ways)."""
 
         def work(conn: Connection | SqliteDriver) -> StoredConversation | None:
-            for cid in (id, *others):
-                row = conn.execute(S.CONVERSATION, {"cid": cid}).mappings().first()
-                if row is not None:
-                    break
+            if len(others) == 1:  # the usual pair (as given, as scoped): both looked up at once
+                found = {r["id"]: r for r in conn.execute(S.CONVERSATION_OF_TWO, {"cid": id, "cid2": others[0]}).mappings()}
+                row = found.get(id) or found.get(others[0])
             else:
+                row = None
+                for candidate in (id, *others):
+                    row = conn.execute(S.CONVERSATION, {"cid": candidate}).mappings().first()
+                    if row is not None:
+                        break
+            if row is None:
                 return None
+            cid = row["id"]
             params = {"cid": cid}
             return StoredConversation(
                 conversation=_conversation(row),

@@ -9,11 +9,13 @@ from sqlalchemy import Integer, String, Text, bindparam, exists, func, insert, l
 
 from .models import UTCDateTime, allowances, conversations, files, messages
 
-__all__ = ["ALLOWANCES", "BUMP", "BUMP_UNDER_PARENT", "CONVERSATION", "CREATE_WITH_FIRST", "EXISTS", "FILES",
+__all__ = ["ALLOWANCES", "BUMP", "BUMP_UNDER_PARENT", "CONVERSATION", "CONVERSATION_OF_TWO", "CREATE_WITH_FIRST", "EXISTS", "FILES",
            "INSERT_CONVERSATION", "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "SET_LEVELS", "SET_MODEL"]  # fmt: skip
 
 _c, _m = conversations.c, messages.c
 CONVERSATION = select(conversations).where(_c.id == bindparam("cid"))
+# one of two ids (a conversation a client picked may be stored under either): one round trip
+CONVERSATION_OF_TWO = select(conversations).where(_c.id.in_([bindparam("cid"), bindparam("cid2")]))
 MESSAGES = select(messages).where(_m.conversation_id == bindparam("cid")).order_by(_m.seq)
 ALLOWANCES = select(allowances.c.key).where(allowances.c.conversation_id == bindparam("cid"))
 FILES = select(files.c.file_id).where(files.c.conversation_id == bindparam("cid")).order_by(files.c.file_id)

@@ -56,6 +56,20 @@ async def test_a_conversation_is_created_with_every_level_it_ran_at(store):
     assert (await store.get_conversation("conv-2")).levels_used == ("a",)  # by default its one level
 
 
+async def test_load_of_two_ids_takes_the_first_stored(store):
+    # a conversation a client picked may be stored as given or under the owner's scoped id
+    assert await store.load("conv-a", "conv-b") is None
+    await new(store, id="conv-b")
+    await store.add_message("conv-b", id="b1", parent_id=None, role="user", content="under b")
+    loaded = await store.load("conv-a", "conv-b")
+    assert loaded.conversation.id == "conv-b" and [m.id for m in loaded.messages] == ["b1"]
+    await new(store, id="conv-a")
+    loaded = await store.load("conv-a", "conv-b")
+    assert loaded.conversation.id == "conv-a" and loaded.messages == []
+    assert (await store.load("conv-b", "conv-a")).conversation.id == "conv-b"
+    assert (await store.load("conv-x", "conv-y", "conv-a")).conversation.id == "conv-a"  # more than two: in turn
+
+
 async def test_load_is_none_for_an_unknown_conversation_and_whole_otherwise(store):
     assert await store.load("nothing-here") is None
     await new(store)
