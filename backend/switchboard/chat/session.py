@@ -8,6 +8,7 @@ a door wants of its turns in its `Preferences` (chat/questions.py)."""
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,11 @@ __all__ = ["ConversationState", "Seed", "new_id"]
 
 
 def new_id() -> str:
-    return secrets.token_urlsafe(12)
+    """A new id for a conversation, a message or a task: 24 URL-safe characters, the time first
+    (milliseconds, 12 lowercase hex digits: ids sort by when they were made, in any collation) and
+    72 random bits after. The store's indexes on ids then take new rows at their end, not on a
+    random page: on a large store each write touches fewer pages (docs/benchmarks.md §27)."""
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_urlsafe(9)}"
 
 
 @dataclass

@@ -1,0 +1,125 @@
+"""What the order of new ids costs a large store: a stored tool turn's writes (a new conversation
+with its question, the call with its result, the answer: three `TurnWrites.append` calls, four
+messages) on a SQLite file that already holds `--rows` messages, with ids made as before
+(`secrets.token_urlsafe(12)`: random) and as now (`chat.session.new_id`: the time first).
+
+The store is the app's own (`open_store`: its migrations, its writer thread, its statements). The
+rows already there are written straight into its tables, with ids of the same kind, and marked as
+held by the search index (their indexing is not what is measured); the file is then checkpointed
+and reopened, so every run starts from the disk's state. CPU is this process's (the writer thread
+included) per turn; KiB written per turn is what the process handed to `write`/`pwrite` (its
+`wchar` in /proc/self/io: WAL frames and the checkpoints that copy them into the database file).
+Kinds and sizes run in turn, `--rounds` times.
+
+    uv run python bench/id_order.py [--rows 0,300000] [--turns 400] [--rounds 2] [--json]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _support as S
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend"))
+
+from switchboard.chat.session import new_id  # noqa: E402
+from switchboard.store import NewConversation, NewMessage, open_store  # noqa: E402
+
+
+def random_id() -> str:
+    return secrets.token_urlsafe(12)  # the ids of every release before this one
+
+
+KINDS = {"random (before)": random_id, "time first (now)": new_id}
+PER_CONVERSATION = 10  # messages per conversation already stored
+
+
+def _prefill(path: Path, rows: int, make_id: Any) -> None:
+    db = sqlite3.connect(path)
+    now = "2026-11-26 10:00:00.000000"
+    conversation_rows, message_rows = [], []
+    for c in range(rows // PER_CONVERSATION):
+        cid = make_id()
+        ids = [make_id() for _ in range(PER_CONVERSATION)]
+        conversation_rows.append((cid, "someone@example.com", "t", None, None, "[null]", ids[-1], PER_CONVERSATION, now, now))
+        for seq, mid in enumerate(ids, 1):
+            message_rows.append((mid, cid, ids[seq - 2] if seq > 1 else None, seq, "user", "x" * 200, "{}", now))
+    with db:
+        db.executemany("INSERT INTO conversations (id, owner, title, model, compliance_level, levels_used, leaf_id, "
+                       "message_count, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)", conversation_rows)  # fmt: skip
+        db.executemany("INSERT INTO messages (id, conversation_id, parent_id, seq, role, content, data, created_at) "
+                       "VALUES (?,?,?,?,?,?,?,?)", message_rows)  # fmt: skip
+        for source in ("messages", "conversations"):
+            db.execute(f"UPDATE fts_indexed SET up_to = (SELECT coalesce(max(rowid), 0) FROM {source}) WHERE source = ?",
+                       (source,))  # fmt: skip
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+def _written() -> int:
+    with open("/proc/self/io") as io:
+        return next(int(line.split()[1]) for line in io if line.startswith("wchar:"))
+
+
+async def _turns(url: str, turns: int, make_id: Any) -> dict[str, float]:
+    store = await open_store(url)
+    try:
+        await store.list_conversations("nobody@example.com")  # the store's threads and statements warm
+        written, cpu, wall = _written(), time.process_time(), time.perf_counter()
+        for _ in range(turns):
+            cid, q, call, result, answer = (make_id() for _ in range(5))
+            await store.append(cid, [NewMessage(q, None, "user", "Please echo hello with the toolbox.")],
+                               create=NewConversation("someone@example.com", "Please echo hello", "demo", None))  # fmt: skip
+            await store.append(cid, [NewMessage(call, q, "assistant", "", {"tool_calls": [{"id": "c1", "name": "toolbox_echo"}]}),
+                                     NewMessage(result, call, "tool", "hello", {"call_id": "c1", "ok": True})])  # fmt: skip
+            await store.append(cid, [NewMessage(answer, result, "assistant", "Echoed: hello", {"finish_reason": "stop"})])
+        cpu, wall, written = time.process_time() - cpu, time.perf_counter() - wall, _written() - written
+    finally:
+        await store.close()
+    return {"cpu_ms_per_turn": cpu * 1000 / turns, "ms_per_turn": wall * 1000 / turns, "kib_written_per_turn": written / 1024 / turns}
+
+
+def main() -> None:
+    p = S.parser(__doc__.splitlines()[0])
+    p.add_argument("--rows", default="0,300000", help="comma-separated counts of messages already stored")
+    p.add_argument("--turns", type=int, default=400)
+    p.add_argument("--rounds", type=int, default=2)
+    args = p.parse_args()
+    started, load_before = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
+    sizes = [int(x) for x in args.rows.split(",")]
+    results: dict[str, list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-ids-") as tmp:
+        for _ in range(args.rounds):
+            for rows in sizes:
+                for kind, make_id in KINDS.items():
+                    folder = Path(tempfile.mkdtemp(dir=tmp))
+                    path = folder / "switchboard.db"
+                    url = f"sqlite+aiosqlite:///{path}"
+                    asyncio.run(_migrate(url))
+                    _prefill(path, rows, make_id)
+                    results.setdefault(f"{rows}|{kind}", []).append(asyncio.run(_turns(url, args.turns, make_id)))
+    rows_out = []
+    for key, runs in results.items():
+        size, kind = key.split("|")
+        rows_out.append([f"{int(size):,}", kind, " / ".join(f"{r['cpu_ms_per_turn']:.3f}" for r in runs),
+                         " / ".join(f"{r['kib_written_per_turn']:.0f}" for r in runs),
+                         " / ".join(f"{r['ms_per_turn']:.3f}" for r in runs)])  # fmt: skip
+    S.print_table(["messages stored", "ids", "CPU ms per turn", "KiB written per turn", "ms per turn"], rows_out)
+    S.report("id_order", {"results": results, "turns": args.turns}, args, started, load_before)
+
+
+async def _migrate(url: str) -> None:
+    store = await open_store(url)
+    await store.close()
+
+
+if __name__ == "__main__":
+    main()
