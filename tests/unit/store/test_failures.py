@@ -1,10 +1,14 @@
 """A write that fails is a StoreError in the user's words; a server that is gone is StoreUnavailable."""
 
+import asyncio
+
+import asyncpg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 from switchboard.errors import StoreError, StoreUnavailable
 from switchboard.store import open_store
 from switchboard.store.engine import WRITE, make_engine
+from switchboard.store.pg_driver import pg_call
 
 from tests.support.postgres import PostgresCluster
 
@@ -49,10 +53,6 @@ async def test_a_write_after_the_server_stopped_is_store_unavailable(postgres_cl
 async def test_connections_the_server_closed_are_replaced_without_an_error(postgres_url):
     # A Postgres restart (here: the server ending every session of the database) leaves the pool
     # holding closed connections; the next one-statement call and read check out fresh ones.
-    import asyncio
-
-    import asyncpg
-
     store = await open_store(postgres_url)
     try:
         await store.create_conversation(id="c1", owner="a", title="t", model=None, compliance_level=None)
@@ -81,11 +81,6 @@ async def test_connections_the_server_closed_are_replaced_without_an_error(postg
 async def test_a_call_cancelled_while_postgres_runs_it_leaves_the_pool_usable(postgres_url):
     # A turn stopped while its store call waits on the server: the connection goes back to the pool
     # (or is dropped) and the calls after it work.
-    import asyncio
-
-    from sqlalchemy import func, select
-    from switchboard.store.pg_driver import pg_call
-
     store = await open_store(postgres_url)
     try:
         await store.create_conversation(id="c1", owner="a", title="t", model=None, compliance_level=None)
