@@ -63,6 +63,7 @@ class Ledger:
     sent: list[Sent] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     problems: list[str] = field(default_factory=list)
+    reconnects: dict[str, int] = field(default_factory=dict)  # websocket users: times their socket closed under them
 
     def add(self, item: Sent) -> None:
         with self.lock:
@@ -208,6 +209,8 @@ def _ws_user(base: str, user: str, stop: threading.Event, ledger: Ledger) -> Non
                 assert _settle_from_store(base, item), item
                 break
             page.open()  # the socket closed (SIGTERM): reconnect through nginx, like the page
+            with ledger.lock:
+                ledger.reconnects[user] = ledger.reconnects.get(user, 0) + 1
             accepted, reason = _outcome(_stored(base, user, conversation), item.text)
             if reason is not None:
                 item.told, item.how = reason, "stored"
@@ -348,7 +351,12 @@ def test_a_rolling_restart_under_load_loses_no_message(cluster):
         key = f"{item.door}:{item.told}:{item.how}" + (":resent" if item.resent else "")
         outcomes[key] = outcomes.get(key, 0) + 1
     print("rolling restart outcomes:", json.dumps(outcomes, sort_keys=True), "messages:", len(sent),
-          "stops (s):", [round(s, 1) for s in stops])  # fmt: skip
+          "stops (s):", [round(s, 1) for s in stops], "reconnects:", ledger.reconnects)  # fmt: skip
     assert len(sent) >= 30, outcomes
     assert sum(n for k, n in outcomes.items() if ":stop:" in k) >= len(sent) - 3, outcomes  # nearly all answered
-    assert any(":attach" in k or ":stored" in k for k in outcomes), outcomes  # the restarts did cut turns
+    # The restarts reached every websocket user: each process is stopped once, and a user stays on its
+    # process until that happens. Whether a message was in flight at that moment (":attach", ":stored",
+    # ":resent" above) is a race the draining process makes rare: turns cut by a restart are the
+    # waiters' (checked above), attach from another process is test_cross_process's.
+    ws_users = {user for door, user in users if door == "ws"}
+    assert {u for u, n in ledger.reconnects.items() if n >= 1} == ws_users, ledger.reconnects
