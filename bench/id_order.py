@@ -48,21 +48,46 @@ KINDS = {"random (before)": random_id, "time first (now)": new_id}
 PER_CONVERSATION = 10  # messages per conversation already stored
 
 
-def _prefill(path: Path, rows: int, make_id: Any) -> None:
-    db = sqlite3.connect(path)
-    now = "2026-11-26 10:00:00.000000"
+CONVERSATION_COLUMNS = ["id", "owner", "title", "model", "compliance_level", "levels_used", "leaf_id", "message_count",
+                        "created_at", "updated_at"]  # fmt: skip
+MESSAGE_COLUMNS = ["id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"]
+
+
+def _stored_rows(rows: int, make_id: Any, now: Any) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The conversations and messages a store holds already: `rows` messages, ten per conversation."""
     conversation_rows, message_rows = [], []
-    for c in range(rows // PER_CONVERSATION):
+    for _ in range(rows // PER_CONVERSATION):
         cid = make_id()
         ids = [make_id() for _ in range(PER_CONVERSATION)]
         conversation_rows.append((cid, "someone@example.com", "t", None, None, "[null]", ids[-1], PER_CONVERSATION, now, now))
         for seq, mid in enumerate(ids, 1):
             message_rows.append((mid, cid, ids[seq - 2] if seq > 1 else None, seq, "user", "x" * 200, "{}", now))
+    return conversation_rows, message_rows
+
+
+async def _one_turn(store: Any, make_id: Any, *, joined: bool) -> None:
+    """A stored tool turn's writes: a new conversation with its question, the call with its result
+    (together on SQLite, where the app joins them; one at a time on Postgres), the answer."""
+    cid, q, call, result, answer = (make_id() for _ in range(5))
+    await store.append(cid, [NewMessage(q, None, "user", "Please echo hello with the toolbox.")],
+                       create=NewConversation("someone@example.com", "Please echo hello", "demo", None))  # fmt: skip
+    call_message = NewMessage(call, q, "assistant", "", {"tool_calls": [{"id": "c1", "name": "toolbox_echo"}]})
+    result_message = NewMessage(result, call, "tool", "hello", {"call_id": "c1", "ok": True})
+    if joined:
+        await store.append(cid, [call_message, result_message])
+    else:
+        await store.append(cid, [call_message])
+        await store.append(cid, [result_message])
+    await store.append(cid, [NewMessage(answer, result, "assistant", "Echoed: hello", {"finish_reason": "stop"})])
+
+
+def _prefill(path: Path, rows: int, make_id: Any) -> None:
+    conversation_rows, message_rows = _stored_rows(rows, make_id, "2026-11-26 10:00:00.000000")
+    db = sqlite3.connect(path)
     with db:
-        db.executemany("INSERT INTO conversations (id, owner, title, model, compliance_level, levels_used, leaf_id, "
-                       "message_count, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)", conversation_rows)  # fmt: skip
-        db.executemany("INSERT INTO messages (id, conversation_id, parent_id, seq, role, content, data, created_at) "
-                       "VALUES (?,?,?,?,?,?,?,?)", message_rows)  # fmt: skip
+        db.executemany(f"INSERT INTO conversations ({', '.join(CONVERSATION_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       conversation_rows)  # fmt: skip
+        db.executemany(f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)", message_rows)
         for source in ("messages", "conversations"):
             db.execute(f"UPDATE fts_indexed SET up_to = (SELECT coalesce(max(rowid), 0) FROM {source}) WHERE source = ?",
                        (source,))  # fmt: skip
@@ -81,12 +106,7 @@ async def _turns(url: str, turns: int, make_id: Any) -> dict[str, float]:
         await store.list_conversations("nobody@example.com")  # the store's threads and statements warm
         written, cpu, wall = _written(), time.process_time(), time.perf_counter()
         for _ in range(turns):
-            cid, q, call, result, answer = (make_id() for _ in range(5))
-            await store.append(cid, [NewMessage(q, None, "user", "Please echo hello with the toolbox.")],
-                               create=NewConversation("someone@example.com", "Please echo hello", "demo", None))  # fmt: skip
-            await store.append(cid, [NewMessage(call, q, "assistant", "", {"tool_calls": [{"id": "c1", "name": "toolbox_echo"}]}),
-                                     NewMessage(result, call, "tool", "hello", {"call_id": "c1", "ok": True})])  # fmt: skip
-            await store.append(cid, [NewMessage(answer, result, "assistant", "Echoed: hello", {"finish_reason": "stop"})])
+            await _one_turn(store, make_id, joined=True)
         cpu, wall, written = time.process_time() - cpu, time.perf_counter() - wall, _written() - written
     finally:
         await store.close()
@@ -96,21 +116,11 @@ async def _turns(url: str, turns: int, make_id: Any) -> dict[str, float]:
 async def _pg_prefill(url: str, rows: int, make_id: Any) -> None:
     import asyncpg
 
-    now = datetime(2026, 11, 26, 10, tzinfo=UTC)
-    conversation_rows, message_rows = [], []
-    for _ in range(rows // PER_CONVERSATION):
-        cid = make_id()
-        ids = [make_id() for _ in range(PER_CONVERSATION)]
-        conversation_rows.append((cid, "someone@example.com", "t", None, None, "[null]", ids[-1], PER_CONVERSATION, now, now))
-        for seq, mid in enumerate(ids, 1):
-            message_rows.append((mid, cid, ids[seq - 2] if seq > 1 else None, seq, "user", "x" * 200, "{}", now))
+    conversation_rows, message_rows = _stored_rows(rows, make_id, datetime(2026, 11, 26, 10, tzinfo=UTC))
     db = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
-        await db.copy_records_to_table("conversations", records=conversation_rows, columns=[
-            "id", "owner", "title", "model", "compliance_level", "levels_used", "leaf_id", "message_count", "created_at",
-            "updated_at"])  # fmt: skip
-        await db.copy_records_to_table("messages", records=message_rows, columns=[
-            "id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"])  # fmt: skip
+        await db.copy_records_to_table("conversations", records=conversation_rows, columns=CONVERSATION_COLUMNS)
+        await db.copy_records_to_table("messages", records=message_rows, columns=MESSAGE_COLUMNS)
         await db.execute("VACUUM ANALYZE")
         await db.execute("CHECKPOINT")
     finally:
@@ -131,12 +141,7 @@ async def _pg_turns(url: str, turns: int, make_id: Any, postmaster: int) -> dict
         lsn, server, cpu = await db.fetchval("SELECT pg_current_wal_lsn()"), _server_cpu_s(postmaster), time.process_time()
         wall = time.perf_counter()
         for _ in range(turns):
-            cid, q, call, result, answer = (make_id() for _ in range(5))
-            await store.append(cid, [NewMessage(q, None, "user", "Please echo hello with the toolbox.")],
-                               create=NewConversation("someone@example.com", "Please echo hello", "demo", None))  # fmt: skip
-            await store.append(cid, [NewMessage(call, q, "assistant", "", {"tool_calls": [{"id": "c1", "name": "toolbox_echo"}]})])
-            await store.append(cid, [NewMessage(result, call, "tool", "hello", {"call_id": "c1", "ok": True})])
-            await store.append(cid, [NewMessage(answer, result, "assistant", "Echoed: hello", {"finish_reason": "stop"})])
+            await _one_turn(store, make_id, joined=False)
         wall, cpu, server = time.perf_counter() - wall, time.process_time() - cpu, _server_cpu_s(postmaster) - server
         wal = await db.fetchval("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)", lsn)
     finally:
