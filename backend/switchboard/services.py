@@ -15,6 +15,7 @@ from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Con
                    TurnHub, TurnLimits,
                    UserLimits)
 from .chat.apps import AppBridge, AppLimits
+from .chat.conversation_ids import ConversationIds, id_key
 from .chat.sealed import IncognitoSeal, seal_key
 from .chat.relay import LOST as LOST_REASON
 from .chat.relay import LocalRelay
@@ -305,7 +306,8 @@ def build_services(
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
     conversations = Conversations(not_open, artifacts, ConversationLimits(  # the store opens at start-up
         max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
-        incognito_idle_s=settings.incognito_idle_s), seal=IncognitoSeal(seal_key(key), max_age_s=settings.incognito_idle_s))
+        incognito_idle_s=settings.incognito_idle_s), seal=IncognitoSeal(seal_key(key), max_age_s=settings.incognito_idle_s),
+        ids=ConversationIds(id_key(key)))
     auth = Authenticator(settings, config.groups)
     turns = TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s,
                     limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),

@@ -121,7 +121,9 @@ def test_an_incognito_chat_goes_on_through_another_process_and_nothing_is_stored
     kinds = [e["type"] for e in first]
     assert kinds[-2:] == ["incognito_state", "message_done"], kinds  # sealed before the turn's end
     state = first[-2]["state"]
-    assert first[-2]["conversation_id"] == conversation and marker not in state
+    # the name the client picked is the user's own: the chat's id is a keyed hash of it (the same on every process)
+    named = first[-2]["conversation_id"]
+    assert named != conversation and first[-1]["conversation_id"] == named and marker not in state
 
     again = _ws_turn(cluster.ports[1], {"content": "", "regenerate": True, "incognito": True,
                                         "conversation_id": conversation, "incognito_state": state})  # fmt: skip

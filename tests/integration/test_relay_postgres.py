@@ -22,6 +22,7 @@ from switchboard.store.live import LiveTurns
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 ALICE = User(email="alice@example.com")
+BOB = User(email="bob@example.com")
 CONVERSATION = "c-relay-1"
 
 
@@ -124,10 +125,11 @@ async def test_page_and_task_events_and_a_reload_reach_the_other_processes(postg
     try:
         assert hub_a.task_questions is not None and hub_b.task_questions is not None
         large = "y" * 30_000
-        with hub_a.pages.watch(CONVERSATION) as here, hub_b.pages.watch(CONVERSATION) as there, \
+        with hub_a.pages.watch(ALICE.email, CONVERSATION) as here, hub_b.pages.watch(ALICE.email, CONVERSATION) as there, \
+                hub_b.pages.watch(BOB.email, CONVERSATION) as stranger, hub_a.pages.watch(BOB.email, CONVERSATION) as stranger_here, \
                 hub_b.task_questions.listen(ALICE.email) as tasks_there:  # fmt: skip
-            hub_a.pages.publish(CONVERSATION, TokenEvent(text="small"))
-            hub_a.pages.publish(CONVERSATION, TokenEvent(text=large))
+            hub_a.pages.publish(ALICE.email, CONVERSATION, TokenEvent(text="small"))
+            hub_a.pages.publish(ALICE.email, CONVERSATION, TokenEvent(text=large))
             hub_a.task_questions.publish(ALICE.email, TaskEvent(task_id="t1", call_id="call_1", conversation_id=CONVERSATION,
                                                                  server="s", tool="s_t", status="working"))  # fmt: skip
             for queue in (here, there):
@@ -143,6 +145,8 @@ async def test_page_and_task_events_and_a_reload_reach_the_other_processes(postg
             await asyncio.sleep(0.2)
             assert reloads == [1]  # the other process, once; not the one that reloaded
             assert here.empty() and there.empty()  # nothing twice
+            # a page of another user's that names the same conversation id hears nothing, on either process
+            assert stranger.empty() and stranger_here.empty()
     finally:
         await a.stop()
         await b.stop()
@@ -163,8 +167,8 @@ async def test_a_relay_listens_and_sends_again_after_its_connections_are_lost(po
             if b.live._listener is not listener and not b.live._listener.is_closed():
                 break
             await asyncio.sleep(0.05)
-        with hub_b.pages.watch(CONVERSATION) as there:
-            hub_a.pages.publish(CONVERSATION, TokenEvent(text="after"))
+        with hub_b.pages.watch(ALICE.email, CONVERSATION) as there:
+            hub_a.pages.publish(ALICE.email, CONVERSATION, TokenEvent(text="after"))
             assert (await asyncio.wait_for(there.get(), 10)).text == "after"
     finally:
         await a.stop()

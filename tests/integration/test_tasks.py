@@ -231,3 +231,27 @@ def test_the_terminal_client_says_a_call_runs_as_a_task(site, llm):
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, encoding="utf-8", env=env)
     assert done.returncode == 0 and done.stdout == "Started.\n"
     assert "⧗ local_crunch runs as background task " in done.stderr and "(working)" in done.stderr
+
+
+def test_a_task_started_in_an_incognito_chat_naming_anothers_conversation_stores_nothing_there(site, llm):
+    """Bob names alice's stored conversation as his incognito chat's id and starts a task there:
+    its result reaches bob's pages only, and alice's conversation (what her model reads) is untouched."""
+    base, _ = site
+    llm.reset()
+    llm.enqueue(TextReply("Noted."))
+    page = Page(base)
+    page.send(type="chat", content="remember this")
+    alices = page.until(lambda e: e["type"] == "message_done")[-1]["conversation_id"]
+    page.close()
+    before = httpx.get(f"{base}/api/conversations/{alices}", headers=ALICE).json()["messages"]
+
+    llm.enqueue(ToolCallReply([ToolCall("local_crunch", json.dumps({"steps": 1, "delay": 0.1}))]), TextReply("Started."))
+    bob = Page(base, BOB)
+    bob.send(type="chat", content="run it", incognito=True, conversation_id=alices)
+    turn = bob.until(lambda e: e["type"] == "message_done")
+    assert turn[-1]["conversation_id"] != alices
+    done = bob.until(finished)[-1]
+    bob.close()
+    assert done["status"] == "completed" and done["conversation_id"] != alices and done.get("message_id") is None
+    after = httpx.get(f"{base}/api/conversations/{alices}", headers=ALICE).json()["messages"]
+    assert [m["id"] for m in after] == [m["id"] for m in before]

@@ -205,11 +205,11 @@ class AppBridge:
         conversation_id = mounted.conversation.id
 
         async def emit(event: ServerEvent) -> None:
-            self._hub.pages.publish(conversation_id, event)
+            self._hub.pages.publish(user.email, conversation_id, event)
 
         with self._hub.app_call(turn):
             executed = await self._calls.run(request, turn=turn, offered=offered, emit=emit, from_app=mounted.call_id)
-        self._hub.pages.publish(conversation_id, executed.event)
+        self._hub.pages.publish(user.email, conversation_id, executed.event)
         await self._keep(mounted, executed, turn.new_allowances)
         if not executed.ran:
             raise Forbidden(executed.event.content)

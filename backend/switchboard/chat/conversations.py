@@ -5,17 +5,15 @@ the door's preferences, and the rules for continuing one: ownership, edits and r
 new one is not continued: a new one starts). A turn's records are stored by `recorder`
 (chat/recording.py).
 
-An id a client picks is its user's own: the store keeps that conversation under
-`scoped_id(user, id)`, so no one can take or probe another user's names.
-Incognito conversations stay in memory (`IncognitoMemory`, per user) and their
+An id a client picks is its user's own, for stored and incognito conversations alike: the
+conversation is kept under `ids.scoped(user, id)`, a keyed hash (chat/conversation_ids.py), so no
+one can take, probe or compute another user's ids. Incognito conversations stay in memory (`IncognitoMemory`, per user) and their
 files are deleted when they leave it; a conversation of one turn (`/v1`'s) is never kept, and
 its files go when its turn ends. A conversation past `max_chars` of stored text is not continued."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import logging
 import re
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from ..errors import BadRequest, NotFound, SwitchboardError
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
 from ..store import Conversation, ConversationStore, Message, NewMessage, active_path
 from .app_context import app_contexts
+from .conversation_ids import ConversationIds, legacy_scoped_id
 from .events import CONVERSATION_ID, ChatMessage
 from .incognito import IncognitoMemory
 from .sealed import IncognitoSeal, OpenedState
@@ -35,7 +34,7 @@ from .recording import TurnRecorder
 from .session import ConversationState, new_id
 from .turn_state import TurnState
 
-__all__ = ["ConversationLimits", "Conversations", "scoped_id"]
+__all__ = ["ConversationLimits", "Conversations"]
 
 log = logging.getLogger("switchboard.chat")
 
@@ -61,17 +60,11 @@ class ConversationLimits:
     incognito_idle_s: float = 24 * 3600
 
 
-def scoped_id(owner: str, client_id: str) -> str:
-    """The store's id of the conversation a client named `client_id` for `owner`: ids a client
-    picks live in the owner's own namespace, so another user can neither take nor probe them."""
-    digest = hashlib.sha256(f"{owner}\x00{client_id}".encode()).digest()
-    return "u" + base64.urlsafe_b64encode(digest[:18]).decode()  # 25 characters: a valid conversation id
-
-
 class Conversations:
     def __init__(self, store: ConversationStore, files: ArtifactStore, limits: ConversationLimits | None = None,
-                 seal: IncognitoSeal | None = None) -> None:  # fmt: skip
+                 seal: IncognitoSeal | None = None, ids: ConversationIds | None = None) -> None:  # fmt: skip
         self.recorder = TurnRecorder(store)
+        self.ids = ids or ConversationIds()  # the ids of conversations clients named
         self._files = files
         self.limits = limits or ConversationLimits()
         self.seal = seal  # incognito conversations held by the page (chat/sealed.py); None: memory only
@@ -91,23 +84,17 @@ class Conversations:
         """The user's stored conversation by the id a client knows it by (the store's own, or one
         the client picked); NotFound for anyone else's and for none."""
         if _ID.match(conversation_id):
-            for candidate in (conversation_id, scoped_id(user.email, conversation_id)):
+            candidates = [*self.ids.candidates(user.email, conversation_id), *await self._earlier_ids(user, conversation_id)]
+            for candidate in candidates:
                 found = await self.store.get_conversation(candidate)
-                if found is not None:
-                    if found.owner != user.email:
-                        break  # another user's: the same answer as none
+                if found is not None and found.owner == user.email:  # another user's: the same answer as none
                     return found
-            else:
-                for candidate in await self._earlier_ids(user, conversation_id):
-                    found = await self.store.get_conversation(candidate)
-                    if found is not None and found.owner == user.email:
-                        return found
         raise NotFound("there is no such conversation", action="It may have been deleted; pick another one.")
 
     async def _earlier_ids(self, user: User, name: str) -> list[str]:
         """Where a conversation the client named `name` was stored under a spelling the user's
         address had before addresses were normalized (store migration 0007)."""
-        return [scoped_id(spelling, name) for spelling in await self.store.old_spellings(user.email)]
+        return [legacy_scoped_id(spelling, name) for spelling in await self.store.old_spellings(user.email)]
 
     # -- incognito files ---------------------------------------------------------
     def turn_ended(self, conversation: ConversationState) -> None:
@@ -145,7 +132,7 @@ class Conversations:
         # An id the client picked (not the connection's own, which the server made) is the user's own.
         picked = conversation_id != current_id
         if request.incognito and request.incognito_state is not None and self.seal is not None:
-            conversation = self._unseal(user, conversation_id, request.incognito_state)
+            conversation = self._unseal(user, conversation_id, request.incognito_state, picked=picked)
         else:
             conversation = await self._load(user, conversation_id, incognito=request.incognito, picked=picked)
         turn = TurnState(user=user, conversation=conversation, preferences=preferences)
@@ -167,11 +154,18 @@ class Conversations:
             _regenerate(conversation)
         return turn
 
-    def _unseal(self, user: User, conversation_id: str, sealed: str) -> ConversationState:
+    def _unseal(self, user: User, conversation_id: str, sealed: str, *, picked: bool) -> ConversationState:
         """The incognito conversation the page sent back (sealed by a process of this deployment):
-        it replaces whatever this process's memory holds of it."""
+        it replaces whatever this process's memory holds of it. A client may name it by the id
+        the server gave it or by the name it picked."""
         assert self.seal is not None
-        opened = self.seal.open(sealed, user.email, conversation_id)
+        try:
+            opened = self.seal.open(sealed, user.email, conversation_id)
+        except BadRequest:
+            if not picked:
+                raise
+            conversation_id = self.ids.scoped(user.email, conversation_id)
+            opened = self.seal.open(sealed, user.email, conversation_id)
         self._check_size(sum(len(getattr(r, "text", "")) for r in opened.history))
         conversation = ConversationState(owner=user.email, id=conversation_id, incognito=True, history=opened.history,
                                          compliance_level=opened.compliance_level, levels_used=opened.levels_used,
@@ -209,23 +203,29 @@ class Conversations:
                 continue  # removed by retention
 
     async def _load(self, user: User, conversation_id: str, *, incognito: bool, picked: bool) -> ConversationState:
+        scoped = self.ids.scoped(user.email, conversation_id)
         remembered = self._memory.get(user.email, conversation_id)
+        if remembered is None and picked:
+            remembered = self._memory.get(user.email, scoped)
         if remembered is not None:
             self._check_size(sum(len(getattr(r, "text", "")) for r in remembered.history))
             return remembered
         if incognito:
-            # A stored conversation never turns incognito: an incognito chat there starts its own.
-            mine = [conversation_id, scoped_id(user.email, conversation_id)] if picked else [conversation_id]
-            existing = [await self.store.get_conversation(c) for c in mine]
-            taken = any(c is not None and c.owner == user.email for c in existing)
-            conversation = ConversationState(owner=user.email, incognito=True, id=new_id() if taken else conversation_id)
+            # An id the client picked is the user's own (never another user's conversation, which
+            # the socket would then follow), and a stored conversation never turns incognito: an
+            # incognito chat there starts its own.
+            wanted = scoped if picked else conversation_id
+            taken = await self.store.get_conversation(wanted) is not None
+            conversation = ConversationState(owner=user.email, incognito=True, id=new_id() if taken else wanted)
             self._memory.keep(conversation)
             return conversation
         # One read: the row, messages, allowances and files (of the id as given, else the user's own).
-        scoped = scoped_id(user.email, conversation_id)
         loaded = await (self.store.load(conversation_id, scoped) if picked else self.store.load(conversation_id))
-        if loaded is None and picked and (earlier := await self._earlier_ids(user, conversation_id)):
-            loaded = await self.store.load(*earlier)  # stored under a spelling from before 0007
+        if picked and loaded is not None and loaded.conversation.owner != user.email:
+            loaded = await self.store.load(scoped)  # another user's id: this user's name of the same spelling
+        if loaded is None and picked:  # stored before ids were keyed, or under a spelling from before 0007
+            loaded = await self.store.load(legacy_scoped_id(user.email, conversation_id),
+                                           *await self._earlier_ids(user, conversation_id))  # fmt: skip
         if loaded is None:
             return ConversationState(owner=user.email, id=scoped if picked else conversation_id)
         stored = loaded.conversation

@@ -18,7 +18,7 @@ Messages (JSON on channel `sb_<process>`; `sb_all` for everyone):
   end {c, upto}                        c's turn is over after event `upto`
   ask {what: approval|elicitation|cancel, user, ..., rid, from} -> ack {rid, ok}
   lost {c}                             c's process died: its followers end the turn as failed
-  page {c, t, from} / user {u, t, from}  an event for the pages showing conversation c / of user u
+  page {c, u, t, from} / user {u, t, from}  an event for the pages showing u's conversation c / of user u
                                        (a large t comes in pieces: id, i, n; `k`: for one page)
   questions {u, k, from}               page k of user u opened on `from`: send it u's open questions
   reload {from}                        an administrator reloaded the configuration on `from`
@@ -207,8 +207,8 @@ class PostgresRelay:
 
     # -- events made outside turns, and reloads ----------------------------------------------
 
-    def to_pages(self, conversation_id: str, text: str) -> None:
-        for message in pieces({"op": "page", "c": conversation_id, "from": self.process_id}, text):
+    def to_pages(self, owner: str, conversation_id: str, text: str) -> None:
+        for message in pieces({"op": "page", "c": conversation_id, "u": owner, "from": self.process_id}, text):
             self._post("sb_all", message)
 
     def to_user(self, user: str, text: str, *, page: str | None = None, to: str = "sb_all") -> None:
@@ -300,7 +300,7 @@ class PostgresRelay:
             return
         board = self._hub.task_questions
         if op == "page":
-            self._hub.pages.deliver(str(message.get("c", "")), event)
+            self._hub.pages.deliver(str(message.get("u", "")), str(message.get("c", "")), event)
         elif board is not None and "k" in message:
             board.deliver_to(str(message["k"]), event)
         elif board is not None:

@@ -59,8 +59,8 @@ class Relay(Protocol):
 
     async def ask(self, user: User, op: str, **fields: Any) -> bool: ...
 
-    def to_pages(self, conversation_id: str, text: str) -> None:
-        """An event made outside a turn, for the pages of this conversation on other processes."""
+    def to_pages(self, owner: str, conversation_id: str, text: str) -> None:
+        """An event made outside a turn, for the pages of this conversation of the owner's on other processes."""
 
     def to_user(self, user: str, text: str) -> None:
         """An event of this user's background tasks, for their pages on other processes."""
@@ -101,7 +101,7 @@ class LocalRelay:
     async def ask(self, user: User, op: str, **fields: Any) -> bool:
         return False
 
-    def to_pages(self, conversation_id: str, text: str) -> None:
+    def to_pages(self, owner: str, conversation_id: str, text: str) -> None:
         return None
 
     def to_user(self, user: str, text: str) -> None:

@@ -260,8 +260,8 @@ class TaskPoller:
     async def _store_result(self, record: TaskRecord, event: Any, model_text: str) -> str | None:
         store = self.conversations.store
         conversation = await store.get_conversation(record.conversation_id)
-        if conversation is None:  # incognito, or deleted since: the pages still hear of it
-            return None
+        if conversation is None or conversation.owner != record.owner:
+            return None  # incognito, deleted since, or (never) another user's: the owner's pages still hear of it
         message_id = new_id()
         data = {"call_id": record.call_id, "tool": record.tool, "server": record.server, "ok": event.ok,
                 "model_text": model_text, "task_result": record.id, "content": event.content,

@@ -30,7 +30,7 @@ from .events import (
     ServerEvent,
     TokenEvent,
 )
-from .conversations import Conversations, scoped_id
+from .conversations import Conversations
 from .listeners import END as _END
 from .listeners import Subscription
 from .loop import ChatEngine
@@ -163,7 +163,7 @@ class TurnHub:
         self._busy: set[tuple[str, str]] = set()
         self._starts: dict[str, int] = {}  # per user: turns starting or running
         # The pages showing each conversation (events made outside turns), here and on other processes.
-        self.pages = ConversationPages(share=lambda conversation_id, text: self.relay.to_pages(conversation_id, text))
+        self.pages = ConversationPages(share=lambda owner, conversation_id, text: self.relay.to_pages(owner, conversation_id, text))
         self._app_calls: dict[int, TurnState] = {}  # MCP Apps' calls now running (each a small turn), by id()
         self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
         self.draining = asyncio.Event()  # set at SIGTERM: connections without a running turn close (`drain`)
@@ -179,8 +179,8 @@ class TurnHub:
 
     def running(self, owner: str, conversation_id: str) -> Turn | None:
         """The turn running in this conversation of `owner`'s, by the id a client knows it by."""
-        for key in ((owner, conversation_id), (owner, scoped_id(owner, conversation_id))):
-            turn = self._turns.get(key)
+        for candidate in self.conversations.ids.candidates(owner, conversation_id):
+            turn = self._turns.get((owner, candidate))
             if turn is not None and turn.running:
                 return turn
         return None
@@ -307,7 +307,7 @@ class TurnHub:
         local = self.attach(user, conversation_id)
         if local is not None:
             return local
-        for stored_id in (conversation_id, scoped_id(user.email, conversation_id)):
+        for stored_id in self.conversations.ids.candidates(user.email, conversation_id):
             remote = await self.relay.attach(user, stored_id)
             if remote is not None:
                 return remote

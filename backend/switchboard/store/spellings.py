@@ -1,6 +1,6 @@
 """The spellings a user's address had before addresses were normalized (migration 0007), kept for
 one reason: a conversation id a client picked is stored under a hash of the owner's address and
-the name (`chat.conversations.scoped_id`), and the hash cannot be recomputed for a new spelling.
+the name (`chat.conversation_ids.legacy_scoped_id`), and the hash cannot be recomputed for a new spelling.
 
 Only that migration writes the table, before any process serves, so what was read stays true for
 the process's life: an empty table (every site that had no mixed-case addresses, and every new

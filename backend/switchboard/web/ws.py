@@ -118,7 +118,7 @@ class _Connection:
         self.watcher = asyncio.create_task(self._watch(conversation_id), name=f"watch:{self.user.email}")
 
     async def _watch(self, conversation_id: str) -> None:
-        with self.services.turns.pages.watch(conversation_id) as queue:
+        with self.services.turns.pages.watch(self.user.email, conversation_id) as queue:
             while True:
                 await self.send(await queue.get())
 

@@ -16,7 +16,6 @@ from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import (ApprovalAnswer, CallRunner, CallSettings, ChatEngine, Conversations, Preferences,
                               TurnHub, UserLimits)  # fmt: skip
-from switchboard.chat.conversations import scoped_id
 from switchboard.chat.events import ChatMessage
 from switchboard.chat.session import Seed
 from switchboard.config.loader import AppConfig, McpConfig
@@ -259,7 +258,7 @@ async def test_the_first_commit_runs_beside_the_model_call_and_a_failed_one_stop
     assert types(events) == ["error"] and "store failed" in events[0]["message"]
     assert len(llm.sent) == 1 and WIPED == []  # the one model call sent beside the commit, and no tool call
     store.append = append
-    assert await store.load(scoped_id(ANN.email, "conv-hub-first")) is None
+    assert await store.load(hub.conversations.ids.scoped(ANN.email, "conv-hub-first")) is None
 
 
 async def test_a_quick_call_is_stored_with_its_result_and_a_long_one_while_it_runs(make, tmp_path):
@@ -287,7 +286,7 @@ async def test_a_quick_call_is_stored_with_its_result_and_a_long_one_while_it_ru
     await reader.until("tool_start")
     await asyncio.sleep(0.5)  # the call still waits for its gate
     assert appended == [["user"], ["assistant"]]
-    stored = await store.load(scoped_id(ANN.email, "conv-slow"))
+    stored = await store.load(hub.conversations.ids.scoped(ANN.email, "conv-slow"))
     assert stored.messages[-1].data["tool_calls"][0]["name"] == "box_wait"
     GATES["slow"].set()
     await reader.until("message_done")
@@ -318,7 +317,7 @@ async def test_the_next_model_request_is_sent_while_the_round_s_result_is_stored
 
     assert types(events) == ["conversation", "tool_start", "tool_result", "token", "message_done"]
     assert sent_when_stored == [2]  # the second model request was out before the result was stored
-    stored = await store.load(scoped_id(ANN.email, "conv-overlap"))
+    stored = await store.load(hub.conversations.ids.scoped(ANN.email, "conv-overlap"))
     assert [m.role for m in stored.messages] == ["user", "assistant", "tool", "assistant"]
 
 
@@ -340,7 +339,7 @@ async def test_a_result_stored_while_the_turn_is_stopped_is_still_announced(make
     hub = await make(ScriptedLLM([call("box_wait", gate="g")], [call("box_wait", gate="never")]), store=store)
     reader = Reader(await hub.start(ANN, chat(conversation_id="conv-stop"), "current"))
     await asyncio.wait_for(storing.wait(), 10)
-    hub.running(ANN.email, scoped_id(ANN.email, "conv-stop")).stop("user")
+    hub.running(ANN.email, hub.conversations.ids.scoped(ANN.email, "conv-stop")).stop("user")
 
     events = await reader.until("message_done")
 

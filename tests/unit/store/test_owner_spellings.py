@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat.conversations import Conversations, scoped_id
+from switchboard.chat.conversation_ids import legacy_scoped_id
+from switchboard.chat.conversations import Conversations
 from switchboard.chat.events import ChatMessage
 from switchboard.config.models import ComplianceLevels
 from switchboard.errors import NotFound
@@ -26,7 +27,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def _rows_before_0007(conn) -> None:
     command.upgrade(_config(conn), "0006")
-    named = scoped_id("Alice@Example.com", "my-notes")  # a conversation the client named "my-notes"
+    named = legacy_scoped_id("Alice@Example.com", "my-notes")  # a conversation the client named "my-notes"
     for cid, owner in (("c-alice", "Alice@Example.com "), ("c-plain", "bob@example.com"), (named, "Alice@Example.com")):
         conn.execute(m.conversations.insert().values(id=cid, owner=owner, title=cid, levels_used=[], message_count=0,
                                                      created_at=T0, updated_at=T0))  # fmt: skip
@@ -62,7 +63,7 @@ async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_col
             task_owners = (await conn.execute(select(m.tasks.c.owner))).scalars().all()
     finally:
         await engine.dispose()
-    named = scoped_id("Alice@Example.com", "my-notes")
+    named = legacy_scoped_id("Alice@Example.com", "my-notes")
     assert owners == {"c-alice": "alice@example.com", "c-plain": "bob@example.com", named: "alice@example.com"}
     assert tokens == ["alice@example.com"]
     assert creds == [("git", "alice@example.com", "newer"), ("wiki", "alice@example.com", "only")]

@@ -26,7 +26,7 @@ depends_on = None
 
 # (table, the column naming the user); tables whose key does not include the user
 _OWNED = (("conversations", "owner"), ("api_tokens", "owner"), ("tasks", "owner"), ("live_turns", "owner"))
-_PICKED = re.compile(r"^u[A-Za-z0-9_-]{24}$")  # the shape of chat.conversations.scoped_id's ids
+_PICKED = re.compile(r"^u[A-Za-z0-9_-]{24}$")  # the shape of named conversations' ids (chat/conversation_ids.py)
 
 
 def _normalize(address: str) -> str:  # the same rule as auth.normalize_email, frozen here
