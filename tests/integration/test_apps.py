@@ -308,17 +308,16 @@ def test_the_dataviz_chart_app_calls_back_into_its_server(tmp_path, llm):
 
 
 def test_an_incognito_chat_naming_anothers_conversation_gets_none_of_its_events(site, llm):
-    """Bob names alice's stored conversation as his incognito chat's id: his chat gets an id of
-    its own, and his socket hears nothing of the calls alice's app makes in her conversation."""
+    """Bob names alice's stored conversation as his incognito chat's id: it is not found (as for
+    a stored chat), and his socket hears nothing of the calls alice's app makes in her conversation."""
     client, services = site
     conversation_id, call_id, (ws_cm, ws, _) = mount(client, llm)
     try:
-        llm.enqueue(TextReply("Hello bob."))
         with client.websocket_connect("/ws", headers=BOB) as bob:
             bob.receive_json()
             bob.send_json({"type": "chat", "content": "hi", "incognito": True, "conversation_id": conversation_id})
-            done = until(bob, "message_done")[-1]
-            assert done["conversation_id"] != conversation_id
+            refused = bob.receive_json()
+            assert refused["type"] == "error" and refused["code"] == "not_found", refused
             answer = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 2}})
             assert answer.status_code == 200, answer.text
             assert until(ws, "tool_result")[-1]["from_app"] == call_id  # alice's page hears it

@@ -234,8 +234,8 @@ def test_the_terminal_client_says_a_call_runs_as_a_task(site, llm):
 
 
 def test_a_task_started_in_an_incognito_chat_naming_anothers_conversation_stores_nothing_there(site, llm):
-    """Bob names alice's stored conversation as his incognito chat's id and starts a task there:
-    its result reaches bob's pages only, and alice's conversation (what her model reads) is untouched."""
+    """Bob names alice's stored conversation as his incognito chat's id to start a task there: it
+    is not found, and alice's conversation (what her model reads) is untouched."""
     base, _ = site
     llm.reset()
     llm.enqueue(TextReply("Noted."))
@@ -248,10 +248,14 @@ def test_a_task_started_in_an_incognito_chat_naming_anothers_conversation_stores
     llm.enqueue(ToolCallReply([ToolCall("local_crunch", json.dumps({"steps": 1, "delay": 0.1}))]), TextReply("Started."))
     bob = Page(base, BOB)
     bob.send(type="chat", content="run it", incognito=True, conversation_id=alices)
+    refused = bob.until(lambda e: e["type"] in ("error", "message_done"))[-1]
+    assert refused["type"] == "error" and refused["code"] == "not_found", refused
+    # in an incognito chat of his own the task runs, and its result is stored nowhere
+    bob.send(type="chat", content="run it", incognito=True, conversation_id="bobs-own-incognito")
     turn = bob.until(lambda e: e["type"] == "message_done")
-    assert turn[-1]["conversation_id"] != alices
     done = bob.until(finished)[-1]
     bob.close()
-    assert done["status"] == "completed" and done["conversation_id"] != alices and done.get("message_id") is None
+    assert done["status"] == "completed" and done["conversation_id"] == turn[-1]["conversation_id"] != alices
+    assert done.get("message_id") is None
     after = httpx.get(f"{base}/api/conversations/{alices}", headers=ALICE).json()["messages"]
     assert [m["id"] for m in after] == [m["id"] for m in before]

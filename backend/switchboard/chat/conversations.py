@@ -211,18 +211,19 @@ class Conversations:
             self._check_size(sum(len(getattr(r, "text", "")) for r in remembered.history))
             return remembered
         if incognito:
-            # An id the client picked is the user's own (never another user's conversation, which
-            # the socket would then follow), and a stored conversation never turns incognito: an
-            # incognito chat there starts its own.
-            wanted = scoped if picked else conversation_id
-            taken = await self.store.get_conversation(wanted) is not None
+            # As for stored chats: another user's conversation id is not found, and a name the
+            # client picked becomes the user's own id. A stored conversation never turns
+            # incognito: an incognito chat there starts its own.
+            existing = await self.store.get_conversation(conversation_id)
+            if existing is not None and existing.owner != user.email:
+                raise NotFound("there is no such conversation", action="Start a new conversation.")
+            wanted = scoped if picked and existing is None else conversation_id
+            taken = existing is not None or (wanted != conversation_id and await self.store.get_conversation(wanted) is not None)
             conversation = ConversationState(owner=user.email, incognito=True, id=new_id() if taken else wanted)
             self._memory.keep(conversation)
             return conversation
         # One read: the row, messages, allowances and files (of the id as given, else the user's own).
         loaded = await (self.store.load(conversation_id, scoped) if picked else self.store.load(conversation_id))
-        if picked and loaded is not None and loaded.conversation.owner != user.email:
-            loaded = await self.store.load(scoped)  # another user's id: this user's name of the same spelling
         if loaded is None and picked:  # stored before ids were keyed, or under a spelling from before 0007
             loaded = await self.store.load(legacy_scoped_id(user.email, conversation_id),
                                            *await self._earlier_ids(user, conversation_id))  # fmt: skip

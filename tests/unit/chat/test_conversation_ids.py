@@ -46,10 +46,14 @@ async def stored(conversations: Conversations, user: User, conversation_id: str)
 
 async def test_an_incognito_chat_never_takes_another_users_conversation_id(conversations):
     anns = await stored(conversations, ANN, "ann-conversation-1")
-    chat = ChatMessage(type="chat", content="hi", incognito=True, conversation_id=anns)
+    for incognito in (True, False):  # as for a stored chat: another user's id is not found
+        with pytest.raises(NotFound):
+            chat = ChatMessage(type="chat", content="hi", incognito=incognito, conversation_id=anns)
+            await conversations.turn_for(BOB, chat, "bobs-connection-id", LEVELS)
+    # a name bob picks is his own: his incognito chat runs under his keyed id of it
+    chat = ChatMessage(type="chat", content="hi", incognito=True, conversation_id="bobs-secret-chat")
     turn = await conversations.turn_for(BOB, chat, "bobs-connection-id", LEVELS)
-    assert turn.conversation.incognito and turn.conversation.id != anns
-    assert turn.conversation.id == conversations.ids.scoped(BOB.email, anns)
+    assert turn.conversation.incognito and turn.conversation.id == conversations.ids.scoped(BOB.email, "bobs-secret-chat")
     # bob's next turn, naming it as the server named it, continues the same incognito chat
     again = ChatMessage(type="chat", content="more", incognito=True, conversation_id=turn.conversation.id)
     assert (await conversations.turn_for(BOB, again, "bobs-connection-id", LEVELS)).conversation is turn.conversation
@@ -62,16 +66,15 @@ async def test_an_incognito_chat_on_a_users_own_stored_conversation_starts_its_o
     assert turn.conversation.incognito and turn.conversation.id not in (anns, "my-diary")
 
 
-async def test_naming_another_users_id_or_name_reaches_a_conversation_of_ones_own(conversations):
-    anns = await stored(conversations, ANN, "ann-conversation-2")
+async def test_a_name_another_user_picked_reaches_a_conversation_of_ones_own(conversations):
     named = await stored(conversations, ANN, conversations.ids.scoped(ANN.email, "my-plans"))
-    for name in (anns, "my-plans", named):
-        chat = ChatMessage(type="chat", content="show me", conversation_id=name)
+    for incognito in (False, True):
+        chat = ChatMessage(type="chat", content="show me", conversation_id="my-plans", incognito=incognito)
         turn = await conversations.turn_for(BOB, chat, "bobs-connection-id", LEVELS)
         assert not turn.conversation.stored and turn.conversation.history == []
-        assert turn.conversation.id == conversations.ids.scoped(BOB.email, name)
-        with pytest.raises(NotFound):
-            await conversations.find(BOB, name)
+        assert turn.conversation.id == conversations.ids.scoped(BOB.email, "my-plans") != named
+    with pytest.raises(NotFound):
+        await conversations.find(BOB, "my-plans")
     assert (await conversations.find(ANN, "my-plans")).id == named
 
 
