@@ -82,6 +82,7 @@ class FileChooser:
 
     def several(self, param: str, values: Any, *, asked: bool) -> list[StoredFile]:
         """The files for a list parameter: the ones named, else every file that fits."""
+        values = [values] if isinstance(values, str) else values
         given = [v for v in values if v not in (None, "")] if isinstance(values, list) else []
         if given:
             chosen = [self.named(param, v) for v in given]

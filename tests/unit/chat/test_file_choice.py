@@ -181,7 +181,8 @@ async def test_a_list_parameter_gets_the_files_named_else_every_file_that_fits(s
     north, south = upload(files, "north.csv", CSV, "text/csv"), upload(files, "south.csv", CSV, "text/csv")
     report = upload(files, "report.pdf", PDF, "application/pdf")
     llm = ScriptedLLM([call("viz_merge", {})], ["done"], [call("viz_merge", {"file_urls": ["south.csv"]})], ["done"],
-                      [call("viz_merge", {"file_urls": ["south.csv", "nope.csv"]})], ["done"])  # fmt: skip
+                      [call("viz_merge", {"file_urls": ["south.csv", "nope.csv"]})], ["done"],
+                      [call("viz_merge", {"file_urls": "north.csv"})], ["done"])  # fmt: skip
     engine, conversations = await build(llm)
     conversation = ConversationState(owner=USER.email, incognito=True)
 
@@ -191,3 +192,5 @@ async def test_a_list_parameter_gets_the_files_named_else_every_file_that_fits(s
     assert result.ok and south.id in result.content and north.id not in result.content
     result, _ = await turn(engine, conversations, conversation)
     assert not result.ok and "'nope.csv' names no attached file" in result.content
+    result, _ = await turn(engine, conversations, conversation)  # one name, not in a list
+    assert result.ok and north.id in result.content and south.id not in result.content
