@@ -20,12 +20,18 @@ from ..errors import ToolError
 
 __all__ = ["FileChooser"]
 
+
 def _names(value: Any, stored: StoredFile) -> bool:
     if not isinstance(value, str) or not value.strip():
         return False
     value = value.strip()
     return (value in (stored.id, stored.name) or value.endswith("/" + stored.name)
             or f"/api/files/{stored.id}/content?" in value)  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _listing(files: Sequence[StoredFile]) -> str:
@@ -54,7 +60,7 @@ class FileChooser:
             in_turn = [f for f in matches if f.id in turn_ids]
             matches = in_turn if in_turn else matches
         if len(matches) > 1:
-            raise self._refusal(param, f"'{value}' names {len(matches)} attached files", matches)
+            raise self._refusal(param, f"{_shown(value)} names {len(matches)} attached files", matches)
         return matches[0] if matches else None
 
     def fitting(self) -> list[StoredFile]:
@@ -86,9 +92,9 @@ class FileChooser:
         given = [v for v in values if v not in (None, "")] if isinstance(values, list) else []
         if given:
             chosen = [self.named(param, v) for v in given]
-            unnamed = [str(v) for v, f in zip(given, chosen, strict=True) if f is None]
+            unnamed = [v for v, f in zip(given, chosen, strict=True) if f is None]
             if unnamed:
-                raise self._refusal(param, f"{', '.join(repr(v) for v in unnamed)} names no attached file", self.known,
+                raise self._refusal(param, f"{', '.join(_shown(v) for v in unnamed)} names no attached file", self.known,
                                     plural=True)  # fmt: skip
             return list({f.id: f for f in chosen if f is not None}.values())
         fit = self.fitting()
@@ -101,7 +107,9 @@ class FileChooser:
         return f"no attached file is of a type this tool's server takes ({types})"
 
     def _refusal(self, param: str, problem: str, files: Sequence[StoredFile], *, plural: bool = False) -> ToolError:
-        example = '"' + (files or self.known)[0].name + '"'
+        first = (files or self.known)[0]
+        same_name = sum(f.name == first.name for f in files) > 1
+        example = f'"{first.id if same_name else first.name}"'
         example = f"[{example}]" if plural else example
         return ToolError(
             f"The tool '{self.tool}' was not run: {problem}. Attached in this conversation: {_listing(self.known)}. "

@@ -194,3 +194,18 @@ async def test_a_list_parameter_gets_the_files_named_else_every_file_that_fits(s
     assert not result.ok and "'nope.csv' names no attached file" in result.content
     result, _ = await turn(engine, conversations, conversation)  # one name, not in a list
     assert result.ok and north.id in result.content and south.id not in result.content
+
+
+async def test_a_name_two_files_share_is_not_guessed_between_unless_one_is_in_this_message(site):
+    build, files = site
+    old, new = upload(files, "data.csv", CSV, "text/csv"), upload(files, "data.csv", CSV, "text/csv")
+    llm = ScriptedLLM(["attached"], [call("viz_chart_csv", {"x": "month", "file_url": "data.csv"})], ["done"],
+                      [call("viz_chart_csv", {"x": "month", "file_url": "data.csv"})], ["done"])  # fmt: skip
+    engine, conversations = await build(llm)
+    conversation = ConversationState(owner=USER.email, incognito=True)
+    await turn(engine, conversations, conversation, old)
+
+    assert got((await turn(engine, conversations, conversation, new))[0]) == new.id
+    result, _ = await turn(engine, conversations, conversation)
+    assert not result.ok and "'data.csv' names 2 attached files" in result.content
+    assert f'(e.g. "file_url": "{old.id}")' in result.content
