@@ -30,7 +30,8 @@ async def attach(request: ChatMessage, turn: TurnState, files: ArtifactStore, po
     content = request.content
     if attached:
         listing = "; ".join(f"{f.name} ({f.mime}, {f.size:,} bytes)" for f in attached)
-        content += f"\n\n[Attached files: {listing}. Tools with a file parameter receive them automatically.]"
+        content += (f"\n\n[Attached files: {listing}. A tool's file parameter gets the file "
+                    "named in it (by name), else the one file of a type the tool takes.]")
     for ref in request.resources:
         if not pool.registry.server_admits(ref.server, access):
             raise Forbidden(f"you may not use resources of '{ref.server}' in this conversation")

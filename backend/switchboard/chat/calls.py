@@ -226,15 +226,15 @@ class CallRunner:
         arguments, problem = parse_arguments(request.arguments)
         if arguments is None:
             return self._failed(request, tool, f"The arguments were not valid JSON ({problem}); send a JSON object.", started)
+        config = self._pool.registry.config_of(tool.server)
         try:
-            arguments = fill_host_arguments(tool, arguments, turn, self._signer)
+            arguments = fill_host_arguments(tool, arguments, turn, self._signer, config)
         except ToolError as exc:
             return self._failed(request, tool, exc.message, started)
 
         app = await self._app_of(tool, user.email)
         app_changed = app is not None and self._pool.registry.check_app(tool, app.digest)
         app_digest = app.digest if app is not None else None
-        config = self._pool.registry.config_of(tool.server)
         reason = approval_reason(tool, config, turn.conversation.allowed_tools, app_digest, app_changed) if config else None
         approval = None
         if reason is not None:
@@ -248,7 +248,7 @@ class CallRunner:
                     return self._failed(request, tool, f"The edited arguments do not fit the tool ({misfit}); "
                                         "the call was not run.", started)  # fmt: skip
                 try:
-                    arguments = fill_host_arguments(tool, answer.arguments, turn, self._signer)
+                    arguments = fill_host_arguments(tool, answer.arguments, turn, self._signer, config)
                 except ToolError as exc:
                     return self._failed(request, tool, exc.message, started)
             if answer.remember:

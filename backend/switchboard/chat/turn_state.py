@@ -125,9 +125,3 @@ class TurnState:
         if key not in self.conversation.allowed_tools:
             self.conversation.allowed_tools.add(key)
             self.new_allowances.append(key)
-
-    def files_for_tools(self) -> list[StoredFile]:
-        """The files a tool's file parameter may get: this message's, else the conversation's latest."""
-        if self.turn_files:
-            return self.turn_files
-        return list(self.conversation.files.values())[-1:]

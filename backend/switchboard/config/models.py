@@ -119,7 +119,9 @@ class ServerConfig(_Strict):
     # May the server ask the conversation's model for completions: ask the user each time
     # (default), allow, or deny. true/false are read as allow/deny.
     sampling: Literal["ask", "allow", "deny"] = "ask"
-    file_types: list[str] = Field(default_factory=list)  # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools
+    # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools, and
+    # its tools get such a file when the model names none (chat/file_choice.py)
+    file_types: list[str] = Field(default_factory=list)
     artifact_scripts: bool = False  # HTML artifacts of this (trusted) server may run scripts in their sandbox
     auth: AuthConfig | None = None  # a remote server that needs sign-in
     # One MCP session per (server, user); default: true when the credential is the user's.

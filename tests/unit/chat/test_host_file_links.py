@@ -1,10 +1,13 @@
 """A file parameter an MCP App sends back (the signed link it got in the tool's input) is the
 same attached file, re-signed: not the conversation's latest one, and never the app's URL."""
 
+import pytest
+
 from switchboard.artifacts import StoredFile
 from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
 from switchboard.chat.host_args import fill_host_arguments
+from switchboard.errors import ToolError
 from switchboard.signing import UrlSigner
 from switchboard.tools import ToolInfo
 
@@ -24,5 +27,5 @@ def test_a_host_link_sent_back_names_its_own_file():
     arguments = fill_host_arguments(TOOL, {"file_url": sent_back}, session, signer)
     assert "/api/files/f1/content" in arguments["file_url"] and arguments["file_url"] != sent_back
 
-    arguments = fill_host_arguments(TOOL, {"file_url": "https://evil.example/api/files/f9/content"}, session, signer)
-    assert "/api/files/f2/content" in arguments["file_url"]  # not an attached file: the latest one
+    with pytest.raises(ToolError, match="2 attached files could go to 'file_url'"):  # no file of these: none is guessed
+        fill_host_arguments(TOOL, {"file_url": "https://evil.example/api/files/f9/content"}, session, signer)
