@@ -149,8 +149,9 @@ def check_config(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"error: {error}")
     warnings = server_warnings(config.mcp, settings.project_root, os.environ)
-    if args.start:
-        warnings += _start_servers(config.mcp, settings)
+    not_started = _start_servers(config.mcp, settings) if args.start else {}
+    for name, reason in not_started.items():
+        print(f"error: server '{name}' did not start here: {reason}")
     for warning in warnings:
         print(f"warning: {warning}")
     enabled = [name for name, server in config.mcp.servers.items() if server.enabled]
@@ -164,26 +165,28 @@ def check_config(args: argparse.Namespace) -> int:
     servers += f", {broken_servers} broken)" if broken_servers else ")"
     models = f"{len(config.llm.models) + broken_models} model(s)" + (f" ({broken_models} broken)" if broken_models else "")
     print(f"{servers}, {models}, {len(config.compliance.levels)} compliance level(s); "
-          f"{len(errors)} error(s), {len(warnings)} warning(s)")  # fmt: skip
-    return 1 if errors else 0
+          f"{len(errors) + len(not_started)} error(s), {len(warnings)} warning(s)")  # fmt: skip
+    if not_started:
+        print(f"{len(not_started)} server(s) did not start: {', '.join(not_started)}")
+    return 1 if errors or not_started else 0
 
 
-def _start_servers(mcp: object, settings: Settings) -> list[str]:
-    """Start every enabled stdio server once (logs in LOG_DIR/check-config/servers/): one line for
-    each that does not come up, with its exit code and the end of its stderr."""
+def _start_servers(mcp: object, settings: Settings) -> dict[str, str]:
+    """Start every enabled stdio server once (logs in LOG_DIR/check-config/servers/): the reason
+    of each that does not come up (its exit code and the end of its stderr, or the timeout)."""
     import asyncio
 
     from .tools.trial import start_once
 
     statuses = asyncio.run(start_once(mcp, project_root=settings.project_root,  # type: ignore[arg-type]
                                       log_dir=settings.log_dir / "check-config", timeout_s=settings.server_start_timeout_s))
-    lines = []
+    failed = {}
     for status in statuses:
         if status.status == "ready":
             print(f"server '{status.name}' started ({status.tool_count} tools)")
         else:
-            lines.append(f"server '{status.name}' did not start here: {status.reason or status.status}")
-    return lines
+            failed[status.name] = status.reason or status.status
+    return failed
 
 
 async def _connect_report(mcp: object, settings: Settings, timeout_s: float) -> None:
