@@ -61,6 +61,7 @@ class _Held:
     rounds: int = 0  # rounds of questions answered (by this process)
     last: tuple[str, str | None] = ("", None)  # (status, message) last told
     cancelling: bool = False
+    stopped: str | None = None  # why the host stopped the task itself (it ends failed, saying so)
 
 
 @dataclass
@@ -195,7 +196,7 @@ class TaskPoller:
                 self.polls += 1
             held.failures = 0
             if state.terminal:
-                await self._finish(held, state)
+                await self._finish(held, None if held.stopped else state, error=held.stopped)
                 return
             message = self._status(state.message)
             if state.status != held.last[0] or message != held.last[1]:
@@ -245,11 +246,11 @@ class TaskPoller:
         record = held.record
         log.warning("task kept asking for input", extra={"event": "task_input_rounds", "user": record.owner,
                                                           "server": record.server, "task": record.id})  # fmt: skip
+        held.stopped = (f"server '{record.server}' kept asking for input for more than {self.settings.input_rounds} "
+                        "rounds and was stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)")  # fmt: skip
         with suppress(SwitchboardError):
             await channel.cancel(record.task_id)
-        await self._finish(held, None, error=f"server '{record.server}' kept asking for input for more than "
-                           f"{self.settings.input_rounds} rounds and was stopped (the limit is "
-                           "SWITCHBOARD_MCP_INPUT_ROUNDS)")  # fmt: skip
+        await self._finish(held, None, error=held.stopped)
 
     async def _ask(self, held: _Held, channel: Any, state: Any) -> None:
         """Each question to the owner's pages (as `elicitation_request`), then the answers to the server."""
