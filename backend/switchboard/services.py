@@ -314,7 +314,9 @@ def build_services(
                     shutdown_grace_s=settings.shutdown_grace_s)
     tasks = TaskPoller(pool, conversations, calls, is_turn_running=lambda owner, cid: turns.running(owner, cid) is not None,
                        settings=TaskSettings(lease_s=settings.task_lease_s, max_poll_s=settings.task_max_poll_s,
-                                             question_timeout_s=settings.elicitation_timeout_s))  # fmt: skip
+                                             question_timeout_s=settings.elicitation_timeout_s,
+                                             max_per_user=settings.max_tasks_per_user,
+                                             input_rounds=settings.mcp_input_rounds))  # fmt: skip
     calls.tasks = tasks
     turns.task_questions = tasks.board
     tasks.board.share = lambda user, text: turns.relay.to_user(user, text)  # their pages on other processes

@@ -83,6 +83,8 @@ class Settings(BaseSettings):
     elicitation_timeout_s: float = 600.0
     task_lease_s: float = Field(default=30.0, gt=0)  # a background task held by a process that died is taken over after this
     task_max_poll_s: float = Field(default=30.0, gt=0)  # the longest wait between two polls of one task
+    # Background tasks running at once per user; a call that would start one more fails, saying so.
+    max_tasks_per_user: int = Field(default=16, ge=1)
     max_tool_result_chars: int = 20_000  # what the model sees of one tool result
     max_result_event_chars: int = 50_000  # what the browser gets of V2 results
     max_artifact_bytes: int = 25 * 1024 * 1024

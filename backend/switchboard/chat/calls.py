@@ -290,8 +290,12 @@ class CallRunner:
         and the call's own result says so."""
         if self.tasks is None:
             return ToolOutcome(ok=False, text="The server started a background task, but this host cannot follow tasks.")
-        event = await self.tasks.adopt(outcome.task, owner=turn.user.email, conversation_id=turn.conversation_id,
-                                       server=tool.server, tool=tool.qualified_name, call_id=call_id)  # fmt: skip
+        try:
+            event = await self.tasks.adopt(outcome.task, owner=turn.user.email, conversation_id=turn.conversation_id,
+                                           server=tool.server, tool=tool.qualified_name, call_id=call_id)  # fmt: skip
+        except SwitchboardError as exc:  # too many tasks running, or the store failed: the call fails, as data
+            why = f"{exc.message}. {exc.action}" if exc.action else exc.message
+            return ToolOutcome(ok=False, duration_ms=outcome.duration_ms, text=why)
         await emit(event)
         return ToolOutcome(ok=True, duration_ms=outcome.duration_ms, text=(
             f"The server runs this call as a background task (task {event.task_id}). Its result will be added to "

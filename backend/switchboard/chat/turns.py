@@ -67,6 +67,10 @@ class Turn:
         return self.state.user.email
 
     @property
+    def claimed(self) -> bool:
+        return self.state.claim is not None
+
+    @property
     def running(self) -> bool:
         return self.task is not None and not self.task.done()
 
@@ -219,7 +223,7 @@ class TurnHub:
                 held.append(key)
             prepared = await self.engine.prepare(state, request)
             if not state.conversation.incognito:
-                await self.relay.claim(state.conversation.id, email)  # one turn per conversation, across processes
+                state.claim = await self.relay.claim(state.conversation.id, email)  # one turn per conversation, across processes
         except BaseException:
             self._release(email, held)
             raise
