@@ -43,6 +43,7 @@ log = logging.getLogger("switchboard.web")
 router = APIRouter()
 
 MAX_MESSAGE_BYTES = 1_000_000
+TOKEN_REFUSED = "an API token opens /api and /v1 only; the websocket needs the page's sign-in"
 CATALOGUE_SETTLE_S = 0.2  # a burst of changes (start-up, reload) reaches the page as one event per server
 
 
@@ -191,6 +192,11 @@ async def _leave_when_draining(connection: _Connection) -> None:
         await connection.websocket.close(code=status.WS_1012_SERVICE_RESTART)
 
 
+async def _refuse(websocket: WebSocket, reason: str) -> None:
+    await websocket.accept()  # closing before accepting would reach the browser as HTTP 403, not 1008
+    await websocket.close(code=status.WS_1008_POLICY_VIOLATION, reason=reason)
+
+
 @router.websocket("/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
@@ -198,8 +204,10 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     try:
         user = user_of(websocket)  # found by the authentication backend (web/authn.py)
     except SwitchboardError:
-        await websocket.accept()  # closing before accepting would reach the browser as HTTP 403, not 1008
-        await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
+        await _refuse(websocket, "")
+        return
+    if user.via_token:  # a token is a script's credential for /api and /v1 (docs/api.md); the socket is the page's
+        await _refuse(websocket, TOKEN_REFUSED)
         return
     await websocket.accept()
     sessions_changed(+1)
