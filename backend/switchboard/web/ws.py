@@ -70,7 +70,7 @@ class OpenSockets:
 
 
 def too_many_sockets(limit: int) -> str:
-    return f"you have {limit} Switchboard tabs or connections open, the most allowed; close some and reload this one"
+    return f"you have {limit} Switchboard tabs or connections open, the most allowed; close one of them and try again"
 
 
 class _Connection:
