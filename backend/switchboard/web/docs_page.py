@@ -50,7 +50,7 @@ def mount_docs(app: FastAPI) -> None:
     app.mount("/docs/assets", StaticFiles(directory=str(_ASSETS)), name="docs-assets")
 
     @app.get("/docs/redoc.js", include_in_schema=False)
-    async def redoc_script() -> Response:
+    async def redoc_script(_: Annotated[User, Depends(current_user)]) -> Response:
         return Response(await asyncio.to_thread(_redoc_script), media_type="text/javascript",
                         headers={"Cache-Control": "public, max-age=3600"})  # fmt: skip
 
