@@ -5,8 +5,9 @@ sign-in, so anyone who reaches the port can post too. Per client address and min
 `per_client` reports are taken (more: 429, not read), an identical report (same directive and
 blocked address) is logged once, and at most `bytes_per_client` of report text is logged; across
 all clients at most `overall` reports are logged a minute. What a minute dropped is said in one
-log line (`app_csp_reports_dropped`) when the next report comes. Per process; behind a reverse
-proxy every client has the proxy's address, so the limits are then the site's.
+log line (`app_csp_reports_dropped`) when the next report comes. Per process. The address is
+the one uvicorn reports: behind a reverse proxy that is not on this machine, the proxy's own, so
+the limits are then the site's; the overall cap holds however many addresses a client uses.
 """
 
 from __future__ import annotations
