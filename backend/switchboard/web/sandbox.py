@@ -196,7 +196,7 @@ class SandboxMiddleware:
         429 (body unread) past the client's rate."""
         if dropped := self._reports.roll():
             log.warning("%d CSP reports were dropped in the last minute (too many, repeated or too long)", dropped,
-                        extra={"event": "app_csp_reports_dropped", "dropped": dropped})  # fmt: skip
+                        extra={"event": "app_csp_reports_dropped", "total": dropped})  # fmt: skip
         client = (scope.get("client") or ("unknown",))[0]
         if not self._reports.admit(client):
             await _respond(send, 429, b"", [(b"retry-after", b"60")])
