@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     # (each /api/chat, /v1 stream, websocket follow or attach), and a conversation's stored text.
     max_turns_per_user: int = Field(default=8, ge=1)
     max_streams_per_user: int = Field(default=32, ge=1)
+    # Websockets (page tabs) one user may hold open in one app process; one more is closed (1008).
+    max_sockets_per_user: int = Field(default=32, ge=1)
     max_conversation_chars: int = Field(default=10_000_000, ge=100_000)
     # A JSON request body on /api/... and /v1/... (uploads have max_upload_bytes): larger is 413.
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024)

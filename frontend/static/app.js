@@ -136,7 +136,9 @@ function updateControls() {
   if (queued) hint.textContent = !connected ? "Queued: your message is sent once the connection is back."
     : state.running ? "Queued: your message is sent when this answer is finished."
       : "Queued: your message is sent in a moment.";
-  else if (!connected) hint.textContent = "Not connected: you can send again once the connection is back.";
+  // A socket the server refused comes with its reason (too many tabs open), shown as text.
+  else if (!connected) hint.textContent = connection.refusal ? `Not connected: the server says ${connection.refusal}.`
+    : "Not connected: you can send again once the connection is back.";
   else if (uploads.uploading) hint.textContent = "Uploading files…";
   else if (state.loading) hint.textContent = "Loading the conversation…";
   else if (state.incognito) hint.textContent = "Incognito: nothing of this chat is saved · Enter to send";

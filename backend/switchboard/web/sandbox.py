@@ -28,6 +28,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..settings import Settings
+from .csp_reports import CspReportLimiter
 from .security import LOCAL_HOSTS, PAGE_CSP, split_host
 
 __all__ = ["LOCAL_SANDBOX_HOST", "SandboxMiddleware", "SandboxPolicy", "app_csp", "page_csp"]
@@ -152,6 +153,7 @@ class SandboxMiddleware:
         self.app = app
         self.policy = policy
         self._html: bytes | None = None
+        self._reports = CspReportLimiter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -170,8 +172,7 @@ class SandboxMiddleware:
         if path == "/proxy" and method in ("GET", "HEAD"):
             await self._proxy(scope, send)
         elif path == "/csp-report" and method == "POST":
-            await self._report(receive)
-            await _respond(send, 204, b"", [])
+            await self._report(scope, receive, send)
         else:
             await _respond(send, 404, b"not found", [(b"content-type", b"text/plain")])
 
@@ -190,7 +191,16 @@ class SandboxMiddleware:
         ]
         await _respond(send, 200, self._html if scope["method"] == "GET" else b"", headers)
 
-    async def _report(self, receive: Receive) -> None:
+    async def _report(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Logs the report, within the limits of web/csp_reports.py; 204 whether logged or not,
+        429 (body unread) past the client's rate."""
+        if dropped := self._reports.roll():
+            log.warning("%d CSP reports were dropped in the last minute (too many, repeated or too long)", dropped,
+                        extra={"event": "app_csp_reports_dropped", "total": dropped})  # fmt: skip
+        client = (scope.get("client") or ("unknown",))[0]
+        if not self._reports.admit(client):
+            await _respond(send, 429, b"", [(b"retry-after", b"60")])
+            return
         body, more = b"", True
         while more and len(body) < 16384:
             message = await receive()
@@ -202,11 +212,12 @@ class SandboxMiddleware:
             report = {}
         if not isinstance(report, dict):
             report = {}
-        log.warning("an app was refused by its CSP", extra={
-            "event": "app_csp_violation",
-            "directive": str(report.get("violated-directive") or report.get("effective-directive") or "")[:80],
-            "uri": str(report.get("blocked-uri") or "").split("?", 1)[0][:200],  # not what the app tried to send
-        })  # fmt: skip
+        directive = str(report.get("violated-directive") or report.get("effective-directive") or "")[:80]
+        uri = str(report.get("blocked-uri") or "").split("?", 1)[0][:200]  # not what the app tried to send
+        if self._reports.take(client, directive, uri):
+            log.warning("an app was refused by its CSP", extra={"event": "app_csp_violation", "directive": directive,
+                                                                "uri": uri})  # fmt: skip
+        await _respond(send, 204, b"", [])
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
