@@ -26,8 +26,12 @@ export class ToolsPanel {
       this._describeLevel();
       this.load();
     });
-    this.modelChosen = false; // picked by hand (or a conversation's own): kept when the config changes
-    model.addEventListener("change", () => { this.modelChosen = true; this._describeModel(); if (this.config) this._renderStatus(); });
+    this.modelPicked = false; // by the user's hand (not a conversation's model put back): New chat keeps it
+    model.addEventListener("change", (e) => {
+      this.modelPicked = e.isTrusted;
+      this._describeModel();
+      if (this.config) this._renderStatus();
+    });
   }
 
   get complianceLevel() {
@@ -90,14 +94,15 @@ export class ToolsPanel {
       : "No level chosen: every tool you may use is offered.";
   }
 
-  /** A new chat starts on the configuration's default model (a reload may have changed it). */
+  /** A new chat starts on the configuration's default model (a reload may have changed it, or the
+   * model in use failed), unless the user picked one by hand. */
   resetModel() {
-    this.modelChosen = false;
-    if (this.config) this._renderModels();
+    if (this.modelPicked || !this.config) return;
+    this._renderModels({ fresh: true });
   }
 
-  _renderModels() {
-    const previous = this.modelChosen ? this.modelSelect.value : null;
+  _renderModels({ fresh = false } = {}) {
+    const previous = fresh ? null : this.modelSelect.value;
     const models = this.config.models || [];
     this.modelSelect.replaceChildren(...models.map((m) => {
       let text = m.name;
