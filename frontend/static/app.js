@@ -97,7 +97,7 @@ const sidebar = new Sidebar({
 });
 const opener = new Opener({ state, api, thread, view, sidebar, cards, canvas, uploads, library, connection,
   selects: { level: $("compliance"), model: $("model") }, banner: $("incognito-banner"), input,
-  beginTurn, endTurn, updateControls, sendQueued: sendChat, requeue });
+  beginTurn, endTurn, updateControls, sendQueued: sendChat, requeue, onNewChat: () => tools.resetModel() });
 
 // -- connection state --------------------------------------------------------
 function showConnection(status, { retryIn, attempt }) {
@@ -328,6 +328,7 @@ function onEvent(event) {
     return;
   }
   if (event.type === "error") {
+    tools.load(); // the failed model is marked in the picker (`failing`), and the default may have moved
     const turn = state.turn;
     if (turn && state.running) {
       turn.error(event);

@@ -26,7 +26,12 @@ export class ToolsPanel {
       this._describeLevel();
       this.load();
     });
-    model.addEventListener("change", () => { this._describeModel(); if (this.config) this._renderStatus(); });
+    this.modelPicked = false; // by the user's hand (not a conversation's model put back): New chat keeps it
+    model.addEventListener("change", (e) => {
+      this.modelPicked = e.isTrusted;
+      this._describeModel();
+      if (this.config) this._renderStatus();
+    });
   }
 
   get complianceLevel() {
@@ -89,15 +94,24 @@ export class ToolsPanel {
       : "No level chosen: every tool you may use is offered.";
   }
 
-  _renderModels() {
-    const previous = this.modelSelect.value;
+  /** A new chat starts on the configuration's default model (a reload may have changed it, or the
+   * model in use failed), unless the user picked one by hand. */
+  resetModel() {
+    if (this.modelPicked || !this.config) return;
+    this._renderModels({ fresh: true });
+  }
+
+  _renderModels({ fresh = false } = {}) {
+    const previous = fresh ? null : this.modelSelect.value;
     const models = this.config.models || [];
     this.modelSelect.replaceChildren(...models.map((m) => {
       let text = m.name;
       if (m.demo) text += " (demo)";
       if (!m.available) text += ` — unavailable${m.reason ? `: ${m.reason}` : ""}`;
-      return el("option", { value: m.name, text, disabled: !m.available,
-        title: m.available ? m.description || m.name : m.reason || "unavailable", dataset: { demo: m.demo ? "true" : "false" } });
+      else if (m.failing) text += ` — not working: ${m.failing}`;
+      const title = !m.available ? m.reason || "unavailable" : m.failing ? `Its last call failed: ${m.failing}` : m.description || m.name;
+      return el("option", { value: m.name, text, disabled: !m.available, title,
+        dataset: { demo: m.demo ? "true" : "false", failing: m.failing ? "true" : "false" } });
     }));
     const usable = (name) => models.some((m) => m.name === name && m.available);
     const pick = [previous, this.config.default_model].find(usable) ?? models.find((m) => m.available)?.name;
@@ -113,14 +127,20 @@ export class ToolsPanel {
       children.push(el("span", { class: "badge badge-warn", text: "No model available" }));
     } else {
       if (model.demo) children.push(el("span", { class: "badge badge-demo", text: "demo" }), " ");
-      children.push(el("span", { text: model.description || "" }));
+      if (model.failing) children.push(el("span", { class: "badge badge-warn", text: "not working" }), " ");
+      children.push(el("span", { text: model.failing ? `Its last call failed: ${model.failing}` : model.description || "" }));
+    }
+    const note = this.config?.default_note;
+    if (note && model?.name === this.config.default_model) { // said first: the note is cut at the line's end
+      children.unshift(el("span", { class: "badge badge-warn", text: "default not working" }), " ",
+        el("span", { class: "model-default-note", text: `${note} ` }));
     }
     const unavailable = (this.config?.models || []).filter((m) => !m.available);
     if (unavailable.length) {
       children.push(el("span", { class: "muted", text: ` · ${unavailable.length} unavailable` }));
     }
     this.modelNote.replaceChildren(...children);
-    this.modelNote.title = unavailable.map((m) => `${m.name}: ${m.reason || "unavailable"}`).join("\n");
+    this.modelNote.title = [...(note ? [note] : []), ...unavailable.map((m) => `${m.name}: ${m.reason || "unavailable"}`)].join("\n");
   }
 
   _renderServers() {

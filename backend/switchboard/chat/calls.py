@@ -238,7 +238,8 @@ class CallRunner:
         reason = approval_reason(tool, config, turn.conversation.allowed_tools, app_digest, app_changed) if config else None
         approval = None
         if reason is not None:
-            answer = await self._ask(request.id, tool, arguments, reason, turn, emit, from_app)
+            answer = await self.ask(request.id, tool.qualified_name, tool.server, arguments, reason, turn, emit,
+                                    from_app=from_app)  # fmt: skip
             if not answer.approved:
                 return self._failed(request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.",
                                     started)  # fmt: skip
@@ -314,14 +315,19 @@ class CallRunner:
                                                                "uri": tool.app_uri, "error": exc.message})  # fmt: skip
             return None
 
-    async def _ask(self, call_id: str, tool: ToolInfo, arguments: dict[str, Any], reason: str,
-                   turn: TurnState, emit: Emit, from_app: str | None) -> ApprovalAnswer:  # fmt: skip
+    @property
+    def settings(self) -> CallSettings:
+        return self._settings
+
+    async def ask(self, call_id: str, tool: str, server: str, arguments: dict[str, Any], reason: str,
+                  turn: TurnState, emit: Emit, *, from_app: str | None = None, editable: bool = True) -> ApprovalAnswer:  # fmt: skip
+        """The user's answer to an approval request (a denial when nobody can answer, or on timeout)."""
         refused = turn.preferences.refused()
         if refused is not None:  # the door has nobody to ask (/v1): refused, the model reads why
             return refused
         future = turn.questions.expect_approval(call_id)
-        await emit(ApprovalRequest(call_id=call_id, tool=tool.qualified_name, server=tool.server,
-                                   arguments=arguments, reason=reason, from_app=from_app))  # fmt: skip
+        await emit(ApprovalRequest(call_id=call_id, tool=tool, server=server, arguments=arguments, reason=reason,
+                                   from_app=from_app, editable=editable))  # fmt: skip
         try:
             return await asyncio.wait_for(future, self._settings.approval_timeout_s)
         except TimeoutError:

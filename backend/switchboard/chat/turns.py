@@ -376,6 +376,8 @@ class TurnHub:
         self.draining.set()
         tasks = self.tasks()
         if tasks and self.shutdown_grace_s > 0:
+            log.info("waiting up to %g s for %d running answer%s to finish (SWITCHBOARD_SHUTDOWN_GRACE_S)",
+                     self.shutdown_grace_s, len(tasks), "" if len(tasks) == 1 else "s", extra={"event": "stop_wait"})  # fmt: skip
             await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
         for turn in list(self._turns.values()):
             turn.stop("restart")

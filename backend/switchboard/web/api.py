@@ -126,6 +126,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             for m in models
         ],
         "default_model": services.models.default_model_name(access),
+        "default_note": services.models.default_note(access),
         "compliance_levels": [
             {"name": level.name, "description": level.description} for level in cfg.compliance.levels
         ],
