@@ -266,6 +266,6 @@ class SandboxMiddleware:
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
     headers = [*headers, (b"content-length", str(len(body)).encode()), (b"x-content-type-options", b"nosniff"),
-               (b"referrer-policy", b"no-referrer")]  # fmt: skip
+               (b"referrer-policy", b"no-referrer"), (b"x-dns-prefetch-control", b"off")]  # fmt: skip
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

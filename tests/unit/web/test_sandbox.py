@@ -128,3 +128,10 @@ def test_the_proxy_drops_the_pages_origins_however_the_page_was_reached():
         for page in ("http://127.0.0.1:8000", "http://[::1]:8000", "bogus"):
             response = http.get(f"/proxy?host={page}&csp={encoded(declared)}", headers={"host": "sandbox.localhost:8000"})
             assert directives(response.headers["content-security-policy"])["connect-src"] == "https://api.example.com"
+
+
+def test_the_proxy_turns_dns_prefetching_off():
+    with client(policy()) as http:
+        response = http.get("/proxy?host=http://127.0.0.1:8000", headers={"host": "sandbox.localhost:8000"})
+    assert response.headers["x-dns-prefetch-control"] == "off"
+    assert '<meta http-equiv="x-dns-prefetch-control" content="off">' in response.text
