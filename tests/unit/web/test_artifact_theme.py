@@ -48,3 +48,14 @@ def test_dns_prefetching_is_off_first_and_resource_hints_are_taken_out():
         assert name not in out
     assert b'<link rel="stylesheet" href="data:text/css,p{}">' in out and b"e.leak.example" in out
     assert quiet_network(b"<p>no doctype</p>") == NO_PREFETCH + b"<p>no doctype</p>"
+
+
+def test_frames_lose_their_address_and_refreshes_are_taken_out():
+    html = (b'<meta http-equiv="Refresh" content="0; url=https://r.leak.example/">'
+            b'<iframe src="https://f.leak.example/" width=10></iframe><EMBED SRC=https://e.leak.example/>'
+            b'<object data="https://o.leak.example/"></object><img src="data:image/png;base64,AA==">')  # fmt: skip
+    out = quiet_network(html)
+    assert b"Refresh" not in out
+    assert b'<iframe data-blocked-src="https://f.leak.example/" width=10>' in out
+    assert b"<EMBED data-blocked-SRC=https://e.leak.example/>" in out and b'<object data-blocked-data="https' in out
+    assert b'<img src="data:image/png;base64,AA==">' in out  # not a frame: kept
