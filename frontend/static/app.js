@@ -2,7 +2,7 @@
 // cards, canvas, tools panel and attachments together.  Each concern lives in
 // its own module; this file holds the page's state and the composer.
 
-import { AppViews } from "./appviews.js";
+import { AppViews, appTitle } from "./appviews.js";
 import { Canvas } from "./canvas.js";
 import { signInNotice } from "./connect.js";
 import { ConversationsApi } from "./conversations.js";
@@ -48,7 +48,8 @@ const canvas = new Canvas({
 });
 const apps = new AppViews({ canvas, appsUrl: page.apps_url || "/api/apps", sandboxOrigin: page.sandbox_origin, version: page.version,
   sendMessage: (text) => sendFromApp(text) });
-const cards = new ToolCards((artifact) => canvas.open(artifact), (callId, tool) => apps.open(callId, tool));
+const openApp = (callId, tool, server, args) => apps.open(callId, appTitle(tool, server, args));
+const cards = new ToolCards((artifact) => canvas.open(artifact), openApp);
 const library = new Library({
   box: $("library"), attachments: $("attachments"), promptUrl: page.prompt_url || "/api/prompts", input,
   onChange: () => updateControls(), getLevel: () => tools.complianceLevel ?? null,
@@ -78,7 +79,7 @@ const thread = new Thread(view, {
   onRegenerate: sendRegenerate,
   onBranch: (messageId) => opener.switchBranch(messageId),
   onOpenArtifact: (artifact) => canvas.open(artifact),
-  onOpenApp: (callId, tool) => apps.open(callId, tool),
+  onOpenApp: openApp,
   onStoredApp: (callId, tool) => apps.stored(callId, tool),
 });
 const tasks = new TaskList({

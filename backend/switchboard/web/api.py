@@ -20,7 +20,7 @@ from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
 from .connect import auth_entry
 from .deps import current_user, services_of
-from .artifact_theme import follow_page_theme
+from .artifact_theme import follow_page_theme, quiet_network
 from .readiness import config_problems, readiness_report
 from .security import ARTIFACT_CSP, ARTIFACT_CSP_SCRIPTS, PDF_CSP
 
@@ -227,7 +227,7 @@ async def artifact(request: Request, user: UserDep, file_id: str, download: bool
                "X-Artifact-Scripts": "allowed" if stored.scripts else "blocked"}  # fmt: skip
     if inline and stored.mime == "text/html":
         headers["Content-Disposition"] = "inline"
-        body = await asyncio.to_thread(lambda: follow_page_theme(files.read(stored)))
+        body = await asyncio.to_thread(lambda: quiet_network(follow_page_theme(files.read(stored))))
         return Response(body, media_type=media_type, headers=headers)
     return _file_response(files, stored, path, media_type=media_type, disposition="inline" if inline else "attachment",
                           headers=headers)  # fmt: skip
