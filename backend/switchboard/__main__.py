@@ -63,6 +63,7 @@ def serve(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None}
     settings = _settings_or_exit(**overrides)
+    _refuse_workers_on_sqlite(settings)
     if settings.auth_mode == "dev" and not _loopback(settings.host):
         print(
             f"WARNING: dev auth mode serves every visitor as {settings.dev_user} on {settings.host}. "
@@ -104,6 +105,18 @@ def serve(args: argparse.Namespace) -> int:
     if app.error is not None or not server.started:
         return 1
     return 0
+
+
+def _refuse_workers_on_sqlite(settings: Settings) -> None:
+    """Several worker processes carry approvals, cancels and `attach` between them only through
+    PostgreSQL (its relay); on SQLite each would answer only its own turns: one line, exit status 1."""
+    scheme = settings.database_url_resolved.split(":", 1)[0].split("+", 1)[0].lower()
+    if settings.workers > 1 and scheme != "postgresql":
+        print(f"Switchboard cannot start: {settings.workers} worker processes need the conversation store on PostgreSQL "
+              "(set SWITCHBOARD_DATABASE_URL=postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB), or serve with one "
+              "worker: on SQLite each worker would see only its own answers' approvals, cancels and attach.",
+              file=sys.stderr, flush=True)  # fmt: skip
+        raise SystemExit(1)
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
