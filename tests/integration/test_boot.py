@@ -112,6 +112,7 @@ def test_an_app_that_cannot_be_built_is_reported_not_hidden(capfd):
     assert "Switchboard failed to start" in capfd.readouterr().err
 
 
+@pytest.mark.timeout(240)  # two workers and a PostgreSQL server start, slowly on a busy machine
 @pytest.mark.parametrize("workers", [1, 2])
 def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path, workers, request):
     """The real command: /healthz is up before FastAPI and the MCP SDK are loaded, then the
