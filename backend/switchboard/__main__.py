@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
-import ipaddress
 import os
 import socket
 import sys
@@ -14,16 +13,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .settings import Settings  # noqa: E402
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+from .settings import Settings, is_loopback_host  # noqa: E402
 
 
 def _settings_or_exit(**overrides: object) -> Settings:
@@ -64,7 +54,7 @@ def serve(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None}
     settings = _settings_or_exit(**overrides)
     _refuse_workers_on_sqlite(settings)
-    if settings.auth_mode == "dev" and not _loopback(settings.host):
+    if settings.auth_mode == "dev" and not is_loopback_host(settings.host):
         print(
             f"WARNING: dev auth mode serves every visitor as {settings.dev_user} on {settings.host}. "
             "Use SWITCHBOARD_AUTH_MODE=proxy behind an authenticating proxy for anything but local use.",
