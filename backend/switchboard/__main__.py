@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
-import ipaddress
 import os
 import socket
 import sys
@@ -14,16 +13,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .settings import Settings  # noqa: E402
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+from .settings import Settings, is_loopback_host  # noqa: E402
 
 
 def _settings_or_exit(**overrides: object) -> Settings:
@@ -63,7 +53,8 @@ def serve(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None}
     settings = _settings_or_exit(**overrides)
-    if settings.auth_mode == "dev" and not _loopback(settings.host):
+    _refuse_workers_on_sqlite(settings)
+    if settings.auth_mode == "dev" and not is_loopback_host(settings.host):
         print(
             f"WARNING: dev auth mode serves every visitor as {settings.dev_user} on {settings.host}. "
             "Use SWITCHBOARD_AUTH_MODE=proxy behind an authenticating proxy for anything but local use.",
@@ -104,6 +95,18 @@ def serve(args: argparse.Namespace) -> int:
     if app.error is not None or not server.started:
         return 1
     return 0
+
+
+def _refuse_workers_on_sqlite(settings: Settings) -> None:
+    """Several worker processes carry approvals, cancels and `attach` between them only through
+    PostgreSQL (its relay); on SQLite each would answer only its own turns: one line, exit status 1."""
+    scheme = settings.database_url_resolved.split(":", 1)[0].split("+", 1)[0].lower()
+    if settings.workers > 1 and scheme != "postgresql":
+        print(f"Switchboard cannot start: {settings.workers} worker processes need the conversation store on PostgreSQL "
+              "(set SWITCHBOARD_DATABASE_URL=postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB), or serve with one "
+              "worker: on SQLite each worker would see only its own answers' approvals, cancels and attach.",
+              file=sys.stderr, flush=True)  # fmt: skip
+        raise SystemExit(1)
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["PROJECT_ROOT", "Settings"]
+__all__ = ["PROJECT_ROOT", "Settings", "is_loopback_host"]
 
 # backend/switchboard/settings.py -> project root
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether a host name or address is this machine (a name for it, or a loopback address)."""
+    host = host.strip().lower().removeprefix("[").removesuffix("]")
+    if host in _LOCAL_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class Settings(BaseSettings):

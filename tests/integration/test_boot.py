@@ -141,15 +141,18 @@ def test_an_app_that_cannot_be_built_is_reported_not_hidden(capfd):
     assert "Switchboard failed to start" in capfd.readouterr().err
 
 
+@pytest.mark.timeout(240)  # two workers and a PostgreSQL server start, slowly on a busy machine
 @pytest.mark.parametrize("workers", [1, 2])
-def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path, workers):
+def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path, workers, request):
     """The real command: /healthz is up before FastAPI and the MCP SDK are loaded, then the
-    app serves, in one process or in several (SWITCHBOARD_WORKERS)."""
+    app serves, in one process or in several (SWITCHBOARD_WORKERS, on PostgreSQL)."""
     write_config(tmp_path / "defaults", servers={})
     port = free_port()
     env = {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
            "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
            "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs")}
+    if workers > 1:  # several workers share turns only through PostgreSQL (SQLite is refused)
+        env["SWITCHBOARD_DATABASE_URL"] = request.getfixturevalue("postgres_url")
     proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(port),
                              "--workers", str(workers)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

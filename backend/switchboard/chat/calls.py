@@ -275,7 +275,7 @@ class CallRunner:
                            from_app=from_app)  # fmt: skip
             if outcome.task is not None:
                 outcome = await self._adopt(outcome, request.id, tool, turn, emit)
-            executed = self._succeeded(request, tool, outcome, user.email, started, config)
+            executed = await self._succeeded(request, tool, outcome, user.email, started, config)
             executed.mcp_result = _bounded(outcome, self._settings.max_app_result_chars)
             if app is not None:
                 executed.app_uri, executed.app_digest = tool.app_uri, app.digest
@@ -335,19 +335,19 @@ class CallRunner:
         finally:
             turn.questions.forget_approval(call_id)
 
-    def _succeeded(self, request: ToolCallRequest, tool: ToolInfo, outcome: ToolOutcome, owner: str,
-                   started: float, config: ServerConfig | None) -> ExecutedCall:  # fmt: skip
-        event, text = self.result_of(request.id, tool.qualified_name, tool.server, outcome, owner,
-                                     int((time.monotonic() - started) * 1000))  # fmt: skip
+    async def _succeeded(self, request: ToolCallRequest, tool: ToolInfo, outcome: ToolOutcome, owner: str,
+                         started: float, config: ServerConfig | None) -> ExecutedCall:  # fmt: skip
+        event, text = await self.result_of(request.id, tool.qualified_name, tool.server, outcome, owner,
+                                           int((time.monotonic() - started) * 1000))  # fmt: skip
         return ExecutedCall(request, event, text)
 
-    def result_of(self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str,
-                  duration_ms: int) -> tuple[ToolResultEvent, str]:  # fmt: skip
+    async def result_of(self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str,
+                        duration_ms: int) -> tuple[ToolResultEvent, str]:  # fmt: skip
         """A call's outcome as its event (artifacts stored) and as the model's text."""
         refs = []
         for artifact in outcome.artifacts:
-            stored = self._artifacts.put(owner=owner, name=artifact.name, mime=artifact.mime, data=artifact.data,
-                                         scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False))
+            stored = await self._artifacts.aput(owner=owner, name=artifact.name, mime=artifact.mime, data=artifact.data,
+                                                scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False))
             refs.append(ArtifactRef(id=stored.id, name=stored.name, mime=stored.mime, size=stored.size,
                                     url=f"/api/artifacts/{stored.id}"))  # fmt: skip
         results = outcome.results

@@ -286,7 +286,7 @@ class TaskPoller:
         else:
             outcome = ToolOutcome(ok=False, text=f"The task failed: {error or (state.error if state else None) or 'no reason given'}")
         duration_ms = int((time.time() - record.created_at.timestamp()) * 1000)
-        event, model_text = self.calls.result_of(record.call_id, record.tool, record.server, outcome, record.owner,
+        event, model_text = await self.calls.result_of(record.call_id, record.tool, record.server, outcome, record.owner,
                                                  duration_ms)  # fmt: skip
         message_id = await self._store_result(record, event, model_text)
         await self.records.update(record.id, status=status, message=event.content[:500] if not event.ok else record.message,
