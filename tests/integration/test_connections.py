@@ -102,7 +102,7 @@ async def test_an_idle_call_times_out_with_how_long_it_ran(tmp_path):
         tools = {t.qualified_name: t for t in pool.registry.all()}
         from switchboard.errors import ToolTimeout
 
-        with pytest.raises(ToolTimeout, match="sent nothing for 0.5 s"):
+        with pytest.raises(ToolTimeout, match=r"sent nothing for 0\.5 s"):
             await pool.call(tools["local_hang"], {}, Sink())
         # progress resets the idle limit: 4 steps of 0.3 s each run 1.2 s in all
         outcome = await pool.call(tools["local_slow"], {"steps": 4, "delay_s": 0.3}, Sink())
@@ -112,7 +112,11 @@ async def test_an_idle_call_times_out_with_how_long_it_ran(tmp_path):
 
 
 async def test_allow_and_deny_filters_hide_tools(tmp_path):
-    servers = {"local": ServerConfig(command="python", args=[str(TOOLBOX)], tools={"deny": ["crash"], "allow": ["echo", "crash"]})}
+    servers = {
+        "local": ServerConfig(
+            command="python", args=[str(TOOLBOX)], tools={"deny": ["crash"], "allow": ["echo", "crash"]}
+        )
+    }
     pool = ServerPool(McpConfig(servers=servers), project_root=tmp_path, log_dir=tmp_path / "logs", init_timeout_s=30)
     pool.start()
     try:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client
+
 from switchboard.chat.approvals import approval_reason
 from switchboard.config import ServerConfig, load_mcp_config
 from switchboard.tools.registry import ToolRegistry
@@ -122,7 +123,7 @@ def _runnable(server: ServerConfig) -> ServerConfig:
 
 
 def _in_npx_cache(package: str) -> bool:
-    cache = Path(os.environ.get("npm_config_cache") or Path.home() / ".npm")
+    cache = Path(os.environ.get("npm_config_cache") or Path.home() / ".npm")  # noqa: SIM112  (npm's own lower-case name)
     return any(
         (manifest.parent / "node_modules" / package / "package.json").is_file()
         for manifest in cache.glob("_npx/*/package.json")

@@ -26,8 +26,13 @@ def machine_server():
 
 def app_with(tmp_path, url: str, secret: str):
     issuer = url.rsplit("/mcp", 1)[0]
-    auth = {"type": "oauth", "grant": "client_credentials", "client_id": "svc", "client_secret": "${SVC_SECRET}",
-            "issuer": issuer}  # fmt: skip
+    auth = {
+        "type": "oauth",
+        "grant": "client_credentials",
+        "client_id": "svc",
+        "client_secret": "${SVC_SECRET}",
+        "issuer": issuer,
+    }
     write_config(tmp_path / "defaults")
     write_config(tmp_path / "overrides", servers={"signin": {"url": url, "auth": auth}})
     settings = make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)
@@ -59,7 +64,7 @@ def test_client_credentials_token_is_shared_and_renewed(tmp_path, machine_server
 
 
 def test_a_wrong_client_secret_fails_the_server_with_a_reason(tmp_path, machine_server):
-    with app_with(tmp_path, machine_server, "not-the-secret") as (client, services):
+    with app_with(tmp_path, machine_server, "not-the-secret") as (_client, services):
         status = services.pool.connections["signin"].status
         assert status.status == "failed", status
         # the step and the OAuth error code; the rest of the answer only in the host's log

@@ -11,7 +11,7 @@ class GrowingText:
     20,000-token answer quadratic; here a piece costs its own length and the text is joined
     when read (a live render, the end of a round)."""
 
-    __slots__ = ("_parts", "_length")
+    __slots__ = ("_length", "_parts")
 
     def __init__(self) -> None:
         self._parts: list[str] = []

@@ -66,14 +66,17 @@ class DPoPAuth:
         if response.status_code != 400:
             return False
         try:
-            return json.loads(await response.aread()).get("error") == "use_dpop_nonce"
+            return bool(json.loads(await response.aread()).get("error") == "use_dpop_nonce")
         except (ValueError, AttributeError):
             return False
 
     async def _note_metadata(self, request: httpx2.Request, response: httpx2.Response) -> None:
         """Keep `dpop_signing_alg_values_supported` from an authorization server's metadata."""
-        if request.method != "GET" or response.status_code != 200 or not any(
-                name in request.url.path for name in _METADATA_PATHS):  # fmt: skip
+        if (
+            request.method != "GET"
+            or response.status_code != 200
+            or not any(name in request.url.path for name in _METADATA_PATHS)
+        ):
             return
         try:
             body = json.loads(await response.aread())
@@ -90,8 +93,9 @@ class DPoPAuth:
             return
         url = str(request.url)
         request.headers["Authorization"] = f"DPoP {tokens.access_token}"
-        request.headers["DPoP"] = self.dpop.proof(request.method, url, access_token=tokens.access_token,
-                                                  nonce=self._nonces.get(htu(url)))  # fmt: skip
+        request.headers["DPoP"] = self.dpop.proof(
+            request.method, url, access_token=tokens.access_token, nonce=self._nonces.get(htu(url))
+        )
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super()._auth_flow(request)  # type: ignore[misc]
@@ -108,7 +112,9 @@ class DPoPAuth:
                     else:
                         self.sign_token_request(outgoing)
                     response = yield outgoing
-                    await self.nonce_wanted(outgoing, response, resource=resource)  # keep a newer nonce; no second retry
+                    await self.nonce_wanted(
+                        outgoing, response, resource=resource
+                    )  # keep a newer nonce; no second retry
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
@@ -123,12 +129,12 @@ class DPoPAuth:
             self.dpop_bound = storage.dpop_key is not None
 
     async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
-        request = await super()._exchange_token_authorization_code(auth_code, code_verifier)  # type: ignore[misc]
+        request: httpx2.Request = await super()._exchange_token_authorization_code(auth_code, code_verifier)  # type: ignore[misc]
         self.sign_token_request(request)
         return request
 
     async def _refresh_token(self) -> httpx2.Request:
-        request = await super()._refresh_token()  # type: ignore[misc]
+        request: httpx2.Request = await super()._refresh_token()  # type: ignore[misc]
         self.sign_token_request(request)
         return request
 
@@ -136,7 +142,8 @@ class DPoPAuth:
         await super()._handle_token_response(await self._binding_of(response))  # type: ignore[misc]
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
-        return await super()._handle_refresh_response(await self._binding_of(response))  # type: ignore[misc]
+        refreshed: bool = await super()._handle_refresh_response(await self._binding_of(response))  # type: ignore[misc]
+        return refreshed
 
     async def _binding_of(self, response: httpx2.Response) -> httpx2.Response:
         """Note whether a token answer is DPoP-bound (and tell the storage to keep the key with it).
@@ -158,5 +165,9 @@ class DPoPAuth:
         if not bound:
             return response  # a bearer token (the server did not bind it): used as one
         body["token_type"] = "Bearer"
-        return httpx2.Response(response.status_code, headers={"content-type": "application/json"},
-                               content=json.dumps(body).encode(), request=response.request)  # fmt: skip
+        return httpx2.Response(
+            response.status_code,
+            headers={"content-type": "application/json"},
+            content=json.dumps(body).encode(),
+            request=response.request,
+        )

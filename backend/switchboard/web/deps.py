@@ -15,7 +15,8 @@ __all__ = ["TOKEN_HELP", "current_user", "metrics_reader", "page_user", "page_vi
 
 
 def services_of(request: Request) -> Services:
-    return request.app.state.services
+    services: Services = request.app.state.services
+    return services
 
 
 async def current_user(request: Request) -> User:
@@ -44,5 +45,7 @@ async def metrics_reader(request: Request) -> None:
     if is_scraper(request):
         return
     if not Access(user_of(request)).allowed("administer"):  # no one signed in: 401
-        raise Forbidden("only administrators or a scraper with the metrics token may read /metrics",
-                        action="Set SWITCHBOARD_METRICS_TOKEN and send it as 'Authorization: Bearer ...'.")  # fmt: skip
+        raise Forbidden(
+            "only administrators or a scraper with the metrics token may read /metrics",
+            action="Set SWITCHBOARD_METRICS_TOKEN and send it as 'Authorization: Bearer ...'.",
+        )

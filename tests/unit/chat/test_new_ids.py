@@ -1,6 +1,7 @@
 """Ids of conversations, messages and tasks: URL-safe, unguessable, and in the order they were made
 (so that the store's indexes take new rows at their end)."""
 
+import itertools
 import re
 import time
 
@@ -21,7 +22,7 @@ def test_ids_made_later_sort_after_and_never_repeat():
         made.extend(new_id() for _ in range(200))
         time.sleep(0.002)  # the next millisecond at least
     batches = [made[i : i + 200] for i in range(0, 1000, 200)]
-    for earlier, later in zip(batches, batches[1:], strict=False):
+    for earlier, later in itertools.pairwise(batches):
         assert max(earlier) < min(later)
     assert len(set(made)) == len(made)
     # within one millisecond the random part differs: 72 bits
