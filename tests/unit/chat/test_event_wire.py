@@ -44,7 +44,7 @@ EXAMPLES: list[ServerEvent] = [
     ToolResultEvent(call_id="call_1", tool="toolbox_echo", server="toolbox", ok=True, content="hi", results={"n": [1, 2]},
                     artifacts=[ARTIFACT], display={"open_canvas": True}, duration_ms=12, approval={"answer": "approve"}),
     AppEvent(call_id="call_1", server="dataviz", tool="dataviz_chart", resource_uri="ui://chart"),
-    RenderEvent(message_id="m1", html="<p>hi</p>"),
+    RenderEvent(message_id="m1", settled="<h1>hi</h1>\n", open="<p>there</p>\n"),
     MessageDone(message_id="m1", finish_reason="stop", usage={"prompt_tokens": 3}, html="<p>hi</p>", conversation_id="c1"),
     NoticeEvent(code="retrying", message="the model is busy"),
     ErrorEvent(code="tool_error", message="it broke", action="Try again."),
