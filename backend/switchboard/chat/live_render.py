@@ -9,7 +9,12 @@ import asyncio
 
 from .render import INLINE_CHARS, render_blocks
 
-__all__ = ["LiveRender"]
+__all__ = ["RENDER_AFTER_CHARS", "LiveRender"]
+
+# A render comes after the turn loop's interval, or sooner once this much text came since the last
+# one: at a fast model's pace the page then draws a few KB at a time, not a quarter second's worth
+# (and never holds much raw text).
+RENDER_AFTER_CHARS = 2048
 
 
 class LiveRender:
@@ -22,11 +27,13 @@ class LiveRender:
         self.settled = 0
         self._rest = 0
 
-    def due(self, length: int) -> bool:
-        """Whether the text not yet settled grew by a quarter (and 64 characters) since the last
-        render: a render costs that text's length, so all of them together cost time linear in the
-        answer even while one block (a long code block, a long list) keeps growing."""
-        return length - self.settled >= self._rest * 1.25 + 64
+    def due(self, length: int, *, waited: bool = True) -> bool:
+        """Whether to render the text, `length` characters long now, `waited` the interval since the
+        last render: only once the text not yet settled grew by a quarter (and 64 characters). A
+        render costs that text's length, so all of them together cost time linear in the answer
+        even while one block (a long code block, a long list) keeps growing."""
+        grown = length - self.settled - self._rest
+        return (waited or grown >= RENDER_AFTER_CHARS) and grown >= self._rest * 0.25 + 64
 
     @property
     def started(self) -> bool:

@@ -250,7 +250,7 @@ class ChatEngine:
                         break
                     # Only the round's unfinished last block is rendered again (`LiveRender`).
                     now = time.monotonic()
-                    if now - rendered_at >= self._limits.render_interval_s and live.due(len(turn.round_answer)):
+                    if live.due(len(turn.round_answer), waited=now - rendered_at >= self._limits.render_interval_s):
                         rendered_at = now
                         yield await _live_render(turn, live)
             # The round's text shown whole before what follows: a tool card, or the final HTML (which

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from switchboard.chat.growing import GrowingText
-from switchboard.chat.live_render import LiveRender
+from switchboard.chat.live_render import RENDER_AFTER_CHARS, LiveRender
 from switchboard.chat.render import render_blocks, render_markdown
 
 ANSWER = """# Title
@@ -97,3 +97,13 @@ def test_growing_text_since():
         text.add(piece)
     assert [text.since(i) for i in (0, 1, 2, 5, 9, 10, 12)] == ["abcdefghij", "bcdefghij", "cdefghij", "fghij", "j", "", ""]
     assert text.text() == "abcdefghij" and text.since(3) == "defghij"
+
+
+def test_a_fast_stream_is_rendered_every_few_kilobytes_before_the_interval():
+    # At a fast model's pace a quarter second brings tens of KB: drawn at once, they froze the page.
+    live = LiveRender()
+    assert not live.due(63) and live.due(64)  # the interval passed: as soon as it grew enough
+    assert not live.due(RENDER_AFTER_CHARS - 1, waited=False) and live.due(RENDER_AFTER_CHARS, waited=False)
+    live.render_now("para\n\n" * 2000)  # a long answer so far: only its last paragraph stays open
+    assert live.settled == 6 * 1999 and not live.due(live.settled + 100, waited=False)
+    assert live.due(live.settled + RENDER_AFTER_CHARS + 6, waited=False)
