@@ -92,7 +92,7 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
     page.get_by_role("status").filter(has_text="Connected").wait_for()
     box = page.get_by_role("textbox", name="Message")
     box.fill("Write the long answer.")
-    start = page.evaluate("performance.now()")
+    start, sent_at = page.evaluate("performance.now()"), time.time()
     box.press("Enter")
     page.locator(".msg.assistant .answer-text").first.wait_for(timeout=60_000)
     box.click()
@@ -101,7 +101,7 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
         page.keyboard.type("abc "[typed % 4])
         typed += 1
         page.wait_for_timeout(60)
-    page.wait_for_function("window.__sb.shown > 0", timeout=60_000)
+    page.wait_for_function("() => window.__sb.shown > 0", timeout=60_000)
     sb = page.evaluate("window.__sb")
     html_len = page.evaluate("document.querySelector('.msg.assistant .markdown').textContent.length")
     page.close()
@@ -109,6 +109,7 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
     events = [e for e in sb["events"] if e[1] >= start and e[0] in ("keydown", "keypress", "keyup", "input", "beforeinput")]
     return {"longtasks": len(tasks), "longest_ms": max(tasks, default=0.0), "tbt_ms": sum(max(0.0, d - 50) for d in tasks),
             "last_token_to_shown_ms": (sb["shown"] / 1000 - double.last_chunk_at) * 1000, "keys": typed,
+            "stream_s": double.last_chunk_at - sent_at,
             "slow_key_events": len(events), "input_delay_max_ms": max((e[2] for e in events), default=0.0),
             "key_duration_max_ms": max((e[3] for e in events), default=0.0), "shown_text_chars": html_len}  # fmt: skip
 
@@ -179,15 +180,16 @@ def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
     p.add_argument("--kib", type=int, default=195, help="the page's answer, in KiB (the app cuts answers at 200,000 characters)")
     p.add_argument("--chunk", type=int, default=16, help="characters per streamed chunk")
+    p.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks (0: as fast as the app takes them)")
     p.add_argument("--runs", type=int, default=2, help="page runs, and websocket turns per size (the median is kept)")
     p.add_argument("--sizes", default="1,10,50,100,195", help="answer sizes (KiB) for the server's CPU")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     sizes = [int(x) for x in args.sizes.split(",")]
-    data: dict[str, Any] = {"kib": args.kib, "chunk": args.chunk}
+    data: dict[str, Any] = {"kib": args.kib, "chunk": args.chunk, "chunk_delay": args.chunk_delay}
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory(prefix="bench-page-stream-") as tmp, _TimedDouble() as double:
+    with tempfile.TemporaryDirectory(prefix="bench-page-stream-") as tmp, _TimedDouble(chunk_delay_s=args.chunk_delay) as double:
         env = S.write_site(Path(tmp), {}, double.base_url)
         with S.app_process(Path(tmp), env) as app:
             asyncio.run(_ws_turn(app))  # warm-up: litellm's first call, the first render
@@ -200,10 +202,11 @@ def main() -> None:
             data["server"] = _server_runs(app, double, sizes, args.runs, args.chunk)
     data["render_cpu_ms_per_kib"] = _render_cpu(sizes, args.chunk)
 
-    print(f"\nA {args.kib} KiB markdown answer in {args.chunk}-character chunks, streamed into Chromium (each run)\n")
-    S.print_table(["run", "long tasks", "longest ms", "total blocking ms", "last token to shown ms", "keys typed",
+    pace = f"{args.chunk_delay * 1000:g} ms apart" if args.chunk_delay else "as fast as the app takes them"
+    print(f"\nA {args.kib} KiB markdown answer in {args.chunk}-character chunks ({pace}), streamed into Chromium (each run)\n")
+    S.print_table(["run", "stream s", "long tasks", "longest ms", "total blocking ms", "last token to shown ms", "keys typed",
                    "key events > 16 ms", "max input delay ms", "max key event ms"],
-                  [[i + 1, r["longtasks"], r["longest_ms"], r["tbt_ms"], r["last_token_to_shown_ms"], r["keys"],
+                  [[i + 1, r["stream_s"], r["longtasks"], r["longest_ms"], r["tbt_ms"], r["last_token_to_shown_ms"], r["keys"],
                     r["slow_key_events"], r["input_delay_max_ms"], r["key_duration_max_ms"]] for i, r in enumerate(page_runs)])  # fmt: skip
     print(f"\nServer: answers through the websocket (median of {args.runs}), and the live renders alone\n")
     S.print_table(["KiB", "app CPU ms", "app CPU ms / KiB", "renders", "render KiB sent", "live-render CPU ms / KiB"],
