@@ -160,6 +160,7 @@ def write_site(folder: Path, servers: dict[str, Any], double_url: str | None, *,
         "SWITCHBOARD_DATA_DIR": str(folder / "data"),
         "SWITCHBOARD_LOG_DIR": str(folder / "logs"),
         "DOUBLE_KEY": "k",
+        "SWITCHBOARD_MAX_SOCKETS_PER_USER": "100000",  # sessions as the one dev user (--one-user, memory.py)
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
 

@@ -15,8 +15,8 @@ With no delays the double answers at once, so a turn is nothing but CPU and
 the benchmark measures throughput: N sessions queue for the app's core(s).
 `--response-delay` / `--chunk-delay` give the double a real provider's pace
 (time to first token, time between chunks), which is how a team's sessions
-actually overlap; `--workers N` runs N app processes (SWITCHBOARD_WORKERS);
-`--postgres` puts the store on a throw-away PostgreSQL server.
+actually overlap; `--workers N` runs N app processes (SWITCHBOARD_WORKERS; on PostgreSQL,
+as the app refuses several on SQLite); `--postgres` puts the store on a throw-away PostgreSQL server.
 
     uv run python bench/concurrency.py [--sessions 1,10,50,200] [--workers 1] [--clients 1]
         [--response-delay 0] [--chunk-delay 0] [--postgres] [--profile DIR] [--json]
@@ -182,7 +182,7 @@ async def run(args: Any) -> dict[str, Any]:
     if args.raised_at:
         runs.append((args.raised_at, 64))
     results = []
-    cluster = _postgres() if args.postgres else None
+    cluster = _postgres() if args.postgres or args.workers > 1 else None  # several workers need it
     try:
         return await _runs(args, runs, results, cluster)
     finally:

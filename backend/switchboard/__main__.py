@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
-import ipaddress
 import os
 import socket
 import sys
@@ -14,16 +13,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .settings import Settings  # noqa: E402
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+from .settings import Settings, is_loopback_host  # noqa: E402
 
 
 def _settings_or_exit(**overrides: object) -> Settings:
@@ -63,7 +53,8 @@ def serve(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None}
     settings = _settings_or_exit(**overrides)
-    if settings.auth_mode == "dev" and not _loopback(settings.host):
+    _refuse_workers_on_sqlite(settings)
+    if settings.auth_mode == "dev" and not is_loopback_host(settings.host):
         print(
             f"WARNING: dev auth mode serves every visitor as {settings.dev_user} on {settings.host}. "
             "Use SWITCHBOARD_AUTH_MODE=proxy behind an authenticating proxy for anything but local use.",
@@ -104,6 +95,18 @@ def serve(args: argparse.Namespace) -> int:
     if app.error is not None or not server.started:
         return 1
     return 0
+
+
+def _refuse_workers_on_sqlite(settings: Settings) -> None:
+    """Several worker processes carry approvals, cancels and `attach` between them only through
+    PostgreSQL (its relay); on SQLite each would answer only its own turns: one line, exit status 1."""
+    scheme = settings.database_url_resolved.split(":", 1)[0].split("+", 1)[0].lower()
+    if settings.workers > 1 and scheme != "postgresql":
+        print(f"Switchboard cannot start: {settings.workers} worker processes need the conversation store on PostgreSQL "
+              "(set SWITCHBOARD_DATABASE_URL=postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB), or serve with one "
+              "worker: on SQLite each worker would see only its own answers' approvals, cancels and attach.",
+              file=sys.stderr, flush=True)  # fmt: skip
+        raise SystemExit(1)
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
@@ -149,8 +152,9 @@ def check_config(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"error: {error}")
     warnings = server_warnings(config.mcp, settings.project_root, os.environ)
-    if args.start:
-        warnings += _start_servers(config.mcp, settings)
+    not_started = _start_servers(config.mcp, settings) if args.start else {}
+    for name, reason in not_started.items():
+        print(f"error: server '{name}' did not start here: {reason}")
     for warning in warnings:
         print(f"warning: {warning}")
     enabled = [name for name, server in config.mcp.servers.items() if server.enabled]
@@ -164,26 +168,28 @@ def check_config(args: argparse.Namespace) -> int:
     servers += f", {broken_servers} broken)" if broken_servers else ")"
     models = f"{len(config.llm.models) + broken_models} model(s)" + (f" ({broken_models} broken)" if broken_models else "")
     print(f"{servers}, {models}, {len(config.compliance.levels)} compliance level(s); "
-          f"{len(errors)} error(s), {len(warnings)} warning(s)")  # fmt: skip
-    return 1 if errors else 0
+          f"{len(errors) + len(not_started)} error(s), {len(warnings)} warning(s)")  # fmt: skip
+    if not_started:
+        print(f"{len(not_started)} server(s) did not start: {', '.join(not_started)}")
+    return 1 if errors or not_started else 0
 
 
-def _start_servers(mcp: object, settings: Settings) -> list[str]:
-    """Start every enabled stdio server once (logs in LOG_DIR/check-config/servers/): one line for
-    each that does not come up, with its exit code and the end of its stderr."""
+def _start_servers(mcp: object, settings: Settings) -> dict[str, str]:
+    """Start every enabled stdio server once (logs in LOG_DIR/check-config/servers/): the reason
+    of each that does not come up (its exit code and the end of its stderr, or the timeout)."""
     import asyncio
 
     from .tools.trial import start_once
 
     statuses = asyncio.run(start_once(mcp, project_root=settings.project_root,  # type: ignore[arg-type]
                                       log_dir=settings.log_dir / "check-config", timeout_s=settings.server_start_timeout_s))
-    lines = []
+    failed = {}
     for status in statuses:
         if status.status == "ready":
             print(f"server '{status.name}' started ({status.tool_count} tools)")
         else:
-            lines.append(f"server '{status.name}' did not start here: {status.reason or status.status}")
-    return lines
+            failed[status.name] = status.reason or status.status
+    return failed
 
 
 async def _connect_report(mcp: object, settings: Settings, timeout_s: float) -> None:

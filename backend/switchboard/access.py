@@ -2,7 +2,7 @@
 worked out for this request or turn), in a conversation at which compliance level.
 
 Every question is asked here, in the shape of datasette's
-`permission_allowed(actor, action, resource)`: `access.allowed("use_server", config)`,
+`permission_allowed(actor, action, resource)`: `Access(...).allowed("use_server", config)`,
 or the named helpers (`may_use_server`, `may_see_server`, `may_use_model`,
 `is_admin`).  Routes, doors, the gateway, the tool calls and the catalogue pushes
 all ask it, at listing time and again at execution time; none of them compares
@@ -16,7 +16,7 @@ from typing import Literal
 from .auth import User
 from .config.models import ComplianceLevels, ModelConfig, ServerConfig
 
-__all__ = ["Access", "Action", "allowed"]
+__all__ = ["Access", "Action"]
 
 Action = Literal["use_server", "see_server", "use_model", "administer"]
 
@@ -64,8 +64,3 @@ class Access:
     def at_level(self, compliance_level: str | None) -> Access:
         return Access(self.user, compliance_level, self.compliance)
 
-
-def allowed(user: User, action: Action, resource: ServerConfig | ModelConfig | None = None, *,
-            compliance_level: str | None = None, compliance: ComplianceLevels | None = None) -> bool:  # fmt: skip
-    """`permission_allowed(actor, action, resource)`: one question, asked of the one door."""
-    return Access(user, compliance_level, compliance or ComplianceLevels()).allowed(action, resource)

@@ -6,11 +6,13 @@ random; file names are never used as paths. Local files are private to the app's
 Upload quotas are counted by an `UploadCounts`: in memory for one process (`MemoryCounts`, built
 once from the metadata files on first use and kept up to date by uploads, deletes and retention,
 so an upload costs no scan), or in the conversation store when several processes share the files
-(`upload_counts.StoreCounts`).  Methods that touch the disk block: async callers run them in a
-worker thread."""
+(`upload_counts.StoreCounts`).  Methods that touch the file store block (on S3, on the network):
+code on the event loop calls their `a`-named twins (`aput`, `aget`, `aread`, `adelete`), which run
+them in a worker thread, so one user's upload or artifact never holds up another user's turn."""
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 import mimetypes
@@ -275,6 +277,20 @@ class ArtifactStore:
         if stored.kind == "upload":
             self.counts.release(owner, file_id, stored.size)
         return True
+
+    async def aput(self, *, owner: str, name: str, mime: str, data: bytes, kind: str = "artifact",
+                   scripts: bool = False) -> StoredFile:  # fmt: skip
+        return await asyncio.to_thread(lambda: self.put(owner=owner, name=name, mime=mime, data=data, kind=kind,
+                                                        scripts=scripts))  # fmt: skip
+
+    async def aget(self, file_id: str, *, owner: str | None) -> tuple[StoredFile, Path | None]:
+        return await asyncio.to_thread(lambda: self.get(file_id, owner=owner))
+
+    async def aread(self, stored: StoredFile) -> bytes:
+        return await asyncio.to_thread(self.read, stored)
+
+    async def adelete(self, file_id: str, *, owner: str) -> bool:
+        return await asyncio.to_thread(lambda: self.delete(file_id, owner=owner))
 
     def usage(self, owner: str) -> Usage:
         """What `owner`'s stored uploads take (a copy)."""

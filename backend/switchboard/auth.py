@@ -56,10 +56,6 @@ class User:
     via_token: bool = False  # identified by a personal API token, not the page's sign-in
     vouched_groups: frozenset[str] = frozenset()  # the proxy's groups header (kept for `refresh`)
 
-    @property
-    def group_set(self) -> set[str]:
-        return set(self.groups)
-
 
 class GroupService:
     """Groups from an HTTP service, cached per user for `ttl_s` (at most `max_users` users)."""

@@ -21,22 +21,15 @@ from httpx_sse import EventSource, SSEError, connect_sse
 from pydantic import ValidationError
 
 from .chat.events import (
-    AppEvent,
+    PAGE_ONLY,
     ApprovalRequest,
-    AttachedEvent,
-    CatalogueChanged,
-    ConversationEvent,
     ElicitationRequest,
     ErrorEvent,
-    IncognitoStateEvent,
     MessageDone,
     NoticeEvent,
-    RenderEvent,
     ServerEvent,
-    SessionEvent,
     TaskEvent,
     TokenEvent,
-    ToolLog,
     ToolProgress,
     ToolResultEvent,
     ToolStart,
@@ -81,6 +74,8 @@ class _Terminal:
 
     def show(self, event: ServerEvent) -> str | None:
         """Handle one event; the finish reason once the answer is done."""
+        if isinstance(event, PAGE_ONLY):
+            return None  # a terminal shows the text, not the page's extras
         match event:
             case TokenEvent():
                 self.out.write(event.text)
@@ -112,9 +107,6 @@ class _Terminal:
                 if event.conversation_id:
                     self.note(f"conversation: {event.conversation_id}")
                 return event.finish_reason
-            case (ToolLog() | AppEvent() | RenderEvent() | ConversationEvent() | SessionEvent() | AttachedEvent()
-                  | CatalogueChanged() | IncognitoStateEvent()):  # fmt: skip
-                pass  # a terminal shows the text, not the page's extras
             case _:
                 assert_never(event)
         return None

@@ -102,6 +102,8 @@ class ConsoleLines(logging.Handler):
             return line
         if event == "config_reload_refused":
             return f"CONFIG RELOAD REFUSED (the running configuration stays): {'; '.join(record.errors)}"  # type: ignore[attr-defined]
+        if event == "stop_wait":
+            return f"stopping: {record.getMessage()}"
         if event == "config_error":
             return f"CONFIG ERROR: {record.getMessage().removeprefix('config error: ')}"
         return None

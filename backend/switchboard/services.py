@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
@@ -38,6 +38,18 @@ from .upload_counts import StoreCounts
 __all__ = ["Services", "build_services"]
 
 log = logging.getLogger("switchboard")
+
+STOP_QUIET_S = 0.5  # a step of the shutdown that takes longer says on the console what it waits for
+
+
+async def _saying_waits(what: str, step: Awaitable[object]) -> None:
+    """Await one step of the shutdown; if it is not done within STOP_QUIET_S, one console line says
+    what the process is waiting for (an idle stop waits for nothing and prints nothing)."""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=STOP_QUIET_S)
+    if not done:
+        log.info("waiting for %s", what, extra={"event": "stop_wait"})
+    await task
 
 
 @dataclass
@@ -161,14 +173,14 @@ class Services:
         for task in (self._store_retry, self._warm_up, self._model_probe):
             if task is not None:
                 task.cancel()
-        await self.turns.stop()
-        await self.tasks.stop()
+        await _saying_waits("the running answers", self.turns.stop())
+        await _saying_waits("the background tasks' pollers", self.tasks.stop())
         close_llm = getattr(self.llm, "aclose", None)  # the model client's connection pools
         if close_llm is not None:
-            await close_llm()
-        await self.pool.stop()
+            await _saying_waits("the model client's connections", close_llm())
+        await _saying_waits("the MCP servers to exit", self.pool.stop())
         await self.pool.pins.flush()
-        await self.conversations.store.close()
+        await _saying_waits("the conversation store", self.conversations.store.close())
         self.tracing.shutdown()
 
     async def reload(self, *, everywhere: bool = True) -> dict[str, object]:
@@ -314,7 +326,9 @@ def build_services(
                     shutdown_grace_s=settings.shutdown_grace_s)
     tasks = TaskPoller(pool, conversations, calls, is_turn_running=lambda owner, cid: turns.running(owner, cid) is not None,
                        settings=TaskSettings(lease_s=settings.task_lease_s, max_poll_s=settings.task_max_poll_s,
-                                             question_timeout_s=settings.elicitation_timeout_s))  # fmt: skip
+                                             question_timeout_s=settings.elicitation_timeout_s,
+                                             max_per_user=settings.max_tasks_per_user,
+                                             input_rounds=settings.mcp_input_rounds))  # fmt: skip
     calls.tasks = tasks
     turns.task_questions = tasks.board
     tasks.board.share = lambda user, text: turns.relay.to_user(user, text)  # their pages on other processes

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["PROJECT_ROOT", "Settings"]
+__all__ = ["PROJECT_ROOT", "Settings", "is_loopback_host"]
 
 # backend/switchboard/settings.py -> project root
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether a host name or address is this machine (a name for it, or a loopback address)."""
+    host = host.strip().lower().removeprefix("[").removesuffix("]")
+    if host in _LOCAL_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class Settings(BaseSettings):
@@ -68,6 +81,8 @@ class Settings(BaseSettings):
     # (each /api/chat, /v1 stream, websocket follow or attach), and a conversation's stored text.
     max_turns_per_user: int = Field(default=8, ge=1)
     max_streams_per_user: int = Field(default=32, ge=1)
+    # Websockets (page tabs) one user may hold open in one app process; one more is closed (1008).
+    max_sockets_per_user: int = Field(default=32, ge=1)
     max_conversation_chars: int = Field(default=10_000_000, ge=100_000)
     # A JSON request body on /api/... and /v1/... (uploads have max_upload_bytes): larger is 413.
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=64 * 1024)
@@ -83,6 +98,8 @@ class Settings(BaseSettings):
     elicitation_timeout_s: float = 600.0
     task_lease_s: float = Field(default=30.0, gt=0)  # a background task held by a process that died is taken over after this
     task_max_poll_s: float = Field(default=30.0, gt=0)  # the longest wait between two polls of one task
+    # Background tasks running at once per user; a call that would start one more fails, saying so.
+    max_tasks_per_user: int = Field(default=16, ge=1)
     max_tool_result_chars: int = 20_000  # what the model sees of one tool result
     max_result_event_chars: int = 50_000  # what the browser gets of V2 results
     max_artifact_bytes: int = 25 * 1024 * 1024

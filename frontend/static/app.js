@@ -2,7 +2,7 @@
 // cards, canvas, tools panel and attachments together.  Each concern lives in
 // its own module; this file holds the page's state and the composer.
 
-import { AppViews } from "./appviews.js";
+import { AppViews, appTitle } from "./appviews.js";
 import { Canvas } from "./canvas.js";
 import { signInNotice } from "./connect.js";
 import { ConversationsApi } from "./conversations.js";
@@ -48,7 +48,8 @@ const canvas = new Canvas({
 });
 const apps = new AppViews({ canvas, appsUrl: page.apps_url || "/api/apps", sandboxOrigin: page.sandbox_origin, version: page.version,
   sendMessage: (text) => sendFromApp(text) });
-const cards = new ToolCards((artifact) => canvas.open(artifact), (callId, tool) => apps.open(callId, tool));
+const openApp = (callId, tool, server, args) => apps.open(callId, appTitle(tool, server, args));
+const cards = new ToolCards((artifact) => canvas.open(artifact), openApp);
 const library = new Library({
   box: $("library"), attachments: $("attachments"), promptUrl: page.prompt_url || "/api/prompts", input,
   onChange: () => updateControls(), getLevel: () => tools.complianceLevel ?? null,
@@ -78,7 +79,7 @@ const thread = new Thread(view, {
   onRegenerate: sendRegenerate,
   onBranch: (messageId) => opener.switchBranch(messageId),
   onOpenArtifact: (artifact) => canvas.open(artifact),
-  onOpenApp: (callId, tool) => apps.open(callId, tool),
+  onOpenApp: openApp,
   onStoredApp: (callId, tool) => apps.stored(callId, tool),
 });
 const tasks = new TaskList({
@@ -97,7 +98,7 @@ const sidebar = new Sidebar({
 });
 const opener = new Opener({ state, api, thread, view, sidebar, cards, canvas, uploads, library, connection,
   selects: { level: $("compliance"), model: $("model") }, banner: $("incognito-banner"), input,
-  beginTurn, endTurn, updateControls, sendQueued: sendChat, requeue });
+  beginTurn, endTurn, updateControls, sendQueued: sendChat, requeue, onNewChat: () => tools.resetModel() });
 
 // -- connection state --------------------------------------------------------
 function showConnection(status, { retryIn, attempt }) {
@@ -136,7 +137,9 @@ function updateControls() {
   if (queued) hint.textContent = !connected ? "Queued: your message is sent once the connection is back."
     : state.running ? "Queued: your message is sent when this answer is finished."
       : "Queued: your message is sent in a moment.";
-  else if (!connected) hint.textContent = "Not connected: you can send again once the connection is back.";
+  // A socket the server refused comes with its reason (too many tabs open), shown as text.
+  else if (!connected) hint.textContent = connection.refusal ? `Not connected: the server says ${connection.refusal}.`
+    : "Not connected: you can send again once the connection is back.";
   else if (uploads.uploading) hint.textContent = "Uploading files…";
   else if (state.loading) hint.textContent = "Loading the conversation…";
   else if (state.incognito) hint.textContent = "Incognito: nothing of this chat is saved · Enter to send";
@@ -326,6 +329,7 @@ function onEvent(event) {
     return;
   }
   if (event.type === "error") {
+    tools.load(); // the failed model is marked in the picker (`failing`), and the default may have moved
     const turn = state.turn;
     if (turn && state.running) {
       turn.error(event);

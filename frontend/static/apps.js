@@ -5,8 +5,10 @@
 
 export const PROTOCOL_VERSION = "2026-01-26";
 const SUPPORTED_VERSIONS = new Set(["2026-01-26", "2025-11-21"]);
-const RATE_BURST = 30; // requests and notifications an app may send at once…
+const RATE_BURST = 30; // requests an app may send at once…
 const RATE_PER_S = 10; // …and per second after that
+const NOTICE_BURST = 200; // notifications have their own, more generous bucket (size changes are
+const NOTICE_PER_S = 50; // coalesced to one per frame and never counted)
 const TEARDOWN_WAIT_MS = 1000;
 const ERR = { parse: -32700, invalid: -32600, method: -32601, params: -32602, internal: -32603, refused: -32000 };
 const SERVER_CODES = { 400: ERR.params, 403: ERR.refused, 404: ERR.method, 429: ERR.refused };
@@ -38,11 +40,12 @@ export class AppBridge {
     this.resourceSent = false;
     this.closed = false;
     this.appModes = null; // display modes the app declared
-    this.inflight = new Set(); // the app's request ids still unanswered
+    this.inflight = new Map(); // the app's request ids still unanswered -> AbortController (its cancel)
     this.pending = new Map(); // our requests to the app: id -> resolve
     this.nextId = 1;
-    this.tokens = RATE_BURST;
-    this.refilled = performance.now();
+    this.requests = new Bucket(RATE_BURST, RATE_PER_S);
+    this.notices = new Bucket(NOTICE_BURST, NOTICE_PER_S);
+    this.size = null; // the newest size-changed not yet applied
     this.refusals = 0;
   }
 
@@ -62,14 +65,34 @@ export class AppBridge {
     this.frame.contentWindow.postMessage({ jsonrpc: "2.0", ...message }, this.sandboxOrigin);
   }
 
+  // A request the app cancelled is no longer in flight: it gets no answer.
   _reply(id, result) {
-    this.inflight.delete(id);
+    if (!this.inflight.delete(id)) return;
     this._post({ id, result });
   }
 
   _fail(id, code, message) {
-    this.inflight.delete(id);
+    if (!this.inflight.delete(id)) return;
     this._post({ id, error: { code, message } });
+  }
+
+  /** The app's `notifications/cancelled`: drop its request (abort what the host does for it). */
+  _cancelled(params) {
+    const control = this.inflight.get(params.requestId);
+    if (!control) return;
+    this.inflight.delete(params.requestId);
+    control.abort();
+  }
+
+  _resized(params) {
+    const pending = this.size;
+    this.size = { width: Number(params.width) || undefined, height: Number(params.height) || undefined };
+    if (pending) return; // one is already waiting for the next frame: it takes the newest size
+    requestAnimationFrame(() => {
+      const size = this.size;
+      this.size = null;
+      if (!this.closed && size) this.host.resize(size);
+    });
   }
 
   /** A notification to the app; nothing is sent before it said `initialized`. */
@@ -105,16 +128,9 @@ export class AppBridge {
   close() {
     this.closed = true;
     this.pending.clear();
+    for (const control of this.inflight.values()) control.abort();
+    this.inflight.clear();
     for (const [win, bridge] of bridges) if (bridge === this) bridges.delete(win);
-  }
-
-  _allowed() {
-    const now = performance.now();
-    this.tokens = Math.min(RATE_BURST, this.tokens + ((now - this.refilled) / 1000) * RATE_PER_S);
-    this.refilled = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
   }
 
   receive(data) {
@@ -146,8 +162,16 @@ export class AppBridge {
       this._sendResource();
       return;
     }
-    if (!this._allowed()) {
-      this.refused("a request over the rate limit", data.method);
+    if (!hasId && data.method === "ui/notifications/size-changed") {
+      this._resized(data.params ?? {});
+      return;
+    }
+    if (!hasId && data.method === "notifications/cancelled") {
+      this._cancelled(data.params ?? {});
+      return;
+    }
+    if (!(hasId ? this.requests : this.notices).take()) {
+      this.refused(hasId ? "a request over the rate limit" : "a notification over the rate limit", data.method);
       if (hasId) this._post({ id: data.id, error: { code: ERR.refused, message: "Too many requests from this app: slow down" } });
       return;
     }
@@ -160,8 +184,9 @@ export class AppBridge {
       this._post({ id: data.id, error: { code: ERR.invalid, message: "Invalid Request: this id is already in use" } });
       return;
     }
-    this.inflight.add(data.id);
-    this._request(data.id, data.method, data.params ?? {}).catch((exc) => this._fail(data.id, ERR.internal, String(exc?.message || exc)));
+    const control = new AbortController();
+    this.inflight.set(data.id, control);
+    this._request(data.id, data.method, data.params ?? {}, control.signal).catch((exc) => this._fail(data.id, ERR.internal, String(exc?.message || exc)));
   }
 
   _sendResource() {
@@ -181,9 +206,6 @@ export class AppBridge {
         this.notify("ui/notifications/tool-input", { arguments: this.info.tool_input || {} });
         if (this.info.tool_result) this.notify("ui/notifications/tool-result", this.info.tool_result);
         return;
-      case "ui/notifications/size-changed":
-        this.host.resize({ width: Number(params.width) || undefined, height: Number(params.height) || undefined });
-        return;
       case "ui/notifications/request-teardown":
         this.host.requestTeardown();
         return;
@@ -195,7 +217,7 @@ export class AppBridge {
     }
   }
 
-  async _request(id, method, params) {
+  async _request(id, method, params, signal) {
     switch (method) {
       case "ui/initialize": {
         const caps = isObject(params.appCapabilities) ? params.appCapabilities : {};
@@ -222,19 +244,19 @@ export class AppBridge {
           this._fail(id, ERR.params, "tools/call needs a tool name and an arguments object");
           return;
         }
-        return this._forward(id, method, { name: params.name, arguments: params.arguments || {} });
+        return this._forward(id, method, { name: params.name, arguments: params.arguments || {} }, signal);
       case "resources/read":
         if (typeof params.uri !== "string") {
           this._fail(id, ERR.params, "resources/read needs a uri");
           return;
         }
-        return this._forward(id, method, { uri: params.uri });
+        return this._forward(id, method, { uri: params.uri }, signal);
       case "ui/update-model-context":
-        return this._forward(id, method, params);
+        return this._forward(id, method, params, signal);
       case "ui/open-link":
-        return this._openLink(id, params);
+        return this._openLink(id, params, signal);
       case "ui/message":
-        return this._message(id, params);
+        return this._message(id, params, signal);
       case "ui/request-display-mode": {
         const wanted = params.mode;
         const declared = !this.appModes || this.appModes.includes(wanted);
@@ -246,9 +268,9 @@ export class AppBridge {
     }
   }
 
-  async _rpc(method, params) {
+  async _rpc(method, params, signal) {
     const response = await fetch(this.rpcUrl, {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ method, params }),
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ method, params }), signal,
     });
     let body = null;
     try {
@@ -265,16 +287,17 @@ export class AppBridge {
     throw problem;
   }
 
-  async _forward(id, method, params) {
+  async _forward(id, method, params, signal) {
     try {
-      this._reply(id, await this._rpc(method, params));
+      this._reply(id, await this._rpc(method, params, signal));
     } catch (exc) {
+      if (signal?.aborted) return; // the app cancelled it: no answer
       if (exc.status) this.refused(`${method} (the server said ${exc.status})`, exc.message);
       this._fail(id, exc.code ?? ERR.internal, exc.message);
     }
   }
 
-  async _openLink(id, params) {
+  async _openLink(id, params, signal) {
     let url;
     try {
       url = new URL(String(params.url));
@@ -286,7 +309,7 @@ export class AppBridge {
       this._fail(id, ERR.params, "Invalid URL: only http, https and mailto links open");
       return;
     }
-    if (!(await this.host.confirmLink(url.href))) {
+    if (!(await this.host.confirmLink(url.href, signal)) || signal?.aborted) {
       this.refused("ui/open-link: the user said no", url.href);
       this._reply(id, { isError: true });
       return;
@@ -295,18 +318,34 @@ export class AppBridge {
     this._reply(id, {});
   }
 
-  async _message(id, params) {
+  async _message(id, params, signal) {
     const blocks = Array.isArray(params.content) ? params.content : isObject(params.content) ? [params.content] : null;
     if (params.role !== "user" || !blocks || !blocks.length || !blocks.every((b) => isObject(b) && b.type === "text" && typeof b.text === "string")) {
       this._fail(id, ERR.params, "ui/message takes role \"user\" and text content blocks");
       return;
     }
     const text = blocks.map((b) => b.text).join("\n\n").trim();
-    if (!text || !(await this.host.confirmMessage(text))) {
+    if (!text || !(await this.host.confirmMessage(text, signal)) || signal?.aborted) {
       this.refused("ui/message: the user said no");
       this._reply(id, { isError: true });
       return;
     }
     this._reply(id, this.host.sendMessage(text) ? {} : { isError: true });
+  }
+}
+
+/** A token bucket: `burst` at once, refilled at `perSecond`. */
+class Bucket {
+  constructor(burst, perSecond) {
+    Object.assign(this, { burst, perSecond, tokens: burst, refilled: performance.now() });
+  }
+
+  take() {
+    const now = performance.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.refilled) / 1000) * this.perSecond);
+    this.refilled = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
   }
 }

@@ -25,6 +25,15 @@ const STYLE_VARIABLES = {
 const MODE_LABELS = { inline: "In canvas", fullscreen: "Full screen", pip: "Picture in picture" };
 const PERMISSION_FEATURES = { camera: "camera", microphone: "microphone", geolocation: "geolocation", clipboardWrite: "clipboard-write" };
 
+/** A canvas tab's label for an app: the title the call gave (a chart's), else the tool's own name
+ * without its server's prefix (every tab of one server would otherwise start alike). */
+export function appTitle(tool, server, args) {
+  const given = typeof args?.title === "string" ? args.title.trim() : "";
+  if (given) return given.slice(0, 80);
+  const name = String(tool || "App");
+  return server && name.startsWith(`${server}_`) ? name.slice(server.length + 1) : name;
+}
+
 const toolName = (info) => (info.tool && typeof info.tool === "object" ? info.tool.name : info.tool) || "app";
 
 function base64url(text) {
@@ -32,15 +41,6 @@ function base64url(text) {
   let binary = "";
   for (const b of bytes) binary += String.fromCharCode(b);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-/** The declared CSP, without this page's own origin: an app never gets the page's API. */
-function withoutPage(csp) {
-  const out = {};
-  for (const [key, list] of Object.entries(csp || {})) {
-    if (Array.isArray(list)) out[key] = list.filter((s) => typeof s === "string" && !s.toLowerCase().startsWith(location.origin));
-  }
-  return out;
 }
 
 /** One mounted app: its frame, bridge and display mode. */
@@ -70,7 +70,8 @@ class AppView {
       return;
     }
     if (this.closed) return;
-    const csp = withoutPage(info.csp);
+    // The sandbox drops any declared source that could reach this page's origin (web/sandbox.py).
+    const csp = info.csp || {};
     const allow = Object.entries(PERMISSION_FEATURES).filter(([k]) => info.permissions?.[k]).map(([, f]) => `${f} ${sandboxOrigin}`);
     const src = `${sandboxOrigin}/proxy?host=${encodeURIComponent(location.origin)}&csp=${base64url(JSON.stringify(csp))}`;
     this.frame = el("iframe", { class: "app-frame", title: `${toolName(info)} (app from ${info.server})`, src,
@@ -132,8 +133,8 @@ class AppView {
       },
       requestTeardown: () => this.owner.close(this.callId),
       requestDisplayMode: (mode) => (mode && this._modes().includes(mode) ? this.setMode(mode) : this.mode),
-      confirmLink: (url) => confirmDialog({ title: "Open a link?", body: `${who()} wants to open this address in a new tab:`, detail: url, yes: "Open link" }),
-      confirmMessage: (text) => confirmDialog({ title: "Send a message?", body: `${who()} wants to send this message in the chat as you:`, detail: text, yes: "Send message" }),
+      confirmLink: (url, signal) => confirmDialog({ title: "Open a link?", body: `${who()} wants to open this address in a new tab:`, detail: url, yes: "Open link", signal }),
+      confirmMessage: (text, signal) => confirmDialog({ title: "Send a message?", body: `${who()} wants to send this message in the chat as you:`, detail: text, yes: "Send message", signal }),
       sendMessage: (text) => this.owner.sendMessage(text),
     };
   }
@@ -196,11 +197,19 @@ export class AppViews {
   add(callId, { title, show = false } = {}) {
     const id = `app-${callId}`;
     if (!this.views.has(callId)) {
-      const view = new AppView(this, callId, title || "App");
+      const view = new AppView(this, callId, this._unique(title || "App"));
       this.views.set(callId, view);
       this.canvas.addApp(id, { title: view.title, mount: (node) => view.mount(node), teardown: () => this._drop(callId, view) });
     }
     if (show) this.canvas.open({ id });
+  }
+
+  /** `title`, or `title 2`, `title 3`… when an open tab has it already. */
+  _unique(title) {
+    const taken = new Set([...this.views.values()].map((v) => v.title));
+    let label = title;
+    for (let n = 2; taken.has(label); n++) label = `${title} ${n}`;
+    return label;
   }
 
   open(callId, title) {

@@ -5,14 +5,15 @@ import { el } from "./dom.js";
 
 let queue = Promise.resolve();
 
-/** Resolves true only when the user presses the confirm button. */
-export function confirmDialog({ title, body, detail, yes, no = "Cancel" }) {
-  const asked = queue.then(() => ask({ title, body, detail, yes, no }));
+/** Resolves true only when the user presses the confirm button; false at once if `signal` aborts
+ * (the question is withdrawn, e.g. the app that asked cancelled its request). */
+export function confirmDialog({ title, body, detail, yes, no = "Cancel", signal }) {
+  const asked = queue.then(() => (signal?.aborted ? false : ask({ title, body, detail, yes, no, signal })));
   queue = asked.catch(() => false);
   return asked;
 }
 
-function ask({ title, body, detail, yes, no }) {
+function ask({ title, body, detail, yes, no, signal }) {
   return new Promise((resolve) => {
     const yesButton = el("button", { type: "submit", class: "btn primary", value: "yes", text: yes });
     const noButton = el("button", { type: "submit", class: "btn", value: "no", text: no });
@@ -28,6 +29,7 @@ function ask({ title, body, detail, yes, no }) {
     });
     document.body.append(dialog);
     dialog.showModal();
+    signal?.addEventListener("abort", () => dialog.close("no"), { once: true });
     noButton.focus();
   });
 }

@@ -70,6 +70,7 @@ export class Opener {
 
   newChat({ push }) {
     this._reset();
+    this.onNewChat?.(); // the pickers go back to the configuration's defaults
     this.loadSeq += 1;
     Object.assign(this.state, { conversationId: randomId(), stored: false, level: null, loading: false, incognitoState: null });
     this.pending = null;

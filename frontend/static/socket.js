@@ -18,6 +18,7 @@ export class Connection {
     this.countdownTimer = null;
     this.retryAt = 0;
     this.state = "connecting";
+    this.refusal = "";
     window.addEventListener("online", () => {
       if (this.state === "reconnecting" && this.retryTimer) this.retryNow();
     });
@@ -42,13 +43,16 @@ export class Connection {
       }
       if (event.type === "session") {
         this.attempt = 0;
+        this.refusal = "";
         this._setState("connected", {});
       }
       this.onEvent(event);
     });
-    socket.addEventListener("close", () => {
+    socket.addEventListener("close", (closed) => {
       if (this.socket !== socket) return;
       this.socket = null;
+      // 1008: the server refused this socket and says why (too many tabs open, no sign-in).
+      this.refusal = closed.code === 1008 ? closed.reason : "";
       this._scheduleRetry();
     });
   }

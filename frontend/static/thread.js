@@ -2,6 +2,7 @@
 // drawn from the stored messages or live, each with its actions: copy, edit
 // (user), regenerate (the last answer) and "‹ 1/2 ›" to switch branches.
 
+import { appTitle } from "./appviews.js";
 import { copyText, el } from "./dom.js";
 import { ToolCard } from "./toolcards.js";
 
@@ -191,7 +192,7 @@ export class Thread {
       onOpenArtifact: this.actions.onOpenArtifact, onOpenApp: this.actions.onOpenApp });
     card.setArguments(parseArgs(message.arguments ?? call?.arguments));
     card.finish(message);
-    if (message.app) this.actions.onStoredApp?.(message.call_id, message.tool || call?.name);
+    if (message.app) this.actions.onStoredApp?.(message.call_id, appTitle(message.tool || call?.name, message.server, card.arguments));
     return card;
   }
 

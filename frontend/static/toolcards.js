@@ -86,6 +86,7 @@ export class ToolCard {
   constructor({ callId, tool, server, onOpenArtifact, onOpenApp }) {
     this.callId = callId;
     this.tool = tool;
+    this.server = server;
     this.onOpenArtifact = onOpenArtifact;
     this.onOpenApp = onOpenApp;
     this.started = null;
@@ -132,6 +133,7 @@ export class ToolCard {
   }
 
   setArguments(args) {
+    this.arguments = args ?? {};
     this.argsPre.textContent = prettyJson(args ?? {});
     const count = Object.keys(args ?? {}).length;
     this.args.querySelector("summary").textContent = count ? `Arguments (${count})` : "Arguments (none)";
@@ -152,6 +154,7 @@ export class ToolCard {
   start(event) {
     this.tool = event.tool;
     this.nameText.textContent = event.tool;
+    this.server = event.server;
     this.serverText.textContent = `on ${event.server}`;
     this.node.setAttribute("aria-label", `Tool ${event.tool}`);
     this.setArguments(event.arguments);
@@ -189,7 +192,7 @@ export class ToolCard {
   offerApp() {
     if (this.appButton || !this.onOpenApp) return;
     this.appButton = el("button", { type: "button", class: "btn app-open", text: "Open app", title: `Open the ${this.tool} app in the canvas`,
-      onclick: () => this.onOpenApp(this.callId, this.tool) });
+      onclick: () => this.onOpenApp(this.callId, this.tool, this.server, this.arguments) });
     this.node.append(el("div", { class: "tool-app" }, this.appButton));
   }
 
@@ -202,7 +205,10 @@ export class ToolCard {
   finish(event) {
     const took = formatDuration(event.duration_ms);
     this.nameText.textContent = event.tool || this.nameText.textContent;
-    if (event.server) this.serverText.textContent = `on ${event.server}`;
+    if (event.server) {
+      this.server = event.server;
+      this.serverText.textContent = `on ${event.server}`;
+    }
     if (!this.argsPre.textContent) this.setArguments({});
     this.progress.hidden = event.ok || this.progress.hidden;
     this._closePrompts();

@@ -12,6 +12,9 @@ const RETRY_MS = 5000;
 const OPEN_UP_TO = 20; // a server with more tools starts collapsed (its count shows): 300 tools were 13,500 px
 const STATUS_TEXT = { starting: "starting…", ready: "ready", failed: "failed", disabled: "disabled", needs_auth: "connect" };
 
+/** Whether the model may be given this tool (an app-only tool's visibility lacks "model"). */
+const forModel = (tool) => !tool.app?.visibility || tool.app.visibility.includes("model");
+
 export class ToolsPanel {
   constructor({ configUrl, servers, status, summary, compliance, complianceNote, model, modelNote, filter, filterNote, onConfig }) {
     Object.assign(this, { configUrl, serversBox: servers, statusBox: status, summary, complianceSelect: compliance,
@@ -26,7 +29,12 @@ export class ToolsPanel {
       this._describeLevel();
       this.load();
     });
-    model.addEventListener("change", () => { this._describeModel(); if (this.config) this._renderStatus(); });
+    this.modelPicked = false; // by the user's hand (not a conversation's model put back): New chat keeps it
+    model.addEventListener("change", (e) => {
+      this.modelPicked = e.isTrusted;
+      this._describeModel();
+      if (this.config) this._renderStatus();
+    });
   }
 
   get complianceLevel() {
@@ -40,7 +48,7 @@ export class ToolsPanel {
   /** Qualified names to send as `tools`, or undefined when every tool is ticked. */
   get selectedTools() {
     if (!this.config) return undefined;
-    const names = this.config.tools.map((t) => t.name);
+    const names = this.config.tools.filter(forModel).map((t) => t.name);
     if (!names.some((n) => this.excluded.has(n))) return undefined;
     return names.filter((n) => !this.excluded.has(n));
   }
@@ -89,15 +97,24 @@ export class ToolsPanel {
       : "No level chosen: every tool you may use is offered.";
   }
 
-  _renderModels() {
-    const previous = this.modelSelect.value;
+  /** A new chat starts on the configuration's default model (a reload may have changed it, or the
+   * model in use failed), unless the user picked one by hand. */
+  resetModel() {
+    if (this.modelPicked || !this.config) return;
+    this._renderModels({ fresh: true });
+  }
+
+  _renderModels({ fresh = false } = {}) {
+    const previous = fresh ? null : this.modelSelect.value;
     const models = this.config.models || [];
     this.modelSelect.replaceChildren(...models.map((m) => {
       let text = m.name;
       if (m.demo) text += " (demo)";
       if (!m.available) text += ` — unavailable${m.reason ? `: ${m.reason}` : ""}`;
-      return el("option", { value: m.name, text, disabled: !m.available,
-        title: m.available ? m.description || m.name : m.reason || "unavailable", dataset: { demo: m.demo ? "true" : "false" } });
+      else if (m.failing) text += ` — not working: ${m.failing}`;
+      const title = !m.available ? m.reason || "unavailable" : m.failing ? `Its last call failed: ${m.failing}` : m.description || m.name;
+      return el("option", { value: m.name, text, disabled: !m.available, title,
+        dataset: { demo: m.demo ? "true" : "false", failing: m.failing ? "true" : "false" } });
     }));
     const usable = (name) => models.some((m) => m.name === name && m.available);
     const pick = [previous, this.config.default_model].find(usable) ?? models.find((m) => m.available)?.name;
@@ -113,14 +130,20 @@ export class ToolsPanel {
       children.push(el("span", { class: "badge badge-warn", text: "No model available" }));
     } else {
       if (model.demo) children.push(el("span", { class: "badge badge-demo", text: "demo" }), " ");
-      children.push(el("span", { text: model.description || "" }));
+      if (model.failing) children.push(el("span", { class: "badge badge-warn", text: "not working" }), " ");
+      children.push(el("span", { text: model.failing ? `Its last call failed: ${model.failing}` : model.description || "" }));
+    }
+    const note = this.config?.default_note;
+    if (note && model?.name === this.config.default_model) { // said first: the note is cut at the line's end
+      children.unshift(el("span", { class: "badge badge-warn", text: "default not working" }), " ",
+        el("span", { class: "model-default-note", text: `${note} ` }));
     }
     const unavailable = (this.config?.models || []).filter((m) => !m.available);
     if (unavailable.length) {
       children.push(el("span", { class: "muted", text: ` · ${unavailable.length} unavailable` }));
     }
     this.modelNote.replaceChildren(...children);
-    this.modelNote.title = unavailable.map((m) => `${m.name}: ${m.reason || "unavailable"}`).join("\n");
+    this.modelNote.title = [...(note ? [note] : []), ...unavailable.map((m) => `${m.name}: ${m.reason || "unavailable"}`)].join("\n");
   }
 
   _renderServers() {
@@ -143,7 +166,9 @@ export class ToolsPanel {
   }
 
   _serverNode(server, tools, wasOpen) {
-    const names = (server.tools || []).filter((n) => tools.has(n));
+    const names = (server.tools || []).filter((n) => tools.has(n) && forModel(tools.get(n)));
+    // Tools only the server's own app may call: the model never gets them, so no checkbox and no count.
+    const appOnly = (server.tools || []).filter((n) => tools.has(n) && !forModel(tools.get(n))).map((n) => tools.get(n));
     const all = el("input", { type: "checkbox", class: "server-all", "aria-label": `Use every tool of ${server.name}`,
       disabled: !names.length });
     const boxes = names.map((name) => {
@@ -180,7 +205,7 @@ export class ToolsPanel {
     const node = el("details", { class: "server", dataset: { server: server.name, status }, open },
       el("summary", {},
         el("span", { class: "status-dot", "aria-hidden": "true" }),
-        el("span", { class: "server-name", text: server.name }),
+        el("span", { class: "server-name", text: server.name, title: server.name }),
         el("span", { class: "server-status", text: STATUS_TEXT[status] || status }),
         names.length ? el("span", { class: "tool-count muted small", text: `${names.length} tool${names.length === 1 ? "" : "s"}` }) : null,
         server.compliance_level ? el("span", { class: "badge", text: server.compliance_level }) : null),
@@ -195,7 +220,9 @@ export class ToolsPanel {
         connectControls(server, () => this.load()),
         names.length ? el("label", { class: "check all-toggle" }, all, " All tools") : null,
         names.length ? el("ul", { class: "tool-list" }, boxes)
-          : el("p", { class: "muted small", text: status === "starting" ? "Waiting for the server…" : "No tools." })));
+          : el("p", { class: "muted small", text: status === "starting" ? "Waiting for the server…" : "No tools." }),
+        appOnly.length ? el("div", { class: "app-tools muted" }, `For its app only (the model never gets these):`,
+          el("ul", {}, appOnly.map((t) => el("li", { class: "app-tool", title: t.description || "", text: t.title || t.tool || t.name })))) : null));
     return node;
   }
 
@@ -222,7 +249,7 @@ export class ToolsPanel {
         ...links.flatMap((link, i) => (i ? [", ", link] : [link]))));
     }
     const resources = (this.config.resources || []).length + (this.config.resource_templates || []).length;
-    const offers = [plural((this.config.tools || []).length, "tool"), plural(resources, "resource"),
+    const offers = [plural((this.config.tools || []).filter(forModel).length, "tool"), plural(resources, "resource"),
       plural((this.config.prompts || []).length, "prompt")];
     children.push(el("p", { class: "status-offers muted small", text: offers.join(" · ") }));
     const gw = (this.config.models || []).find((m) => m.name === this.modelSelect?.value)?.gateway;
@@ -274,8 +301,9 @@ export class ToolsPanel {
   }
 
   _summarize() {
-    const total = (this.config?.tools || []).length;
-    const chosen = total - (this.config?.tools || []).filter((t) => this.excluded.has(t.name)).length;
+    const offered = (this.config?.tools || []).filter(forModel);
+    const total = offered.length;
+    const chosen = total - offered.filter((t) => this.excluded.has(t.name)).length;
     this.summary.textContent = total ? `${chosen} of ${total} tools on for this conversation` : "";
   }
 }

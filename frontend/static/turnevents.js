@@ -2,6 +2,7 @@
 // its answer: text, notices, tool cards, approvals and questions.
 
 import { approvalPrompt } from "./approval.js";
+import { appTitle } from "./appviews.js";
 import { elicitationPrompt } from "./elicitation.js";
 
 const NARROW = window.matchMedia("(max-width: 899px)");
@@ -66,7 +67,8 @@ export function drawTurnEvent(turn, event, { view, cards, canvas, apps, send, on
     case "app": {
       // An app tool call finished: its card reopens the app, and the app opens in the canvas.
       cards.latest(event.call_id)?.offerApp();
-      apps.add(event.call_id, { title: event.tool, show: !NARROW.matches || !canvas.panel.hidden });
+      apps.add(event.call_id, { title: appTitle(event.tool, event.server, cards.latest(event.call_id)?.arguments),
+        show: !NARROW.matches || !canvas.panel.hidden });
       view.changed();
       break;
     }

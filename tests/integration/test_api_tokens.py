@@ -4,8 +4,12 @@ from the request), revoked; the answer routes find only the caller's turns."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from tests.support.doors import events_of, served
 from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
@@ -97,6 +101,21 @@ def test_a_token_cannot_manage_tokens_or_open_the_page(site):
     assert client.post("/api/tokens", json={"name": "more"}, headers={**ALICE, **bearer(token)}).status_code == 403
     assert client.get("/api/tokens", headers=bearer(token)).status_code == 403
     assert client.get("/", headers=bearer(token)).status_code == 401  # the page needs the proxy's sign-in
+
+
+def test_a_token_does_not_open_the_websocket(site):
+    """The socket is the page's: a token (a script's credential for /api and /v1) is refused at
+    once, so no socket runs turns or tool calls on a token that may be revoked meanwhile."""
+    client, _ = site
+    token = make_token(client, ALICE)["token"]
+    url = str(client.base_url).replace("http://", "ws://") + "/ws"
+    for headers in (bearer(token), {**ALICE, **bearer(token)}):
+        with connect(url, additional_headers=headers, open_timeout=10) as ws, pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        assert "API token" in closed.value.rcvd.reason and "sign-in" in closed.value.rcvd.reason
+    with connect(url, additional_headers=ALICE, open_timeout=10) as ws:  # the page's sign-in opens it
+        assert json.loads(ws.recv(timeout=10))["user"] == "alice@example.com"
 
 
 def test_a_turn_started_with_a_token_is_answered_and_seen_only_by_its_owner(site, llm):

@@ -253,6 +253,9 @@ def test_an_app_is_refused_once_the_users_groups_no_longer_admit_its_server(tmp_
         refused = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}})
         assert refused.status_code == 403 and refused.json()["error"]["code"] == -32000
         assert client.get(f"/api/apps/{call_id}", headers=ALICE).status_code == 403
+        context = {"content": [{"type": "text", "text": "still here"}]}
+        assert rpc(client, call_id, "ui/update-model-context", context).status_code == 403
+        assert rpc(client, call_id, "resources/read", {"uri": "ui://counter/app.html"}).status_code == 403
 
 
 def test_a_changed_app_is_not_mounted_until_a_call_of_it_is_approved(tmp_path, llm):

@@ -37,7 +37,11 @@ def _inner_app(events: list[str]) -> Starlette:
         await websocket.send_text(await websocket.receive_text())
         await websocket.close()
 
-    return Starlette(routes=[Route("/hello", hello), WebSocketRoute("/ws", echo)], lifespan=lifespan)
+    async def ready(request):
+        return JSONResponse({"status": "ready"})
+
+    return Starlette(routes=[Route("/hello", hello), Route("/readyz", ready), WebSocketRoute("/ws", echo)],
+                     lifespan=lifespan)  # fmt: skip
 
 
 def test_healthz_answers_while_the_app_loads_and_other_requests_wait_for_it():
@@ -67,6 +71,28 @@ def test_healthz_answers_while_the_app_loads_and_other_requests_wait_for_it():
             ws.send("ping")
             assert ws.recv(timeout=10) == "ping"
     assert events == ["started", "stopped"], "the app's own lifespan ran at shutdown too"
+
+
+def test_readyz_answers_at_once_while_the_app_loads_then_the_app_answers_it():
+    """A load balancer polls /readyz right after /healthz: it learns "starting" now, not once the
+    app has loaded (it used to wait for the load, 4.9 s on a busy machine)."""
+    release = threading.Event()
+
+    def factory():
+        assert release.wait(30)
+        return _inner_app([])
+
+    with serve_app(BootingApp(factory), free_port()) as url:
+        assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+        ready = httpx.get(f"{url}/readyz", timeout=10)  # the load is held: waiting for it would time out
+        assert not release.is_set()
+        assert ready.status_code == 503 and ready.json() == {"status": "starting", "reason": "the app is still loading"}
+        assert ready.headers["cache-control"] == "no-store"
+        release.set()
+        deadline = time.monotonic() + 30
+        while (ready := httpx.get(f"{url}/readyz", timeout=10)).status_code == 503 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ready.status_code == 200 and ready.json() == {"status": "ready"}, "then the app's own /readyz answers"
 
 
 @pytest.mark.parametrize("builds", [True, False])
@@ -106,21 +132,27 @@ def test_an_app_that_cannot_be_built_is_reported_not_hidden(capfd):
             time.sleep(0.02)
         assert health.status_code == 503
         assert health.json() == {"status": "failed", "error": "RuntimeError: llmconfig.yml is unreadable"}
+        ready = httpx.get(f"{url}/readyz", timeout=5)
+        assert ready.status_code == 503 and ready.json()["status"] == "not_ready"
+        assert "llmconfig.yml is unreadable" in ready.json()["reason"]
         other = httpx.get(f"{url}/api/config", timeout=5)
         assert other.status_code == 503
         assert "llmconfig.yml is unreadable" in other.json()["error"]["message"]
     assert "Switchboard failed to start" in capfd.readouterr().err
 
 
+@pytest.mark.timeout(240)  # two workers and a PostgreSQL server start, slowly on a busy machine
 @pytest.mark.parametrize("workers", [1, 2])
-def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path, workers):
+def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path, workers, request):
     """The real command: /healthz is up before FastAPI and the MCP SDK are loaded, then the
-    app serves, in one process or in several (SWITCHBOARD_WORKERS)."""
+    app serves, in one process or in several (SWITCHBOARD_WORKERS, on PostgreSQL)."""
     write_config(tmp_path / "defaults", servers={})
     port = free_port()
     env = {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
            "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
            "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs")}
+    if workers > 1:  # several workers share turns only through PostgreSQL (SQLite is refused)
+        env["SWITCHBOARD_DATABASE_URL"] = request.getfixturevalue("postgres_url")
     proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(port),
                              "--workers", str(workers)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -15,7 +15,7 @@ from pathlib import Path
 from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ServerPool
-from switchboard.tools.launch import EarlyStarts
+from switchboard.tools.launch import CA_ENV, EarlyStarts
 from tests.support.harness import PROJECT_ROOT, TOOLBOX
 from tests.support.sinks import Sink
 
@@ -107,10 +107,10 @@ async def test_a_bundled_server_is_forked_with_its_own_folder_environment_and_lo
         assert int(_stat(toolbox)["PPid"]) == os.getpid()  # a third-party server: started by the app itself
         assert os.getpgid(dataviz) == dataviz and os.getsid(dataviz) == dataviz
         assert os.readlink(f"/proc/{dataviz}/cwd") == str(PROJECT_ROOT / "backend" / "mcp" / "dataviz")
-        # The environment it started with is the parent's: the minimal one, without the app's secrets
+        # The environment it started with is the parent's: the minimal one (and the CA variables), without the app's secrets
         # (its `env` is applied in the child: see the test tools and the DEBUG log below).
         for pid in (dataviz, parent):
-            assert set(_environ(pid)) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+            assert set(_environ(pid)) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", *CA_ENV}
         # A server's variables reach only that server: the parent, whose memory every later child
         # inherits, never holds them.
         assert _holds(dataviz, SECRET.encode()) and not _holds(parent, SECRET.encode())

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from contextlib import ExitStack
 from typing import Any
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.frames import Close
 from websockets.sync.client import connect
 
 from tests.support.doors import events_of, served
@@ -21,7 +24,7 @@ from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 SECRET = "proxy-secret-123"
 ALICE = {"X-User-Email": "alice@example.com", "X-Proxy-Secret": SECRET}
 BOB = {"X-User-Email": "bob@example.com", "X-Proxy-Secret": SECRET}
-TURNS, STREAMS = 2, 3
+TURNS, STREAMS, SOCKETS = 2, 3, 3
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +32,8 @@ def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("limits")
     write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
     settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, llm_max_attempts=1,
-                             max_turns_per_user=TURNS, max_streams_per_user=STREAMS, max_conversation_chars=100_000)  # fmt: skip
+                             max_turns_per_user=TURNS, max_streams_per_user=STREAMS, max_sockets_per_user=SOCKETS,
+                             max_conversation_chars=100_000)  # fmt: skip
     with served(settings) as (base, services), httpx.Client(base_url=base, timeout=30) as client:
         yield client, base, services
 
@@ -117,6 +121,33 @@ def test_a_user_has_a_few_turns_and_streams_at_once_and_others_are_not_held_back
         cancel(client, ALICE, first, second)
         cancel(client, BOB, bobs)
     assert client.post("/api/chat", json={"content": "hi again"}, headers=ALICE).status_code == 200
+
+
+def _open(stack: ExitStack, base: str, who: dict[str, str]) -> Close | None:
+    """Opens a websocket of `who` (kept open until `stack` closes): None when it was let in (its
+    first event is `session`), else the close it got."""
+    ws = stack.enter_context(connect(base.replace("http://", "ws://") + "/ws", additional_headers=who, open_timeout=10))
+    try:
+        assert json.loads(ws.recv(timeout=10))["type"] == "session"
+    except ConnectionClosed as closed:
+        return closed.rcvd
+    return None
+
+
+def test_a_user_holds_a_few_websockets_open_and_others_are_not_held_back(site):
+    """Every open socket is a descriptor and memory: one user's are capped (300 used to be let in)."""
+    _, base, _ = site
+    with ExitStack() as stack:
+        assert [_open(stack, base, ALICE) for _ in range(SOCKETS)] == [None] * SOCKETS
+        refused = _open(stack, base, ALICE)
+        assert refused is not None and refused.code == 1008, refused
+        assert f"you have {SOCKETS} Switchboard tabs or connections open" in refused.reason and "close one of them" in refused.reason
+        assert _open(stack, base, BOB) is None  # bob is not alice
+    with ExitStack() as stack:  # closed ones make room again, once the server has seen them go
+        deadline = time.monotonic() + 30
+        while _open(stack, base, ALICE) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _open(stack, base, ALICE) is None
 
 
 def test_another_users_running_conversation_is_not_found(site, llm):

@@ -64,20 +64,28 @@ def test_the_docs_local_model_example_answers_without_a_key(tmp_path, llm, monke
     assert LEAKABLE not in json.dumps(llm.request_headers)
 
 
-def test_a_local_model_whose_server_is_down_is_never_the_default(tmp_path, llm):
-    down = f"http://127.0.0.1:{free_port()}/v1"
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "litellm"])
+def test_a_local_model_whose_server_is_down_is_never_the_default(tmp_path, llm, direct):
+    down = f"http://127.0.0.1:{free_port()}/v1"  # bound and closed: nothing listens there
     write_config(tmp_path / "defaults", models=[DEMO, {"name": "local", "model": "openai/llama3.1", "api_base": down},
                                                 {"name": "later", "model": "openai/llama3.1", "api_base": llm.base_url}],
-                 default_model="demo")  # fmt: skip
-    with running_app(make_settings(tmp_path, llm_max_attempts=1)) as (client, services):
+                 default_model="local")  # fmt: skip
+    refused = f"nothing answers at {down} (connection refused)"
+    settings = make_settings(tmp_path, llm_max_attempts=2, llm_direct=direct)
+    with running_app(settings) as (client, services):
         client.portal.call(probed, services)
         config = client.get("/api/config").json()
         models = {m["name"]: m for m in config["models"]}
         assert config["default_model"] == "later", config
-        assert "cannot reach" in models["local"]["failing"] and models["later"]["failing"] is None
+        assert models["local"]["failing"] == refused and models["later"]["failing"] is None
+        assert config["default_note"] == f"The default model 'local' is not working ({refused}); 'later' is used until it works."
         # Picked by name it is still tried, and says why it fails; a working call clears the mark.
         events = chat(client, {"content": "hi", "model": "local"})
-        assert any(e["type"] == "error" and "Cannot reach" in e["message"] for e in events), events
+        (error,) = [e for e in events if e["type"] == "error"]
+        assert error["message"] == f"Model 'local': {refused} (tried 2 times)", error
+        assert "HTTP 500" not in json.dumps(events) and "InternalServerError" not in json.dumps(events)
+        notice = next(e for e in events if e["type"] == "notice")
+        assert notice["message"].startswith(f"Model 'local': {refused}; trying again in"), notice
         llm.enqueue(TextReply("fine"))
         assert any(e["type"] == "token" for e in chat(client, {"content": "hi"}))
 

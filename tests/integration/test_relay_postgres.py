@@ -30,6 +30,7 @@ class _Turn:
     def __init__(self) -> None:
         self.conversation_id = CONVERSATION
         self.log: list[TokenEvent] = []
+        self.claimed = True  # (its answer's last write would have released it)
 
     def _replay(self) -> list[TokenEvent]:
         return list(self.log)

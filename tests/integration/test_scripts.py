@@ -1,6 +1,7 @@
 """The README's commands as a new user types them: `./scripts/serve` installs only what serving
-needs (no test tools; the Docker image the same) and serves, and the README's `./scripts/chat`
-line then answers from that same environment."""
+needs (no test tools; the Docker image the same) and serves, the README's `./scripts/chat`
+line then answers from that same environment, and the other scripts the docs give work where
+uv is off PATH and install nothing more."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import importlib.util
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -94,3 +96,80 @@ def test_the_readmes_chat_command_works_as_written(served):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), done.stderr  # the demo model's answer
     assert "conversation: " in done.stderr
+
+
+def _uv_binary() -> Path:
+    """The uv that runs the tests (`uv run` names itself in UV), else the one on PATH or in ~/.local/bin."""
+    found = os.environ.get("UV") or shutil.which("uv") or shutil.which("uv", path=str(Path.home() / ".local" / "bin"))
+    assert found, "uv is needed to run the scripts"
+    return Path(found)
+
+
+def _off_path_env(served_env: dict[str, str], tmp: Path, *, uv_in_home: bool) -> dict[str, str]:
+    """A shell whose PATH has python3 and the system's tools but no uv, as on a fresh machine
+    after `./scripts/serve` installed uv with `pip --user`; pip cannot reach an index, so a
+    script that tries to install uv again fails."""
+    bin_dir, home = tmp / "bin", tmp / "home"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(os.path.realpath(sys._base_executable))  # type: ignore[attr-defined]
+    if uv_in_home:
+        (home / ".local" / "bin").mkdir(parents=True)
+        (home / ".local" / "bin" / "uv").symlink_to(_uv_binary())
+    home.mkdir(exist_ok=True)
+    cache = subprocess.run([str(_uv_binary()), "cache", "dir"], capture_output=True, text=True, check=True).stdout.strip()
+    env = {k: v for k, v in served_env.items() if k not in ("UV", "PYTHONUSERBASE", "PYTHONPATH")}
+    return env | {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(home), "UV_CACHE_DIR": cache,
+                  "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # fmt: skip
+
+
+def test_the_docs_commands_work_with_uv_off_path_and_install_no_test_tools(served, tmp_path):
+    _, venv, served_env = served
+    env = _off_path_env(served_env, tmp_path, uv_in_home=True)
+    before = sorted(p.name for p in _site_packages(venv).glob("*.dist-info"))
+    check = subprocess.run(["./scripts/switchboard", "check-config"], cwd=PROJECT_ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert check.returncode == 0, check.stderr
+    assert "uv not found" not in check.stderr and "0 error(s)" in check.stdout, check.stderr
+    debug = subprocess.run(["./scripts/debug_mcp_servers", "--json"], cwd=PROJECT_ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert debug.returncode == 0, debug.stderr
+    assert "uv not found" not in debug.stderr and '"servers"' in debug.stdout, debug.stderr
+    version = subprocess.run(["./scripts/uv", "--version"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                             timeout=60)  # fmt: skip
+    assert version.returncode == 0 and version.stdout.startswith("uv "), version.stderr
+    # A dev tool's wrapper installs nothing more into the serve-only environment.
+    assert sorted(p.name for p in _site_packages(venv).glob("*.dist-info")) == before
+    assert not any(name.startswith(("pytest", "mypy", "playwright")) for name in before)
+
+
+def test_the_scripts_find_uv_where_pip_install_put_it_off_path(served, tmp_path):
+    """`pip install uv` without --user (a prefix's bin/, off PATH): the `uv` package itself says
+    where its binary is. The layout is pip's (`--prefix`), with the real package's code."""
+    _, _, served_env = served
+    python = os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]  # the machine's, with its user site
+    located = subprocess.run([python, "-c", "import uv, os; print(os.path.dirname(uv.__file__))"],
+                             capture_output=True, text=True)  # fmt: skip
+    if located.returncode != 0:
+        pytest.skip("this machine's uv was not installed with pip: no `uv` package to find it with")
+    env = _off_path_env(served_env, tmp_path, uv_in_home=False)
+    site = tmp_path / "prefix" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    shutil.copytree(located.stdout.strip(), site / "uv")
+    (tmp_path / "prefix" / "bin").mkdir()
+    (tmp_path / "prefix" / "bin" / "uv").symlink_to(_uv_binary())
+    env["PYTHONPATH"] = str(site)
+    done = subprocess.run(["./scripts/uv", "--version"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.startswith("uv "), done.stderr
+    assert "uv not found" not in done.stderr
+
+
+def test_every_script_the_docs_name_exists_and_no_user_doc_needs_uv_on_path():
+    docs = [PROJECT_ROOT / "README.md", *(PROJECT_ROOT / "docs").glob("*.md"), *(PROJECT_ROOT / "config").rglob("README.md")]
+    for path in docs:
+        for name in re.findall(r"\./scripts/([\w.-]+)", path.read_text()):
+            assert os.access(PROJECT_ROOT / "scripts" / name, os.X_OK), f"{path.name}: ./scripts/{name}"
+    # What a new user reads (README and the config folders' READMEs) gives commands that work after
+    # ./scripts/serve, where uv may be off PATH: `./scripts/...`, not a bare `uv run`/`uv sync`.
+    for path in [PROJECT_ROOT / "README.md", *(PROJECT_ROOT / "config").rglob("README.md")]:
+        bare = re.findall(r"(?<![\w/])uv (?:run|sync)\b[^\n`]*", path.read_text())
+        assert not bare, f"{path.relative_to(PROJECT_ROOT)}: {bare}"

@@ -164,6 +164,9 @@ def test_security_headers_on_pages_and_api(app):
     assert page.headers["x-content-type-options"] == "nosniff"
     assert page.headers["referrer-policy"] == "no-referrer"
     assert app.get("/api/config", headers=who("bob@example.com")).headers["x-content-type-options"] == "nosniff"
+    # no name lookups for links the page shows, said as a header and first thing in the page
+    assert page.headers["x-dns-prefetch-control"] == "off"
+    assert '<meta http-equiv="x-dns-prefetch-control" content="off">' in page.text.split("<title", 1)[0]
 
 
 def test_tool_output_reaches_the_model_framed_as_data(app, llm):

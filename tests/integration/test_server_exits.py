@@ -4,6 +4,10 @@ the status the console prints, and from `switchboard check-config --start`."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from switchboard.__main__ import main
 from tests.support.harness import make_settings, running_app, toolbox_entry, write_config
 
@@ -45,11 +49,29 @@ def test_check_config_start_says_why_a_server_exits(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("SWITCHBOARD_DEFAULTS_DIR", str(tmp_path / "defaults"))
     monkeypatch.setenv("SWITCHBOARD_CONFIG_DIR", str(tmp_path / "overrides"))
     monkeypatch.setenv("SWITCHBOARD_LOG_DIR", str(tmp_path / "logs"))
-    assert main(["check-config", "--start"]) == 0
+    assert main(["check-config", "--start"]) == 1
     out = capsys.readouterr().out
     log = tmp_path / "logs" / "check-config" / "servers" / "licensed.stderr.log"
     assert "server 'toolbox' started (" in out, out
     line = next(line for line in out.splitlines() if "licensed" in line)
-    assert line.startswith("warning: server 'licensed' did not start here: the server process exited with code 3;"), line
+    assert line.startswith("error: server 'licensed' did not start here: the server process exited with code 3;"), line
     assert "cannot start: no licence" in line and str(log) in line
-    assert "1 warning(s)" in out
+    assert "1 error(s)" in out and out.rstrip().endswith("1 server(s) did not start: licensed")
+
+
+def test_check_config_start_fails_once_per_server_that_crashes_or_times_out(tmp_path):
+    """As a user runs it: the exit code, and each failure said once on the terminal (the
+    connection's own retries and log lines are not shown)."""
+    hangs = {"command": "python", "args": ["-c", "import time; time.sleep(120)"]}
+    write_config(tmp_path / "defaults", servers={"licensed": EXITS, "silent": hangs})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")} | {
+        "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"), "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
+        "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"), "SWITCHBOARD_SERVER_START_TIMEOUT_S": "4",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "switchboard", "check-config", "--start"], env=env,
+                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    shown = done.stdout + done.stderr
+    assert done.returncode == 1, shown
+    assert shown.count("cannot start: no licence") == 1, shown
+    assert shown.count("did not finish the MCP handshake within 4 s") == 1, shown
+    assert done.stdout.rstrip().endswith("2 server(s) did not start: licensed, silent"), shown

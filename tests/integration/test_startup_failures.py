@@ -23,9 +23,10 @@ def _serve(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess[str]
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_an_unusable_data_dir_ends_the_process_with_one_clear_line(tmp_path, workers):
+def test_an_unusable_data_dir_ends_the_process_with_one_clear_line(tmp_path, workers, request):
     (tmp_path / "not-a-folder").write_text("a file where the data dir should be")
-    done = _serve(tmp_path, "--workers", workers, SWITCHBOARD_DATA_DIR=str(tmp_path / "not-a-folder" / "data"))
+    store = {"SWITCHBOARD_DATABASE_URL": request.getfixturevalue("postgres_url")} if workers == "2" else {}
+    done = _serve(tmp_path, "--workers", workers, SWITCHBOARD_DATA_DIR=str(tmp_path / "not-a-folder" / "data"), **store)
     assert done.returncode != 0, done.stderr
     ours = [line for line in done.stderr.splitlines() if line.startswith("Switchboard failed to start")]
     assert len(set(ours)) == 1, done.stderr  # each worker process says it once
@@ -34,6 +35,21 @@ def test_an_unusable_data_dir_ends_the_process_with_one_clear_line(tmp_path, wor
     records = [json.loads(line) for line in (tmp_path / "logs" / "app.jsonl").read_text().splitlines()]
     failed = [r for r in records if r.get("event") == "startup_failed"]
     assert failed and "NotADirectoryError" in failed[0]["error"] and "Traceback" in failed[0]["exc"]
+
+
+@pytest.mark.parametrize("how", [("--workers", "2"), ("SWITCHBOARD_WORKERS", "3")])
+def test_several_workers_on_sqlite_are_refused_with_one_line_naming_the_database_url(tmp_path, how):
+    """Each worker would run its own in-process relay: an approval, a cancel or an attach that
+    reaches another worker than the turn's would fail. Refused before anything starts."""
+    args, env = (how, {}) if how[0].startswith("--") else ((), {how[0]: how[1]})
+    done = _serve(tmp_path, *args, SWITCHBOARD_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path}/store.db", **env)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Switchboard cannot start"), done.stderr
+    assert "SWITCHBOARD_DATABASE_URL" in lines[0] and "PostgreSQL" in lines[0] and "Traceback" not in done.stderr
+    assert not (tmp_path / "logs").exists() and not (tmp_path / "store.db").exists()  # nothing started
+    unset = _serve(tmp_path, "--workers", "2")  # the default store (SQLite in the data dir) too
+    assert unset.returncode == 1 and "SWITCHBOARD_DATABASE_URL" in unset.stderr and "Traceback" not in unset.stderr
 
 
 def test_a_broken_setting_is_named_and_the_process_exits(tmp_path):

@@ -85,7 +85,8 @@ def start_task(base: str, llm: Any, tool: str, arguments: dict[str, Any]) -> tup
 @pytest.mark.parametrize("server", ["local", "remote"])
 def test_a_long_task_reports_progress_after_its_turn_and_its_result_lands_in_the_conversation(site, llm, server):
     base, _ = site
-    page, turn = start_task(base, llm, f"{server}_crunch", {"steps": 3, "delay": 0.3})
+    # (each step outlasts a poll: a task is polled at most once a second)
+    page, turn = start_task(base, llm, f"{server}_crunch", {"steps": 3, "delay": 1.2})
     started = next(e for e in turn if e["type"] == "task")
     assert started["status"] == "working" and started["server"] == server and started["tool"] == f"{server}_crunch"
     result = next(e for e in turn if e["type"] == "tool_result")

@@ -182,7 +182,7 @@ def test_metrics_count_turns_and_calls_for_admins_and_the_scrape_token_only(tmp_
     assert "switchboard_open_sessions 1.0" in while_open
 
 
-def test_metrics_add_up_every_worker_process(tmp_path):
+def test_metrics_add_up_every_worker_process(tmp_path, postgres_url):
     """With `serve --workers 2` any worker may answer the scrape, and each answer counts both."""
     write_config(tmp_path / "defaults", servers={}, groups={"*": ["users"]})
     (tmp_path / "overrides").mkdir()
@@ -190,7 +190,7 @@ def test_metrics_add_up_every_worker_process(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PROMETHEUS_"))}
     env.update({"SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"), "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
                 "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"), "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
-                "SWITCHBOARD_METRICS_TOKEN": "scrape-secret"})  # fmt: skip
+                "SWITCHBOARD_METRICS_TOKEN": "scrape-secret", "SWITCHBOARD_DATABASE_URL": postgres_url})  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(port), "--workers", "2"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     base = f"http://127.0.0.1:{port}"

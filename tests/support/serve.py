@@ -46,9 +46,10 @@ class ServeConsole:
     """A real `switchboard serve` process on the config folders under `tmp` (defaults/,
     overrides/, data/, logs/), its stderr read line by line in a thread."""
 
-    def __init__(self, tmp: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(free_port())],
-                                     env=serve_env(tmp), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(self.port)],
+                                     env=serve_env(tmp, env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
         self._lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         assert self.proc.stderr is not None

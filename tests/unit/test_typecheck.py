@@ -51,3 +51,18 @@ def test_a_new_event_kind_fails_the_type_check_in_every_door_that_forgets_it(tmp
     flagged = {line.split(":", 1)[0] for line in errors if '"assert_never" has incompatible type "ProbeEvent"' in line}
     assert flagged == DOORS, result.stdout
     assert len(errors) == len([e for e in errors if "ProbeEvent" in e]), result.stdout  # no other error
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_kind_only_the_page_shows_is_named_once_for_every_door(tmp_path):
+    """`PAGE_ONLY` is the one list of kinds a text door skips: a new kind added there passes
+    every door without touching it."""
+    source = _with_probe_kind(EVENTS.read_text())
+    shadow = tmp_path / "events.py"
+    shadow.write_text(source.replace("PAGE_ONLY: Final = (", "PAGE_ONLY: Final = (ProbeEvent, ", 1))
+    assert "(ProbeEvent, " in shadow.read_text(), "PAGE_ONLY changed shape: update this test"
+
+    result = _mypy(tmp_path, "--shadow-file", str(EVENTS), str(shadow))
+
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -52,30 +52,50 @@ class AppLimits:
 
 
 class RequestBuckets:
-    """Token buckets per (user, app call id): `burst` requests at once, refilled at `rate` per second."""
+    """Token buckets per user, and per (user, app call id) inside it: `burst` requests at once,
+    refilled at `rate` per second. The user's bucket is checked first, so a refused request
+    keeps nothing; each user keeps at most `max_calls` app buckets (their own oldest go first),
+    so one user's made-up call ids never push out anyone else's bucket."""
 
-    def __init__(self, limits: AppLimits, max_keys: int = 10_000) -> None:
+    def __init__(self, limits: AppLimits, max_users: int = 10_000, max_calls: int = 64) -> None:
         self._limits = limits
-        self._max_keys = max_keys
-        self._buckets: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
+        self._max_users = max_users
+        self._max_calls = max_calls
+        self._users: OrderedDict[str, _UserBuckets] = OrderedDict()
+
+    def __len__(self) -> int:
+        """How many buckets are kept (users' and apps')."""
+        return sum(1 + len(u.calls) for u in self._users.values())
 
     def take(self, user: str, call_id: str) -> None:
         """One request of this app; RateLimited past its bucket, or past USER_FACTOR times it for
         all of the user's apps together (made-up call ids get a bucket each, the user does not)."""
-        self._take((user, call_id), 1)
-        self._take((user, ""), USER_FACTOR)
-
-    def _take(self, key: tuple[str, str], factor: int) -> None:
         now = time.monotonic()
-        rate, burst = self._limits.requests_per_s * factor, float(self._limits.burst * factor)
-        tokens, at = self._buckets.pop(key, (burst, now))
+        rate, burst = self._limits.requests_per_s, float(self._limits.burst)
+        entry = self._users.pop(user, None) or _UserBuckets(burst * USER_FACTOR, now, OrderedDict())
+        self._users[user] = entry
+        while len(self._users) > self._max_users:
+            self._users.popitem(last=False)
+        user_tokens = min(burst * USER_FACTOR, entry.tokens + (now - entry.at) * rate * USER_FACTOR)
+        entry.tokens, entry.at = user_tokens, now
+        if user_tokens < 1:
+            raise RateLimited(f"too many requests from your apps (at most {rate * USER_FACTOR:g} per second)")
+        tokens, at = entry.calls.pop(call_id, (burst, now))
         tokens = min(burst, tokens + (now - at) * rate)
         if tokens < 1:
-            self._buckets[key] = (tokens, now)
+            entry.calls[call_id] = (tokens, now)
             raise RateLimited(f"too many requests from this app (at most {rate:g} per second)")
-        self._buckets[key] = (tokens - 1, now)
-        while len(self._buckets) > self._max_keys:
-            self._buckets.popitem(last=False)
+        entry.calls[call_id] = (tokens - 1, now)
+        entry.tokens = user_tokens - 1
+        while len(entry.calls) > self._max_calls:
+            entry.calls.popitem(last=False)
+
+
+@dataclass(slots=True)
+class _UserBuckets:
+    tokens: float
+    at: float
+    calls: OrderedDict[str, tuple[float, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +267,7 @@ class AppBridge:
     async def _update_model_context(self, user: User, mounted: _Mounted,
                                     params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         text = model_context_of(params)
+        self._tool(user, mounted)  # the user may still use the server here, as for tools/call
 
         def put(data: dict[str, Any]) -> dict[str, Any]:
             app = dict(data.get("app") or {})

@@ -21,7 +21,7 @@ async def attach(request: ChatMessage, turn: TurnState, files: ArtifactStore, po
     """The user message's content with its attachments; raises NotFound/Forbidden."""
     owner = turn.user.email
     try:
-        attached: list[StoredFile] = [files.get(file_id, owner=owner)[0] for file_id in request.files]
+        attached: list[StoredFile] = [(await files.aget(file_id, owner=owner))[0] for file_id in request.files]
     except NotFound:
         raise NotFound("an attached file was not found",
                        action="Attach the file again; uploads are kept for a limited time.") from None  # fmt: skip

@@ -238,7 +238,8 @@ class CallRunner:
         reason = approval_reason(tool, config, turn.conversation.allowed_tools, app_digest, app_changed) if config else None
         approval = None
         if reason is not None:
-            answer = await self._ask(request.id, tool, arguments, reason, turn, emit, from_app)
+            answer = await self.ask(request.id, tool.qualified_name, tool.server, arguments, reason, turn, emit,
+                                    from_app=from_app)  # fmt: skip
             if not answer.approved:
                 return self._failed(request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.",
                                     started)  # fmt: skip
@@ -274,7 +275,7 @@ class CallRunner:
                            from_app=from_app)  # fmt: skip
             if outcome.task is not None:
                 outcome = await self._adopt(outcome, request.id, tool, turn, emit)
-            executed = self._succeeded(request, tool, outcome, user.email, started, config)
+            executed = await self._succeeded(request, tool, outcome, user.email, started, config)
             executed.mcp_result = _bounded(outcome, self._settings.max_app_result_chars)
             if app is not None:
                 executed.app_uri, executed.app_digest = tool.app_uri, app.digest
@@ -290,8 +291,12 @@ class CallRunner:
         and the call's own result says so."""
         if self.tasks is None:
             return ToolOutcome(ok=False, text="The server started a background task, but this host cannot follow tasks.")
-        event = await self.tasks.adopt(outcome.task, owner=turn.user.email, conversation_id=turn.conversation_id,
-                                       server=tool.server, tool=tool.qualified_name, call_id=call_id)  # fmt: skip
+        try:
+            event = await self.tasks.adopt(outcome.task, owner=turn.user.email, conversation_id=turn.conversation_id,
+                                           server=tool.server, tool=tool.qualified_name, call_id=call_id)  # fmt: skip
+        except SwitchboardError as exc:  # too many tasks running, or the store failed: the call fails, as data
+            why = f"{exc.message}. {exc.action}" if exc.action else exc.message
+            return ToolOutcome(ok=False, duration_ms=outcome.duration_ms, text=why)
         await emit(event)
         return ToolOutcome(ok=True, duration_ms=outcome.duration_ms, text=(
             f"The server runs this call as a background task (task {event.task_id}). Its result will be added to "
@@ -310,14 +315,19 @@ class CallRunner:
                                                                "uri": tool.app_uri, "error": exc.message})  # fmt: skip
             return None
 
-    async def _ask(self, call_id: str, tool: ToolInfo, arguments: dict[str, Any], reason: str,
-                   turn: TurnState, emit: Emit, from_app: str | None) -> ApprovalAnswer:  # fmt: skip
+    @property
+    def settings(self) -> CallSettings:
+        return self._settings
+
+    async def ask(self, call_id: str, tool: str, server: str, arguments: dict[str, Any], reason: str,
+                  turn: TurnState, emit: Emit, *, from_app: str | None = None, editable: bool = True) -> ApprovalAnswer:  # fmt: skip
+        """The user's answer to an approval request (a denial when nobody can answer, or on timeout)."""
         refused = turn.preferences.refused()
         if refused is not None:  # the door has nobody to ask (/v1): refused, the model reads why
             return refused
         future = turn.questions.expect_approval(call_id)
-        await emit(ApprovalRequest(call_id=call_id, tool=tool.qualified_name, server=tool.server,
-                                   arguments=arguments, reason=reason, from_app=from_app))  # fmt: skip
+        await emit(ApprovalRequest(call_id=call_id, tool=tool, server=server, arguments=arguments, reason=reason,
+                                   from_app=from_app, editable=editable))  # fmt: skip
         try:
             return await asyncio.wait_for(future, self._settings.approval_timeout_s)
         except TimeoutError:
@@ -325,19 +335,19 @@ class CallRunner:
         finally:
             turn.questions.forget_approval(call_id)
 
-    def _succeeded(self, request: ToolCallRequest, tool: ToolInfo, outcome: ToolOutcome, owner: str,
-                   started: float, config: ServerConfig | None) -> ExecutedCall:  # fmt: skip
-        event, text = self.result_of(request.id, tool.qualified_name, tool.server, outcome, owner,
-                                     int((time.monotonic() - started) * 1000))  # fmt: skip
+    async def _succeeded(self, request: ToolCallRequest, tool: ToolInfo, outcome: ToolOutcome, owner: str,
+                         started: float, config: ServerConfig | None) -> ExecutedCall:  # fmt: skip
+        event, text = await self.result_of(request.id, tool.qualified_name, tool.server, outcome, owner,
+                                           int((time.monotonic() - started) * 1000))  # fmt: skip
         return ExecutedCall(request, event, text)
 
-    def result_of(self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str,
-                  duration_ms: int) -> tuple[ToolResultEvent, str]:  # fmt: skip
+    async def result_of(self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str,
+                        duration_ms: int) -> tuple[ToolResultEvent, str]:  # fmt: skip
         """A call's outcome as its event (artifacts stored) and as the model's text."""
         refs = []
         for artifact in outcome.artifacts:
-            stored = self._artifacts.put(owner=owner, name=artifact.name, mime=artifact.mime, data=artifact.data,
-                                         scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False))
+            stored = await self._artifacts.aput(owner=owner, name=artifact.name, mime=artifact.mime, data=artifact.data,
+                                                scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False))
             refs.append(ArtifactRef(id=stored.id, name=stored.name, mime=stored.mime, size=stored.size,
                                     url=f"/api/artifacts/{stored.id}"))  # fmt: skip
         results = outcome.results

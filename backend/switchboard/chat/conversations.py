@@ -132,7 +132,7 @@ class Conversations:
         # An id the client picked (not the connection's own, which the server made) is the user's own.
         picked = conversation_id != current_id
         if request.incognito and request.incognito_state is not None and self.seal is not None:
-            conversation = self._unseal(user, conversation_id, request.incognito_state, picked=picked)
+            conversation = await self._unseal(user, conversation_id, request.incognito_state, picked=picked)
         else:
             conversation = await self._load(user, conversation_id, incognito=request.incognito, picked=picked)
         turn = TurnState(user=user, conversation=conversation, preferences=preferences)
@@ -154,7 +154,7 @@ class Conversations:
             _regenerate(conversation)
         return turn
 
-    def _unseal(self, user: User, conversation_id: str, sealed: str, *, picked: bool) -> ConversationState:
+    async def _unseal(self, user: User, conversation_id: str, sealed: str, *, picked: bool) -> ConversationState:
         """The incognito conversation the page sent back (sealed by a process of this deployment):
         it replaces whatever this process's memory holds of it. A client may name it by the id
         the server gave it or by the name it picked."""
@@ -171,7 +171,7 @@ class Conversations:
                                          compliance_level=opened.compliance_level, levels_used=opened.levels_used,
                                          allowed_tools=opened.allowed_tools, made_files=opened.made_files,
                                          leaf_id=opened.history[-1].id if opened.history else None)  # fmt: skip
-        self._attach_files(conversation, opened.files)
+        await self._attach_files(conversation, opened.files)
         self._memory.keep(conversation)
         return conversation
 
@@ -192,13 +192,13 @@ class Conversations:
         conversation = ConversationState(owner=user.email, id=stored.id, stored=True,
                                          compliance_level=stored.compliance_level, levels_used=list(stored.levels_used),
                                          allowed_tools=await self.store.allowances(stored.id))  # fmt: skip
-        self._attach_files(conversation, await self.store.files(stored.id))
+        await self._attach_files(conversation, await self.store.files(stored.id))
         return TurnState(user=user, conversation=conversation)
 
-    def _attach_files(self, conversation: ConversationState, file_ids: list[str]) -> None:
+    async def _attach_files(self, conversation: ConversationState, file_ids: list[str]) -> None:
         for file_id in file_ids:
             try:
-                conversation.files[file_id] = self._files.get(file_id, owner=conversation.owner)[0]
+                conversation.files[file_id] = (await self._files.aget(file_id, owner=conversation.owner))[0]
             except SwitchboardError:
                 continue  # removed by retention
 
@@ -241,7 +241,7 @@ class Conversations:
             history=[record_of(m) for m in path], branches=loaded.messages, allowed_tools=loaded.allowances,
             app_context=app_contexts(path),
         )  # fmt: skip
-        self._attach_files(conversation, loaded.files)
+        await self._attach_files(conversation, loaded.files)
         return conversation
 
     def _check_size(self, chars: int) -> None:

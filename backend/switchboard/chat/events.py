@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -22,6 +22,7 @@ __all__ = [
     "AttachedEvent",
     "CONVERSATION_ID",
     "MAX_CONTENT_CHARS",
+    "PAGE_ONLY",
     "CatalogueChanged",
     "ConversationEvent",
     "CancelMessage",
@@ -354,6 +355,11 @@ ServerEvent = (
 )
 """Every event a door may send. A door that switches on the kind matches each one (or says it
 ignores it) and ends with `assert_never`, so a new kind is followed through every door."""
+
+PAGE_ONLY: Final = (SessionEvent, ToolLog, AppEvent, RenderEvent, ConversationEvent, IncognitoStateEvent, AttachedEvent,
+                    CatalogueChanged)  # fmt: skip
+"""The kinds only the page shows (its session state, panels, canvas and lists). A door that shows
+text skips them with `isinstance(event, PAGE_ONLY)` before it matches the rest."""
 
 _server_adapter: TypeAdapter[ServerEvent] = TypeAdapter(Annotated[ServerEvent, Field(discriminator="type")])
 

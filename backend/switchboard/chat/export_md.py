@@ -4,7 +4,8 @@ Each answer sits under "Assistant", its tool calls with it (never under "You"); 
 separated by one blank line. What the host filled into tool calls for the user stays out: a
 signed link to an attached file becomes the file's name, and the owner's address in tool
 arguments and results becomes "(you)". A message that was edited says how many other versions
-it has (an answer, how often it was regenerated), since only the branch shown is exported."""
+it has (an answer, how often it was regenerated), since only the branch shown is exported. Text from
+the model, tools and users is neutralized as `export_safe` says: no image or HTML of it loads in a viewer."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..store import Conversation, Message, active_path
+from .export_safe import code_span, fenced, safe_inline, safe_markdown
 
 __all__ = ["export_filename", "export_markdown", "unsigned"]
 
@@ -43,14 +45,14 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
     meta = [f"{conversation.created_at:%Y-%m-%d %H:%M} UTC"]
     meta += [f"model {conversation.model}"] if conversation.model else []
     meta += [f"compliance level {conversation.compliance_level}"] if conversation.compliance_level else []
-    blocks = [f"# {conversation.title}", f"_{' · '.join(meta)}_"]
+    blocks = [f"# {safe_inline(conversation.title)}", f"_{safe_inline(' · '.join(meta))}_"]
     answering = False
     for message in active_path(messages, conversation.leaf_id):
         data = message.data
         if message.role == "user":
             answering = False
-            blocks += ["## You", message.content or "_(empty message)_"]
-            attached = [f"- attached: {f['name']}" for f in data.get("files", [])]
+            blocks += ["## You", safe_markdown(message.content) if message.content.strip() else "_(empty message)_"]
+            attached = [f"- attached: {safe_inline(f['name'])}" for f in data.get("files", [])]
             blocks += ["\n".join(attached)] if attached else []
             if message.id in versions:
                 number, count = versions[message.id]
@@ -67,7 +69,7 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
                               "other branches of the conversation, not in this export._")  # fmt: skip
         if message.role == "assistant":
             if message.content.strip():
-                blocks.append(message.content.strip())
+                blocks.append(safe_markdown(message.content.strip()))
             if data.get("finish_reason") == "error":
                 blocks.append(_failure(data.get("error") or {}))
             elif note := _FINISH_NOTES.get(data.get("finish_reason") or ""):
@@ -75,9 +77,10 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
             continue
         status = "ok" if data.get("ok") else "failed"
         arguments = private.clean(json.dumps(data.get("arguments") or {}, ensure_ascii=False))
-        result = private.clean(message.content[:_RESULT_CHARS]).replace("```", "`\u200b``")
-        blocks += [f"### Tool `{data.get('tool', '')}` ({status})", f"Arguments: `{arguments}`", f"```\n{result}\n```"]
-        artifacts = [f"- artifact: {a['name']}" for a in data.get("artifacts", [])]
+        result = private.clean(message.content[:_RESULT_CHARS])
+        blocks += [f"### Tool {code_span(str(data.get('tool', '')))} ({status})", "Arguments:", fenced(arguments, "json"),
+                   "Result:", fenced(result)]  # fmt: skip
+        artifacts = [f"- artifact: {safe_inline(a['name'])}" for a in data.get("artifacts", [])]
         blocks += ["\n".join(artifacts)] if artifacts else []
     return "\n\n".join(block.strip("\n") for block in blocks) + "\n"
 
@@ -85,7 +88,7 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
 def _failure(error: dict[str, Any]) -> str:
     """A failed answer, with the reason the page showed."""
     reason = " ".join(part for part in (error.get("message"), error.get("action")) if part)
-    return f"> **The answer failed**{': ' + reason if reason else '.'}"
+    return f"> **The answer failed**{': ' + safe_inline(reason) if reason else '.'}"
 
 
 def export_filename(conversation: Conversation, extension: str) -> tuple[str, str]:

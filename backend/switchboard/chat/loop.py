@@ -33,7 +33,7 @@ from .context import fitting_context
 from .events import (ChatMessage, ConversationEvent, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent,
                      TokenEvent, ToolResultEvent)  # fmt: skip
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
-from .skills import SkillShelf
+from .skills import SKILL_TOOLS, SkillShelf
 from .growing import GrowingText
 from .live_render import LiveRender
 from .render import INLINE_CHARS, render_markdown, rendered
@@ -90,11 +90,14 @@ class ChatEngine:
         return [tool for tool in visible if tool.qualified_name in wanted]
 
     def skills_for(self, turn: TurnState, selection: list[str] | None) -> SkillShelf:
-        """The skills of the servers the user may use here; none when the chat asks for no tools."""
+        """The skills of the servers the user may use here. A chat that selects tools gets those of the
+        servers it selected a tool of (all of them when it selects a skill tool itself), none for `[]`."""
         access = self.access(turn)
-        entries = [] if selection == [] else [
-            e for e in self._pool.skills(access.email) if self._pool.registry.server_admits(e.server, access)]  # fmt: skip
-        return SkillShelf(self._pool, access.email, entries)
+        entries = [e for e in self._pool.skills(access.email) if self._pool.registry.server_admits(e.server, access)]
+        if selection is not None and not set(selection) & set(SKILL_TOOLS):
+            selected = {tool.server for tool in self.tools_for(turn, selection)}
+            entries = [e for e in entries if e.server in selected]
+        return SkillShelf(self._pool, access.email, entries, self._calls)
 
     async def prepare(self, turn: TurnState, request: ChatMessage) -> PreparedTurn:
         """Everything a turn needs before it may start (model, attachments); raises

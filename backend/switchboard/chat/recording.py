@@ -20,6 +20,9 @@ conversation together with its first question, committed before the `conversatio
 announces it. Commits of one turn never overlap, so messages are stored in the order they were
 kept.
 
+The write of the answer's last message also deletes the turn's claim on the conversation (several
+processes on one Postgres: store/live.py), so the conversation is free once its answer is stored.
+
 A stored tool turn is thus three transactions (a new conversation with its question, beside the
 first model request; the call with its result; the answer), and a fourth beside a call that runs
 longer than 0.2 s (on Postgres: four single statements, one beside the call), where it was one
@@ -149,8 +152,14 @@ class TurnRecorder:
         levels = (conversation.compliance_level, conversation.levels_used) if turn.levels_changed and not creating else None
         create = NewConversation(turn.user.email, conversation.title, turn.model or conversation.model,
                                  conversation.compliance_level, conversation.levels_used) if creating else None  # fmt: skip
+        # The answer's last message frees the conversation for the next turn in the same transaction:
+        # a process that dies right after it leaves no claim behind (docs/reliability.md).
+        release = turn.claim if answered else None
         await self.store.append(conversation.id, messages, files=files, allowances=allowances, create=create,
-                                model=turn.model if new_model and not creating else UNSET, levels=levels)  # fmt: skip
+                                model=turn.model if new_model and not creating else UNSET, levels=levels,
+                                release_claim=release)  # fmt: skip
+        if release is not None:
+            turn.claim = None
         del turn.unsaved[: len(batch)]
         del turn.new_allowances[: len(allowances)]
         if creating:

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..auth import User
@@ -110,18 +112,34 @@ class PostgresRelay:
 
     # -- the owner's side ---------------------------------------------------------------------
 
-    async def claim(self, conversation_id: str, owner: str) -> None:
+    async def claim(self, conversation_id: str, owner: str) -> str:
         elsewhere = await self.live.claim(conversation_id, owner, self.process_id)
-        if elsewhere is not None and elsewhere != self.process_id:
-            raise BadRequest("an answer is still being written in this conversation",
-                             action="Wait for it to finish, or press Stop.")  # fmt: skip
+        if elsewhere is None or elsewhere == self.process_id:
+            return self.process_id
+        row = await self.live.row(conversation_id)
+        now = datetime.now(UTC)
+        silent = row is not None and row[1] == elsewhere and (row[2] is None or now - row[2] > self._silent_after)
+        if silent:  # its process died: the heartbeats of the others take the claim once the lease has lapsed
+            assert row is not None
+            lapses = self.lease_s - (now - row[2]).total_seconds() if row[2] is not None else 0.0
+            within = math.ceil(max(lapses, 0.0) + self.lease_s / 3)
+            raise BadRequest(f"the process writing this answer stopped; it is released within {within} s",
+                             action="Send your message again then.")  # fmt: skip
+        raise BadRequest("an answer is still being written in this conversation",
+                         action="Wait for it to finish, or press Stop.")  # fmt: skip
+
+    @property
+    def _silent_after(self) -> timedelta:
+        """A process heartbeats every third of the lease: one that missed a beat is taken to have stopped."""
+        return timedelta(seconds=self.lease_s / 2)
 
     async def released(self, turn: Turn) -> None:
         shared = self._shared.pop(turn.conversation_id, None)
         if shared is not None:
             for follower in sorted(shared.followers):  # after the turn's last events (posted before)
                 self._post(channel(follower), {"op": "end", "c": turn.conversation_id, "upto": shared.upto})
-        await self.live.release(turn.conversation_id, self.process_id)
+        if turn.claimed:  # (usually released already, by the write of the answer's last message)
+            await self.live.release(turn.conversation_id, self.process_id)
 
     def published(self, turn: Turn, event: ServerEvent) -> None:
         shared = self._shared.get(turn.conversation_id)

@@ -23,6 +23,11 @@ class Turn(Protocol):
     @property
     def conversation_id(self) -> str: ...
 
+    @property
+    def claimed(self) -> bool:
+        """The turn still holds its claim on the conversation (its answer's last write releases it)."""
+        ...
+
     def _replay(self) -> list[ServerEvent]: ...
 
 
@@ -49,7 +54,10 @@ class Relay(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def claim(self, conversation_id: str, owner: str) -> None: ...
+    async def claim(self, conversation_id: str, owner: str) -> str | None:
+        """Claim the conversation's turn for this process, or raise; the process id whose claim the
+        answer's last write releases (None: no claim is stored)."""
+        ...
 
     async def released(self, turn: Turn) -> None: ...
 
@@ -86,7 +94,7 @@ class LocalRelay:
     async def stop(self) -> None:
         return None
 
-    async def claim(self, conversation_id: str, owner: str) -> None:
+    async def claim(self, conversation_id: str, owner: str) -> str | None:
         return None
 
     async def released(self, turn: Turn) -> None:

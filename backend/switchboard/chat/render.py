@@ -14,7 +14,7 @@ import nh3
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-__all__ = ["INLINE_CHARS", "render_blocks", "render_markdown", "rendered"]
+__all__ = ["INLINE_CHARS", "markdown_parser", "render_blocks", "render_markdown", "rendered"]
 
 # Up to this length an answer renders in well under a millisecond (~40 µs for one sentence, ~0.3 ms for
 # 256 characters of dense markdown): on the event loop, where a thread's hop alone costs ~0.1 ms of CPU.
@@ -22,8 +22,9 @@ INLINE_CHARS = 256
 
 
 @cache
-def _markdown() -> MarkdownIt:
-    """Built on the first answer, not at start-up (the parser's imports are not on the way to ready)."""
+def markdown_parser() -> MarkdownIt:
+    """The page's parser (raw HTML is text), built on the first answer, not at start-up (its imports
+    are not on the way to ready). The export reads the same block structure (`export_safe`)."""
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(["table", "strikethrough"])
@@ -50,7 +51,7 @@ def _cleaner() -> nh3.Cleaner:
 
 
 def render_markdown(text: str) -> str:
-    return _cleaner().clean(_markdown().render(text))
+    return _cleaner().clean(markdown_parser().render(text))
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks the parser counts lines by
@@ -62,7 +63,7 @@ def render_blocks(text: str) -> tuple[int, str, str]:
     grow. Returns (how many characters of `text` the first part covers, its HTML, the last block's
     HTML), both sanitized; together they are `render_markdown(text)`, but for a link whose
     reference is defined in another part."""
-    md, env = _markdown(), dict[str, Any]()
+    md, env = markdown_parser(), dict[str, Any]()
     tokens = md.parse(text, env)
     starts = [i for i, token in enumerate(tokens) if token.level == 0 and token.nesting >= 0 and token.map]
     if len(starts) < 2:

@@ -5,7 +5,9 @@ this conversation (name and description, nothing more), and uses a skill by name
 reads the skill's `SKILL.md`, verified against the server's listing, and hands the model its
 instructions and the names of the skill's other files, which it reads with a second tool. No
 file is read before the model uses the skill; a file that fails verification is never used.
-Both tools are answered by the host (server "switchboard"), like the gateway's search."""
+Both tools are answered by the host (server "switchboard"), like the gateway's search. Reading a
+server's skill asks for the same approval as that server's tools (`approval: always`: the user
+says yes first), and its text is cut for the event and the store as a tool result is."""
 
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ from ..errors import SwitchboardError
 from ..llm.types import ToolCallRequest
 from ..tools import ServerPool
 from ..tools.skills import SkillEntry
-from .calls import ExecutedCall, frame_for_model
+from .calls import CallRunner, ExecutedCall, frame_for_model, limit_text
 from .events import ServerEvent, ToolResultEvent, ToolStart
 from .host_args import parse_arguments
+from .turn_state import TurnState
 
 __all__ = ["SKILL_TOOLS", "SkillShelf"]
 
@@ -36,8 +39,8 @@ Emit = Callable[[ServerEvent], Awaitable[None]]
 class SkillShelf:
     """One turn's skills, keyed by the name the model uses (`server/name` when two servers share one)."""
 
-    def __init__(self, pool: ServerPool, user: str | None, entries: list[SkillEntry]) -> None:
-        self._pool, self._user = pool, user
+    def __init__(self, pool: ServerPool, user: str | None, entries: list[SkillEntry], calls: CallRunner) -> None:
+        self._pool, self._user, self._calls = pool, user, calls
         counts: dict[str, int] = {}
         for entry in entries:
             counts[entry.name] = counts.get(entry.name, 0) + 1
@@ -102,29 +105,55 @@ class SkillShelf:
             raise _Refused(f"There is no skill named {json.dumps(key)} here; the skills are: {', '.join(sorted(self._skills))}")
         return entry
 
-    async def run(self, call: ToolCallRequest, emit: Emit) -> ExecutedCall:
+    async def run(self, call: ToolCallRequest, emit: Emit, turn: TurnState) -> ExecutedCall:
         started = time.monotonic()
         arguments, problem = parse_arguments(call.arguments)
         if arguments is None:
-            return _answer(call, {}, False, f"The arguments were not valid JSON ({problem}); send a JSON object.", started)
-        await emit(ToolStart(call_id=call.id, tool=call.name, server=SKILLS_SERVER, arguments=arguments))
+            return self._answer(call, {}, False, f"The arguments were not valid JSON ({problem}); send a JSON object.",
+                                started)  # fmt: skip
+        approval = None
+        try:
+            entry = self._entry(arguments.get("skill"))
+        except _Refused as exc:
+            return self._answer(call, arguments, False, str(exc), started)
+        config = self._pool.registry.config_of(entry.server)
+        allowance = f"{USE}@{entry.server}"
+        if config is not None and config.approval == "always" and allowance not in turn.conversation.allowed_tools:
+            answer = await self._calls.ask(call.id, call.name, SKILLS_SERVER, arguments, (
+                f"the skill comes from the server '{entry.server}', whose tools always need approval; reading it "
+                "sends the server a request"), turn, emit, editable=False)  # fmt: skip
+            if not answer.approved:
+                return self._answer(call, arguments, False, answer.reason or "The user denied reading this skill; do not "
+                                    "retry it unasked.", started)  # fmt: skip
+            if answer.remember:
+                turn.allow(allowance)
+            approval = {"answer": "remember" if answer.remember else "approve", "edited": False}
+        await emit(ToolStart(call_id=call.id, tool=call.name, server=SKILLS_SERVER, arguments=arguments,
+                             approval=approval))  # fmt: skip
         try:
             if call.name == USE:
                 text = await self.use(arguments.get("skill"))  # type: ignore[arg-type]
             else:
                 text = await self.read(arguments.get("skill"), str(arguments.get("path") or ""))  # type: ignore[arg-type]
         except _Refused as exc:
-            return _answer(call, arguments, False, str(exc), started)
+            return self._answer(call, arguments, False, str(exc), started)
         except SwitchboardError as exc:
-            return _answer(call, arguments, False, exc.message, started)
-        return _answer(call, arguments, True, text, started)
+            return self._answer(call, arguments, False, exc.message, started)
+        executed = self._answer(call, arguments, True, text, started)
+        if approval is not None:
+            executed.approval = approval
+            executed.event = executed.event.model_copy(update={"approval": approval})
+        return executed
+
+    def _answer(self, call: ToolCallRequest, arguments: dict[str, Any], ok: bool, text: str,
+                started: float) -> ExecutedCall:  # fmt: skip
+        """The result as a tool's: the event (and the store) get at most the tool results' cap, marked as cut."""
+        shown = limit_text(text, self._calls.settings.max_result_event_chars)
+        event = ToolResultEvent(call_id=call.id, tool=call.name, server=SKILLS_SERVER, ok=ok, content=shown,
+                                duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
+        return ExecutedCall(call, event, frame_for_model(call.name, ok, text, _RESULT_CHARS), arguments)
 
 
 class _Refused(Exception):
     """The model named no skill, or a path outside the skill: told so, as a failed result."""
 
-
-def _answer(call: ToolCallRequest, arguments: dict[str, Any], ok: bool, text: str, started: float) -> ExecutedCall:
-    event = ToolResultEvent(call_id=call.id, tool=call.name, server=SKILLS_SERVER, ok=ok, content=text,
-                            duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
-    return ExecutedCall(call, event, frame_for_model(call.name, ok, text, _RESULT_CHARS), arguments)

@@ -91,6 +91,3 @@ class TaskBoard:
         del self._questions[request_id]
         asked[1].set_result((action, content))
         return True
-
-    def pending_for(self, user: str) -> list[str]:
-        return [rid for rid, (owner, future, _) in self._questions.items() if owner == user and not future.done()]

@@ -19,7 +19,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ServerUnavailable, SwitchboardError, TaskGone
+from ..errors import ServerUnavailable, SwitchboardError, TaskGone, TooMany
 from ..store.tasks import TaskRecord, TaskRecords
 from ..tools import ServerPool, ToolOutcome
 from .calls import CallRunner
@@ -41,9 +41,14 @@ UNREACHABLE_RETRY_CAP_S = 30.0
 class TaskSettings:
     lease_s: float = 30.0  # another process takes a task whose lease has lapsed this long
     max_poll_s: float = 30.0  # never wait longer than this between two polls of a task
+    # Never poll more often than this once the first quick looks are done, whatever `pollIntervalMs` says.
+    min_poll_s: float = 1.0
     concurrency: int = 32  # polls in flight at once
     question_timeout_s: float = 600.0
     give_up_after: int = 20  # failed polls in a row (server refusing) before the task is marked failed
+    max_per_user: int = 16  # active tasks per user (SWITCHBOARD_MAX_TASKS_PER_USER); a call past it is refused
+    max_status_chars: int = 1000  # of a server's status message, stored and sent (longer: cut, and says so)
+    input_rounds: int = 10  # rounds of questions a task may ask (SWITCHBOARD_MCP_INPUT_ROUNDS) before it is stopped
 
 
 @dataclass(slots=True)
@@ -53,8 +58,10 @@ class _Held:
     backoff: float = FIRST_POLL_S
     failures: int = 0
     busy: bool = False  # a poll or a question is in flight
+    rounds: int = 0  # rounds of questions answered (by this process)
     last: tuple[str, str | None] = ("", None)  # (status, message) last told
     cancelling: bool = False
+    stopped: str | None = None  # why the host stopped the task itself (it ends failed, saying so)
 
 
 @dataclass
@@ -104,10 +111,22 @@ class TaskPoller:
 
     async def adopt(self, handle: Any, *, owner: str, conversation_id: str, server: str, tool: str,
                     call_id: str) -> TaskEvent:  # fmt: skip
+        """Keep and follow the task a call started; raises TooMany (the server's task cancelled) when
+        the owner has `max_per_user` tasks running already."""
         record = await self.records.add(id=new_id(), task_id=handle.task_id, owner=owner, conversation_id=conversation_id,
                                         server=server, tool=tool, call_id=call_id, status=handle.status,
-                                        message=handle.message, poll_interval_ms=handle.poll_interval_ms,
-                                        lease_owner=self.owner_id, lease_s=self.settings.lease_s)  # fmt: skip
+                                        message=self._status(handle.message), poll_interval_ms=handle.poll_interval_ms,
+                                        lease_owner=self.owner_id, lease_s=self.settings.lease_s,
+                                        most_active=self.settings.max_per_user)  # fmt: skip
+        if record is None:
+            with suppress(SwitchboardError):  # (the server's own expiry ends it otherwise)
+                await (await self.pool.tasks_of(server, owner)).cancel(handle.task_id)
+            running = await self.records.active_of(owner)
+            log.warning("task refused: too many running", extra={"event": "task_refused", "user": owner,
+                                                                  "server": server, "tool": tool})  # fmt: skip
+            raise TooMany(f"You have {running} background tasks running, the most one user may have "
+                          f"({self.settings.max_per_user}), so the server's new task was cancelled",
+                          action="Wait for one of them to finish, or cancel one, then try again.")  # fmt: skip
         held = _Held(record, due=time.monotonic() + FIRST_POLL_S, last=(record.status, record.message))
         self._held[record.id] = held
         self._wake.set()
@@ -177,22 +196,27 @@ class TaskPoller:
                 self.polls += 1
             held.failures = 0
             if state.terminal:
-                await self._finish(held, state)
+                await self._finish(held, None if held.stopped else state, error=held.stopped)
                 return
-            if state.status != held.last[0] or state.message != held.last[1]:
-                held.last = (state.status, state.message)
-                await self.records.update(record.id, status=state.status, message=state.message,
+            message = self._status(state.message)
+            if state.status != held.last[0] or message != held.last[1]:
+                held.last = (state.status, message)
+                await self.records.update(record.id, status=state.status, message=message,
                                           poll_interval_ms=state.poll_interval_ms)  # fmt: skip
-                self.board.publish(record.owner, _event(record, state.status, state.message))
+                self.board.publish(record.owner, _event(record, state.status, message))
             if state.status == "input_required":
+                if held.rounds >= self.settings.input_rounds:
+                    await self._stop_asking(held, channel)
+                    return
+                held.rounds += 1
                 await self._ask(held, channel, state)
                 held.backoff = FIRST_POLL_S
                 held.due = time.monotonic()
                 return
-            ceiling = min(state.poll_interval_ms / 1000 if state.poll_interval_ms else DEFAULT_POLL_S,
-                          self.settings.max_poll_s)  # fmt: skip
-            held.due = time.monotonic() + min(held.backoff, max(ceiling, FIRST_POLL_S))
-            held.backoff = min(held.backoff * 2, max(ceiling, FIRST_POLL_S))
+            wanted = state.poll_interval_ms / 1000 if state.poll_interval_ms else DEFAULT_POLL_S
+            ceiling = max(min(max(wanted, self.settings.min_poll_s), self.settings.max_poll_s), FIRST_POLL_S)
+            held.due = time.monotonic() + min(held.backoff, ceiling)
+            held.backoff = min(held.backoff * 2, ceiling)
         except TaskGone as exc:
             await self._finish(held, None, error=exc.message)
         except ServerUnavailable:
@@ -209,6 +233,24 @@ class TaskPoller:
         finally:
             held.busy = False
             self._wake.set()
+
+    def _status(self, message: str | None) -> str | None:
+        """A server's status message as stored and sent: cut at `max_status_chars`, saying so."""
+        limit = self.settings.max_status_chars
+        if message is None or len(message) <= limit:
+            return message
+        return f"{message[:limit]}… [cut: the status was {len(message):,} characters]"
+
+    async def _stop_asking(self, held: _Held, channel: Any) -> None:
+        """A task that keeps asking for input is cancelled at the server and ends as failed."""
+        record = held.record
+        log.warning("task kept asking for input", extra={"event": "task_input_rounds", "user": record.owner,
+                                                          "server": record.server, "task": record.id})  # fmt: skip
+        held.stopped = (f"server '{record.server}' kept asking for input for more than {self.settings.input_rounds} "
+                        "rounds and was stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)")  # fmt: skip
+        with suppress(SwitchboardError):
+            await channel.cancel(record.task_id)
+        await self._finish(held, None, error=held.stopped)
 
     async def _ask(self, held: _Held, channel: Any, state: Any) -> None:
         """Each question to the owner's pages (as `elicitation_request`), then the answers to the server."""
@@ -244,7 +286,7 @@ class TaskPoller:
         else:
             outcome = ToolOutcome(ok=False, text=f"The task failed: {error or (state.error if state else None) or 'no reason given'}")
         duration_ms = int((time.time() - record.created_at.timestamp()) * 1000)
-        event, model_text = self.calls.result_of(record.call_id, record.tool, record.server, outcome, record.owner,
+        event, model_text = await self.calls.result_of(record.call_id, record.tool, record.server, outcome, record.owner,
                                                  duration_ms)  # fmt: skip
         message_id = await self._store_result(record, event, model_text)
         await self.records.update(record.id, status=status, message=event.content[:500] if not event.ok else record.message,

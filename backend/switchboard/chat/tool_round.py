@@ -62,7 +62,7 @@ async def run_calls(calls: list[ToolCallRequest], turn: TurnState, *, runner: Ca
             if gateway is not None and gateway.handles(call.name):
                 executed = await gateway.run(call, emit, direct)
             elif skills and skills.handles(call.name):
-                executed = await skills.run(call, emit)
+                executed = await skills.run(call, emit, turn)
             else:
                 executed = await direct(call)
             await queue.put(executed)

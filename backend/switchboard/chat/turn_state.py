@@ -90,6 +90,9 @@ class TurnState:
     writing: asyncio.Future[None] | None = None  # the commit under way
     commit_timer: asyncio.TimerHandle | None = None  # a commit due later (`TurnRecorder.commit_later`)
     announcement: Announcement | None = None  # events waiting for a commit, sent before the turn's next event
+    # The process whose claim on the conversation (store/live.py `live_turns`) the write of the
+    # answer's last message releases, in its transaction; None once released (or never claimed).
+    claim: str | None = None
     # -- what the turn has produced so far --
     message_id: str = field(default_factory=lambda: secrets.token_urlsafe(9))
     user_message_id: str | None = None

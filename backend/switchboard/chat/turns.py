@@ -67,6 +67,10 @@ class Turn:
         return self.state.user.email
 
     @property
+    def claimed(self) -> bool:
+        return self.state.claim is not None
+
+    @property
     def running(self) -> bool:
         return self.task is not None and not self.task.done()
 
@@ -219,7 +223,7 @@ class TurnHub:
                 held.append(key)
             prepared = await self.engine.prepare(state, request)
             if not state.conversation.incognito:
-                await self.relay.claim(state.conversation.id, email)  # one turn per conversation, across processes
+                state.claim = await self.relay.claim(state.conversation.id, email)  # one turn per conversation, across processes
         except BaseException:
             self._release(email, held)
             raise
@@ -372,6 +376,8 @@ class TurnHub:
         self.draining.set()
         tasks = self.tasks()
         if tasks and self.shutdown_grace_s > 0:
+            log.info("waiting up to %g s for %d running answer%s to finish (SWITCHBOARD_SHUTDOWN_GRACE_S)",
+                     self.shutdown_grace_s, len(tasks), "" if len(tasks) == 1 else "s", extra={"event": "stop_wait"})  # fmt: skip
             await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
         for turn in list(self._turns.values()):
             turn.stop("restart")

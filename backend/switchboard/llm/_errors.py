@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import email.utils
 import math
+import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+import aiohttp
 import httpx
 import openai
 from litellm import exceptions as lx
@@ -108,11 +110,10 @@ def translate(exc: BaseException, model: ModelConfig, secret: str | None) -> LLM
             action="Ask your administrator to check the model's api_key_env and api_base in llmconfig.yml; "
             "meanwhile pick another model.",
         )
-    if _any(causes, (openai.APIConnectionError, httpx.TransportError)):
-        where = f" at {model.api_base}" if model.api_base else ""
+    if _any(causes, (openai.APIConnectionError, httpx.TransportError, aiohttp.ClientConnectionError, ConnectionError)):
         return LLMUnavailable(
-            f"Cannot reach the provider of model '{name}'{where}{detail}",
-            action="Try again in a moment, or pick another model.",
+            f"Model '{name}': {unreachable(exc, model.api_base)}",
+            action="Start the model's server (or check its api_base in llmconfig.yml), or pick another model.",
         )
     if isinstance(primary, (lx.ServiceUnavailableError, lx.BadGatewayError, lx.InternalServerError)):
         return LLMError(
@@ -125,6 +126,31 @@ def translate(exc: BaseException, model: ModelConfig, secret: str | None) -> LLM
             action="Try again or pick another model; if it persists, tell your administrator.",
         )
     return LLMError(f"Model '{name}' failed{detail}")
+
+
+def unreachable(exc: BaseException, url: str | None) -> str:
+    """Why nothing could be asked at `url`, from the connection error's types (not its text):
+    "nothing answers at URL (connection refused)" when the port is closed."""
+    causes = causes_of(exc)
+    where = url or _address(causes) or "the provider's address"
+    if _any(causes, ConnectionRefusedError):
+        return f"nothing answers at {where} (connection refused)"
+    if _any(causes, socket.gaierror):
+        return f"cannot reach {where} (the host name is not known)"
+    if _any(causes, _TIMEOUTS):
+        return f"cannot reach {where} (no answer in time)"
+    deepest = next((c for c in reversed(causes) if isinstance(c, (httpx.TransportError, aiohttp.ClientError, ConnectionError))), None)
+    return f"cannot reach {where} ({type(deepest or exc).__name__})"
+
+
+def _address(causes: list[BaseException]) -> str | None:
+    for cause in causes:
+        if isinstance(cause, aiohttp.ClientConnectorError):
+            return f"{cause.host}:{cause.port}"
+        request = getattr(cause, "_request", None)
+        if isinstance(request, httpx.Request):
+            return str(request.url)
+    return None
 
 
 def stream_cut(model: ModelConfig, reason: str = "the connection to the provider dropped.") -> LLMStreamCut:

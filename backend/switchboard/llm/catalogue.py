@@ -68,6 +68,19 @@ class ModelCatalogue:
         fallback = working or usable  # every usable model failed: the first one still says why when used
         return fallback[0].name if fallback else None
 
+    def default_note(self, access: Access) -> str | None:
+        """Why the configured default is not the default now (its last call or its start-up probe
+        failed), for the page to say so instead of quietly using another model."""
+        configured = self._by_name.get(self._config.default_model or "")
+        current = self.default_model_name(access)
+        if configured is None or configured.name == current or configured not in self._admitted(access):
+            return None
+        why = self._failing.get(configured.name) or self._unavailable_reason(configured)
+        if why is None:
+            return None
+        instead = f"'{current}' is used until it works" if current else "no other model is available"
+        return f"The default model '{configured.name}' is not working ({why}); {instead}."
+
     def resolve(self, name: str | None, access: Access) -> ModelConfig:
         """The model to call for this request; raises LLMUnavailable saying why not."""
         choices = self._choice_hint(access)

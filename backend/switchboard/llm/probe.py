@@ -9,6 +9,7 @@ from collections.abc import Iterable
 import httpx
 
 from switchboard.config.models import ModelConfig
+from switchboard.llm._errors import unreachable
 
 __all__ = ["unreachable_local_models"]
 
@@ -26,8 +27,8 @@ async def unreachable_local_models(models: Iterable[ModelConfig], timeout_s: flo
             url = f"{(model.api_base or '').rstrip('/')}/models"
             try:
                 await client.get(url)
-            except httpx.HTTPError as exc:
-                return f"cannot reach {model.api_base} ({type(exc).__name__})"
+            except (httpx.HTTPError, OSError) as exc:
+                return unreachable(exc, model.api_base)
             return None
 
         reasons = await asyncio.gather(*(reason(model) for model in local))

@@ -13,7 +13,7 @@ import logging
 import random
 from dataclasses import dataclass
 
-from switchboard.errors import LLMError
+from switchboard.errors import LLMError, LLMUnavailable
 from switchboard.llm._errors import is_retryable, retry_after_s
 
 __all__ = ["RetryPolicy", "log_retry", "retry_notice", "with_attempts"]
@@ -68,9 +68,11 @@ _WHY = {
 
 def retry_notice(model_name: str, error: LLMError, attempt: int, max_attempts: int, delay_s: float) -> str:
     """What the user reads while a failed call waits to be sent again."""
+    again = f"trying again in {max(delay_s, 0.1):.1f} s (attempt {attempt} of {max_attempts})."
+    if isinstance(error, LLMUnavailable):  # it says itself what is wrong (nothing answers at ...)
+        return f"{error.message}; {again}"
     why = _WHY.get(error.code, "answered with an error")
-    return (f"The provider of model '{model_name}' {why}; trying again in {max(delay_s, 0.1):.1f} s "
-            f"(attempt {attempt} of {max_attempts}).")
+    return f"The provider of model '{model_name}' {why}; {again}"
 
 
 def with_attempts(error: LLMError, attempts: int) -> LLMError:

@@ -218,10 +218,6 @@ class LiveTurns:
         stmt = delete(app_processes).where(app_processes.c.id == process_id)
         await self._store._run("sign this process off", lambda c: c.execute(stmt), write=True, single=True)
 
-    async def clear_events(self, conversation_id: str) -> None:
-        stmt = delete(turn_events).where(turn_events.c.conversation_id == conversation_id)
-        await self._store._run("clear the answer's events", lambda c: c.execute(stmt), write=True, single=True)
-
     async def alive(self, lease_s: float, besides: str) -> list[str]:
         """The other processes that heartbeated within the lease."""
         cutoff = datetime.now(UTC) - timedelta(seconds=lease_s)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Integer, String, Text, bindparam, exists, func, insert, literal, null, select, update
+from sqlalchemy import Integer, String, Text, bindparam, delete, exists, func, insert, literal, null, select, update
 
-from .models import UTCDateTime, allowances, conversations, files, messages
+from .models import UTCDateTime, allowances, conversations, files, live_turns, messages
 
 __all__ = ["ALLOWANCES", "BUMP", "BUMP_UNDER_PARENT", "CONVERSATION", "CONVERSATION_OF_TWO", "CREATE_WITH_FIRST", "EXISTS", "FILES",
-           "INSERT_CONVERSATION", "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "SET_LEVELS", "SET_MODEL"]  # fmt: skip
+           "INSERT_CONVERSATION", "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "RELEASE_CLAIM", "SET_LEVELS",
+           "SET_MODEL"]  # fmt: skip
 
 _c, _m = conversations.c, messages.c
 CONVERSATION = select(conversations).where(_c.id == bindparam("cid"))
@@ -33,12 +34,19 @@ NEXT_SEQ = select(func.coalesce(func.max(_m.seq), 0) + 1).where(_m.conversation_
 INSERT_MESSAGE = insert(messages).values(seq=NEXT_SEQ.scalar_subquery()).returning(_m.seq)
 
 
-def _bump_and_insert(under_parent: bool) -> Any:
+# A turn's claim on its conversation (several processes on one Postgres: live.py), deleted by the
+# transaction that stores the answer's last message.
+_live = live_turns.c
+RELEASE_CLAIM = delete(live_turns).where(_live.conversation_id == bindparam("cid"), _live.process_id == bindparam("claim_pid"))
+
+
+def _bump_and_insert(under_parent: bool, release: bool = False) -> Any:
     """Postgres: ``add_message`` as one statement, ``WITH bumped AS (UPDATE conversations ...)
     INSERT INTO messages ... SELECT ... FROM bumped`` (one round trip, no BEGIN/COMMIT). The seq is
     the count the UPDATE returns: it reads the row after any concurrent writer's commit (row lock),
     where the statement's own snapshot of ``messages`` may be older; max(seq) + 1 guards a
-    conversation whose count is behind its messages."""
+    conversation whose count is behind its messages. With ``release``, the statement also deletes
+    the turn's claim (``released AS (DELETE FROM live_turns ... WHERE the row was bumped)``)."""
     bumped = (BUMP_UNDER_PARENT if under_parent else BUMP).returning(_c.message_count).cte("bumped")
     values = select(
         bindparam("mid", type_=String), bindparam("cid", type_=String), bindparam("parent", type_=String),
@@ -47,7 +55,14 @@ def _bump_and_insert(under_parent: bool) -> Any:
         bindparam("m_data", type_=messages.c.data.type), bindparam("now", type_=UTCDateTime()),
     ).select_from(bumped)  # fmt: skip
     columns = ["id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"]
-    return insert(messages).from_select(columns, values).add_cte(bumped).returning(_m.seq)
+    statement = insert(messages).from_select(columns, values).add_cte(bumped)
+    if release:
+        released = (delete(live_turns)
+                    .where(_live.conversation_id == bindparam("cid", type_=String),
+                           _live.process_id == bindparam("claim_pid", type_=String), exists(select(bumped.c.message_count)))
+                    .returning(_live.process_id).cte("released"))  # fmt: skip
+        statement = statement.add_cte(released)
+    return statement.returning(_m.seq)
 
 
 SET_MODEL = update(conversations).where(_c.id == bindparam("cid")).values(model=bindparam("new_model"))
@@ -57,7 +72,8 @@ SET_LEVELS = (
     .values(compliance_level=bindparam("new_level"), levels_used=bindparam("new_levels"), updated_at=bindparam("now"))
 )
 EXISTS = select(_c.id).where(_c.id == bindparam("cid"))
-ONE_STATEMENT_ADD = {False: _bump_and_insert(False), True: _bump_and_insert(True)}
+# by (under a parent, releasing the turn's claim)
+ONE_STATEMENT_ADD = {(parent, release): _bump_and_insert(parent, release) for parent in (False, True) for release in (False, True)}
 
 
 def _create_with_first() -> Any:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, insert, or_, select, update
+from sqlalchemy import Connection, and_, func, insert, or_, select, text, update
 
 from .models import tasks
 from .repo import ConversationStore
@@ -51,14 +51,35 @@ class TaskRecords:
 
     async def add(self, *, id: str, task_id: str, owner: str, conversation_id: str, server: str, tool: str,
                   call_id: str, status: str, message: str | None, poll_interval_ms: int | None,
-                  lease_owner: str, lease_s: float) -> TaskRecord:  # fmt: skip
+                  lease_owner: str, lease_s: float, most_active: int | None = None) -> TaskRecord | None:  # fmt: skip
+        """The task stored; None (nothing stored) when the owner has `most_active` active tasks
+        already. The count and the insert are one transaction, taken in turn per owner, so calls
+        made at once (a round of them, several processes) cannot pass the limit together."""
         now = datetime.now(UTC)
         row = {"id": id, "task_id": task_id, "owner": owner, "conversation_id": conversation_id, "server": server,
                "tool": tool, "call_id": call_id, "status": status, "progress": None, "message": message,
                "result": None, "poll_interval_ms": poll_interval_ms, "created_at": now, "updated_at": now}  # fmt: skip
         stmt = insert(tasks).values(**row, lease_owner=lease_owner, lease_until=now + timedelta(seconds=lease_s))
-        await self._store._run("save the task", lambda conn: conn.execute(stmt), write=True, single=True)
-        return _record(row)
+        if most_active is None:
+            await self._store._run("save the task", lambda conn: conn.execute(stmt), write=True, single=True)
+            return _record(row)
+        postgres = self._store.dialect == "postgresql"  # (SQLite: writers take turns already)
+        active = select(func.count()).select_from(tasks).where(tasks.c.owner == owner, tasks.c.status.in_(ACTIVE))
+
+        def work(conn: Connection) -> bool:
+            if postgres:
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:owner))"), {"owner": f"tasks:{owner}"})
+            if conn.execute(active).scalar_one() >= most_active:
+                return False
+            conn.execute(stmt)
+            return True
+
+        return _record(row) if await self._store._run("save the task", work, write=True) else None
+
+    async def active_of(self, owner: str) -> int:
+        """How many of the owner's tasks are still running."""
+        stmt = select(func.count()).select_from(tasks).where(tasks.c.owner == owner, tasks.c.status.in_(ACTIVE))
+        return await self._store._run("count your tasks", lambda conn: conn.execute(stmt).scalar_one(), write=False)
 
     async def get(self, id: str) -> TaskRecord | None:
         def work(conn: Connection) -> TaskRecord | None:

@@ -85,11 +85,13 @@ class TurnWrites(StoreBase):
     async def append(self, conversation_id: str, new: Sequence[NewMessage], *, files: Sequence[str] = (),
                      allowances: Sequence[str] = (), model: str | None | _Unset = UNSET,
                      levels: tuple[str | None, Sequence[str | None]] | None = None,
-                     create: NewConversation | None = None) -> list[Message]:  # fmt: skip
+                     create: NewConversation | None = None, release_claim: str | None = None) -> list[Message]:  # fmt: skip
         """Appends messages in order (each one's parent is named; the last becomes the leaf), in
         one transaction with: ``create`` (the conversation's row, for a new one), ``files`` linked,
         ``allowances`` granted, the ``model`` and the compliance ``levels`` (level, every level
-        used) when they changed. All or nothing; committed when this returns."""
+        used) when they changed, and ``release_claim``: the claim of that process on the
+        conversation's turn deleted (the answer's last message). All or nothing; committed when
+        this returns."""
         for message in new:
             if message.role not in ROLES:
                 raise BadRequest(f"a message's role is one of {sorted(ROLES)}, not '{message.role}'")
@@ -131,6 +133,8 @@ class TurnWrites(StoreBase):
             if levels is not None:
                 conn.execute(S.SET_LEVELS, {"cid": conversation_id, "new_level": levels[0], "new_levels": list(levels[1]),
                                             "now": now})  # fmt: skip
+            if release_claim is not None:
+                conn.execute(S.RELEASE_CLAIM, {"cid": conversation_id, "claim_pid": release_claim})
             if index_now:
                 catch_up(conn)
             return seqs
@@ -140,8 +144,10 @@ class TurnWrites(StoreBase):
             one = {"cid": conversation_id, "new_leaf": row["id"], "now": now, "parent": row["parent_id"], "mid": row["id"],
                    "m_role": row["role"], "m_content": row["content"], "m_data": row["data"], "seq_of": conversation_id}  # fmt: skip
             # (no key of `one` may be a column name: SQLAlchemy would take it for an INSERT value)
+            if release_claim is not None:
+                one["claim_pid"] = release_claim
             try:
-                added = conn.execute(S.ONE_STATEMENT_ADD[row["parent_id"] is not None], one).first()
+                added = conn.execute(S.ONE_STATEMENT_ADD[row["parent_id"] is not None, release_claim is not None], one).first()
             except IntegrityError as exc:
                 raise _Refused from exc
             if added is None:  # the UPDATE matched nothing, so nothing was written
@@ -166,7 +172,7 @@ class TurnWrites(StoreBase):
         alone = len(rows) == 1 and not files and not allowances and model is UNSET and levels is None
         first = created is not None and rows[0]["parent_id"] is None
         postgres = self._dialect == "postgresql"
-        single = postgres and alone and (created is None or first)
+        single = postgres and alone and (created is None or (first and release_claim is None))
         chosen = (created_with_first if created is not None else one_statement) if single else work
         try:
             # On a SQLite file `work` runs on the sqlite3 connection (prepared.py): the statements are

@@ -68,7 +68,9 @@ class ServerConnection(ConnectionCalls):
         http_auth: httpx2.Auth | None = None,
         early: EarlyStarts | None = None,
         input_rounds: int = 10,
+        log_failures: bool = True,
     ) -> None:
+        self._log_failures = log_failures  # False where the caller reports the status itself (check-config)
         self._input_rounds = input_rounds  # MRTR: input_required rounds answered before giving up
         self.name = name
         self._early = early  # a process started before the app was built, for the first session
@@ -206,7 +208,8 @@ class ServerConnection(ConnectionCalls):
                 tail = stderr_tail(log_file) if log_file is not None else None
                 reason = describe_failure(exc, url=self.config.url or "", trace=self._trace, timeout_s=self._init_timeout_s)
                 await self._set_status("failed", reason, stderr_tail=tail, stderr_log=str(log_file) if tail else None)
-                log.warning("server %s failed: %s", self.name, reason)
+                if self._log_failures:
+                    log.warning("server %s failed: %s", self.name, reason)
             attempt += 1
             await asyncio.sleep(min(BACKOFF_CAP_S, 0.5 * 2**attempt))
 

@@ -153,6 +153,10 @@ class Zygote:
     async def close(self) -> None:
         """Stop the zygote; children still running are stopped by it (SIGTERM, then SIGKILL)."""
         if self._control is not None:
+            # shutdown, not only close: the event loop may hold the descriptor open a while longer
+            # (uvloop's poll handle does), and the zygote stops only when it reads the end.
+            with contextlib.suppress(OSError):
+                self._control.shutdown(socket.SHUT_RDWR)
             self._control.close()
             self._control = None
         if self._process is not None:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from ..config.loader import McpConfig
     from ..config.models import ServerConfig
 
-__all__ = ["FILES_ORIGIN_ENV", "INHERITED_ENV", "EarlyStarts", "Launch", "child_environment", "stderr_path", "stdio_launch"]
+__all__ = ["CA_ENV", "FILES_ORIGIN_ENV", "INHERITED_ENV", "EarlyStarts", "Launch", "child_environment", "stderr_path",
+           "stdio_launch"]
 
 log = logging.getLogger("switchboard.tools")
 
@@ -46,6 +47,11 @@ FILES_ORIGIN_ENV = "SWITCHBOARD_FILES_ORIGIN"
 # secrets never reach a child.
 INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 
+# Where the host's trusted certificate authorities are (a company CA that inspects TLS): passed
+# through as well, so that `uvx`, pip, requests, curl and Node.js in a server trust what the host
+# trusts. They name files, not secrets.
+CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+
 _PYTHON = {"python", "python3", "python3.11", "python3.12", "python3.13"}
 
 
@@ -54,8 +60,8 @@ def stderr_path(log_dir: Path, server: str) -> Path:
 
 
 def child_environment(extra: dict[str, str] | None) -> dict[str, str]:
-    """The minimal inherited environment plus the server's own `env`."""
-    inherited = {key: value for key in INHERITED_ENV if (value := os.environ.get(key)) is not None
+    """The minimal inherited environment (and the CA variables) plus the server's own `env`."""
+    inherited = {key: value for key in (*INHERITED_ENV, *CA_ENV) if (value := os.environ.get(key)) is not None
                  and not value.startswith("()")}  # fmt: skip  # ("()": an exported shell function)
     return inherited | (extra or {})
 

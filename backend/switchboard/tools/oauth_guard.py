@@ -32,6 +32,7 @@ import httpx2
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
 from ..errors import SignInFailed
+from ..settings import is_loopback_host
 
 __all__ = ["POLICY_KEY", "EndpointPolicy", "GuardedAuth", "PinnedTransport", "origin_of", "pinned_transport", "sign_in_failure"]
 
@@ -39,7 +40,6 @@ log = logging.getLogger("switchboard.tools")
 
 Resolve = Callable[[str, int], Awaitable[list[str]]]
 EXCERPT_CHARS = 200  # how much of a refused answer the administrators' log keeps
-_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 POLICY_KEY = "switchboard_sign_in"  # the request extension that marks a sign-in flow's request
 
 
@@ -51,13 +51,7 @@ def origin_of(url: str) -> str:
 
 def is_local_url(url: str) -> bool:
     """Whether the URL's host is this machine (a name for it, or a loopback address)."""
-    host = (urlsplit(url).hostname or "").lower()
-    if host in _LOCAL_NAMES or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(urlsplit(url).hostname or "")
 
 
 async def _resolve(host: str, port: int) -> list[str]:

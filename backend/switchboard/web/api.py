@@ -20,7 +20,7 @@ from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
 from .connect import auth_entry
 from .deps import current_user, services_of
-from .artifact_theme import follow_page_theme
+from .artifact_theme import follow_page_theme, quiet_network
 from .readiness import config_problems, readiness_report
 from .security import ARTIFACT_CSP, ARTIFACT_CSP_SCRIPTS, PDF_CSP
 
@@ -126,6 +126,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
             for m in models
         ],
         "default_model": services.models.default_model_name(access),
+        "default_note": services.models.default_note(access),
         "compliance_levels": [
             {"name": level.name, "description": level.description} for level in cfg.compliance.levels
         ],
@@ -187,7 +188,7 @@ async def signed_file(request: Request, file_id: str, u: str, e: int, s: str) ->
     """An upload fetched by an MCP server through a signed, expiring URL (no session)."""
     services = services_of(request)
     services.signer.verify(file_id, u, e, s)
-    stored, path = services.artifacts.get(file_id, owner=u)
+    stored, path = await services.artifacts.aget(file_id, owner=u)
     return _file_response(services.artifacts, stored, path,
                           media_type="application/octet-stream" if stored.mime in ("text/html", "image/svg+xml") else stored.mime,
                           disposition="attachment", headers={"Content-Security-Policy": ARTIFACT_CSP, "Cache-Control": "no-store"})  # fmt: skip
@@ -197,10 +198,10 @@ async def signed_file(request: Request, file_id: str, u: str, e: int, s: str) ->
 async def rendered_artifact(request: Request, user: UserDep, file_id: str) -> dict[str, str]:
     """A markdown artifact rendered to sanitized HTML, for the canvas."""
     files = services_of(request).artifacts
-    stored, _ = files.get(file_id, owner=user.email)
+    stored, _ = await files.aget(file_id, owner=user.email)
     if stored.mime not in ("text/markdown", "text/x-markdown") and not stored.name.endswith((".md", ".markdown")):
         raise BadRequest("only markdown artifacts can be rendered")
-    text = (await asyncio.to_thread(files.read, stored)).decode("utf-8", errors="replace")
+    text = (await files.aread(stored)).decode("utf-8", errors="replace")
     return {"html": render_markdown(text)}
 
 
@@ -211,7 +212,7 @@ _INLINE_SAFE = ("image/png", "image/jpeg", "image/gif", "image/webp", "applicati
 @router.get("/api/artifacts/{file_id}")
 async def artifact(request: Request, user: UserDep, file_id: str, download: bool = False) -> Response:
     files = services_of(request).artifacts
-    stored, path = files.get(file_id, owner=user.email)
+    stored, path = await files.aget(file_id, owner=user.email)
     # HTML and SVG are only ever rendered inside the CSP sandbox (an opaque
     # origin that cannot reach the app); anything else unknown is a download.
     inline = not download and (stored.mime in _INLINE_SAFE or stored.mime in ("text/html", "image/svg+xml"))
@@ -226,7 +227,7 @@ async def artifact(request: Request, user: UserDep, file_id: str, download: bool
                "X-Artifact-Scripts": "allowed" if stored.scripts else "blocked"}  # fmt: skip
     if inline and stored.mime == "text/html":
         headers["Content-Disposition"] = "inline"
-        body = await asyncio.to_thread(lambda: follow_page_theme(files.read(stored)))
+        body = await asyncio.to_thread(lambda: quiet_network(follow_page_theme(files.read(stored))))
         return Response(body, media_type=media_type, headers=headers)
     return _file_response(files, stored, path, media_type=media_type, disposition="inline" if inline else "attachment",
                           headers=headers)  # fmt: skip

@@ -74,6 +74,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.state.drain = services.turns.drain  # `switchboard serve` calls it at SIGTERM, before closing connections
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
     app.state.sandbox = SandboxPolicy.from_settings(settings)
+    app.state.open_sockets = ws.OpenSockets(settings.max_sockets_per_user)
     # Who the user is is worked out only for requests the guard let through.
     app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
     # Added before the headers middleware, so it runs inside it: its refusals get the headers too.

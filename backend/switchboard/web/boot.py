@@ -4,8 +4,9 @@ Importing the app (FastAPI, the MCP SDK, fastmcp) takes 1.5 s or more, far longe
 busy machine. `switchboard serve` therefore hands uvicorn this small ASGI app, which needs
 only the standard library: it opens the port at once, answers `GET /healthz` while the
 real app is imported and built in a worker thread, then passes every request through.
-Requests that arrive before the app is ready wait for it (they are not refused), up to
-`wait_s`. If the app cannot be built, the cause is said in one line on stderr and in the
+`GET /readyz` answers at once too (503 `starting`: a load balancer or a script polling it
+learns the state now, not after the load). Other requests that arrive before the app is
+ready wait for it (they are not refused), up to `wait_s`. If the app cannot be built, the cause is said in one line on stderr and in the
 log (with the traceback), and `on_failure` is called: `switchboard serve` then stops and
 exits non-zero, so a supervisor (Docker's `restart: unless-stopped`, systemd) restarts it
 or a person sees why. Until the process has stopped, `/healthz` answers 503 with the error
@@ -73,8 +74,8 @@ class BootingApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        if self._app is None and scope["type"] == "http" and scope.get("path") == "/healthz":
-            await self._health(send)
+        if self._app is None and scope["type"] == "http" and scope.get("path") in ("/healthz", "/readyz"):
+            await (self._health(send) if scope["path"] == "/healthz" else self._readiness(send))
             return
         app = await self._wait_for_app()
         if app is not None:
@@ -162,6 +163,13 @@ class BootingApp:
             await _json(send, 503, {"status": "failed", "error": self._error})
         else:
             await _json(send, 200, {"status": "ok", "app": "loading"})
+
+    async def _readiness(self, send: Send) -> None:
+        """Not ready while the app loads (or when it could not be built): said now, without waiting."""
+        if self._error is not None:
+            await _json(send, 503, {"status": "not_ready", "reason": f"the app could not be built: {self._error}"})
+        else:
+            await _json(send, 503, {"status": "starting", "reason": "the app is still loading"})
 
 
 def _keep_what_loaded() -> None:

@@ -29,22 +29,15 @@ from ..auth import User
 from ..chat import Preferences, Subscription
 from ..chat.events import (
     MAX_CONTENT_CHARS,
-    AppEvent,
+    PAGE_ONLY,
     ApprovalRequest,
-    AttachedEvent,
-    CatalogueChanged,
     ChatMessage,
-    ConversationEvent,
     ElicitationRequest,
     ErrorEvent,
-    IncognitoStateEvent,
     MessageDone,
     NoticeEvent,
-    RenderEvent,
-    SessionEvent,
     TaskEvent,
     TokenEvent,
-    ToolLog,
     ToolProgress,
     ToolResultEvent,
     ToolStart,
@@ -256,13 +249,14 @@ async def _events(subscription: Subscription) -> AsyncGenerator[Shown, None]:
     events = aiter(subscription)
     try:
         async for event in events:
+            if isinstance(event, PAGE_ONLY):
+                continue
             match event:
                 case TokenEvent() | ErrorEvent() | MessageDone():
                     yield event
-                case (ApprovalRequest() | ElicitationRequest() | SessionEvent() | ToolStart() | ToolProgress() | ToolLog() | ToolResultEvent() | AppEvent()
-                      | RenderEvent() | NoticeEvent() | ConversationEvent() | AttachedEvent() | CatalogueChanged()
-                      | TaskEvent() | IncognitoStateEvent()):  # fmt: skip
-                    pass
+                case (ApprovalRequest() | ElicitationRequest() | ToolStart() | ToolProgress() | ToolResultEvent()
+                      | NoticeEvent() | TaskEvent()):  # fmt: skip
+                    pass  # the tool loop's progress: this door's client sees only the answer
                 case _:
                     assert_never(event)
     finally:

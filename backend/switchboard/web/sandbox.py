@@ -21,6 +21,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,6 +29,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..settings import Settings
+from .csp_reports import CspReportLimiter
 from .security import LOCAL_HOSTS, PAGE_CSP, split_host
 
 __all__ = ["LOCAL_SANDBOX_HOST", "SandboxMiddleware", "SandboxPolicy", "app_csp", "page_csp"]
@@ -44,14 +46,40 @@ _MAX_SOURCES = 32
 _MAX_CSP_PARAM = 8192
 
 
-def _sources(csp: dict, key: str) -> list[str]:
+Page = tuple[str, int]  # a page origin's host name and port: the API an app must never reach
+
+
+def _is_loopback(name: str) -> bool:
+    return name in LOCAL_HOSTS or name == "0.0.0.0" or name.endswith(".localhost") or name.startswith("127.")
+
+
+def _could_match(source: str, pages: Sequence[Page]) -> bool:
+    """Whether a CSP source could match a page's origin, as a browser matches it: CSP lets `http`
+    match `https` and `ws` match `http(s)`, so the scheme is ignored; a missing port matches 80 and
+    443; a `*.` wildcard matches any subdomain; every loopback name reaches the same listener."""
+    rest = source.split("://", 1)[1]
+    host, _, port = rest.rpartition(":") if rest.rsplit(":", 1)[-1].isdigit() or rest.endswith(":*") else (rest, "", "")
+    wildcard = host.startswith("*.")
+    bare = host[2:] if wildcard else host
+    for name, page_port in pages:
+        if port == "*" or (port and int(port) == page_port) or (not port and page_port in (80, 443)):
+            if wildcard:
+                same = name.endswith("." + bare) or (_is_loopback(name) and (bare == "localhost" or "127.0.0.1".endswith("." + bare)))
+            else:
+                same = bare == name or (_is_loopback(bare) and _is_loopback(name))
+            if same:
+                return True
+    return False
+
+
+def _sources(csp: dict, key: str, pages: Sequence[Page]) -> list[str]:
     values = csp.get(key)
     if not isinstance(values, list):
         return []
     kept: list[str] = []
     for value in values[:_MAX_SOURCES]:
         source = value.strip().lower().rstrip("/") if isinstance(value, str) else ""
-        if _SOURCE.match(source):
+        if _SOURCE.match(source) and not _could_match(source, pages):
             kept.append(source)
         else:
             log.warning("dropped an app CSP source", extra={"event": "app_csp_source_dropped", "directive": key,
@@ -59,15 +87,16 @@ def _sources(csp: dict, key: str) -> list[str]:
     return kept
 
 
-def app_csp(csp: dict | None) -> str:
+def app_csp(csp: dict | None, pages: Sequence[Page] = ()) -> str:
     """The policy an app runs under: no network beyond the origins the resource declares (the
-    default has none at all). `'self'` (the sandbox origin, which serves nothing an app needs)
-    is left out."""
+    default has none at all), and never a source that could match one of the `pages` (the chat
+    page's own origins: its API). `'self'` (the sandbox origin, which serves nothing an app
+    needs) is left out."""
     csp = csp if isinstance(csp, dict) else {}
-    res = " ".join(_sources(csp, "resourceDomains"))
-    connect = " ".join(_sources(csp, "connectDomains")) or "'none'"
-    frames = " ".join(_sources(csp, "frameDomains")) or "'none'"
-    base = " ".join(_sources(csp, "baseUriDomains")) or "'self'"
+    res = " ".join(_sources(csp, "resourceDomains", pages))
+    connect = " ".join(_sources(csp, "connectDomains", pages)) or "'none'"
+    frames = " ".join(_sources(csp, "frameDomains", pages)) or "'none'"
+    base = " ".join(_sources(csp, "baseUriDomains", pages)) or "'self'"
     # blob:, data: and eval are code the app already holds (PDF.js and WebGL apps build workers
     # and modules from them); none of them reaches the network.
     parts = [
@@ -101,17 +130,30 @@ class SandboxPolicy:
 
     origin: str | None  # SWITCHBOARD_SANDBOX_ORIGIN, normalised
     host: str  # the sandbox host name requests are matched on
+    pages: tuple[Page, ...] = ()  # the page's own origins an app's CSP never admits
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxPolicy:
+        pages = tuple(p for p in map(_page_of, [settings.public_url or "", *settings.allowed_origins]) if p)
+        pages += (("127.0.0.1", settings.port),)
         configured = settings.sandbox_origin
         if not configured:
-            return cls(None, LOCAL_SANDBOX_HOST)
+            return cls(None, LOCAL_SANDBOX_HOST, pages)
         parts = urlsplit(configured.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
             raise ValueError(f"SWITCHBOARD_SANDBOX_ORIGIN must be an origin like https://sandbox.example.com, "
                              f"not {configured!r}")  # fmt: skip
-        return cls(f"{parts.scheme}://{parts.netloc.lower()}", parts.hostname.lower())
+        return cls(f"{parts.scheme}://{parts.netloc.lower()}", parts.hostname.lower(), pages)
+
+    def pages_for(self, page_origin: str, host_header: str) -> tuple[Page, ...]:
+        """The page origins of one proxy request: the operator's, the one the page names, and
+        every loopback name on the port the sandbox was reached on (the same listener)."""
+        named = _page_of(page_origin)
+        try:
+            _, port = split_host(host_header)
+        except ValueError:
+            port = None
+        return self.pages + ((named,) if named else ()) + ((("127.0.0.1", port),) if port else ())
 
     def origin_for(self, scheme: str, host_header: str) -> str | None:
         """The sandbox origin for a page served at `scheme://host_header`; None when apps cannot
@@ -133,6 +175,17 @@ class SandboxPolicy:
             return False
 
 
+def _page_of(origin: str) -> Page | None:
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.hostname.lower().rstrip("."), port or (443 if parts.scheme == "https" else 80)
+
+
 def _decode_csp(query: str) -> dict | None:
     raw = (parse_qs(query).get("csp") or [""])[0]
     if not raw or len(raw) > _MAX_CSP_PARAM:
@@ -152,6 +205,7 @@ class SandboxMiddleware:
         self.app = app
         self.policy = policy
         self._html: bytes | None = None
+        self._reports = CspReportLimiter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -170,27 +224,38 @@ class SandboxMiddleware:
         if path == "/proxy" and method in ("GET", "HEAD"):
             await self._proxy(scope, send)
         elif path == "/csp-report" and method == "POST":
-            await self._report(receive)
-            await _respond(send, 204, b"", [])
+            await self._report(scope, receive, send)
         else:
             await _respond(send, 404, b"not found", [(b"content-type", b"text/plain")])
 
     async def _proxy(self, scope: Scope, send: Send) -> None:
-        csp = _decode_csp(scope.get("query_string", b"").decode("latin-1"))
+        query = scope.get("query_string", b"").decode("latin-1")
+        csp = _decode_csp(query)
         if csp is None and b"csp=" in scope.get("query_string", b""):
             await _respond(send, 400, b"bad csp parameter", [(b"content-type", b"text/plain")])
             return
         if self._html is None:
             self._html = _PROXY_HTML.read_bytes()
+        page = (parse_qs(query).get("host") or [""])[0]
+        pages = self.policy.pages_for(page, Headers(scope=scope).get("host", ""))
         headers = [
             (b"content-type", b"text/html; charset=utf-8"),
-            (b"content-security-policy", app_csp(csp).encode()),
+            (b"content-security-policy", app_csp(csp, pages).encode()),
             (b"cache-control", b"no-store"),
             (b"cross-origin-resource-policy", b"cross-origin"),
         ]
         await _respond(send, 200, self._html if scope["method"] == "GET" else b"", headers)
 
-    async def _report(self, receive: Receive) -> None:
+    async def _report(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Logs the report, within the limits of web/csp_reports.py; 204 whether logged or not,
+        429 (body unread) past the client's rate."""
+        if dropped := self._reports.roll():
+            log.warning("%d CSP reports were dropped in the last minute (too many, repeated or too long)", dropped,
+                        extra={"event": "app_csp_reports_dropped", "total": dropped})  # fmt: skip
+        client = (scope.get("client") or ("unknown",))[0]
+        if not self._reports.admit(client):
+            await _respond(send, 429, b"", [(b"retry-after", b"60")])
+            return
         body, more = b"", True
         while more and len(body) < 16384:
             message = await receive()
@@ -202,15 +267,16 @@ class SandboxMiddleware:
             report = {}
         if not isinstance(report, dict):
             report = {}
-        log.warning("an app was refused by its CSP", extra={
-            "event": "app_csp_violation",
-            "directive": str(report.get("violated-directive") or report.get("effective-directive") or "")[:80],
-            "uri": str(report.get("blocked-uri") or "").split("?", 1)[0][:200],  # not what the app tried to send
-        })  # fmt: skip
+        directive = str(report.get("violated-directive") or report.get("effective-directive") or "")[:80]
+        uri = str(report.get("blocked-uri") or "").split("?", 1)[0][:200]  # not what the app tried to send
+        if self._reports.take(client, directive, uri):
+            log.warning("an app was refused by its CSP", extra={"event": "app_csp_violation", "directive": directive,
+                                                                "uri": uri})  # fmt: skip
+        await _respond(send, 204, b"", [])
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
     headers = [*headers, (b"content-length", str(len(body)).encode()), (b"x-content-type-options", b"nosniff"),
-               (b"referrer-policy", b"no-referrer")]  # fmt: skip
+               (b"referrer-policy", b"no-referrer"), (b"x-dns-prefetch-control", b"off")]  # fmt: skip
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -42,6 +42,7 @@ PDF_CSP = "frame-ancestors 'self'"
 _COMMON = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
+    (b"x-dns-prefetch-control", b"off"),  # no name lookups for links in what the page shows
 ]
 
 

@@ -37,13 +37,40 @@ from ..telemetry import sessions_changed
 from ..tools.catalogue_watch import RELOADED
 from .authn import user_of
 
-__all__ = ["router"]
+__all__ = ["OpenSockets", "router"]
 
 log = logging.getLogger("switchboard.web")
 router = APIRouter()
 
 MAX_MESSAGE_BYTES = 1_000_000
+TOKEN_REFUSED = "an API token opens /api and /v1 only; the websocket needs the page's sign-in"
 CATALOGUE_SETTLE_S = 0.2  # a burst of changes (start-up, reload) reaches the page as one event per server
+
+
+class OpenSockets:
+    """The websockets each user holds open in this process, up to `limit` each (every one is a
+    file descriptor and ~80 KiB; counted per process, like the other per-user limits kept in memory)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._open: dict[str, int] = {}
+
+    def enter(self, user: str) -> bool:
+        if self._open.get(user, 0) >= self.limit:
+            return False
+        self._open[user] = self._open.get(user, 0) + 1
+        return True
+
+    def leave(self, user: str) -> None:
+        left = self._open.get(user, 0) - 1
+        if left > 0:
+            self._open[user] = left
+        else:
+            self._open.pop(user, None)
+
+
+def too_many_sockets(limit: int) -> str:
+    return f"you have {limit} Switchboard tabs or connections open, the most allowed; close one of them and try again"
 
 
 class _Connection:
@@ -191,6 +218,11 @@ async def _leave_when_draining(connection: _Connection) -> None:
         await connection.websocket.close(code=status.WS_1012_SERVICE_RESTART)
 
 
+async def _refuse(websocket: WebSocket, reason: str) -> None:
+    await websocket.accept()  # closing before accepting would reach the browser as HTTP 403, not 1008
+    await websocket.close(code=status.WS_1008_POLICY_VIOLATION, reason=reason)
+
+
 @router.websocket("/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
@@ -198,9 +230,22 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     try:
         user = user_of(websocket)  # found by the authentication backend (web/authn.py)
     except SwitchboardError:
-        await websocket.accept()  # closing before accepting would reach the browser as HTTP 403, not 1008
-        await websocket.close(code=status.WS_1008_POLICY_VIOLATION)
+        await _refuse(websocket, "")
         return
+    if user.via_token:  # a token is a script's credential for /api and /v1 (docs/api.md); the socket is the page's
+        await _refuse(websocket, TOKEN_REFUSED)
+        return
+    sockets: OpenSockets = websocket.app.state.open_sockets
+    if not sockets.enter(user.email):  # not logged: a page retries every few seconds
+        await _refuse(websocket, too_many_sockets(sockets.limit))
+        return
+    try:
+        await _serve(websocket, services, user)
+    finally:
+        sockets.leave(user.email)
+
+
+async def _serve(websocket: WebSocket, services: Services, user: User) -> None:
     await websocket.accept()
     sessions_changed(+1)
     connection = _Connection(websocket, services, user)

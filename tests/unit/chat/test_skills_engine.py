@@ -16,6 +16,7 @@ from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnState
 from switchboard.chat.events import ChatMessage
+from switchboard.chat.questions import ApprovalAnswer
 from switchboard.chat.skills import SKILL_TOOLS
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
@@ -48,17 +49,21 @@ def skill_dir(tmp_path: Path) -> Path:
 async def make(tmp_path: Path, skill_dir: Path):
     pools = []
 
-    async def build(llm: ScriptedLLM, groups: list[str] | None = None):
+    async def build(llm: ScriptedLLM, groups: list[str] | None = None, approval: str = "destructive"):
         reads = Reads()
         kit = FastMCP("kit", middleware=[reads])
         provider = SkillsDirectoryProvider(roots=skill_dir.parent, experimental_skills=True)
         kit.add_provider(provider)
         kit.add_extension(SkillsExtension(providers=[provider]))
-        servers = {"kit": ServerConfig(url="http://in-memory.invalid/mcp", groups=groups or ["*"])}
+        kit.tool(annotations={"readOnlyHint": True})(lambda: "packed", name="pack")
+        other = FastMCP("other")
+        other.tool(annotations={"readOnlyHint": True})(lambda: "time", name="clock")
+        servers = {"kit": ServerConfig(url="http://in-memory.invalid/mcp", groups=groups or ["*"], approval=approval),
+                   "other": ServerConfig(url="http://in-memory.invalid/mcp")}  # fmt: skip
         model = ModelConfig(name="m", model="openai/m")
         config = AppConfig(mcp=McpConfig(servers=servers), llm=LLMConfig(default_model="m", models=[model]),
                            groups=GroupsConfig(), compliance=ComplianceLevels(), system_prompt="")  # fmt: skip
-        pool = ServerPool(config.mcp, project_root=tmp_path, log_dir=tmp_path, in_memory={"kit": kit})
+        pool = ServerPool(config.mcp, project_root=tmp_path, log_dir=tmp_path, in_memory={"kit": kit, "other": other})
         pools.append(pool)
         pool.start()
         await pool.wait_settled(10)
@@ -72,10 +77,16 @@ async def make(tmp_path: Path, skill_dir: Path):
         await pool.stop()
 
 
-async def run(engine, conversations) -> list:
+async def run(engine, conversations, tools: list[str] | None = None, approve: ApprovalAnswer | None = None) -> list:
     user = User("a@example.com", frozenset({"users"}))
     turn = TurnState(user=user, conversation=ConversationState(owner=user.email, incognito=True))  # nothing stored
-    return [e async for e in engine.run_turn(turn, ChatMessage(type="chat", content="go"), conversations.recorder)]
+    events = []
+    async for event in engine.run_turn(turn, ChatMessage(type="chat", content="go", tools=tools), conversations.recorder):
+        events.append(event)
+        if event.type == "approval_request":
+            assert approve is not None, event
+            turn.questions.answer_approval(event.call_id, approve)
+    return events
 
 
 def results(events) -> list:
@@ -89,7 +100,7 @@ async def test_the_model_is_offered_a_skill_uses_it_and_reads_its_file(make):
     engine, conversations, reads = await make(llm)
     assert reads.uris == []  # listed on connection; nothing read
     events = await run(engine, conversations)
-    assert llm.tools[0] == list(SKILL_TOOLS)
+    assert llm.tools[0] == ["kit_pack", "other_clock", *SKILL_TOOLS]
     used, read = results(events)
     assert used.ok and used.server == "switchboard" and "Read references/FORMS.md, then fill the form." in used.content
     assert "references/FORMS.md" in used.content.rsplit("\n", 1)[-1]  # the files it may read
@@ -113,7 +124,7 @@ async def test_skills_are_offered_only_to_users_who_may_use_the_server(make):
     llm = ScriptedLLM(["hello"])
     engine, conversations, _ = await make(llm, groups=["admins"])
     await run(engine, conversations)
-    assert llm.tools == [[]]
+    assert llm.tools == [["other_clock"]]
 
 
 async def test_an_unknown_skill_or_a_path_outside_the_skill_is_refused(make):
@@ -124,3 +135,37 @@ async def test_an_unknown_skill_or_a_path_outside_the_skill_is_refused(make):
     unknown, outside = results(await run(engine, conversations))
     assert not unknown.ok and "pdf-forms" in unknown.content
     assert not outside.ok and "not a path within the skill" in outside.content and reads.uris == []
+
+
+async def test_skills_are_offered_only_with_their_server_or_when_selected_by_name(make):
+    llm = ScriptedLLM(["a"], ["b"], ["c"], ["d"])
+    engine, conversations, _ = await make(llm)
+    await run(engine, conversations, tools=["other_clock"])  # another server's tool only
+    await run(engine, conversations, tools=["kit_pack"])
+    await run(engine, conversations, tools=["other_clock", "switchboard_use_skill"])
+    await run(engine, conversations, tools=[])
+    assert llm.tools == [["other_clock"], ["kit_pack", *SKILL_TOOLS], ["other_clock", *SKILL_TOOLS], []]
+
+
+async def test_a_skill_of_a_server_whose_tools_always_need_approval_is_read_only_after_a_yes(make):
+    llm = ScriptedLLM([call("switchboard_use_skill", {"skill": "pdf-forms"})], ["ok"],
+                      [call("switchboard_use_skill", {"skill": "pdf-forms"})], ["ok"])  # fmt: skip
+    engine, conversations, reads = await make(llm, approval="always")
+    denied = await run(engine, conversations, approve=ApprovalAnswer(False))
+    asked = [e for e in denied if e.type == "approval_request"]
+    assert len(asked) == 1 and "'kit'" in asked[0].reason and not asked[0].editable
+    assert not results(denied)[0].ok and reads.uris == []  # nothing was read from the server
+    approved = await run(engine, conversations, approve=ApprovalAnswer(True))
+    used = results(approved)[0]
+    assert used.ok and used.approval == {"answer": "approve", "edited": False}
+    assert reads.uris == ["skill://pdf-forms/SKILL.md"]
+
+
+async def test_a_huge_skill_file_is_cut_for_the_event_and_the_store_like_a_tool_result(make, skill_dir):
+    (skill_dir / "references" / "FORMS.md").write_text("x" * 300_000)
+    llm = ScriptedLLM([call("switchboard_read_skill_file", {"skill": "pdf-forms", "path": "references/FORMS.md"})],
+                      ["ok"])  # fmt: skip
+    engine, conversations, _ = await make(llm)
+    read = results(await run(engine, conversations))[0]
+    assert read.ok and len(read.content) < 50_200 and read.content.startswith("x" * 50_000)
+    assert "[cut: the result was 300,000 characters; only the first 50,000 are shown]" in read.content

@@ -43,3 +43,20 @@ async def test_a_process_holds_its_leases_and_takes_lapsed_or_released_ones(stor
 
     await records.release("p-1")  # p-1 stops: p-2 takes its tasks at once
     assert {t.id for t in await records.lease("p-2", 30)} == {"mine", "lapsed", "other"}
+
+
+async def test_an_owner_gets_at_most_most_active_tasks_however_many_are_added_at_once(store):
+    records = TaskRecords(store)
+    await add(records, "done-one")
+    await records.update("done-one", status="completed")  # a finished task does not count
+    await add(records, "bobs", owner="bob@example.com")  # nor another user's
+
+    async def one(n: int):
+        return await records.add(id=f"t{n}", task_id=f"s{n}", owner="ann@example.com", conversation_id="conv-aaaa1",
+                                 server="tasker", tool="tasker_crunch", call_id=f"c{n}", status="working", message=None,
+                                 poll_interval_ms=None, lease_owner="p-1", lease_s=30, most_active=3)  # fmt: skip
+
+    added = await asyncio.gather(*(one(n) for n in range(8)))
+
+    assert sum(r is not None for r in added) == 3
+    assert await records.active_of("ann@example.com") == 3 and await records.active_of("bob@example.com") == 1

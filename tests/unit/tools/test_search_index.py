@@ -3,7 +3,6 @@ usable tools, and a rebuild when the registry changes."""
 
 from __future__ import annotations
 
-import time
 
 import mcp_types
 from switchboard.config.models import ServerConfig
@@ -75,19 +74,15 @@ def test_the_index_follows_a_rebuild():
     assert names(reg.index.search("differences", {t.qualified_name for t in reg.all()})) == ["git_git_diff"]
 
 
-def test_a_query_over_a_thousand_tools_is_fast():
+def test_a_query_over_a_thousand_tools_finds_the_one_it_names():
+    """Correctness only: the search's speed is a benchmark's figure, not a timed test."""
     verbs = ["search", "get", "create", "update", "delete", "list", "export", "archive", "assign", "summarize"]
     tools = [tool(f"{verb}_thing{n}", f"{verb.title()} a thing number {n} and its records.", thing_id="The thing's id.")
              for n in range(100) for verb in verbs]  # fmt: skip
     reg = registry(("big", tools))
     everyone = {t.qualified_name for t in reg.all()}
-    reg.index.search("warm up", everyone)
-    started = time.perf_counter()
-    for _ in range(50):
-        hits = reg.index.search("export thing 42 records", everyone)
-    per_query_ms = (time.perf_counter() - started) * 1000 / 50
+    hits = reg.index.search("export thing 42 records", everyone)
     assert hits[0].name == "big_export_thing42"
-    assert per_query_ms < 20  # sub-millisecond on an idle machine; generous for a shared one
 
 
 def test_related_words_prefixes_and_item_names_in_requests():

@@ -94,3 +94,44 @@ def test_the_local_default_is_for_loopback_pages_only():
 def test_the_page_may_frame_only_itself_and_the_sandbox():
     assert "frame-src 'self' http://sandbox.localhost:8000;" in page_csp("http://sandbox.localhost:8000")
     assert "frame-src 'self';" in page_csp(None)
+
+
+PAGE = [("127.0.0.1", 8000)]
+
+
+@pytest.mark.parametrize("source", [
+    "http://127.0.0.1:8000", "http://localhost:8000", "ws://localhost:8000", "https://localhost:8000",
+    "http://localhost:*", "http://sandbox.localhost:8000", "http://*.localhost:8000", "http://127.0.0.2:8000",
+])  # fmt: skip
+def test_no_source_that_could_reach_a_loopback_page_is_kept(source):
+    got = app_csp({"connectDomains": [source], "resourceDomains": [source], "frameDomains": [source]}, PAGE)
+    assert got == app_csp(None)
+
+
+@pytest.mark.parametrize("source", ["https://chat.example.com", "https://*.example.com", "wss://chat.example.com",
+                                    "http://chat.example.com", "https://chat.example.com:443", "https://*.example.com:*"])
+def test_no_source_that_could_reach_a_public_page_is_kept(source):
+    got = app_csp({"connectDomains": [source], "resourceDomains": [source]}, [("chat.example.com", 443)])
+    assert got == app_csp(None)
+
+
+def test_sources_for_other_origins_are_kept():
+    kept = ["https://api.example.com:8443", "http://localhost:9000", "https://example.com", "https://*.cdn.example"]
+    got = directives(app_csp({"connectDomains": kept}, [("chat.example.com", 443), ("127.0.0.1", 8000)]))
+    # "https://example.com" is the parent, which *.example.com would match, but which the page is not
+    assert got["connect-src"].split() == kept
+
+
+def test_the_proxy_drops_the_pages_origins_however_the_page_was_reached():
+    declared = {"connectDomains": ["http://localhost:8000", "https://chat.example.com", "https://api.example.com"]}
+    with client(policy(public_url="https://chat.example.com", port=8000)) as http:
+        for page in ("http://127.0.0.1:8000", "http://[::1]:8000", "bogus"):
+            response = http.get(f"/proxy?host={page}&csp={encoded(declared)}", headers={"host": "sandbox.localhost:8000"})
+            assert directives(response.headers["content-security-policy"])["connect-src"] == "https://api.example.com"
+
+
+def test_the_proxy_turns_dns_prefetching_off():
+    with client(policy()) as http:
+        response = http.get("/proxy?host=http://127.0.0.1:8000", headers={"host": "sandbox.localhost:8000"})
+    assert response.headers["x-dns-prefetch-control"] == "off"
+    assert '<meta http-equiv="x-dns-prefetch-control" content="off">' in response.text
