@@ -17,7 +17,6 @@ import time
 from typing import Any
 
 import _support  # noqa: F401  (puts the project root on sys.path)
-
 from tests.support.llm_double import LLMDouble, Reply, TextReply, ToolCall, ToolCallReply
 
 __all__ = ["RoutingDouble"]
@@ -48,7 +47,24 @@ class RoutingDouble(LLMDouble):
         return self.tool_reply
 
 
-_WORDS = "the host streams every token of a long answer to the page while it renders markdown".split()
+_WORDS = [
+    "the",
+    "host",
+    "streams",
+    "every",
+    "token",
+    "of",
+    "a",
+    "long",
+    "answer",
+    "to",
+    "the",
+    "page",
+    "while",
+    "it",
+    "renders",
+    "markdown",
+]
 
 
 def long_markdown(tokens: int) -> str:
@@ -76,10 +92,16 @@ def main() -> None:
     parser.add_argument("--chunk-delay", type=float, default=0.0)
     parser.add_argument("--response-delay", type=float, default=0.0)
     parser.add_argument("--max-seconds", type=float, default=900.0, help="stop by itself after this long")
-    parser.add_argument("--answer-tokens", type=int, default=0,
-                        help="answer with markdown of this many tokens (~5 characters each), one chunk per token")  # fmt: skip
+    parser.add_argument(
+        "--answer-tokens",
+        type=int,
+        default=0,
+        help="answer with markdown of this many tokens (~5 characters each), one chunk per token",
+    )
     args = parser.parse_args()
-    double = RoutingDouble(args.tool, args.arguments, chunk_delay_s=args.chunk_delay, response_delay_s=args.response_delay)
+    double = RoutingDouble(
+        args.tool, args.arguments, chunk_delay_s=args.chunk_delay, response_delay_s=args.response_delay
+    )
     double.keep_requests = False
     if args.answer_tokens:
         double.text_reply = TextReply(long_markdown(args.answer_tokens), chunks=args.answer_tokens)

@@ -5,8 +5,8 @@ printed table (plus `--json`)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -93,7 +93,9 @@ def proc_kib(pid: int, field: str = "VmRSS") -> int:
 
 
 def machine() -> dict[str, Any]:
-    mem_kib = next(int(l.split()[1]) for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal:"))
+    mem_kib = next(
+        int(l.split()[1]) for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal:")
+    )
     return {
         "cores": os.cpu_count(),
         "ram_gib": round(mem_kib / 1024 / 1024, 1),
@@ -133,8 +135,10 @@ def report(name: str, data: dict[str, Any], args: argparse.Namespace, started: f
     info["loadavg_before"] = load_before
     info["seconds"] = round(time.monotonic() - started, 1)
     data = {"benchmark": name, "machine": info, **data}
-    print(f"\n{info['cores']} cores, {info['ram_gib']} GiB, Python {info['python']}; load average before "
-          f"{load_before}, after {info['loadavg']}; ran {info['seconds']} s")  # fmt: skip
+    print(
+        f"\n{info['cores']} cores, {info['ram_gib']} GiB, Python {info['python']}; load average before "
+        f"{load_before}, after {info['loadavg']}; ran {info['seconds']} s"
+    )
     if args.json:
         print(json.dumps(data))
 
@@ -142,17 +146,25 @@ def report(name: str, data: dict[str, Any], args: argparse.Namespace, started: f
 # -- site and processes -------------------------------------------------------------
 
 
-def write_site(folder: Path, servers: dict[str, Any], double_url: str | None, *,
-               extra_models: dict[str, str] | None = None) -> dict[str, str]:  # fmt: skip
+def write_site(
+    folder: Path, servers: dict[str, Any], double_url: str | None, *, extra_models: dict[str, str] | None = None
+) -> dict[str, str]:
     """Config files for the app in `folder` (defaults + empty overrides); returns
     the environment that points a `switchboard serve` process at them. The
     default model `double` talks to `double_url`; `extra_models` maps more
     model names to other doubles' URLs."""
     urls = ({"double": double_url} if double_url else {}) | (extra_models or {})
-    models = [{"name": name, "model": "openai/double", "api_base": url, "api_key_env": "DOUBLE_KEY"}
-              for name, url in urls.items()] or None  # fmt: skip
-    write_config(folder / "defaults", servers=servers, models=models, default_model="double" if double_url else None,
-                 system_prompt=SYSTEM_PROMPT)  # fmt: skip
+    models = [
+        {"name": name, "model": "openai/double", "api_base": url, "api_key_env": "DOUBLE_KEY"}
+        for name, url in urls.items()
+    ] or None
+    write_config(
+        folder / "defaults",
+        servers=servers,
+        models=models,
+        default_model="double" if double_url else None,
+        system_prompt=SYSTEM_PROMPT,
+    )
     (folder / "overrides").mkdir(exist_ok=True)
     return {
         "SWITCHBOARD_DEFAULTS_DIR": str(folder / "defaults"),
@@ -165,8 +177,14 @@ def write_site(folder: Path, servers: dict[str, Any], double_url: str | None, *,
     }
 
 
-def wait_http(url: str, *, status: int = 200, timeout_s: float = 120.0, interval_s: float = 0.05,
-              proc: subprocess.Popen[Any] | None = None) -> float:  # fmt: skip
+def wait_http(
+    url: str,
+    *,
+    status: int = 200,
+    timeout_s: float = 120.0,
+    interval_s: float = 0.05,
+    proc: subprocess.Popen[Any] | None = None,
+) -> float:
     """Poll `url` until it answers `status`; returns the monotonic time it did."""
     import httpx
 
@@ -204,8 +222,14 @@ class App:
 
 
 @contextmanager
-def app_process(folder: Path, env: dict[str, str], *, wait_ready: bool = True, timeout_s: float = 120.0,
-                command: list[str] | None = None) -> Iterator[App]:  # fmt: skip
+def app_process(
+    folder: Path,
+    env: dict[str, str],
+    *,
+    wait_ready: bool = True,
+    timeout_s: float = 120.0,
+    command: list[str] | None = None,
+) -> Iterator[App]:
     """`switchboard serve` as a child process (the venv's Python, so the pid is
     the app's own and /proc figures are the app's alone)."""
     port = free_port()
@@ -229,11 +253,28 @@ class Double:
 
 
 @contextmanager
-def double_process(*, tool: str = "toolbox_echo", text_only: bool = False, chunk_delay_s: float = 0.0, response_delay_s: float = 0.0,
-                   max_seconds: float = 900.0, answer_tokens: int = 0) -> Iterator[Double]:  # fmt: skip
+def double_process(
+    *,
+    tool: str = "toolbox_echo",
+    text_only: bool = False,
+    chunk_delay_s: float = 0.0,
+    response_delay_s: float = 0.0,
+    max_seconds: float = 900.0,
+    answer_tokens: int = 0,
+) -> Iterator[Double]:
     """The routing LLM double (bench/_double.py) in its own process."""
-    argv = [sys.executable, str(BENCH_DIR / "_double.py"), "--tool", tool, "--chunk-delay", str(chunk_delay_s),
-            "--response-delay", str(response_delay_s), "--max-seconds", str(max_seconds)] + (["--text-only"] if text_only else [])  # fmt: skip
+    argv = [
+        sys.executable,
+        str(BENCH_DIR / "_double.py"),
+        "--tool",
+        tool,
+        "--chunk-delay",
+        str(chunk_delay_s),
+        "--response-delay",
+        str(response_delay_s),
+        "--max-seconds",
+        str(max_seconds),
+    ] + (["--text-only"] if text_only else [])
     if answer_tokens:
         argv += ["--answer-tokens", str(answer_tokens)]
     proc = subprocess.Popen(argv, cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_base_env())
@@ -271,8 +312,9 @@ def _base_env() -> dict[str, str]:
 # -- websocket turns -----------------------------------------------------------------
 
 
-async def ws_turn(ws: Any, content: str, *, conversation_id: str | None = None, timeout_s: float = 60.0,
-                  **extra: Any) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
+async def ws_turn(
+    ws: Any, content: str, *, conversation_id: str | None = None, timeout_s: float = 60.0, **extra: Any
+) -> tuple[float, list[dict[str, Any]]]:
     """Send one chat message (`extra`: more of its fields, e.g. incognito); read events up
     to `message_done` (or an error). Returns (seconds from send to message_done, events)."""
     message: dict[str, Any] = {"type": "chat", "content": content, **extra}
@@ -294,8 +336,9 @@ async def ws_turn(ws: Any, content: str, *, conversation_id: str | None = None, 
             return time.perf_counter() - started, events
 
 
-async def interleaved_turns(apps: dict[str, App], *, turns: int, warmup: int, text: str,
-                            settle_s: float = 0.5, before_measuring_s: float = 0.0) -> dict[str, dict[str, float]]:  # fmt: skip
+async def interleaved_turns(
+    apps: dict[str, App], *, turns: int, warmup: int, text: str, settle_s: float = 0.5, before_measuring_s: float = 0.0
+) -> dict[str, dict[str, float]]:
     """Stored tool turns sent to two apps in turn, each in a new conversation over the app's own
     websocket (which of them goes first alternates, so that load from other processes falls on
     both alike). Per app: its process's CPU (/proc, every thread) per measured turn, read
@@ -323,8 +366,14 @@ async def interleaved_turns(apps: dict[str, App], *, turns: int, warmup: int, te
                     wall[name].append(seconds * 1000)
         await asyncio.sleep(settle_s)
         cpu = {name: (proc_cpu_s(app.pid) - cpu_before[name]) * 1000 / turns for name, app in apps.items()}
-    return {name: {"cpu_ms_per_turn": cpu[name], "turn_ms_p50": percentile(wall[name], 50),
-                   "turn_ms_p99": percentile(wall[name], 99)} for name in names}  # fmt: skip
+    return {
+        name: {
+            "cpu_ms_per_turn": cpu[name],
+            "turn_ms_p50": percentile(wall[name], 50),
+            "turn_ms_p99": percentile(wall[name], 99),
+        }
+        for name in names
+    }
 
 
 async def _maybe_done(ws: Any, events: list[dict[str, Any]], deadline: float) -> list[dict[str, Any]]:

@@ -49,12 +49,20 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
     gate = asyncio.Semaphore(args.connect_concurrency)
 
     async def open_one(n: int) -> Any:
-        headers = ({"X-User-Email": f"bench-{args.first + n}@example.com", "X-Proxy-Secret": args.proxy_secret}
-                   if args.proxy_secret else {})  # fmt: skip
+        headers = (
+            {"X-User-Email": f"bench-{args.first + n}@example.com", "X-Proxy-Secret": args.proxy_secret}
+            if args.proxy_secret
+            else {}
+        )
         async with gate:
-            ws = await websockets.connect(args.url, max_size=2**24, open_timeout=args.turn_timeout, ping_interval=None,
-                                          additional_headers=headers,
-                                          compression=None if args.no_compression else "deflate")  # fmt: skip
+            ws = await websockets.connect(
+                args.url,
+                max_size=2**24,
+                open_timeout=args.turn_timeout,
+                ping_interval=None,
+                additional_headers=headers,
+                compression=None if args.no_compression else "deflate",
+            )
             await asyncio.wait_for(ws.recv(), args.turn_timeout)  # the session event
             return ws
 
@@ -62,13 +70,14 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             await start.wait()
             for n in range(args.turns):
-                seconds, events = await S.ws_turn(ws, f"turn {n}: echo hello", conversation_id=secrets.token_hex(6),
-                                                  timeout_s=args.turn_timeout)  # fmt: skip
+                seconds, events = await S.ws_turn(
+                    ws, f"turn {n}: echo hello", conversation_id=secrets.token_hex(6), timeout_s=args.turn_timeout
+                )
                 if S.turn_ok(events):
                     latencies.append(seconds * 1000)
                 else:
                     errors.append(f"bad turn: {[e['type'] for e in events][-4:]} {events[-1]}")
-        except Exception as exc:  # noqa: BLE001 - every failure is a counted error
+        except Exception as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
         finally:
             await ws.close()
@@ -90,8 +99,13 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         task.cancel()
     await asyncio.gather(*pending, return_exceptions=True)
     # A session that fails counts one error; its turns not run show as "cut off" in the parent.
-    return {"latencies_ms": latencies, "errors": len(errors), "error_samples": errors[:5], "connect_failed": failed,
-            "seconds": time.perf_counter() - began}  # fmt: skip
+    return {
+        "latencies_ms": latencies,
+        "errors": len(errors),
+        "error_samples": errors[:5],
+        "connect_failed": failed,
+        "seconds": time.perf_counter() - began,
+    }
 
 
 def main() -> None:

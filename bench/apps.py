@@ -16,30 +16,51 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
 
-import _support as S
 import httpx
 from playwright.sync_api import Page, sync_playwright
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+import _support as S
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 NPX_ENV = {"PATH": "${PATH}", "HOME": "${HOME}", "npm_config_prefer_offline": "true"}
 
 
 def _site(folder: Path) -> dict[str, str]:
-    S.write_config(folder / "defaults", servers={
-        "basic": {"command": "npx", "args": ["-y", "--silent", "@modelcontextprotocol/server-basic-vanillajs", "--stdio"],
-                  "env": NPX_ENV, "approval": "never"},
-        "bench": {"command": "python", "args": [str(S.PROJECT_ROOT / "bench" / "_app_server.py")]},
-    }, models=[{"name": "demo", "model": "switchboard/demo"}], default_model="demo")  # fmt: skip
+    S.write_config(
+        folder / "defaults",
+        servers={
+            "basic": {
+                "command": "npx",
+                "args": ["-y", "--silent", "@modelcontextprotocol/server-basic-vanillajs", "--stdio"],
+                "env": NPX_ENV,
+                "approval": "never",
+            },
+            "bench": {"command": "python", "args": [str(S.PROJECT_ROOT / "bench" / "_app_server.py")]},
+        },
+        models=[{"name": "demo", "model": "switchboard/demo"}],
+        default_model="demo",
+    )
     (folder / "overrides").mkdir(exist_ok=True)
-    return {"SWITCHBOARD_DEFAULTS_DIR": str(folder / "defaults"), "SWITCHBOARD_CONFIG_DIR": str(folder / "overrides"),
-            "SWITCHBOARD_DATA_DIR": str(folder / "data"), "SWITCHBOARD_LOG_DIR": str(folder / "logs"),
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(folder))}  # fmt: skip
+    return {
+        "SWITCHBOARD_DEFAULTS_DIR": str(folder / "defaults"),
+        "SWITCHBOARD_CONFIG_DIR": str(folder / "overrides"),
+        "SWITCHBOARD_DATA_DIR": str(folder / "data"),
+        "SWITCHBOARD_LOG_DIR": str(folder / "logs"),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", str(folder)),
+    }
 
 
 def _turn(page: Page, text: str) -> dict:
@@ -91,8 +112,11 @@ def main() -> None:
     args = p.parse_args()
     started, load_before = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     data: dict = {}
-    with tempfile.TemporaryDirectory() as tmp, S.app_process(Path(tmp), _site(Path(tmp)), timeout_s=240) as app, \
-            sync_playwright() as pw:  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        S.app_process(Path(tmp), _site(Path(tmp)), timeout_s=240) as app,
+        sync_playwright() as pw,
+    ):
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         results: list[dict] = []  # tool_result events the page received
@@ -101,6 +125,7 @@ def main() -> None:
             def take(payload) -> None:
                 if isinstance(payload, str) and '"tool_result"' in payload:
                     results.append(json.loads(payload))
+
             ws.on("framereceived", take)
 
         page.on("websocket", frames)
@@ -118,14 +143,21 @@ def main() -> None:
 
         # 3. one tools/call: the app through the bridge, the route alone, the model.
         info = _turn(page, f'bench_bench_open {{"calls": {args.calls}}}')
-        frame = page.locator(".canvas-view:not([hidden]) iframe.app-frame").last.content_frame.locator("iframe").content_frame
+        frame = (
+            page.locator(".canvas-view:not([hidden]) iframe.app-frame")
+            .last.content_frame.locator("iframe")
+            .content_frame
+        )
         frame.locator("#state").filter(has_text="done").wait_for(timeout=120_000)
         bridge = json.loads(frame.locator("#timings").text_content())
         route = []
         with httpx.Client(base_url=app.base, timeout=30) as http:
             for _ in range(args.calls):
                 t0 = time.perf_counter()
-                response = http.post(f"/api/apps/{info['call_id']}/rpc", json={"method": "tools/call", "params": {"name": "noop", "arguments": {}}})
+                response = http.post(
+                    f"/api/apps/{info['call_id']}/rpc",
+                    json={"method": "tools/call", "params": {"name": "noop", "arguments": {}}},
+                )
                 route.append((time.perf_counter() - t0) * 1000)
                 response.raise_for_status()
                 time.sleep(max(0.0, 0.11 - (time.perf_counter() - t0)))  # under the app's 10 requests/s
@@ -137,12 +169,25 @@ def main() -> None:
             turns.append((time.perf_counter() - t0) * 1000)
         model_ms = [float(e["duration_ms"]) for e in results if e.get("tool") == "bench_noop" and not e.get("from_app")]
         print("\nOne tools/call noop (ms)")
-        S.print_table(["path", "n", "p50", "p95"], [
-            ["app -> bridge -> POST rpc -> server (in the app)", len(bridge), S.percentile(bridge, 50), S.percentile(bridge, 95)],
-            ["POST /api/apps/{id}/rpc alone (httpx)", len(route), S.percentile(route, 50), S.percentile(route, 95)],
-            ["the model's call (tool card duration)", len(model_ms), S.percentile(model_ms, 50), S.percentile(model_ms, 95)],
-            ["the model's whole turn (demo model)", len(turns), S.percentile(turns, 50), S.percentile(turns, 95)],
-        ])  # fmt: skip
+        S.print_table(
+            ["path", "n", "p50", "p95"],
+            [
+                [
+                    "app -> bridge -> POST rpc -> server (in the app)",
+                    len(bridge),
+                    S.percentile(bridge, 50),
+                    S.percentile(bridge, 95),
+                ],
+                ["POST /api/apps/{id}/rpc alone (httpx)", len(route), S.percentile(route, 50), S.percentile(route, 95)],
+                [
+                    "the model's call (tool card duration)",
+                    len(model_ms),
+                    S.percentile(model_ms, 50),
+                    S.percentile(model_ms, 95),
+                ],
+                ["the model's whole turn (demo model)", len(turns), S.percentile(turns, 50), S.percentile(turns, 95)],
+            ],
+        )
         data.update(bridge_ms=bridge, route_ms=route, model_call_ms=model_ms, model_turn_ms=turns)
 
         # 2. memory: N apps in one new conversation, each mounted (its tab shown once).
@@ -164,10 +209,29 @@ def main() -> None:
             page.wait_for_timeout(1000)
             _gc(page)
             heap, frames = _heaps(page)
-            rows.append([count, page.locator("iframe.app-frame").count(), round(plain, 1), round(heap, 1), round(heap - plain, 1), round(frames, 1)])
+            rows.append(
+                [
+                    count,
+                    page.locator("iframe.app-frame").count(),
+                    round(plain, 1),
+                    round(heap, 1),
+                    round(heap - plain, 1),
+                    round(frames, 1),
+                ]
+            )
             data[f"memory_{count}"] = {"plain_page_mib": plain, "page_mib": heap, "frames_mib": frames}
         print("\nPage memory with N apps in one conversation (MiB)")
-        S.print_table(["apps", "frames", "page heap, N plain tool turns", "page heap, N app turns", "apps' share", "sandbox frames' JS heap"], rows)
+        S.print_table(
+            [
+                "apps",
+                "frames",
+                "page heap, N plain tool turns",
+                "page heap, N app turns",
+                "apps' share",
+                "sandbox frames' JS heap",
+            ],
+            rows,
+        )
         browser.close()
     S.report("apps", data, args, started, load_before)
 

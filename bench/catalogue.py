@@ -29,15 +29,37 @@ from pathlib import Path
 import _support as S
 
 NOUNS = [
-    ("ticket", "support ticket"), ("customer", "customer account"), ("invoice", "invoice"), ("order", "sales order"),
-    ("product", "catalogue product"), ("shipment", "shipment"), ("event", "calendar event"), ("email", "email message"),
-    ("document", "document"), ("folder", "shared folder"), ("repository", "code repository"),
-    ("pull_request", "pull request"), ("issue", "issue"), ("build", "CI build"), ("deployment", "deployment"),
-    ("incident", "incident"), ("alert", "monitoring alert"), ("metric", "metric series"), ("dashboard", "dashboard"),
-    ("user", "user account"), ("group", "user group"), ("project", "project"), ("task", "task"),
-    ("contract", "contract"), ("lead", "sales lead"), ("campaign", "marketing campaign"), ("report", "report"),
-    ("dataset", "dataset"), ("query", "saved query"), ("note", "note"),
-]  # fmt: skip
+    ("ticket", "support ticket"),
+    ("customer", "customer account"),
+    ("invoice", "invoice"),
+    ("order", "sales order"),
+    ("product", "catalogue product"),
+    ("shipment", "shipment"),
+    ("event", "calendar event"),
+    ("email", "email message"),
+    ("document", "document"),
+    ("folder", "shared folder"),
+    ("repository", "code repository"),
+    ("pull_request", "pull request"),
+    ("issue", "issue"),
+    ("build", "CI build"),
+    ("deployment", "deployment"),
+    ("incident", "incident"),
+    ("alert", "monitoring alert"),
+    ("metric", "metric series"),
+    ("dashboard", "dashboard"),
+    ("user", "user account"),
+    ("group", "user group"),
+    ("project", "project"),
+    ("task", "task"),
+    ("contract", "contract"),
+    ("lead", "sales lead"),
+    ("campaign", "marketing campaign"),
+    ("report", "report"),
+    ("dataset", "dataset"),
+    ("query", "saved query"),
+    ("note", "note"),
+]
 VERBS = ["search", "get", "create", "update", "delete", "list", "export", "summarize", "assign", "archive"]
 STATUSES = ["open", "in_progress", "blocked", "done", "cancelled"]
 
@@ -57,50 +79,70 @@ def _tool(noun: str, label: str, verb: str, region: str = "") -> str:
     ident = _param(f"{noun}_id", "str", f"The {label}'s id, as returned by search_{noun}s or list_{noun}s.")
     params: list[str]
     if verb == "search":
-        doc = (f"Search {plural} by free text and filters. Returns up to `limit` matches, each with its id, title, "
-               f"status and last update time; call get_{noun} for the full record.")  # fmt: skip
-        params = [_param("query", "str", f"Words to look for in the {label}'s title, body and comments."),
-                  _param("status", f"Literal{STATUSES!r} | None", "Only return items in this status.", "None"),
-                  _param("created_after", "str | None", "ISO 8601 date; only items created on or after it.", "None"),
-                  _param("sort", 'Literal["relevance", "newest", "oldest"]', "Order of the results.", '"relevance"'),
-                  _param("limit", "int", "How many results to return at most.", "20", ", ge=1, le=100")]  # fmt: skip
+        doc = (
+            f"Search {plural} by free text and filters. Returns up to `limit` matches, each with its id, title, "
+            f"status and last update time; call get_{noun} for the full record."
+        )
+        params = [
+            _param("query", "str", f"Words to look for in the {label}'s title, body and comments."),
+            _param("status", f"Literal{STATUSES!r} | None", "Only return items in this status.", "None"),
+            _param("created_after", "str | None", "ISO 8601 date; only items created on or after it.", "None"),
+            _param("sort", 'Literal["relevance", "newest", "oldest"]', "Order of the results.", '"relevance"'),
+            _param("limit", "int", "How many results to return at most.", "20", ", ge=1, le=100"),
+        ]
     elif verb == "get":
         doc = f"Get one {label} with all its fields, its owner and, optionally, its change history."
         params = [ident, _param("include_history", "bool", "Also return the list of past changes.", "False")]
     elif verb == "create":
-        doc = (f"Create a new {label}. The title is required; everything else is optional and can be set later "
-               f"with update_{noun}. Returns the new {label}'s id and its web URL.")  # fmt: skip
-        params = [_param("title", "str", f"A short title for the {label}.", None, ", min_length=1, max_length=200"),
-                  _param("description", "str | None", "Longer text, Markdown allowed.", "None"),
-                  _param("priority", 'Literal["low", "normal", "high", "urgent"]', "How urgent it is.", '"normal"'),
-                  _param("tags", "list[str]", "Free-form labels used for filtering.", "[]"),
-                  _param("owner", "str | None", "Email of the person responsible; defaults to the caller.", "None")]  # fmt: skip
+        doc = (
+            f"Create a new {label}. The title is required; everything else is optional and can be set later "
+            f"with update_{noun}. Returns the new {label}'s id and its web URL."
+        )
+        params = [
+            _param("title", "str", f"A short title for the {label}.", None, ", min_length=1, max_length=200"),
+            _param("description", "str | None", "Longer text, Markdown allowed.", "None"),
+            _param("priority", 'Literal["low", "normal", "high", "urgent"]', "How urgent it is.", '"normal"'),
+            _param("tags", "list[str]", "Free-form labels used for filtering.", "[]"),
+            _param("owner", "str | None", "Email of the person responsible; defaults to the caller.", "None"),
+        ]
     elif verb == "update":
         doc = f"Change fields of an existing {label}. Fields left out keep their current values."
-        params = [ident, _param("title", "str | None", "New title.", "None"),
-                  _param("status", f"Literal{STATUSES!r} | None", "New status.", "None"),
-                  _param("tags", "list[str] | None", "Replaces the whole tag list when given.", "None")]  # fmt: skip
+        params = [
+            ident,
+            _param("title", "str | None", "New title.", "None"),
+            _param("status", f"Literal{STATUSES!r} | None", "New status.", "None"),
+            _param("tags", "list[str] | None", "Replaces the whole tag list when given.", "None"),
+        ]
     elif verb == "delete":
         doc = f"Delete a {label} permanently. This cannot be undone; prefer archive_{noun} when in doubt."
         params = [ident, _param("reason", "str | None", "Why it is deleted, kept in the audit log.", "None")]
     elif verb == "list":
         doc = f"List {plural}, newest first, one page at a time."
-        params = [_param("page", "int", "Page number, starting at 1.", "1", ", ge=1"),
-                  _param("page_size", "int", "Items per page.", "50", ", ge=1, le=500"),
-                  _param("status", f"Literal{STATUSES!r} | None", "Only list items in this status.", "None")]  # fmt: skip
+        params = [
+            _param("page", "int", "Page number, starting at 1.", "1", ", ge=1"),
+            _param("page_size", "int", "Items per page.", "50", ", ge=1, le=500"),
+            _param("status", f"Literal{STATUSES!r} | None", "Only list items in this status.", "None"),
+        ]
     elif verb == "export":
-        doc = (f"Export {plural} to a file. Returns a download link that stays valid for one hour; large exports "
-               "are produced in the background and may take a minute.")  # fmt: skip
-        params = [_param(f"{noun}_ids", "list[str]", "Which items to export; at most 1,000.", None, ", max_length=1000"),
-                  _param("format", 'Literal["csv", "json", "xlsx"]', "File format.", '"csv"'),
-                  _param("fields", "list[str] | None", "Columns to include; all when left out.", "None")]  # fmt: skip
+        doc = (
+            f"Export {plural} to a file. Returns a download link that stays valid for one hour; large exports "
+            "are produced in the background and may take a minute."
+        )
+        params = [
+            _param(f"{noun}_ids", "list[str]", "Which items to export; at most 1,000.", None, ", max_length=1000"),
+            _param("format", 'Literal["csv", "json", "xlsx"]', "File format.", '"csv"'),
+            _param("fields", "list[str] | None", "Columns to include; all when left out.", "None"),
+        ]
     elif verb == "summarize":
         doc = f"Summarize a {label} and its discussion in a few sentences, for a quick status update."
         params = [ident, _param("max_words", "int", "Length limit of the summary.", "120", ", ge=20, le=1000")]
     elif verb == "assign":
         doc = f"Assign a {label} to a person, optionally notifying them by email."
-        params = [ident, _param("assignee", "str", "Email of the new assignee."),
-                  _param("notify", "bool", "Send the assignee an email.", "True")]  # fmt: skip
+        params = [
+            ident,
+            _param("assignee", "str", "Email of the new assignee."),
+            _param("notify", "bool", "Send the assignee an email.", "True"),
+        ]
     else:
         doc = f"Archive a {label}: it disappears from lists and searches but can be restored."
         params = [ident, _param("include_children", "bool", "Also archive linked items.", "False")]
@@ -108,8 +150,7 @@ def _tool(noun: str, label: str, verb: str, region: str = "") -> str:
     annotations = '{"readOnlyHint": True}' if read_only else ('{"destructiveHint": True}' if verb == "delete" else "{}")
     name = f"{verb}_{noun}s" if verb in ("search", "list", "export") else f"{verb}_{noun}"
     body = ",\n".join(params)
-    return (f"@mcp.tool(annotations={annotations})\ndef {name}(\n{body},\n) -> str:\n"
-            f'    """{doc}"""\n    return "ok"\n')  # fmt: skip
+    return f'@mcp.tool(annotations={annotations})\ndef {name}(\n{body},\n) -> str:\n    """{doc}"""\n    return "ok"\n'
 
 
 def server_source(n: int) -> str:
@@ -119,8 +160,10 @@ def server_source(n: int) -> str:
         noun, label = NOUNS[k % len(NOUNS)]
         verb = VERBS[(k // len(NOUNS) + k) % len(VERBS)]  # every (noun, verb) pair once per region
         tools.append(_tool(noun, label, verb, REGIONS[k // (len(NOUNS) * len(VERBS))]))
-    head = ("from typing import Annotated, Literal\n\nfrom fastmcp import FastMCP\nfrom pydantic import Field\n\n"
-            'mcp = FastMCP("catalogue")\n\n\n')  # fmt: skip
+    head = (
+        "from typing import Annotated, Literal\n\nfrom fastmcp import FastMCP\nfrom pydantic import Field\n\n"
+        'mcp = FastMCP("catalogue")\n\n\n'
+    )
     return head + "\n\n".join(tools) + '\n\nif __name__ == "__main__":\n    mcp.run(show_banner=False)\n'
 
 
@@ -147,7 +190,9 @@ def main() -> None:
     import litellm
 
     # tiktoken's encodings ship inside litellm: count offline, never download.
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(Path(litellm.__file__).parent / "litellm_core_utils" / "tokenizers"))
+    os.environ.setdefault(
+        "TIKTOKEN_CACHE_DIR", str(Path(litellm.__file__).parent / "litellm_core_utils" / "tokenizers")
+    )
     import tiktoken
 
     from tests.support.llm_double import LLMDouble, TextReply
@@ -172,28 +217,65 @@ def main() -> None:
             tools = request.get("tools") or []
             messages = request["messages"]
             gateway_tools = gateway_request.get("tools") or []
-            gateway_tokens = litellm.token_counter(model="gpt-4o", messages=gateway_request["messages"], tools=gateway_tools) - \
-                litellm.token_counter(model="gpt-4o", messages=gateway_request["messages"])  # fmt: skip
+            gateway_tokens = litellm.token_counter(
+                model="gpt-4o", messages=gateway_request["messages"], tools=gateway_tools
+            ) - litellm.token_counter(model="gpt-4o", messages=gateway_request["messages"])
             with_tools = litellm.token_counter(model="gpt-4o", messages=messages, tools=tools)
             without = litellm.token_counter(model="gpt-4o", messages=messages)
             tool_tokens = with_tools - without
             json_text = json.dumps(tools, separators=(",", ":"))
             json_tokens = len(encoding.encode(json_text))
             body_bytes = len(json.dumps(request).encode())
-            entry = {"tools_sent": len(tools), "tool_tokens": tool_tokens, "tokens_per_tool": tool_tokens / max(1, len(tools)),
-                     "json_tokens_o200k": json_tokens, "tools_json_bytes": len(json_text), "request_body_bytes": body_bytes,
-                     "turn_p50_ms": S.percentile(latencies, 50), "turn_p99_ms": S.percentile(latencies, 99),
-                     "gateway_tools_sent": len(gateway_tools), "gateway_tool_tokens": gateway_tokens,
-                     "estimate_json_div_4": len(json_text) // 4}  # fmt: skip
+            entry = {
+                "tools_sent": len(tools),
+                "tool_tokens": tool_tokens,
+                "tokens_per_tool": tool_tokens / max(1, len(tools)),
+                "json_tokens_o200k": json_tokens,
+                "tools_json_bytes": len(json_text),
+                "request_body_bytes": body_bytes,
+                "turn_p50_ms": S.percentile(latencies, 50),
+                "turn_p99_ms": S.percentile(latencies, 99),
+                "gateway_tools_sent": len(gateway_tools),
+                "gateway_tool_tokens": gateway_tokens,
+                "estimate_json_div_4": len(json_text) // 4,
+            }
             data["sizes"][n] = entry
-            rows.append([n, len(tools), tool_tokens, entry["tokens_per_tool"], json_tokens, len(json_text) // 4, body_bytes,
-                         entry["turn_p50_ms"], len(gateway_tools), gateway_tokens, f"1/{tool_tokens / max(1, gateway_tokens):.0f}"])  # fmt: skip
+            rows.append(
+                [
+                    n,
+                    len(tools),
+                    tool_tokens,
+                    entry["tokens_per_tool"],
+                    json_tokens,
+                    len(json_text) // 4,
+                    body_bytes,
+                    entry["turn_p50_ms"],
+                    len(gateway_tools),
+                    gateway_tokens,
+                    f"1/{tool_tokens / max(1, gateway_tokens):.0f}",
+                ]
+            )
             print(f"  {n} tools done", flush=True)
     print("\nCatalogue size: tool definitions sent with every model call\n")
-    S.print_table(["tools", "sent", "tokens (token_counter)", "tokens/tool", "tokens (o200k over JSON)",
-                   "estimate (JSON chars/4)", "request bytes", "1-round turn p50 ms", "gateway: sent",
-                   "gateway: tokens", "gateway / all"], rows)  # fmt: skip
-    print("\ntokens (token_counter) = litellm.token_counter(model='gpt-4o', messages, tools) minus the same without tools")
+    S.print_table(
+        [
+            "tools",
+            "sent",
+            "tokens (token_counter)",
+            "tokens/tool",
+            "tokens (o200k over JSON)",
+            "estimate (JSON chars/4)",
+            "request bytes",
+            "1-round turn p50 ms",
+            "gateway: sent",
+            "gateway: tokens",
+            "gateway / all",
+        ],
+        rows,
+    )
+    print(
+        "\ntokens (token_counter) = litellm.token_counter(model='gpt-4o', messages, tools) minus the same without tools"
+    )
     S.report("catalogue", data, args, started, load)
 
 

@@ -26,9 +26,8 @@ import _support as S
 from concurrency import PROXY_SECRET, TURNS_PER_SESSION, _exited_cpu_s, _go, _read_json_line, _start_clients, _warm_up
 
 sys.path.insert(0, str(S.PROJECT_ROOT))
-from tests.support.cluster import running_cluster  # noqa: E402
-from tests.support.postgres import PostgresCluster, find_bin_dir  # noqa: E402
-
+from tests.support.cluster import running_cluster
+from tests.support.postgres import PostgresCluster, find_bin_dir
 
 PARTS = ("app", "toolbox", "postgres", "nginx", "double", "clients")
 
@@ -45,9 +44,13 @@ def _groups(cluster: Any, postgres: PostgresCluster, double: S.Double) -> dict[s
     apps = [proc.pid for proc in cluster.procs if proc is not None]
     postmaster = int((postgres.dir / "data" / "postmaster.pid").read_text().split()[0])
     nginx = int((cluster.folder / "nginx" / "nginx.pid").read_text().split()[0])
-    return {"app": apps, "toolbox": [child for pid in apps for child in S.children(pid)],
-            "postgres": [postmaster, *S.children(postmaster)], "nginx": [nginx, *S.children(nginx)],
-            "double": [double.pid]}  # fmt: skip
+    return {
+        "app": apps,
+        "toolbox": [child for pid in apps for child in S.children(pid)],
+        "postgres": [postmaster, *S.children(postmaster)],
+        "nginx": [nginx, *S.children(nginx)],
+        "double": [double.pid],
+    }
 
 
 def _cpu(groups: dict[str, list[int]]) -> dict[str, dict[int, float]]:
@@ -82,14 +85,21 @@ async def _level(cluster: Any, postgres: PostgresCluster, double: S.Double, sess
             S.stop(proc)
     latencies = [ms for r in done for ms in r["latencies_ms"]]
     turns = len(latencies)
-    return {"sessions": sessions, "connected": sum(r["connected"] for r in ready),
-            "turns_ok": turns, "errors": sum(r["errors"] for r in done),
-            "error_samples": [e for r in done for e in r["error_samples"]][:3], "wall_s": wall,
-            "turns_per_s": turns / wall if wall else 0.0, "p50_ms": S.percentile(latencies, 50),
-            "p99_ms": S.percentile(latencies, 99),
-            "cpu_ms_per_turn": {k: v * 1000 / max(1, turns) for k, v in cpu.items()},
-            "cores_busy": {k: v / wall for k, v in cpu.items()}, "load": os.getloadavg()[0],
-            "replicas": len(cluster.procs)}  # fmt: skip
+    return {
+        "sessions": sessions,
+        "connected": sum(r["connected"] for r in ready),
+        "turns_ok": turns,
+        "errors": sum(r["errors"] for r in done),
+        "error_samples": [e for r in done for e in r["error_samples"]][:3],
+        "wall_s": wall,
+        "turns_per_s": turns / wall if wall else 0.0,
+        "p50_ms": S.percentile(latencies, 50),
+        "p99_ms": S.percentile(latencies, 99),
+        "cpu_ms_per_turn": {k: v * 1000 / max(1, turns) for k, v in cpu.items()},
+        "cores_busy": {k: v / wall for k, v in cpu.items()},
+        "load": os.getloadavg()[0],
+        "replicas": len(cluster.procs),
+    }
 
 
 async def run(args: Any) -> dict[str, Any]:
@@ -106,13 +116,18 @@ async def run(args: Any) -> dict[str, Any]:
                     folder = Path(tmp)
                     env = S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, double.base_url)
                     env |= {"SWITCHBOARD_AUTH_MODE": "proxy", "SWITCHBOARD_PROXY_SECRET": PROXY_SECRET}
-                    with running_cluster(folder, postgres.create_database(), replicas=replicas, extra_env=env) as cluster:
+                    with running_cluster(
+                        folder, postgres.create_database(), replicas=replicas, extra_env=env
+                    ) as cluster:
                         for sessions in [int(x) for x in args.sessions.split(",")]:
                             result = await _level(cluster, postgres, double, sessions, args)
                             results.append(result)
-                            print(f"  {replicas} process(es), {sessions} sessions: {result['turns_per_s']:.1f} turns/s, "
-                                  f"p50 {result['p50_ms']:.0f} ms, errors {result['errors']}, "
-                                  f"load {result['load']:.1f}", flush=True)  # fmt: skip
+                            print(
+                                f"  {replicas} process(es), {sessions} sessions: {result['turns_per_s']:.1f} turns/s, "
+                                f"p50 {result['p50_ms']:.0f} ms, errors {result['errors']}, "
+                                f"load {result['load']:.1f}",
+                                flush=True,
+                            )
     finally:
         postgres.stop()
     return {"turns_per_session": TURNS_PER_SESSION, "response_delay_s": args.response_delay, "levels": results}
@@ -133,13 +148,39 @@ def main() -> None:
     rows = []
     for r in data["levels"]:
         per, busy = r["cpu_ms_per_turn"], r["cores_busy"]
-        rows.append([r["replicas"], r["sessions"], r["turns_ok"], r["errors"], r["turns_per_s"], r["p50_ms"], r["p99_ms"],
-                     "/".join(f"{per[k]:.1f}" for k in PARTS), "/".join(f"{busy[k]:.2f}" for k in PARTS),
-                     r["load"]])  # fmt: skip
-    print(f"\nReplicas behind nginx on one PostgreSQL: {TURNS_PER_SESSION} tool turns per session, one user per "
-          f"session, the double waits {args.response_delay * 1000:.0f} ms; {os.cpu_count()} cores\n")  # fmt: skip
-    S.print_table(["processes", "sessions", "turns ok", "errors", "turns/s", "p50 ms", "p99 ms",
-                   "CPU ms/turn " + "/".join(PARTS), "cores " + "/".join(PARTS), "load"], rows)  # fmt: skip
+        rows.append(
+            [
+                r["replicas"],
+                r["sessions"],
+                r["turns_ok"],
+                r["errors"],
+                r["turns_per_s"],
+                r["p50_ms"],
+                r["p99_ms"],
+                "/".join(f"{per[k]:.1f}" for k in PARTS),
+                "/".join(f"{busy[k]:.2f}" for k in PARTS),
+                r["load"],
+            ]
+        )
+    print(
+        f"\nReplicas behind nginx on one PostgreSQL: {TURNS_PER_SESSION} tool turns per session, one user per "
+        f"session, the double waits {args.response_delay * 1000:.0f} ms; {os.cpu_count()} cores\n"
+    )
+    S.print_table(
+        [
+            "processes",
+            "sessions",
+            "turns ok",
+            "errors",
+            "turns/s",
+            "p50 ms",
+            "p99 ms",
+            "CPU ms/turn " + "/".join(PARTS),
+            "cores " + "/".join(PARTS),
+            "load",
+        ],
+        rows,
+    )
     S.report("cluster", data, args, started, load)
 
 

@@ -68,9 +68,22 @@ def _start_clients(app: S.App, sessions: int, args: Any) -> list[subprocess.Pope
     shares = [sessions // count + (1 if n < sessions % count else 0) for n in range(count)]
     procs, first = [], 0
     for share in shares:
-        argv = [sys.executable, str(S.BENCH_DIR / "_ws_clients.py"), "--url", app.ws_url, "--sessions", str(share),
-                "--first", str(first), "--turns", str(TURNS_PER_SESSION), "--turn-timeout", str(args.turn_timeout),
-                "--max-seconds", str(args.max_seconds)]  # fmt: skip
+        argv = [
+            sys.executable,
+            str(S.BENCH_DIR / "_ws_clients.py"),
+            "--url",
+            app.ws_url,
+            "--sessions",
+            str(share),
+            "--first",
+            str(first),
+            "--turns",
+            str(TURNS_PER_SESSION),
+            "--turn-timeout",
+            str(args.turn_timeout),
+            "--max-seconds",
+            str(args.max_seconds),
+        ]
         argv += [] if args.one_user else ["--proxy-secret", PROXY_SECRET]
         argv += ["--no-compression"] if args.no_compression else []
         procs.append(subprocess.Popen(argv, cwd=S.PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
@@ -87,8 +100,12 @@ async def _read_json_line(proc: subprocess.Popen[bytes], timeout_s: float) -> di
 
 
 def _cpu(app_pids: list[int], servers: list[int], double: S.Double, clients: list[int]) -> dict[str, float]:
-    return {"app": sum(S.proc_cpu_s(pid) for pid in app_pids), "servers": sum(S.proc_cpu_s(pid) for pid in servers),
-            "double": S.proc_cpu_s(double.pid), "clients": sum(S.proc_cpu_s(pid) for pid in clients)}  # fmt: skip
+    return {
+        "app": sum(S.proc_cpu_s(pid) for pid in app_pids),
+        "servers": sum(S.proc_cpu_s(pid) for pid in servers),
+        "double": S.proc_cpu_s(double.pid),
+        "clients": sum(S.proc_cpu_s(pid) for pid in clients),
+    }
 
 
 def _profiler(app_pids: list[int], sessions: int, args: Any) -> list[subprocess.Popen[bytes]]:
@@ -100,10 +117,26 @@ def _profiler(app_pids: list[int], sessions: int, args: Any) -> list[subprocess.
         raise SystemExit("--profile needs py-spy on PATH (e.g. `uv tool install py-spy`)")
     folder = Path(args.profile)
     folder.mkdir(parents=True, exist_ok=True)
-    return [subprocess.Popen([spy, "record", "--nonblocking", "-r", "100", "-f", "raw", "-p", str(pid),
-                              "-o", str(folder / f"app-{sessions}-sessions-{args.workers}w-{pid}.txt")],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-            for pid in app_pids]
+    return [
+        subprocess.Popen(
+            [
+                spy,
+                "record",
+                "--nonblocking",
+                "-r",
+                "100",
+                "-f",
+                "raw",
+                "-p",
+                str(pid),
+                "-o",
+                str(folder / f"app-{sessions}-sessions-{args.workers}w-{pid}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for pid in app_pids
+    ]
 
 
 async def _level(app: S.App, double: S.Double, sessions: int, args: Any) -> dict[str, Any]:
@@ -203,8 +236,11 @@ def _postgres() -> Any:
 
 
 async def _runs(args: Any, runs: list[tuple[int, int]], results: list[dict[str, Any]], cluster: Any) -> dict[str, Any]:
-    with S.double_process(response_delay_s=args.response_delay, chunk_delay_s=args.chunk_delay,
-                          max_seconds=len(runs) * (args.max_seconds + 300)) as double:  # fmt: skip
+    with S.double_process(
+        response_delay_s=args.response_delay,
+        chunk_delay_s=args.chunk_delay,
+        max_seconds=len(runs) * (args.max_seconds + 300),
+    ) as double:
         for sessions, limit in runs:
             with tempfile.TemporaryDirectory(prefix="bench-concurrency-") as tmp:
                 folder = Path(tmp)
@@ -219,23 +255,45 @@ async def _runs(args: Any, runs: list[tuple[int, int]], results: list[dict[str, 
                     result = await _level(app, double, sessions, args)
             result["tool_concurrency_per_server"] = limit
             results.append(result)
-            print(f"  {sessions} sessions (tool limit {limit}): {result['turns_per_s']:.1f} turns/s, "
-                  f"p50 {result['p50_ms']:.0f} ms, errors {result['errors']}", flush=True)  # fmt: skip
-    return {"turns_per_session": TURNS_PER_SESSION, "workers": args.workers, "response_delay_s": args.response_delay,
-            "chunk_delay_s": args.chunk_delay, "clients": args.clients, "one_user": args.one_user,
-            "store": "postgres" if cluster is not None else "sqlite",
-            "levels": results}  # fmt: skip
+            print(
+                f"  {sessions} sessions (tool limit {limit}): {result['turns_per_s']:.1f} turns/s, "
+                f"p50 {result['p50_ms']:.0f} ms, errors {result['errors']}",
+                flush=True,
+            )
+    return {
+        "turns_per_session": TURNS_PER_SESSION,
+        "workers": args.workers,
+        "response_delay_s": args.response_delay,
+        "chunk_delay_s": args.chunk_delay,
+        "clients": args.clients,
+        "one_user": args.one_user,
+        "store": "postgres" if cluster is not None else "sqlite",
+        "levels": results,
+    }
 
 
 def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
-    p.add_argument("--sessions", "--levels", dest="sessions", default="1,10,50,200",
-                   help="comma-separated session counts, one fresh app per count (e.g. 1,1000)")  # fmt: skip
-    p.add_argument("--max-seconds", type=float, default=240.0,
-                   help="limit for one level's turns; turns still running then are counted as cut off")  # fmt: skip
+    p.add_argument(
+        "--sessions",
+        "--levels",
+        dest="sessions",
+        default="1,10,50,200",
+        help="comma-separated session counts, one fresh app per count (e.g. 1,1000)",
+    )
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=240.0,
+        help="limit for one level's turns; turns still running then are counted as cut off",
+    )
     p.add_argument("--turn-timeout", type=float, default=600.0, help="a client gives up on one turn after this long")
-    p.add_argument("--raised-at", type=int, default=0,
-                   help="sessions for an extra run with tool_concurrency_per_server=64 (default 0: none)")  # fmt: skip
+    p.add_argument(
+        "--raised-at",
+        type=int,
+        default=0,
+        help="sessions for an extra run with tool_concurrency_per_server=64 (default 0: none)",
+    )
     p.add_argument("--tool-limit", type=int, default=4, help="tool_concurrency_per_server (the app's default is 4)")
     p.add_argument("--workers", type=int, default=1, help="app processes (SWITCHBOARD_WORKERS)")
     p.add_argument("--clients", type=int, default=1, help="client processes the sessions are split between")
@@ -251,19 +309,50 @@ def main() -> None:
     rows = []
     for r in data["levels"]:
         busy, per = r["cpu_busy"], r["cpu_ms_per_turn"]
-        rows.append([r["sessions"], r["connected"], r["tool_concurrency_per_server"], r["turns_ok"], r["errors"],
-                     r["unfinished"], r["turns_per_s"], r["p50_ms"], r["p99_ms"],
-                     f"{per['app']:.1f}/{per['servers']:.1f}/{per['double']:.1f}/{per['clients']:.1f}",
-                     f"{busy['app']:.2f}/{busy['servers']:.2f}/{busy['double']:.2f}/{busy['clients']:.2f}",
-                     r["rss_idle_mib"], r["rss_connected_mib"], r["peak_rss_mib"]])  # fmt: skip
-    print(f"\nConcurrency: each session does {TURNS_PER_SESSION} turns with one tool call; {args.workers} app "
-          f"process(es); {args.clients} client process(es); {'one user' if args.one_user else 'one user per session'}; "
-          f"store {data['store']}; "
-          f"the double waits {args.response_delay * 1000:.0f} ms before its first chunk and "
-          f"{args.chunk_delay * 1000:.0f} ms between chunks\n")  # fmt: skip
-    S.print_table(["sessions", "connected", "tool limit", "turns ok", "errors", "cut off", "turns/s", "p50 ms", "p99 ms",
-                   "CPU ms/turn app/toolbox/double/clients", "cores app/toolbox/double/clients",
-                   "RSS idle MiB", "RSS connected MiB", "peak RSS MiB"], rows)  # fmt: skip
+        rows.append(
+            [
+                r["sessions"],
+                r["connected"],
+                r["tool_concurrency_per_server"],
+                r["turns_ok"],
+                r["errors"],
+                r["unfinished"],
+                r["turns_per_s"],
+                r["p50_ms"],
+                r["p99_ms"],
+                f"{per['app']:.1f}/{per['servers']:.1f}/{per['double']:.1f}/{per['clients']:.1f}",
+                f"{busy['app']:.2f}/{busy['servers']:.2f}/{busy['double']:.2f}/{busy['clients']:.2f}",
+                r["rss_idle_mib"],
+                r["rss_connected_mib"],
+                r["peak_rss_mib"],
+            ]
+        )
+    print(
+        f"\nConcurrency: each session does {TURNS_PER_SESSION} turns with one tool call; {args.workers} app "
+        f"process(es); {args.clients} client process(es); {'one user' if args.one_user else 'one user per session'}; "
+        f"store {data['store']}; "
+        f"the double waits {args.response_delay * 1000:.0f} ms before its first chunk and "
+        f"{args.chunk_delay * 1000:.0f} ms between chunks\n"
+    )
+    S.print_table(
+        [
+            "sessions",
+            "connected",
+            "tool limit",
+            "turns ok",
+            "errors",
+            "cut off",
+            "turns/s",
+            "p50 ms",
+            "p99 ms",
+            "CPU ms/turn app/toolbox/double/clients",
+            "cores app/toolbox/double/clients",
+            "RSS idle MiB",
+            "RSS connected MiB",
+            "peak RSS MiB",
+        ],
+        rows,
+    )
     by = {(r["sessions"], r["tool_concurrency_per_server"]): r for r in data["levels"]}
     one = by.get((1, args.tool_limit))
     for (sessions, limit), r in sorted(by.items()):
@@ -271,9 +360,16 @@ def main() -> None:
             continue
         ratio = r["p50_ms"] / one["p50_ms"]
         data[f"p50_ratio_{sessions}_vs_1"] = ratio
-        print(f"\np50 at {sessions} sessions / p50 at 1 session = {ratio:.2f}x; errors {r['errors']}, "
-              f"cut off {r['unfinished']}" + (" (target at 1,000: <= 1.5x and 0 errors: "
-              f"{'ok' if ratio <= 1.5 and not r['errors'] and not r['unfinished'] else 'MISSED'})" if sessions == 1000 else ""))  # fmt: skip
+        print(
+            f"\np50 at {sessions} sessions / p50 at 1 session = {ratio:.2f}x; errors {r['errors']}, "
+            f"cut off {r['unfinished']}"
+            + (
+                " (target at 1,000: <= 1.5x and 0 errors: "
+                f"{'ok' if ratio <= 1.5 and not r['errors'] and not r['unfinished'] else 'MISSED'})"
+                if sessions == 1000
+                else ""
+            )
+        )
     for r in data["levels"]:
         for sample in r["error_samples"]:
             print(f"  error sample ({r['sessions']} sessions): {sample[:300]}")

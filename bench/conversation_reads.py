@@ -26,13 +26,21 @@ async def seed(folder: Path) -> None:
 
     store = await open_store(f"sqlite+aiosqlite:///{folder}/data/switchboard.db")
     try:
-        await store.create_conversation(id=CONVERSATION, owner="dev@localhost", title="long", model=None,
-                                        compliance_level=None)  # fmt: skip
+        await store.create_conversation(
+            id=CONVERSATION, owner="dev@localhost", title="long", model=None, compliance_level=None
+        )
         parent = None
         for i in range(MESSAGES):
             words = " ".join(f"word{i}-{n}" for n in range(CHARS // 12))[:CHARS]
-            parent = (await store.add_message(CONVERSATION, id=f"m{i:04d}", parent_id=parent,
-                                              role="user" if i % 2 == 0 else "assistant", content=words)).id  # fmt: skip
+            parent = (
+                await store.add_message(
+                    CONVERSATION,
+                    id=f"m{i:04d}",
+                    parent_id=parent,
+                    role="user" if i % 2 == 0 else "assistant",
+                    content=words,
+                )
+            ).id
     finally:
         await store.close()
 
@@ -57,10 +65,17 @@ async def run(args: Any) -> dict[str, Any]:
             peak = S.proc_kib(app.pid, "VmHWM")
             rss_after = S.proc_kib(app.pid)
     body = answers[0].json()
-    return {"readers": args.readers, "conversation_mb": round(MESSAGES * CHARS / 1e6, 1),
-            "status": sorted({a.status_code for a in answers}), "messages_per_answer": len(body["messages"]),
-            "answer_mb": round(len(answers[0].content) / 1e6, 2), "rss_before_mb": round(rss_before / 1024),
-            "peak_mb": round(peak / 1024), "rss_after_mb": round(rss_after / 1024), "wall_s": round(wall, 2)}  # fmt: skip
+    return {
+        "readers": args.readers,
+        "conversation_mb": round(MESSAGES * CHARS / 1e6, 1),
+        "status": sorted({a.status_code for a in answers}),
+        "messages_per_answer": len(body["messages"]),
+        "answer_mb": round(len(answers[0].content) / 1e6, 2),
+        "rss_before_mb": round(rss_before / 1024),
+        "peak_mb": round(peak / 1024),
+        "rss_after_mb": round(rss_after / 1024),
+        "wall_s": round(wall, 2),
+    }
 
 
 def main() -> None:

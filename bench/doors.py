@@ -38,8 +38,10 @@ async def run(args: Any) -> dict[str, Any]:
         folder = Path(tmp)
         env = S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, double.base_url)
         with S.app_process(folder, env) as app:
-            async with httpx.AsyncClient(base_url=app.base, timeout=60) as http, \
-                    websockets.connect(app.ws_url, max_size=2**24) as ws:  # fmt: skip
+            async with (
+                httpx.AsyncClient(base_url=app.base, timeout=60) as http,
+                websockets.connect(app.ws_url, max_size=2**24) as ws,
+            ):
                 await ws.recv()  # the session event
                 token = (await http.post("/api/tokens", json={"name": "bench"})).json()["token"]
 
@@ -56,8 +58,10 @@ async def run(args: Any) -> dict[str, Any]:
 
                 async def v1_turn() -> tuple[float, bool]:
                     start = time.perf_counter()
-                    response = await http.post("/v1/chat/completions", json={
-                        "model": "double", "messages": [{"role": "user", "content": USER_TEXT}]})  # fmt: skip
+                    response = await http.post(
+                        "/v1/chat/completions",
+                        json={"model": "double", "messages": [{"role": "user", "content": USER_TEXT}]},
+                    )
                     ok = response.status_code == 200 and response.json()["choices"][0]["finish_reason"] == "stop"
                     return time.perf_counter() - start, ok
 
@@ -66,15 +70,28 @@ async def run(args: Any) -> dict[str, Any]:
                         seconds, events = await S.ws_turn(ws, USER_TEXT, conversation_id=secrets.token_hex(6))
                         return seconds, S.turn_ok(events)
                     start, events = time.perf_counter(), []
-                    await ws.send(json.dumps({"type": "chat", "content": USER_TEXT, "incognito": True,
-                                              "conversation_id": secrets.token_hex(6)}))  # fmt: skip
+                    await ws.send(
+                        json.dumps(
+                            {
+                                "type": "chat",
+                                "content": USER_TEXT,
+                                "incognito": True,
+                                "conversation_id": secrets.token_hex(6),
+                            }
+                        )
+                    )
                     while not events or events[-1]["type"] != "message_done":
                         events.append(json.loads(await asyncio.wait_for(ws.recv(), 60)))
                     return time.perf_counter() - start, S.turn_ok(events)
 
-                turns = {"ws": ws_turn, "sse": lambda: sse_turn({}),
-                         "token": lambda: sse_turn({"Authorization": f"Bearer {token}"}), "v1": v1_turn,
-                         "ws_inc": lambda: ws_turn(True), "sse_inc": lambda: sse_turn({}, True)}  # fmt: skip
+                turns = {
+                    "ws": ws_turn,
+                    "sse": lambda: sse_turn({}),
+                    "token": lambda: sse_turn({"Authorization": f"Bearer {token}"}),
+                    "v1": v1_turn,
+                    "ws_inc": lambda: ws_turn(True),
+                    "sse_inc": lambda: sse_turn({}, True),
+                }
                 for _ in range(args.warmup):
                     for door in DOORS:
                         await turns[door]()
@@ -90,7 +107,9 @@ async def run(args: Any) -> dict[str, Any]:
                         series[door].append(seconds * 1000)
                         failed[door] += not ok
     n = len(series["v1"])
-    stats = {d: {"p50": S.percentile(v, 50), "p99": S.percentile(v, 99), "mean": sum(v) / len(v)} for d, v in series.items()}
+    stats = {
+        d: {"p50": S.percentile(v, 50), "p99": S.percentile(v, 99), "mean": sum(v) / len(v)} for d, v in series.items()
+    }
     paired = {d: [x - w for x, w in zip(series[d], series["ws"])] for d in DOORS if d != "ws"}
     return {
         "turns": n,
@@ -109,15 +128,28 @@ def main() -> None:
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in __import__("os").getloadavg()]
     data = asyncio.run(run(args))
-    names = {"ws": "websocket", "sse": "POST /api/chat (SSE)", "token": "POST /api/chat with a token",
-             "v1": "POST /v1/chat/completions", "ws_inc": "websocket, incognito",
-             "sse_inc": "POST /api/chat, incognito"}  # fmt: skip
+    names = {
+        "ws": "websocket",
+        "sse": "POST /api/chat (SSE)",
+        "token": "POST /api/chat with a token",
+        "v1": "POST /v1/chat/completions",
+        "ws_inc": "websocket, incognito",
+        "sse_inc": "POST /api/chat, incognito",
+    }
     print(f"A turn through each door: {data['turns']} turns each, after warm-up; failed {data['failed']}\n")
     rows = []
     for door in DOORS:
         ms, vs = data["ms"][door], data["vs_ws_paired_ms"].get(door)
-        rows.append([names[door], ms["p50"], ms["p99"], vs["p50"] if vs else "", vs["p99"] if vs else "",
-                     data["cpu_ms_per_turn"][door]])  # fmt: skip
+        rows.append(
+            [
+                names[door],
+                ms["p50"],
+                ms["p99"],
+                vs["p50"] if vs else "",
+                vs["p99"] if vs else "",
+                data["cpu_ms_per_turn"][door],
+            ]
+        )
     S.print_table(["door", "p50 ms", "p99 ms", "vs ws p50 ms", "vs ws p99 ms", "app CPU ms/turn"], rows)
     S.report("doors", data, args, started, load)
 

@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _support as S  # noqa: F401  (puts the project root on sys.path)
 from fastmcp import FastMCP
 
+import _support as S  # noqa: F401  (puts the project root on sys.path)
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnState
+from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, ConversationState, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
@@ -73,8 +73,10 @@ async def _engine(folder: Path, files: ArtifactStore) -> tuple[ServerPool, CallR
     config = AppConfig(
         mcp=McpConfig(servers={"box": ServerConfig(url="http://in-memory.invalid/mcp", approval="never")}),
         llm=LLMConfig(default_model="m", models=[ModelConfig(name="m", model="openai/m")]),
-        groups=GroupsConfig(), compliance=ComplianceLevels(), system_prompt="",
-    )  # fmt: skip
+        groups=GroupsConfig(),
+        compliance=ComplianceLevels(),
+        system_prompt="",
+    )
     pool = ServerPool(config.mcp, project_root=folder, log_dir=folder, in_memory={"box": box})
     pool.start()
     await pool.wait_settled(30)
@@ -83,7 +85,9 @@ async def _engine(folder: Path, files: ArtifactStore) -> tuple[ServerPool, CallR
 
 async def _turn(pool: ServerPool, calls: CallRunner, config: AppConfig, files: ArtifactStore) -> float:
     llm = ScriptedLLM([ToolCallRequest(id="c1", name="box_echo", arguments='{"text": "hi"}')], ["It said ", "hi."])
-    engine = ChatEngine(llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config)
+    engine = ChatEngine(
+        llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
+    )
     turn = TurnState(user=USER, conversation=ConversationState(owner=USER.email, incognito=True))
     recorder = Conversations(None, files).recorder  # type: ignore[arg-type]  # incognito: nothing stored
     started = time.perf_counter()
@@ -92,8 +96,9 @@ async def _turn(pool: ServerPool, calls: CallRunner, config: AppConfig, files: A
     return time.perf_counter() - started
 
 
-async def _one(mode: str, parts: tuple[ServerPool, CallRunner, AppConfig], files: ArtifactStore,
-               data: bytes) -> dict[str, float]:  # fmt: skip
+async def _one(
+    mode: str, parts: tuple[ServerPool, CallRunner, AppConfig], files: ArtifactStore, data: bytes
+) -> dict[str, float]:
     ticker = _Ticker()
     ticking = asyncio.create_task(ticker.run())
     await asyncio.sleep(0.01)
@@ -134,8 +139,9 @@ async def run(args: Any) -> dict[str, Any]:
                     print(f"  {mode:6} {rows[mode][-1]}", file=sys.stderr, flush=True)
         finally:
             await parts[0].stop()
-    summary = {mode: {key: round(statistics.median(r[key] for r in runs), 1) for key in runs[0]}
-               for mode, runs in rows.items()}  # fmt: skip
+    summary = {
+        mode: {key: round(statistics.median(r[key] for r in runs), 1) for key in runs[0]} for mode, runs in rows.items()
+    }
     return {"mib": args.mib, "reps": args.reps, "load": [round(x, 2) for x in os.getloadavg()], "p50": summary}
 
 

@@ -36,8 +36,8 @@ import _support as S
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend"))
 
-from switchboard.chat.session import new_id  # noqa: E402
-from switchboard.store import NewConversation, NewMessage, open_store  # noqa: E402
+from switchboard.chat.session import new_id
+from switchboard.store import NewConversation, NewMessage, open_store
 
 
 def random_id() -> str:
@@ -48,8 +48,18 @@ KINDS = {"random (before)": random_id, "time first (now)": new_id}
 PER_CONVERSATION = 10  # messages per conversation already stored
 
 
-CONVERSATION_COLUMNS = ["id", "owner", "title", "model", "compliance_level", "levels_used", "leaf_id", "message_count",
-                        "created_at", "updated_at"]  # fmt: skip
+CONVERSATION_COLUMNS = [
+    "id",
+    "owner",
+    "title",
+    "model",
+    "compliance_level",
+    "levels_used",
+    "leaf_id",
+    "message_count",
+    "created_at",
+    "updated_at",
+]
 MESSAGE_COLUMNS = ["id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"]
 
 
@@ -59,7 +69,9 @@ def _stored_rows(rows: int, make_id: Any, now: Any) -> tuple[list[tuple[Any, ...
     for _ in range(rows // PER_CONVERSATION):
         cid = make_id()
         ids = [make_id() for _ in range(PER_CONVERSATION)]
-        conversation_rows.append((cid, "someone@example.com", "t", None, None, "[null]", ids[-1], PER_CONVERSATION, now, now))
+        conversation_rows.append(
+            (cid, "someone@example.com", "t", None, None, "[null]", ids[-1], PER_CONVERSATION, now, now)
+        )
         for seq, mid in enumerate(ids, 1):
             message_rows.append((mid, cid, ids[seq - 2] if seq > 1 else None, seq, "user", "x" * 200, "{}", now))
     return conversation_rows, message_rows
@@ -69,8 +81,11 @@ async def _one_turn(store: Any, make_id: Any, *, joined: bool) -> None:
     """A stored tool turn's writes: a new conversation with its question, the call with its result
     (together on SQLite, where the app joins them; one at a time on Postgres), the answer."""
     cid, q, call, result, answer = (make_id() for _ in range(5))
-    await store.append(cid, [NewMessage(q, None, "user", "Please echo hello with the toolbox.")],
-                       create=NewConversation("someone@example.com", "Please echo hello", "demo", None))  # fmt: skip
+    await store.append(
+        cid,
+        [NewMessage(q, None, "user", "Please echo hello with the toolbox.")],
+        create=NewConversation("someone@example.com", "Please echo hello", "demo", None),
+    )
     call_message = NewMessage(call, q, "assistant", "", {"tool_calls": [{"id": "c1", "name": "toolbox_echo"}]})
     result_message = NewMessage(result, call, "tool", "hello", {"call_id": "c1", "ok": True})
     if joined:
@@ -85,12 +100,16 @@ def _prefill(path: Path, rows: int, make_id: Any) -> None:
     conversation_rows, message_rows = _stored_rows(rows, make_id, "2026-11-26 10:00:00.000000")
     db = sqlite3.connect(path)
     with db:
-        db.executemany(f"INSERT INTO conversations ({', '.join(CONVERSATION_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                       conversation_rows)  # fmt: skip
+        db.executemany(
+            f"INSERT INTO conversations ({', '.join(CONVERSATION_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            conversation_rows,
+        )
         db.executemany(f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)", message_rows)
         for source in ("messages", "conversations"):
-            db.execute(f"UPDATE fts_indexed SET up_to = (SELECT coalesce(max(rowid), 0) FROM {source}) WHERE source = ?",
-                       (source,))  # fmt: skip
+            db.execute(
+                f"UPDATE fts_indexed SET up_to = (SELECT coalesce(max(rowid), 0) FROM {source}) WHERE source = ?",
+                (source,),
+            )
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
 
@@ -110,7 +129,11 @@ async def _turns(url: str, turns: int, make_id: Any) -> dict[str, float]:
         cpu, wall, written = time.process_time() - cpu, time.perf_counter() - wall, _written() - written
     finally:
         await store.close()
-    return {"cpu_ms_per_turn": cpu * 1000 / turns, "ms_per_turn": wall * 1000 / turns, "kib_written_per_turn": written / 1024 / turns}
+    return {
+        "cpu_ms_per_turn": cpu * 1000 / turns,
+        "ms_per_turn": wall * 1000 / turns,
+        "kib_written_per_turn": written / 1024 / turns,
+    }
 
 
 async def _pg_prefill(url: str, rows: int, make_id: Any) -> None:
@@ -138,7 +161,11 @@ async def _pg_turns(url: str, turns: int, make_id: Any, postmaster: int) -> dict
     db = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
         await store.list_conversations("nobody@example.com")
-        lsn, server, cpu = await db.fetchval("SELECT pg_current_wal_lsn()"), _server_cpu_s(postmaster), time.process_time()
+        lsn, server, cpu = (
+            await db.fetchval("SELECT pg_current_wal_lsn()"),
+            _server_cpu_s(postmaster),
+            time.process_time(),
+        )
         wall = time.perf_counter()
         for _ in range(turns):
             await _one_turn(store, make_id, joined=False)
@@ -147,8 +174,12 @@ async def _pg_turns(url: str, turns: int, make_id: Any, postmaster: int) -> dict
     finally:
         await db.close()
         await store.close()
-    return {"server_cpu_ms_per_turn": server * 1000 / turns, "app_cpu_ms_per_turn": cpu * 1000 / turns,
-            "ms_per_turn": wall * 1000 / turns, "wal_kib_per_turn": float(wal) / 1024 / turns}  # fmt: skip
+    return {
+        "server_cpu_ms_per_turn": server * 1000 / turns,
+        "app_cpu_ms_per_turn": cpu * 1000 / turns,
+        "ms_per_turn": wall * 1000 / turns,
+        "wal_kib_per_turn": float(wal) / 1024 / turns,
+    }
 
 
 def _postgres(args: Any, sizes: list[int], started: float, load_before: list[float]) -> None:
@@ -167,16 +198,33 @@ def _postgres(args: Any, sizes: list[int], started: float, load_before: list[flo
                     url = cluster.create_database()
                     asyncio.run(_migrate(url))
                     asyncio.run(_pg_prefill(url, rows, make_id))
-                    results.setdefault(f"{rows}|{kind}", []).append(asyncio.run(_pg_turns(url, args.turns, make_id, postmaster)))
+                    results.setdefault(f"{rows}|{kind}", []).append(
+                        asyncio.run(_pg_turns(url, args.turns, make_id, postmaster))
+                    )
     finally:
         cluster.stop()
     out = []
     for key, runs in results.items():
         size, kind = key.split("|")
-        out.append([f"{int(size):,}", kind, *(" / ".join(f"{r[field]:.{digits}f}" for r in runs) for field, digits in (
-            ("wal_kib_per_turn", 1), ("server_cpu_ms_per_turn", 3), ("app_cpu_ms_per_turn", 3), ("ms_per_turn", 3)))])  # fmt: skip
-    S.print_table(["messages stored", "ids", "WAL KiB per turn", "server CPU ms per turn", "app CPU ms per turn",
-                   "ms per turn"], out)  # fmt: skip
+        out.append(
+            [
+                f"{int(size):,}",
+                kind,
+                *(
+                    " / ".join(f"{r[field]:.{digits}f}" for r in runs)
+                    for field, digits in (
+                        ("wal_kib_per_turn", 1),
+                        ("server_cpu_ms_per_turn", 3),
+                        ("app_cpu_ms_per_turn", 3),
+                        ("ms_per_turn", 3),
+                    )
+                ),
+            ]
+        )
+    S.print_table(
+        ["messages stored", "ids", "WAL KiB per turn", "server CPU ms per turn", "app CPU ms per turn", "ms per turn"],
+        out,
+    )
     S.report("id_order", {"results": results, "turns": args.turns, "postgres": True}, args, started, load_before)
 
 
@@ -206,9 +254,15 @@ def main() -> None:
     rows_out = []
     for key, runs in results.items():
         size, kind = key.split("|")
-        rows_out.append([f"{int(size):,}", kind, " / ".join(f"{r['cpu_ms_per_turn']:.3f}" for r in runs),
-                         " / ".join(f"{r['kib_written_per_turn']:.0f}" for r in runs),
-                         " / ".join(f"{r['ms_per_turn']:.3f}" for r in runs)])  # fmt: skip
+        rows_out.append(
+            [
+                f"{int(size):,}",
+                kind,
+                " / ".join(f"{r['cpu_ms_per_turn']:.3f}" for r in runs),
+                " / ".join(f"{r['kib_written_per_turn']:.0f}" for r in runs),
+                " / ".join(f"{r['ms_per_turn']:.3f}" for r in runs),
+            ]
+        )
     S.print_table(["messages stored", "ids", "CPU ms per turn", "KiB written per turn", "ms per turn"], rows_out)
     S.report("id_order", {"results": results, "turns": args.turns}, args, started, load_before)
 

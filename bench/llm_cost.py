@@ -38,11 +38,22 @@ async def _toolbox_tools() -> list[dict[str, Any]]:
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
-    transport = StdioTransport(command=sys.executable, args=[str(S.TOOLBOX)], keep_alive=False, log_file=Path(os.devnull))
+    transport = StdioTransport(
+        command=sys.executable, args=[str(S.TOOLBOX)], keep_alive=False, log_file=Path(os.devnull)
+    )
     async with Client(transport) as client:
         listed = await client.list_tools()
-    return [{"type": "function", "function": {"name": f"toolbox_{t.name}", "description": (t.description or "")[:1024],
-             "parameters": {"type": "object", "properties": {}, **(t.input_schema or {})}}} for t in listed]  # fmt: skip
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": f"toolbox_{t.name}",
+                "description": (t.description or "")[:1024],
+                "parameters": {"type": "object", "properties": {}, **(t.input_schema or {})},
+            },
+        }
+        for t in listed
+    ]
 
 
 async def _batch(call: Callable[[], Awaitable[None]], calls: int) -> tuple[float, float]:
@@ -57,13 +68,16 @@ async def run(args: Any) -> dict[str, Any]:
     import httpx
     import litellm
     import openai
+
     from switchboard.config.models import ModelConfig
     from switchboard.llm import LLMClient
 
     litellm.suppress_debug_info = True
     tools = await _toolbox_tools()
     with S.double_process() as double:
-        app_clients = {path: LLMClient(environ={"BENCH_KEY": "k"}, direct=path == "direct") for path in ("direct", "litellm")}
+        app_clients = {
+            path: LLMClient(environ={"BENCH_KEY": "k"}, direct=path == "direct") for path in ("direct", "litellm")
+        }
         model = ModelConfig(name="double", model="openai/double", api_base=double.base_url, api_key_env="BENCH_KEY")
         history = MESSAGES[1:]  # the system prompt goes in as `system`, as the engine passes it
 
@@ -76,11 +90,17 @@ async def run(args: Any) -> dict[str, Any]:
 
         sdk = openai.AsyncOpenAI(base_url=double.base_url, api_key="k", max_retries=0)
         http = httpx.AsyncClient()
-        body = {"model": "double", "messages": MESSAGES, "tools": tools, "stream": True,
-                "stream_options": {"include_usage": True}}  # fmt: skip
+        body = {
+            "model": "double",
+            "messages": MESSAGES,
+            "tools": tools,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
 
-        def via_litellm(with_tools: bool = True, usage: bool = True, retry_options: bool = True,
-                        redact: bool = True) -> Callable[[], Awaitable[None]]:  # fmt: skip
+        def via_litellm(
+            with_tools: bool = True, usage: bool = True, retry_options: bool = True, redact: bool = True
+        ) -> Callable[[], Awaitable[None]]:
             async def call() -> None:
                 extra: dict[str, Any] = {"tools": tools} if with_tools else {}
                 if usage:
@@ -88,22 +108,34 @@ async def run(args: Any) -> dict[str, Any]:
                 if retry_options:
                     extra.update(num_retries=0, max_retries=0)
                 litellm.turn_off_message_logging = redact  # as the app sets it
-                response = await litellm.acompletion(model="openai/double", api_base=double.base_url, api_key="k",
-                                                     stream=True, messages=MESSAGES, **extra)  # fmt: skip
+                response = await litellm.acompletion(
+                    model="openai/double",
+                    api_base=double.base_url,
+                    api_key="k",
+                    stream=True,
+                    messages=MESSAGES,
+                    **extra,
+                )
                 async for _chunk in response:
                     pass
 
             return call
 
         async def via_sdk() -> None:
-            stream = await sdk.chat.completions.create(model="double", messages=MESSAGES, tools=tools, stream=True,  # type: ignore[arg-type]
-                                                       stream_options={"include_usage": True})  # fmt: skip
+            stream = await sdk.chat.completions.create(
+                model="double",
+                messages=MESSAGES,
+                tools=tools,
+                stream=True,  # type: ignore[arg-type]
+                stream_options={"include_usage": True},
+            )
             async for _chunk in stream:
                 pass
 
         async def via_httpx() -> None:
-            async with http.stream("POST", f"{double.base_url}/chat/completions", json=body,
-                                   headers={"authorization": "Bearer k"}) as response:  # fmt: skip
+            async with http.stream(
+                "POST", f"{double.base_url}/chat/completions", json=body, headers={"authorization": "Bearer k"}
+            ) as response:
                 async for line in response.aiter_lines():
                     if line.startswith("data: {"):
                         json.loads(line[6:])
@@ -111,8 +143,9 @@ async def run(args: Any) -> dict[str, Any]:
         session = aiohttp.ClientSession()
 
         async def via_aiohttp() -> None:
-            async with session.post(f"{double.base_url}/chat/completions", json=body,
-                                    headers={"authorization": "Bearer k"}) as response:  # fmt: skip
+            async with session.post(
+                f"{double.base_url}/chat/completions", json=body, headers={"authorization": "Bearer k"}
+            ) as response:
                 async for line in response.content:
                     if line.startswith(b"data: {"):
                         json.loads(line[6:])
@@ -122,11 +155,15 @@ async def run(args: Any) -> dict[str, Any]:
             "app LLMClient.stream, litellm path": via_app("litellm"),
             "litellm.acompletion, stream (the app's request before)": via_litellm(),
             "litellm.acompletion, stream, no tools": via_litellm(with_tools=False),
-            **({
-                "litellm request shape: without stream_options (no usage)": via_litellm(usage=False),
-                "litellm request shape: without num_retries=0, max_retries=0": via_litellm(retry_options=False),
-                "litellm request shape: without turn_off_message_logging": via_litellm(redact=False),
-            } if args.shape else {}),
+            **(
+                {
+                    "litellm request shape: without stream_options (no usage)": via_litellm(usage=False),
+                    "litellm request shape: without num_retries=0, max_retries=0": via_litellm(retry_options=False),
+                    "litellm request shape: without turn_off_message_logging": via_litellm(redact=False),
+                }
+                if args.shape
+                else {}
+            ),
             "openai SDK chat.completions.create, stream": via_sdk,
             "httpx stream + json.loads per chunk": via_httpx,
             "aiohttp stream + json.loads per chunk": via_aiohttp,
@@ -155,10 +192,14 @@ def main() -> None:
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     data = asyncio.run(run(args))
-    print(f"\nOne streamed call with {data['tools']} tool definitions, answered with a tool call "
-          f"(best of {args.rounds} interleaved batches of {args.calls})\n")
-    S.print_table(["client", "CPU ms/call", "wall ms/call"],
-                  [[name, r["cpu_ms"], r["wall_ms"]] for name, r in data["clients"].items()])  # fmt: skip
+    print(
+        f"\nOne streamed call with {data['tools']} tool definitions, answered with a tool call "
+        f"(best of {args.rounds} interleaved batches of {args.calls})\n"
+    )
+    S.print_table(
+        ["client", "CPU ms/call", "wall ms/call"],
+        [[name, r["cpu_ms"], r["wall_ms"]] for name, r in data["clients"].items()],
+    )
     S.report("llm_cost", data, args, started, load)
 
 

@@ -32,23 +32,31 @@ async def _turn(app: S.App, model: str) -> dict[str, float]:
     async with websockets.connect(app.ws_url, max_size=2**26) as ws:
         json.loads(await ws.recv())  # session
         before = S.proc_cpu_s(app.pid)
-        seconds, events = await S.ws_turn(ws, "Write the long answer.", model=model, conversation_id=uuid.uuid4().hex,
-                                          timeout_s=600)  # fmt: skip
+        seconds, events = await S.ws_turn(
+            ws, "Write the long answer.", model=model, conversation_id=uuid.uuid4().hex, timeout_s=600
+        )
         cpu = S.proc_cpu_s(app.pid) - before
     done = events[-1]
     if done.get("type") != "message_done" or done.get("finish_reason") != "stop":
         raise RuntimeError(f"the turn did not end normally: {done}")
     renders = [e for e in events if e["type"] == "render"]
-    return {"cpu_ms": cpu * 1000, "wall_s": seconds, "tokens": sum(e["type"] == "token" for e in events),
-            "renders": len(renders), "render_kib": sum(len(e["html"]) for e in renders) / 1024,
-            "html_kib": len(done["html"]) / 1024}  # fmt: skip
+    return {
+        "cpu_ms": cpu * 1000,
+        "wall_s": seconds,
+        "tokens": sum(e["type"] == "token" for e in events),
+        "renders": len(renders),
+        "render_kib": sum(len(e["html"]) for e in renders) / 1024,
+        "html_kib": len(done["html"]) / 1024,
+    }
 
 
 def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="2500,5000,10000,20000")
     p.add_argument("--turns", type=int, default=3, help="turns per size (and per checkout); the median is reported")
-    p.add_argument("--against", type=Path, help="another checkout (with its own .venv) to run turn by turn with this one")
+    p.add_argument(
+        "--against", type=Path, help="another checkout (with its own .venv) to run turn by turn with this one"
+    )
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -61,7 +69,9 @@ def main() -> None:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"bench-long-{label}-")))
             env = S.write_site(folder, {}, None, extra_models={f"t{n}": d.base_url for n, d in doubles.items()})
             python = str(root / ".venv" / "bin" / "python") if label != "this" else None
-            apps[label] = stack.enter_context(S.app_process(folder, env, command=[python, "-m", "switchboard"] if python else None))
+            apps[label] = stack.enter_context(
+                S.app_process(folder, env, command=[python, "-m", "switchboard"] if python else None)
+            )
 
         async def run() -> None:
             for label in roots:  # warm-up: the model library and the first render
@@ -75,7 +85,16 @@ def main() -> None:
         asyncio.run(run())
 
     data: dict[str, Any] = {"sizes": sizes, "turns": args.turns, "results": {}}
-    headers = ["checkout", "tokens", "app CPU ms", "CPU ms / 1k tokens", "renders", "render KiB sent", "final HTML KiB", "wall s"]
+    headers = [
+        "checkout",
+        "tokens",
+        "app CPU ms",
+        "CPU ms / 1k tokens",
+        "renders",
+        "render KiB sent",
+        "final HTML KiB",
+        "wall s",
+    ]
     rows = []
     for label in roots:
         data["results"][label] = {}
@@ -83,15 +102,29 @@ def main() -> None:
             med = {key: S.percentile([r[key] for r in runs[label][n]], 50) for key in runs[label][n][0]}
             med["cpu_ms_per_1k_tokens"] = med["cpu_ms"] / (n / 1000)
             data["results"][label][n] = {"median": med, "runs": runs[label][n]}
-            rows.append([label, n, med["cpu_ms"], med["cpu_ms_per_1k_tokens"], int(med["renders"]), med["render_kib"],
-                         med["html_kib"], med["wall_s"]])  # fmt: skip
-    print(f"\nLong answers through the websocket (median of {args.turns} turns each"
-          f"{'; interleaved with ' + str(roots['against']) if args.against else ''})\n")  # fmt: skip
+            rows.append(
+                [
+                    label,
+                    n,
+                    med["cpu_ms"],
+                    med["cpu_ms_per_1k_tokens"],
+                    int(med["renders"]),
+                    med["render_kib"],
+                    med["html_kib"],
+                    med["wall_s"],
+                ]
+            )
+    print(
+        f"\nLong answers through the websocket (median of {args.turns} turns each"
+        f"{'; interleaved with ' + str(roots['against']) if args.against else ''})\n"
+    )
     S.print_table(headers, rows)
     for label in roots:
         per_k = [data["results"][label][n]["median"]["cpu_ms_per_1k_tokens"] for n in sizes]
-        print(f"{label}: CPU per 1k tokens at {sizes[-1]:,} / at {sizes[0]:,} tokens = {per_k[-1] / per_k[0]:.2f}x "
-              "(1.0x: linear)")  # fmt: skip
+        print(
+            f"{label}: CPU per 1k tokens at {sizes[-1]:,} / at {sizes[0]:,} tokens = {per_k[-1] / per_k[0]:.2f}x "
+            "(1.0x: linear)"
+        )
     S.report("long_answer", data, args, started, load)
 
 

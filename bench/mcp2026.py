@@ -35,8 +35,10 @@ def _pool(servers: dict[str, list[str]], log_dir: Path) -> ServerPool:
 
 
 async def cpu_per_call(calls: int, rounds: int, log_dir: Path) -> dict[str, object]:
-    pool = _pool({"modern": [str(SERVERS / "eras.py"), "--era", "any"],
-                  "legacy": [str(SERVERS / "eras.py"), "--era", "2025"]}, log_dir)  # fmt: skip
+    pool = _pool(
+        {"modern": [str(SERVERS / "eras.py"), "--era", "any"], "legacy": [str(SERVERS / "eras.py"), "--era", "2025"]},
+        log_dir,
+    )
     pool.start()
     try:
         await pool.wait_settled(60)
@@ -52,16 +54,26 @@ async def cpu_per_call(calls: int, rounds: int, log_dir: Path) -> dict[str, obje
                     await pool.call(tools[server], {}, Sink())
                 per_call = (time.process_time() - cpu) / calls * 1000
                 best[server] = min(best.get(server, per_call), per_call)
-                best[f"{server}_wall"] = min(best.get(f"{server}_wall", 1e9), (time.perf_counter() - wall) / calls * 1000)
-        return {"versions": versions, "cpu_ms_per_call": {k: round(v, 3) for k, v in best.items() if "wall" not in k},
-                "wall_ms_per_call": {k.removesuffix("_wall"): round(v, 3) for k, v in best.items() if "wall" in k}}
+                best[f"{server}_wall"] = min(
+                    best.get(f"{server}_wall", 1e9), (time.perf_counter() - wall) / calls * 1000
+                )
+        return {
+            "versions": versions,
+            "cpu_ms_per_call": {k: round(v, 3) for k, v in best.items() if "wall" not in k},
+            "wall_ms_per_call": {k.removesuffix("_wall"): round(v, 3) for k, v in best.items() if "wall" in k},
+        }
     finally:
         await pool.stop()
 
 
 async def reads_saved(turns: int, log_dir: Path) -> dict[str, int]:
-    pool = _pool({"hinted": [str(SERVERS / "listening.py"), "--scope", "public"],
-                  "plain": [str(SERVERS / "listening.py"), "--ttl-ms", "0"]}, log_dir)  # fmt: skip
+    pool = _pool(
+        {
+            "hinted": [str(SERVERS / "listening.py"), "--scope", "public"],
+            "plain": [str(SERVERS / "listening.py"), "--ttl-ms", "0"],
+        },
+        log_dir,
+    )
     pool.start()
     try:
         await pool.wait_settled(60)
@@ -93,7 +105,9 @@ def main() -> None:
         return
     print(f"{'server':10} {'protocol':12} {'host CPU ms/call':>17} {'wall ms/call':>13}")
     for server in ("modern", "legacy"):
-        print(f"{server:10} {cpu['versions'][server]:12} {cpu['cpu_ms_per_call'][server]:>17} {cpu['wall_ms_per_call'][server]:>13}")
+        print(
+            f"{server:10} {cpu['versions'][server]:12} {cpu['cpu_ms_per_call'][server]:>17} {cpu['wall_ms_per_call'][server]:>13}"
+        )
     print(f"\n{args.turns} turns attaching the same resource: reads that reached the server")
     print(f"  with cache hints (ttlMs 60 s, public): {reads['hinted']}")
     print(f"  without hints:                         {reads['plain']}")

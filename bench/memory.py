@@ -56,13 +56,17 @@ async def run(args: Any) -> dict[str, Any]:
     import websockets
 
     levels = [int(x) for x in args.sessions.split(",")]
-    with (S.double_process() as fast, S.double_process(text_only=True, chunk_delay_s=600) as slow,
-          tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp):  # fmt: skip
+    with (
+        S.double_process() as fast,
+        S.double_process(text_only=True, chunk_delay_s=600) as slow,
+        tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp,
+    ):
         slow_port = urlsplit(slow.base_url).port
         assert slow_port is not None
         folder = Path(tmp)
-        env = S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, fast.base_url,
-                           extra_models={"slow": slow.base_url})  # fmt: skip
+        env = S.write_site(
+            folder, {"toolbox": S.toolbox_entry(approval="never")}, fast.base_url, extra_models={"slow": slow.base_url}
+        )
         with S.app_process(folder, env) as app:
             sockets: list[Any] = []
             try:
@@ -81,7 +85,9 @@ async def run(args: Any) -> dict[str, Any]:
 
                 for n in levels:  # open sessions up to n (cumulative)
                     while len(sockets) < n:
-                        batch = [websockets.connect(app.ws_url, open_timeout=60) for _ in range(min(50, n - len(sockets)))]
+                        batch = [
+                            websockets.connect(app.ws_url, open_timeout=60) for _ in range(min(50, n - len(sockets)))
+                        ]
                         opened = await asyncio.gather(*batch)
                         await asyncio.gather(*(ws.recv() for ws in opened))
                         sockets += opened
@@ -92,13 +98,27 @@ async def run(args: Any) -> dict[str, Any]:
                 started = 0
                 for n in levels:  # start turns in the first n sessions (cumulative)
                     for ws in sockets[started:n]:
-                        await ws.send(json.dumps({"type": "chat", "content": "write a long answer", "model": "slow",
-                                                  "conversation_id": secrets.token_hex(6)}))  # fmt: skip
+                        await ws.send(
+                            json.dumps(
+                                {
+                                    "type": "chat",
+                                    "content": "write a long answer",
+                                    "model": "slow",
+                                    "conversation_id": secrets.token_hex(6),
+                                }
+                            )
+                        )
                     started = n
                     in_flight = await _until(lambda n=n: _connections_to(slow_port) >= n, 60)
                     rss = await _rss(app.pid)
-                    result["active"].append({"sessions": n, "in_flight": in_flight, "rss_mib": rss,
-                                             "kib_per_session": (rss - idle_top) * 1024 / n})  # fmt: skip
+                    result["active"].append(
+                        {
+                            "sessions": n,
+                            "in_flight": in_flight,
+                            "rss_mib": rss,
+                            "kib_per_session": (rss - idle_top) * 1024 / n,
+                        }
+                    )
                 result["peak_rss_mib"] = S.proc_kib(app.pid, "VmHWM") / 1024
                 return result
             finally:
@@ -130,8 +150,16 @@ def main() -> None:
     data = asyncio.run(run(args))
     print(f"\nMemory of the app process (RSS; base after warm-up {data['rss_base_mib']:.1f} MiB)\n")
     rows = [["idle", r["sessions"], r["rss_mib"], r["kib_per_session"], ""] for r in data["idle"]]
-    rows += [["active (model streaming)", r["sessions"], r["rss_mib"], r["kib_per_session"], "yes" if r["in_flight"] else "NO"]
-             for r in data["active"]]  # fmt: skip
+    rows += [
+        [
+            "active (model streaming)",
+            r["sessions"],
+            r["rss_mib"],
+            r["kib_per_session"],
+            "yes" if r["in_flight"] else "NO",
+        ]
+        for r in data["active"]
+    ]
     S.print_table(["sessions", "N", "RSS MiB", "KiB per session", "all N turns in flight"], rows)
     print("\nidle: (RSS - base) / N; active: (RSS - RSS with all sessions idle) / N, i.e. on top of an idle session")
     print(f"peak RSS (VmHWM) {data['peak_rss_mib']:.1f} MiB")

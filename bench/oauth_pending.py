@@ -22,8 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import _support as S
 import httpx
+
+import _support as S
 
 SIGNIN = S.PROJECT_ROOT / "tests" / "support" / "servers" / "signin.py"
 
@@ -57,14 +58,16 @@ def main() -> None:
     args = parser.parse_args()
     load_before, started = os.getloadavg(), time.monotonic()
     port = S.free_port()
-    server = subprocess.Popen([sys.executable, str(SIGNIN), "--oauth", str(port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, str(SIGNIN), "--oauth", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         S.wait_http(f"http://127.0.0.1:{port}/.well-known/oauth-authorization-server", proc=server)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            env = S.write_site(folder, {"signin": {"url": f"http://127.0.0.1:{port}/mcp", "auth": {"type": "oauth"}}},
-                               None)  # fmt: skip
+            env = S.write_site(
+                folder, {"signin": {"url": f"http://127.0.0.1:{port}/mcp", "auth": {"type": "oauth"}}}, None
+            )
             if args.against is not None:
                 env["PYTHONPATH"] = str(args.against.resolve() / "backend")
             with S.app_process(folder, env) as app, httpx.Client(base_url=app.base, timeout=60) as client:
@@ -82,13 +85,20 @@ def main() -> None:
                 rows = pending_rows(folder)
     finally:
         S.stop(server)
-    data = {"connects": args.connects, "rss_before_mib": round(rss0 / 1024, 1), "rss_after_mib": round(rss1 / 1024, 1),
-            "open_files_before": files0, "open_files_after": files1, "pending_rows": rows,
-            "ms_per_connect": round(took * 1000 / args.connects, 1), "code": str(args.against or "this checkout")}  # fmt: skip
-    S.print_table(["connects", "RSS before MiB", "RSS after MiB", "open files before", "after", "pending rows",
-                   "ms/connect"],
-                  [[args.connects, data["rss_before_mib"], data["rss_after_mib"], files0, files1, rows,
-                    data["ms_per_connect"]]])  # fmt: skip
+    data = {
+        "connects": args.connects,
+        "rss_before_mib": round(rss0 / 1024, 1),
+        "rss_after_mib": round(rss1 / 1024, 1),
+        "open_files_before": files0,
+        "open_files_after": files1,
+        "pending_rows": rows,
+        "ms_per_connect": round(took * 1000 / args.connects, 1),
+        "code": str(args.against or "this checkout"),
+    }
+    S.print_table(
+        ["connects", "RSS before MiB", "RSS after MiB", "open files before", "after", "pending rows", "ms/connect"],
+        [[args.connects, data["rss_before_mib"], data["rss_after_mib"], files0, files1, rows, data["ms_per_connect"]]],
+    )
     S.report("oauth_pending", data, args, started, list(load_before))
 
 

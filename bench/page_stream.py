@@ -26,13 +26,32 @@ from pathlib import Path
 from typing import Any
 
 import _support as S
-
 from tests.support.llm_double import LLMDouble, TextReply
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 
-_WORDS = ("the host streams every token of a long answer to the page while it renders markdown into "
-          "sanitized html blocks").split()  # fmt: skip
+_WORDS = [
+    "the",
+    "host",
+    "streams",
+    "every",
+    "token",
+    "of",
+    "a",
+    "long",
+    "answer",
+    "to",
+    "the",
+    "page",
+    "while",
+    "it",
+    "renders",
+    "markdown",
+    "into",
+    "sanitized",
+    "html",
+    "blocks",
+]
 
 OBSERVE = """
 window.__sb = {longtasks: [], events: [], shown: 0};
@@ -59,14 +78,17 @@ def rich_markdown(chars: int) -> str:
     size, section = 0, 0
     while size < chars:
         words = [_WORDS[(section * 7 + i) % len(_WORDS)] for i in range(70)]
-        parts = [f"## Part {section}: {words[0]} {words[1]}\n\n",
-                 " ".join(words[:35]) + f" with **{words[3]}** and `{words[4]}`.\n" + " ".join(words[35:]) + ".\n\n",
-                 "".join(f"- item {i}: *{_WORDS[i]}* {_WORDS[i + 1]} {_WORDS[i + 2]}\n" for i in range(6)) + "\n",
-                 f"```python\ndef part_{section}(answer):\n    for token in answer:\n        render(token, {section})\n"
-                 "    return answer\n```\n\n",
-                 "| block | size | state |\n|---|---:|:---:|\n"
-                 + "".join(f"| {_WORDS[(section + i) % len(_WORDS)]} | {i * section} | done |\n" for i in range(5)) + "\n",
-                 f"1. first {words[5]}\n2. second {words[6]}\n   - nested {words[7]}\n3. third\n\n> a quote about {words[8]}\n\n"]  # fmt: skip
+        parts = [
+            f"## Part {section}: {words[0]} {words[1]}\n\n",
+            " ".join(words[:35]) + f" with **{words[3]}** and `{words[4]}`.\n" + " ".join(words[35:]) + ".\n\n",
+            "".join(f"- item {i}: *{_WORDS[i]}* {_WORDS[i + 1]} {_WORDS[i + 2]}\n" for i in range(6)) + "\n",
+            f"```python\ndef part_{section}(answer):\n    for token in answer:\n        render(token, {section})\n"
+            "    return answer\n```\n\n",
+            "| block | size | state |\n|---|---:|:---:|\n"
+            + "".join(f"| {_WORDS[(section + i) % len(_WORDS)]} | {i * section} | done |\n" for i in range(5))
+            + "\n",
+            f"1. first {words[5]}\n2. second {words[6]}\n   - nested {words[7]}\n3. third\n\n> a quote about {words[8]}\n\n",
+        ]
         for part in parts:
             out.append(part)
             size += len(part)
@@ -106,12 +128,21 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
     html_len = page.evaluate("document.querySelector('.msg.assistant .markdown').textContent.length")
     page.close()
     tasks = [d for s, d in sb["longtasks"] if s >= start]
-    events = [e for e in sb["events"] if e[1] >= start and e[0] in ("keydown", "keypress", "keyup", "input", "beforeinput")]
-    return {"longtasks": len(tasks), "longest_ms": max(tasks, default=0.0), "tbt_ms": sum(max(0.0, d - 50) for d in tasks),
-            "last_token_to_shown_ms": (sb["shown"] / 1000 - double.last_chunk_at) * 1000, "keys": typed,
-            "stream_s": double.last_chunk_at - sent_at,
-            "slow_key_events": len(events), "input_delay_max_ms": max((e[2] for e in events), default=0.0),
-            "key_duration_max_ms": max((e[3] for e in events), default=0.0), "shown_text_chars": html_len}  # fmt: skip
+    events = [
+        e for e in sb["events"] if e[1] >= start and e[0] in ("keydown", "keypress", "keyup", "input", "beforeinput")
+    ]
+    return {
+        "longtasks": len(tasks),
+        "longest_ms": max(tasks, default=0.0),
+        "tbt_ms": sum(max(0.0, d - 50) for d in tasks),
+        "last_token_to_shown_ms": (sb["shown"] / 1000 - double.last_chunk_at) * 1000,
+        "keys": typed,
+        "stream_s": double.last_chunk_at - sent_at,
+        "slow_key_events": len(events),
+        "input_delay_max_ms": max((e[2] for e in events), default=0.0),
+        "key_duration_max_ms": max((e[3] for e in events), default=0.0),
+        "shown_text_chars": html_len,
+    }
 
 
 async def _ws_turn(app: S.App) -> tuple[float, list[dict[str, Any]]]:
@@ -124,7 +155,9 @@ async def _ws_turn(app: S.App) -> tuple[float, list[dict[str, Any]]]:
         return S.proc_cpu_s(app.pid) - before, events
 
 
-def _server_runs(app: S.App, double: _TimedDouble, sizes: list[int], runs: int, chunk: int) -> dict[int, dict[str, float]]:
+def _server_runs(
+    app: S.App, double: _TimedDouble, sizes: list[int], runs: int, chunk: int
+) -> dict[int, dict[str, float]]:
     out: dict[int, dict[str, float]] = {}
     for kib in sizes:
         text = rich_markdown(kib * 1024)
@@ -137,8 +170,11 @@ def _server_runs(app: S.App, double: _TimedDouble, sizes: list[int], runs: int, 
             live = [e for e in events if e["type"] == "render"]
             renders.append(len(live))
             render_kib.append(sum(len(json.dumps(e)) for e in live) / 1024)
-        out[kib] = {"app_cpu_ms": S.percentile(cpus, 50) * 1000, "renders": S.percentile(renders, 50),
-                    "render_kib_sent": S.percentile(render_kib, 50)}  # fmt: skip
+        out[kib] = {
+            "app_cpu_ms": S.percentile(cpus, 50) * 1000,
+            "renders": S.percentile(renders, 50),
+            "render_kib_sent": S.percentile(render_kib, 50),
+        }
         out[kib]["app_cpu_ms_per_kib"] = out[kib]["app_cpu_ms"] / kib
     return out
 
@@ -178,9 +214,13 @@ def _live_renders(text: str, chunk: int) -> int:
 
 def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
-    p.add_argument("--kib", type=int, default=195, help="the page's answer, in KiB (the app cuts answers at 200,000 characters)")
+    p.add_argument(
+        "--kib", type=int, default=195, help="the page's answer, in KiB (the app cuts answers at 200,000 characters)"
+    )
     p.add_argument("--chunk", type=int, default=16, help="characters per streamed chunk")
-    p.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks (0: as fast as the app takes them)")
+    p.add_argument(
+        "--chunk-delay", type=float, default=0.0, help="seconds between chunks (0: as fast as the app takes them)"
+    )
     p.add_argument("--runs", type=int, default=2, help="page runs, and websocket turns per size (the median is kept)")
     p.add_argument("--sizes", default="1,10,50,100,195", help="answer sizes (KiB) for the server's CPU")
     args = p.parse_args()
@@ -189,7 +229,10 @@ def main() -> None:
     data: dict[str, Any] = {"kib": args.kib, "chunk": args.chunk, "chunk_delay": args.chunk_delay}
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory(prefix="bench-page-stream-") as tmp, _TimedDouble(chunk_delay_s=args.chunk_delay) as double:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-page-stream-") as tmp,
+        _TimedDouble(chunk_delay_s=args.chunk_delay) as double,
+    ):
         env = S.write_site(Path(tmp), {}, double.base_url)
         with S.app_process(Path(tmp), env) as app:
             asyncio.run(_ws_turn(app))  # warm-up: litellm's first call, the first render
@@ -203,15 +246,53 @@ def main() -> None:
     data["render_cpu_ms_per_kib"] = _render_cpu(sizes, args.chunk)
 
     pace = f"{args.chunk_delay * 1000:g} ms apart" if args.chunk_delay else "as fast as the app takes them"
-    print(f"\nA {args.kib} KiB markdown answer in {args.chunk}-character chunks ({pace}), streamed into Chromium (each run)\n")
-    S.print_table(["run", "stream s", "long tasks", "longest ms", "total blocking ms", "last token to shown ms", "keys typed",
-                   "key events > 16 ms", "max input delay ms", "max key event ms"],
-                  [[i + 1, r["stream_s"], r["longtasks"], r["longest_ms"], r["tbt_ms"], r["last_token_to_shown_ms"], r["keys"],
-                    r["slow_key_events"], r["input_delay_max_ms"], r["key_duration_max_ms"]] for i, r in enumerate(page_runs)])  # fmt: skip
+    print(
+        f"\nA {args.kib} KiB markdown answer in {args.chunk}-character chunks ({pace}), streamed into Chromium (each run)\n"
+    )
+    S.print_table(
+        [
+            "run",
+            "stream s",
+            "long tasks",
+            "longest ms",
+            "total blocking ms",
+            "last token to shown ms",
+            "keys typed",
+            "key events > 16 ms",
+            "max input delay ms",
+            "max key event ms",
+        ],
+        [
+            [
+                i + 1,
+                r["stream_s"],
+                r["longtasks"],
+                r["longest_ms"],
+                r["tbt_ms"],
+                r["last_token_to_shown_ms"],
+                r["keys"],
+                r["slow_key_events"],
+                r["input_delay_max_ms"],
+                r["key_duration_max_ms"],
+            ]
+            for i, r in enumerate(page_runs)
+        ],
+    )
     print(f"\nServer: answers through the websocket (median of {args.runs}), and the live renders alone\n")
-    S.print_table(["KiB", "app CPU ms", "app CPU ms / KiB", "renders", "render KiB sent", "live-render CPU ms / KiB"],
-                  [[kib, s["app_cpu_ms"], s["app_cpu_ms_per_kib"], int(s["renders"]), s["render_kib_sent"],
-                    data["render_cpu_ms_per_kib"][kib]] for kib, s in data["server"].items()])  # fmt: skip
+    S.print_table(
+        ["KiB", "app CPU ms", "app CPU ms / KiB", "renders", "render KiB sent", "live-render CPU ms / KiB"],
+        [
+            [
+                kib,
+                s["app_cpu_ms"],
+                s["app_cpu_ms_per_kib"],
+                int(s["renders"]),
+                s["render_kib_sent"],
+                data["render_cpu_ms_per_kib"][kib],
+            ]
+            for kib, s in data["server"].items()
+        ],
+    )
     S.report("page_stream", data, args, started, load)
 
 

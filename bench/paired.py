@@ -43,15 +43,30 @@ def main() -> None:
             sites = {}
             for name in ("this", "other"):
                 folder = Path(tmp) / f"{name}{r}"
-                sites[name] = (folder, S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, double.base_url))
-            with S.app_process(*sites["this"]) as this, \
-                    S.app_process(*sites["other"], command=[other_python, "-m", "switchboard"]) as other:  # fmt: skip
+                sites[name] = (
+                    folder,
+                    S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, double.base_url),
+                )
+            with (
+                S.app_process(*sites["this"]) as this,
+                S.app_process(*sites["other"], command=[other_python, "-m", "switchboard"]) as other,
+            ):
                 rounds.append(asyncio.run(_measure(args, {"this": this, "other": other})))
-    rows = [[r + 1, f["other"]["cpu_ms_per_turn"], f["this"]["cpu_ms_per_turn"],
-             f"{(f['this']['cpu_ms_per_turn'] / f['other']['cpu_ms_per_turn'] - 1) * 100:+.1f} %",
-             f["other"]["turn_ms_p50"], f["this"]["turn_ms_p50"]] for r, f in enumerate(rounds)]  # fmt: skip
+    rows = [
+        [
+            r + 1,
+            f["other"]["cpu_ms_per_turn"],
+            f["this"]["cpu_ms_per_turn"],
+            f"{(f['this']['cpu_ms_per_turn'] / f['other']['cpu_ms_per_turn'] - 1) * 100:+.1f} %",
+            f["other"]["turn_ms_p50"],
+            f["this"]["turn_ms_p50"],
+        ]
+        for r, f in enumerate(rounds)
+    ]
     S.print_table(["round", "other: app CPU ms/turn", "this", "this vs other", "other: turn p50 ms", "this"], rows)
-    S.report("paired", {"rounds": rounds, "against": str(args.against), "turns": args.turns}, args, started, load_before)
+    S.report(
+        "paired", {"rounds": rounds, "against": str(args.against), "turns": args.turns}, args, started, load_before
+    )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from typing import Any
 import _support as S
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.postgres import PostgresCluster, find_bin_dir  # noqa: E402
+from tests.support.postgres import PostgresCluster, find_bin_dir
 
 
 async def _turn(a: S.App, b: S.App) -> list[float]:
@@ -112,8 +112,10 @@ def main() -> None:
     cluster.start()
     try:
         url = cluster.create_database()
-        with tempfile.TemporaryDirectory(prefix="bench-relay-") as tmp, \
-                S.double_process(text_only=True, chunk_delay_s=args.chunk_ms / 1000, answer_tokens=args.tokens) as double:  # fmt: skip
+        with (
+            tempfile.TemporaryDirectory(prefix="bench-relay-") as tmp,
+            S.double_process(text_only=True, chunk_delay_s=args.chunk_ms / 1000, answer_tokens=args.tokens) as double,
+        ):
             env = S.write_site(Path(tmp), {}, double.base_url)
             env |= {"SWITCHBOARD_DATABASE_URL": url, "SWITCHBOARD_SECRET_KEY": "bench-relay-key-0123456789abcdef"}
             with S.app_process(Path(tmp), env) as a, S.app_process(Path(tmp), env) as b:
@@ -127,8 +129,13 @@ def main() -> None:
     figures: dict[str, Any] = {}
     rows = []
     for label, values in (("page through another process", delays), ("bare NOTIFY (control)", control)):
-        row = {"events": len(values), "p50_ms": S.percentile(values, 50), "p90_ms": S.percentile(values, 90),
-               "p99_ms": S.percentile(values, 99), "max_ms": max(values)}  # fmt: skip
+        row = {
+            "events": len(values),
+            "p50_ms": S.percentile(values, 50),
+            "p90_ms": S.percentile(values, 90),
+            "p99_ms": S.percentile(values, 99),
+            "max_ms": max(values),
+        }
         figures["relay" if label.startswith("page") else "control"] = row
         rows.append([label, *row.values()])
     S.print_table(["page", "events", "p50 ms", "p90 ms", "p99 ms", "max ms"], rows)

@@ -56,10 +56,16 @@ def _app_start(n: int, command: list[str], *, ready: bool = True) -> dict[str, f
         argv = command + ["serve", "--host", "127.0.0.1", "--port", str(port)]
         log = (folder / "app.out").open("wb")
         started = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=S.PROJECT_ROOT, env={**S._base_env(), **env}, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            argv, cwd=S.PROJECT_ROOT, env={**S._base_env(), **env}, stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             healthz = S.wait_http(f"http://127.0.0.1:{port}/healthz", timeout_s=120, interval_s=0.01, proc=proc)
-            readyz = S.wait_http(f"http://127.0.0.1:{port}/readyz", timeout_s=120, interval_s=0.01, proc=proc) if ready else None
+            readyz = (
+                S.wait_http(f"http://127.0.0.1:{port}/readyz", timeout_s=120, interval_s=0.01, proc=proc)
+                if ready
+                else None
+            )
         finally:
             S.stop(proc)
             log.close()
@@ -95,8 +101,11 @@ def _bundled_start(root: Path, restart: bool = False) -> dict[str, float]:
     data folder before (its database exists and is migrated), as on every start but the first."""
     with tempfile.TemporaryDirectory(prefix="bench-startup-bundled-") as tmp:
         folder = Path(tmp)
-        env = {"SWITCHBOARD_CONFIG_DIR": str(folder / "overrides"), "SWITCHBOARD_DATA_DIR": str(folder / "data"),
-               "SWITCHBOARD_LOG_DIR": str(folder / "logs")}  # fmt: skip
+        env = {
+            "SWITCHBOARD_CONFIG_DIR": str(folder / "overrides"),
+            "SWITCHBOARD_DATA_DIR": str(folder / "data"),
+            "SWITCHBOARD_LOG_DIR": str(folder / "logs"),
+        }
         (folder / "overrides").mkdir()
         if restart:
             with S.app_process(folder, env, command=[str(_python(root)), "-m", "switchboard"]):
@@ -161,27 +170,40 @@ def _bundled(repeat: int, against: Path | None, restart: bool = False, compiled:
                 runs[label].setdefault(key, []).append(value)
             for name in BUNDLED:  # the child's own start: its imports, before it reads stdin
                 cwd = root / "backend" / "mcp" / name
-                runs[label].setdefault(f"{name}_import_s", []).append(_timed([str(_python(root)), "-c", "import main"], cwd=cwd))
+                runs[label].setdefault(f"{name}_import_s", []).append(
+                    _timed([str(_python(root)), "-c", "import main"], cwd=cwd)
+                )
     out: dict[str, Any] = {}
     for label, root in roots.items():
         median = {k: sorted(v)[len(v) // 2] for k, v in runs[label].items()}
-        out[label] = {"root": str(root), "median": median, "best": {k: min(v) for k, v in runs[label].items()},
-                      "runs": runs[label]}  # fmt: skip
-    print(f"\nBundled servers (shipped defaults){', a restart (the database exists)' if restart else ''}"
-          f"{', backend/ compiled' if compiled else ', backend/ from source'}: "
-          f"seconds from process start, median of {repeat} "
-          f"(min-max){'; runs interleaved with ' + str(against) if against else ''}\n")  # fmt: skip
+        out[label] = {
+            "root": str(root),
+            "median": median,
+            "best": {k: min(v) for k, v in runs[label].items()},
+            "runs": runs[label],
+        }
+    print(
+        f"\nBundled servers (shipped defaults){', a restart (the database exists)' if restart else ''}"
+        f"{', backend/ compiled' if compiled else ', backend/ from source'}: "
+        f"seconds from process start, median of {repeat} "
+        f"(min-max){'; runs interleaved with ' + str(against) if against else ''}\n"
+    )
     steps = [("/healthz", "healthz_s"), ("app built (lifespan starts)", "app_built_s")]
     steps += [(f"{name} ready", f"{name}_ready_s") for name in BUNDLED]
     steps += [(f"{name}: connect + handshake", f"{name}_connect_s") for name in BUNDLED]
-    steps += [("/readyz", "readyz_s"), ("CPU s used by then: the app", "app_cpu_s"),
-              ("CPU s used by then: its servers", "servers_cpu_s")]
+    steps += [
+        ("/readyz", "readyz_s"),
+        ("CPU s used by then: the app", "app_cpu_s"),
+        ("CPU s used by then: its servers", "servers_cpu_s"),
+    ]
     steps += [(f"`python -c 'import main'` in backend/mcp/{n}", f"{n}_import_s") for n in BUNDLED]
     rows = [[step] + [_spread(runs[label].get(key, [])) for label in roots] for step, key in steps]
     S.print_table(["step"] + list(roots), rows)
     readyz = out["this"]["median"]["readyz_s"]
-    print(f"\nbundled /readyz target < {TARGET_BUNDLED_READY_S} s: median {readyz:.2f} s "
-          f"({'ok' if readyz < TARGET_BUNDLED_READY_S else 'MISSED'})")  # fmt: skip
+    print(
+        f"\nbundled /readyz target < {TARGET_BUNDLED_READY_S} s: median {readyz:.2f} s "
+        f"({'ok' if readyz < TARGET_BUNDLED_READY_S else 'MISSED'})"
+    )
     return out
 
 
@@ -200,9 +222,15 @@ def _timed(argv: list[str], cwd: Path = S.PROJECT_ROOT) -> float:
 
 def _importtime(module: str) -> tuple[float, list[tuple[str, float]]]:
     """Cumulative import time of `module` and the top-level packages it pulls in."""
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], check=False,
-                         cwd=S.PROJECT_ROOT,
-                         env=S._base_env(), capture_output=True, text=True, timeout=120).stderr  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        check=False,
+        cwd=S.PROJECT_ROOT,
+        env=S._base_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stderr
     by_top: dict[str, float] = {}
     total = 0.0
     for line in out.splitlines():
@@ -220,8 +248,12 @@ def main() -> None:
     p.add_argument("--servers", default="0,1,4,8")
     p.add_argument("--repeat", type=int, default=1, help="runs of each case; the best is reported")
     p.add_argument("--bundled-only", action="store_true", help="only the bundled servers' case")
-    p.add_argument("--against", type=Path, help="another checkout (with its own .venv) to run turn by turn with this one")
-    p.add_argument("--restart", action="store_true", help="bundled: a start on a data folder used before (not the first)")
+    p.add_argument(
+        "--against", type=Path, help="another checkout (with its own .venv) to run turn by turn with this one"
+    )
+    p.add_argument(
+        "--restart", action="store_true", help="bundled: a start on a data folder used before (not the first)"
+    )
     p.add_argument("--source", action="store_true", help="bundled: without the app's bytecode (removed from backend/)")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
@@ -246,29 +278,46 @@ def main() -> None:
                 figures.setdefault(f"pool_{mode}_s", []).append(seconds)
         best = {k: min(v) for k, v in figures.items()}
         data["servers"][n] = {"best": best, "runs": figures}
-        rows.append([n, best["uv_healthz_s"], best["uv_readyz_s"], best["direct_healthz_s"],
-                     best["pool_concurrent_s"], best["pool_sequential_s"]])  # fmt: skip
+        rows.append(
+            [
+                n,
+                best["uv_healthz_s"],
+                best["uv_readyz_s"],
+                best["direct_healthz_s"],
+                best["pool_concurrent_s"],
+                best["pool_sequential_s"],
+            ]
+        )
         print(f"  {n} server(s) done", flush=True)
 
     print(f"\nStart-up (seconds, best of {args.repeat}; from process start)\n")
-    S.print_table(["servers", "uv run: /healthz", "uv run: /readyz", "direct: /healthz",
-                   "pool, concurrent", "pool, one by one"], rows)  # fmt: skip
-    print("direct: the venv's `switchboard` script without `uv run` (to /healthz only); pool: the app's ServerPool "
-          "in this process,\nall servers at once (the app's way) or each started when the one before is ready")
+    S.print_table(
+        ["servers", "uv run: /healthz", "uv run: /readyz", "direct: /healthz", "pool, concurrent", "pool, one by one"],
+        rows,
+    )
+    print(
+        "direct: the venv's `switchboard` script without `uv run` (to /healthz only); pool: the app's ServerPool "
+        "in this process,\nall servers at once (the app's way) or each started when the one before is ready"
+    )
     worst = max(max(d["best"]["uv_healthz_s"], d["best"]["direct_healthz_s"]) for d in data["servers"].values())
-    print(f"\n/healthz target < {TARGET_HEALTHZ_S} s: worst best-of-run {worst:.2f} s "
-          f"({'ok' if worst < TARGET_HEALTHZ_S else 'MISSED'})")  # fmt: skip
+    print(
+        f"\n/healthz target < {TARGET_HEALTHZ_S} s: worst best-of-run {worst:.2f} s "
+        f"({'ok' if worst < TARGET_HEALTHZ_S else 'MISSED'})"
+    )
 
     parts = {
         "uv run python -c pass": _timed(["uv", "run", "--project", str(S.PROJECT_ROOT), "python", "-c", "pass"]),
         "python -c pass": _timed([sys.executable, "-c", "pass"]),
         "python -c 'import switchboard.web.boot' (what runs before /healthz)": _timed(
-            [sys.executable, "-c", "import uvicorn, switchboard.settings, switchboard.web.boot"]),
+            [sys.executable, "-c", "import uvicorn, switchboard.settings, switchboard.web.boot"]
+        ),
         "python -c 'import switchboard.web.app' (loaded in a thread after /healthz)": _timed(
-            [sys.executable, "-c", "import switchboard.web.app"]),
+            [sys.executable, "-c", "import switchboard.web.app"]
+        ),
         "python -c 'import litellm' (loaded in a thread after the app)": _timed(
-            [sys.executable, "-c", "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP']='True'; import litellm"]),
-    }  # fmt: skip
+            [sys.executable, "-c", "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP']='True'; import litellm"]
+        ),
+    }
     data["parts_s"] = parts
     print("\nWhere start-up time goes (one run each, wall seconds):")
     S.print_table(["step", "s"], [[k, v] for k, v in parts.items()])

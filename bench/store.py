@@ -37,8 +37,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import _support as S
 from sqlalchemy import insert, text
+
+import _support as S
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat.conversations import Conversations, scoped_id
@@ -48,7 +49,6 @@ from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
 from switchboard.store import open_store
 from switchboard.store.engine import WRITE, make_engine
 from switchboard.store.models import conversations, messages
-
 from tests.support.postgres import PostgresCluster, find_bin_dir
 
 GOAL_LIST_MS, GOAL_SEARCH_MS = 50.0, 200.0
@@ -82,14 +82,34 @@ def _rows(conversation_count: int, per: int, seed: int = 7) -> tuple[list[dict[s
                 text_words.append(RARE)
                 rare_left -= 1
             mid = f"{cid}-m{k}"
-            msgs.append({"id": mid, "conversation_id": cid, "parent_id": parent, "seq": k + 1,
-                         "role": "user" if k % 2 == 0 else "assistant", "content": " ".join(text_words) + ".",
-                         "data": {}, "created_at": created + timedelta(seconds=k)})  # fmt: skip
+            msgs.append(
+                {
+                    "id": mid,
+                    "conversation_id": cid,
+                    "parent_id": parent,
+                    "seq": k + 1,
+                    "role": "user" if k % 2 == 0 else "assistant",
+                    "content": " ".join(text_words) + ".",
+                    "data": {},
+                    "created_at": created + timedelta(seconds=k),
+                }
+            )
             parent = mid
         updated = created + timedelta(seconds=per)
-        convs.append({"id": cid, "owner": owner, "title": title, "model": "m", "compliance_level": None,
-                      "levels_used": [None], "leaf_id": parent, "message_count": per,
-                      "created_at": created, "updated_at": updated})  # fmt: skip
+        convs.append(
+            {
+                "id": cid,
+                "owner": owner,
+                "title": title,
+                "model": "m",
+                "compliance_level": None,
+                "levels_used": [None],
+                "leaf_id": parent,
+                "message_count": per,
+                "created_at": created,
+                "updated_at": updated,
+            }
+        )
     return convs, msgs
 
 
@@ -125,7 +145,9 @@ async def _timed(reps: int, call: Any) -> tuple[list[float], Any]:
 async def _tool_turn(conversations: Conversations, user: User, compliance: ComplianceLevels, n: int) -> None:
     """The store's part of one tool turn, as the turn engine makes it (chat/loop.py, chat/tool_round.py):
     records are kept, and committed where the loop commits."""
-    request = ChatMessage(type="chat", content="Please echo hello with the toolbox.", conversation_id=f"bench-turn-{n:08d}")
+    request = ChatMessage(
+        type="chat", content="Please echo hello with the toolbox.", conversation_id=f"bench-turn-{n:08d}"
+    )
     turn = await conversations.turn_for(user, request, "unused-current-id", compliance)
     turn.model = "double"
     recorder, answer = conversations.recorder, f"answer-{n}"
@@ -134,10 +156,18 @@ async def _tool_turn(conversations: Conversations, user: User, compliance: Compl
     call = CallRecord(f"call_{n}", "toolbox_echo", '{"text": "hello"}')
     recorder.keep(turn, AssistantText(id=f"a-{n}", text="", calls=(call,)), {"turn": answer})
     recorder.commit_soon(turn)  # while the call runs
-    recorder.keep(turn, ToolReply(id=f"t-{n}", call_id=call.call_id, tool="toolbox_echo", server="toolbox", ok=True,
-                                  text="hello"),
-                  {"results": None, "duration_ms": 3, "artifacts": [], "content": "hello", "arguments": {"text": "hello"},
-                   "turn": answer})  # fmt: skip
+    recorder.keep(
+        turn,
+        ToolReply(id=f"t-{n}", call_id=call.call_id, tool="toolbox_echo", server="toolbox", ok=True, text="hello"),
+        {
+            "results": None,
+            "duration_ms": 3,
+            "artifacts": [],
+            "content": "hello",
+            "arguments": {"text": "hello"},
+            "turn": answer,
+        },
+    )
     await recorder.commit(turn)  # before the tool_result
     usage = {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}
     recorder.keep(turn, AssistantText(id=answer, text="hello", finish_reason="stop"), {"turn": answer, "usage": usage})
@@ -162,9 +192,15 @@ async def _turns(url: str, reps: int, files_dir: str) -> dict[str, Any]:
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"], stored
     finally:
         await store.close()
-    return {"what": "tool turn: a new conversation and 4 messages", "p50_ms": S.percentile(wall_ms, 50),
-            "p99_ms": S.percentile(wall_ms, 99), "cpu_p50_ms": S.percentile(cpu_ms, 50),
-            "cpu_mean_ms": sum(cpu_ms) / len(cpu_ms), "found": "", "goal_ms": None}  # fmt: skip
+    return {
+        "what": "tool turn: a new conversation and 4 messages",
+        "p50_ms": S.percentile(wall_ms, 50),
+        "p99_ms": S.percentile(wall_ms, 99),
+        "cpu_p50_ms": S.percentile(cpu_ms, 50),
+        "cpu_mean_ms": sum(cpu_ms) / len(cpu_ms),
+        "found": "",
+        "goal_ms": None,
+    }
 
 
 async def _measure(url: str, reps: int, parts: set[str]) -> list[dict[str, Any]]:
@@ -173,8 +209,15 @@ async def _measure(url: str, reps: int, parts: set[str]) -> list[dict[str, Any]]
     try:
 
         def row(what: str, times: list[float], found: Any, goal: float | None) -> None:
-            out.append({"what": what, "p50_ms": S.percentile(times, 50), "p99_ms": S.percentile(times, 99),
-                        "found": found, "goal_ms": goal})  # fmt: skip
+            out.append(
+                {
+                    "what": what,
+                    "p50_ms": S.percentile(times, 50),
+                    "p99_ms": S.percentile(times, 99),
+                    "found": found,
+                    "goal_ms": goal,
+                }
+            )
 
         if "list" in parts:
             times, page = await _timed(reps, lambda: store.list_conversations(OWNER, limit=50))
@@ -184,9 +227,17 @@ async def _measure(url: str, reps: int, parts: set[str]) -> list[dict[str, Any]]
                 before = (await store.list_conversations(OWNER, limit=50, before=before))[-1].updated_at
             times, page = await _timed(reps, lambda: store.list_conversations(OWNER, limit=50, before=before))
             row("list: tenth page (before=)", times, len(page), GOAL_LIST_MS)
-        for label, q in ((f"rare word ({RARE})", RARE), (f"common word ({COMMON})", COMMON),
-                         ("substring inside words (anter)", "anter"), ("two letters (zq)", "zq"),
-                         ("nobody wrote it (xylophone)", "xylophone")) if "search" in parts else ():  # fmt: skip
+        for label, q in (
+            (
+                (f"rare word ({RARE})", RARE),
+                (f"common word ({COMMON})", COMMON),
+                ("substring inside words (anter)", "anter"),
+                ("two letters (zq)", "zq"),
+                ("nobody wrote it (xylophone)", "xylophone"),
+            )
+            if "search" in parts
+            else ()
+        ):
             times, found = await _timed(max(20, reps // 4), lambda q=q: store.list_conversations(OWNER, q=q, limit=50))
             row(f"search: {label}", times, len(found), GOAL_SEARCH_MS)
         if "add" not in parts:
@@ -196,8 +247,13 @@ async def _measure(url: str, reps: int, parts: set[str]) -> list[dict[str, Any]]
         parent: list[str | None] = [None]
 
         async def add() -> None:
-            m = await store.add_message("bench-add", id=f"add-{next(counter)}", parent_id=parent[0],
-                                        role="user", content="a message of ordinary length " * 8)  # fmt: skip
+            m = await store.add_message(
+                "bench-add",
+                id=f"add-{next(counter)}",
+                parent_id=parent[0],
+                role="user",
+                content="a message of ordinary length " * 8,
+            )
             parent[0] = m.id
 
         times, _ = await _timed(reps, add)
@@ -240,9 +296,21 @@ async def run(args: Any) -> dict[str, Any]:
             finally:
                 if cluster:
                     cluster.stop()
-        S.print_table(["what", "p50 ms", "p99 ms", "CPU p50 ms", "CPU mean ms", "found", "goal ms"],
-                      [[r["what"], r["p50_ms"], r["p99_ms"], r.get("cpu_p50_ms", "-"), r.get("cpu_mean_ms", "-"),
-                        r["found"], r["goal_ms"] or "-"] for r in rows])  # fmt: skip
+        S.print_table(
+            ["what", "p50 ms", "p99 ms", "CPU p50 ms", "CPU mean ms", "found", "goal ms"],
+            [
+                [
+                    r["what"],
+                    r["p50_ms"],
+                    r["p99_ms"],
+                    r.get("cpu_p50_ms", "-"),
+                    r.get("cpu_mean_ms", "-"),
+                    r["found"],
+                    r["goal_ms"] or "-",
+                ]
+                for r in rows
+            ],
+        )
         results[backend] = {"fill_s": round(fill_s, 1), "rows": rows}
     return results
 

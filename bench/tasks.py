@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import _support as S
-
 from switchboard.services import build_services
 from tests.support.harness import double_model, make_settings, wait_for_port, write_config
 from tests.support.llm_double import LLMDouble
@@ -54,8 +53,12 @@ async def measure(window: float, poller: Any) -> tuple[float, int]:
 
 async def run_one(tmp: Path, url: str, tasks: int, window: float) -> dict[str, Any]:
     with LLMDouble() as llm:
-        write_config(tmp / "defaults", servers={"tasker": {"url": url, "approval": "never"}},
-                     models=[double_model(llm)], default_model="double")  # fmt: skip
+        write_config(
+            tmp / "defaults",
+            servers={"tasker": {"url": url, "approval": "never"}},
+            models=[double_model(llm)],
+            default_model="double",
+        )
         services = build_services(make_settings(tmp), environ={"DOUBLE_KEY": "k"})
         await services.start()
         try:
@@ -64,14 +67,23 @@ async def run_one(tmp: Path, url: str, tasks: int, window: float) -> dict[str, A
                 await services._warm_up  # the model library's import is not the baseline
             await asyncio.sleep(1)
             idle_cpu, _ = await measure(window, services.tasks)
-            await services.store.create_conversation(id="bench-tasks-conv", owner=OWNER, title="bench", model=None,
-                                                     compliance_level=None, levels_used=[None])  # fmt: skip
+            await services.store.create_conversation(
+                id="bench-tasks-conv", owner=OWNER, title="bench", model=None, compliance_level=None, levels_used=[None]
+            )
             conn = services.pool.connections["tasker"]
             started = time.monotonic()
-            handles = await asyncio.gather(*(conn.call("crunch", {"steps": 1, "delay": 600}, _Sink()) for _ in range(tasks)))
+            handles = await asyncio.gather(
+                *(conn.call("crunch", {"steps": 1, "delay": 600}, _Sink()) for _ in range(tasks))
+            )
             for i, handle in enumerate(handles):
-                await services.tasks.adopt(handle, owner=OWNER, conversation_id="bench-tasks-conv", server="tasker",
-                                           tool="tasker_crunch", call_id=f"call-{i}")  # fmt: skip
+                await services.tasks.adopt(
+                    handle,
+                    owner=OWNER,
+                    conversation_id="bench-tasks-conv",
+                    server="tasker",
+                    tool="tasker_crunch",
+                    call_id=f"call-{i}",
+                )
             start_s = time.monotonic() - started
             await asyncio.sleep(max(3.0, window / 2))  # past the backoff ramp
             busy_cpu, polls = await measure(window, services.tasks)
@@ -80,10 +92,15 @@ async def run_one(tmp: Path, url: str, tasks: int, window: float) -> dict[str, A
                 await services.tasks.cancel(OWNER, record.id)
         finally:
             await services.close()
-    return {"tasks": tasks, "held": held, "start_s": round(start_s, 2),
-            "idle_cpu_per_s": round(idle_cpu / window, 4), "cpu_per_s": round(busy_cpu / window, 4),
-            "polls_per_s": round(polls / window, 1),
-            "cpu_ms_per_poll": round(1000 * (busy_cpu - idle_cpu) / polls, 3) if polls else None}  # fmt: skip
+    return {
+        "tasks": tasks,
+        "held": held,
+        "start_s": round(start_s, 2),
+        "idle_cpu_per_s": round(idle_cpu / window, 4),
+        "cpu_per_s": round(busy_cpu / window, 4),
+        "polls_per_s": round(polls / window, 1),
+        "cpu_ms_per_poll": round(1000 * (busy_cpu - idle_cpu) / polls, 3) if polls else None,
+    }
 
 
 def main() -> None:
@@ -96,9 +113,20 @@ def main() -> None:
     rows = []
     for poll_ms in [int(v) for v in args.poll_ms.split(",")]:
         port = S.free_port()
-        proc = subprocess.Popen([sys.executable, str(TASKER), "--http", str(port), "--poll-ms", str(poll_ms),
-                                 "--concurrency", str(args.tasks + 10)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(TASKER),
+                "--http",
+                str(port),
+                "--poll-ms",
+                str(poll_ms),
+                "--concurrency",
+                str(args.tasks + 10),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_for_port(port, proc, "tasker --http")
             with tempfile.TemporaryDirectory() as tmp:
@@ -107,9 +135,22 @@ def main() -> None:
             proc.terminate()
             proc.wait(timeout=10)
         rows.append({"poll_ms": poll_ms, **row})
-    S.print_table(["pollIntervalMs", "tasks", "held", "start s", "idle CPU s/s", "CPU s/s", "polls/s", "CPU ms/poll"],
-                  [[r["poll_ms"], r["tasks"], r["held"], r["start_s"], r["idle_cpu_per_s"], r["cpu_per_s"],
-                    r["polls_per_s"], r["cpu_ms_per_poll"]] for r in rows])  # fmt: skip
+    S.print_table(
+        ["pollIntervalMs", "tasks", "held", "start s", "idle CPU s/s", "CPU s/s", "polls/s", "CPU ms/poll"],
+        [
+            [
+                r["poll_ms"],
+                r["tasks"],
+                r["held"],
+                r["start_s"],
+                r["idle_cpu_per_s"],
+                r["cpu_per_s"],
+                r["polls_per_s"],
+                r["cpu_ms_per_poll"],
+            ]
+            for r in rows
+        ],
+    )
     S.report("tasks", {"runs": rows}, args, started, load)
 
 

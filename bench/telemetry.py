@@ -28,7 +28,7 @@ USER_TEXT = "Please echo hello with the toolbox."
 
 def _sink() -> ThreadingHTTPServer:
     class Drop(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
             self.send_response(200)
             self.end_headers()
@@ -46,8 +46,14 @@ async def _measure(args: Any, off: S.App, on: S.App) -> dict[str, Any]:
     exporter's thread works between turns too), read once its last spans have left: the SDK
     sends every 5 s, so the warm-up's spans leave before the CPU is first read, and the last
     batch before it is read again."""
-    return await S.interleaved_turns({"off": off, "on": on}, turns=args.turns, warmup=args.warmup, text=USER_TEXT,
-                                     settle_s=6.0, before_measuring_s=6.0)  # fmt: skip
+    return await S.interleaved_turns(
+        {"off": off, "on": on},
+        turns=args.turns,
+        warmup=args.warmup,
+        text=USER_TEXT,
+        settle_s=6.0,
+        before_measuring_s=6.0,
+    )
 
 
 def main() -> None:
@@ -61,7 +67,10 @@ def main() -> None:
         sites = {}
         for name in ("off", "on"):
             folder = Path(tmp) / name
-            sites[name] = (folder, S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, double.base_url))
+            sites[name] = (
+                folder,
+                S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, double.base_url),
+            )
         traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}"}
         with S.app_process(*sites["off"]) as off, S.app_process(sites["on"][0], {**sites["on"][1], **traced}) as on:
             try:
@@ -72,10 +81,14 @@ def main() -> None:
                 raise
     sink.shutdown()
     extra = figures["on"]["cpu_ms_per_turn"] / figures["off"]["cpu_ms_per_turn"] - 1
-    S.print_table(["tracing", "app CPU ms/turn", "turn ms p50", "turn ms p99"],
-                  [[name, f["cpu_ms_per_turn"], f["turn_ms_p50"], f["turn_ms_p99"]] for name, f in figures.items()])
+    S.print_table(
+        ["tracing", "app CPU ms/turn", "turn ms p50", "turn ms p99"],
+        [[name, f["cpu_ms_per_turn"], f["turn_ms_p50"], f["turn_ms_p99"]] for name, f in figures.items()],
+    )
     print(f"\ntracing on costs {extra * 100:+.1f}% app CPU per tool turn (target: at most +10%)")
-    S.report("telemetry", {"figures": figures, "tracing_extra_cpu": extra, "turns": args.turns}, args, started, load_before)
+    S.report(
+        "telemetry", {"figures": figures, "tracing_extra_cpu": extra, "turns": args.turns}, args, started, load_before
+    )
 
 
 if __name__ == "__main__":

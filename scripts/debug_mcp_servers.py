@@ -16,19 +16,19 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections import Counter  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING, Any  # noqa: E402
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from switchboard.config import McpConfig, load_mcp_config  # noqa: E402
-from switchboard.errors import SwitchboardError, ToolError  # noqa: E402
-from switchboard.logs import setup_logging  # noqa: E402
-from switchboard.settings import Settings  # noqa: E402
+from switchboard.config import McpConfig, load_mcp_config
+from switchboard.errors import SwitchboardError, ToolError
+from switchboard.logs import setup_logging
+from switchboard.settings import Settings
 
 if TYPE_CHECKING:
     from switchboard.tools import ServerPool, ServerStatus, ToolInfo, ToolOutcome

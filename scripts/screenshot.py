@@ -88,12 +88,14 @@ def main() -> int:
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="switchboard-screenshot-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_") and not k.endswith("_API_KEY")}
-        env.update({
-            "SWITCHBOARD_PORT": str(port),
-            "SWITCHBOARD_CONFIG_DIR": str(Path(tmp) / "overrides"),  # bundled config only
-            "SWITCHBOARD_DATA_DIR": str(Path(tmp) / "data"),
-            "SWITCHBOARD_LOG_DIR": str(Path(tmp) / "logs"),
-        })
+        env.update(
+            {
+                "SWITCHBOARD_PORT": str(port),
+                "SWITCHBOARD_CONFIG_DIR": str(Path(tmp) / "overrides"),  # bundled config only
+                "SWITCHBOARD_DATA_DIR": str(Path(tmp) / "data"),
+                "SWITCHBOARD_LOG_DIR": str(Path(tmp) / "logs"),
+            }
+        )
         proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve"], cwd=ROOT, env=env)
         try:
             _wait_ready(url, proc)

@@ -34,7 +34,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
-
 @pytest.fixture(scope="session")
 def postgres_cluster():
     """A real PostgreSQL server for the session (tests/support/postgres.py), started on first use.

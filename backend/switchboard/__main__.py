@@ -13,7 +13,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .settings import Settings, is_loopback_host  # noqa: E402
+from .settings import Settings, is_loopback_host
 
 
 def _settings_or_exit(**overrides: object) -> Settings:
@@ -24,7 +24,8 @@ def _settings_or_exit(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = "; ".join(
-            f"SWITCHBOARD_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}" for error in exc.errors()
+            f"SWITCHBOARD_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
+            for error in exc.errors()
         )  # the value itself is not repeated: it may be a secret
         print(f"Switchboard cannot start: bad setting(s): {problems}", file=sys.stderr)
         raise SystemExit(1) from None
@@ -51,7 +52,9 @@ def serve(args: argparse.Namespace) -> int:
     from .web.boot import STARTUP_FAILURE, booting_app
     from .web.serving import DrainingServer
 
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None}
+    overrides = {
+        k: v for k, v in (("host", args.host), ("port", args.port), ("workers", args.workers)) if v is not None
+    }
     settings = _settings_or_exit(**overrides)
     _refuse_workers_on_sqlite(settings)
     if settings.auth_mode == "dev" and not is_loopback_host(settings.host):
@@ -66,7 +69,12 @@ def serve(args: argparse.Namespace) -> int:
         + (f", {settings.workers} worker processes)" if settings.workers > 1 else ")"),
         flush=True,
     )
-    options: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_level": "warning", "ws": "websockets-sansio"}
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "warning",
+        "ws": "websockets-sansio",
+    }
     if settings.workers > 1:
         from uvicorn.supervisors import Multiprocess
 
@@ -74,7 +82,9 @@ def serve(args: argparse.Namespace) -> int:
         # whose app cannot be built exits with STARTUP_FAILURE, and the supervisor then stops.
         os.environ.update({f"SWITCHBOARD_{k.upper()}": str(v) for k, v in overrides.items()})
         _share_metrics(settings)
-        config = uvicorn.Config("switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options)
+        config = uvicorn.Config(
+            "switchboard.web.boot:from_environment", factory=True, workers=settings.workers, **options
+        )
         supervisor = Multiprocess(config, sockets=[sock])
         gc.enable()  # this process only supervises; each worker loads the app itself
         supervisor.run()
@@ -102,10 +112,13 @@ def _refuse_workers_on_sqlite(settings: Settings) -> None:
     PostgreSQL (its relay); on SQLite each would answer only its own turns: one line, exit status 1."""
     scheme = settings.database_url_resolved.split(":", 1)[0].split("+", 1)[0].lower()
     if settings.workers > 1 and scheme != "postgresql":
-        print(f"Switchboard cannot start: {settings.workers} worker processes need the conversation store on PostgreSQL "
-              "(set SWITCHBOARD_DATABASE_URL=postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB), or serve with one "
-              "worker: on SQLite each worker would see only its own answers' approvals, cancels and attach.",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"Switchboard cannot start: {settings.workers} worker processes need the conversation store on PostgreSQL "
+            "(set SWITCHBOARD_DATABASE_URL=postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB), or serve with one "
+            "worker: on SQLite each worker would see only its own answers' approvals, cancels and attach.",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(1)
 
 
@@ -119,8 +132,10 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            why = (f"port {port} on {host} is in use (another Switchboard, or another program, listens there); "
-                   "stop it, or serve on another port with --port or SWITCHBOARD_PORT")  # fmt: skip
+            why = (
+                f"port {port} on {host} is in use (another Switchboard, or another program, listens there); "
+                "stop it, or serve on another port with --port or SWITCHBOARD_PORT"
+            )
         elif exc.errno == errno.EACCES:
             why = f"this user may not listen on port {port} (ports below 1024 need privileges); pick another port"
         else:
@@ -166,9 +181,13 @@ def check_config(args: argparse.Namespace) -> int:
     broken_models = sum(1 for e in config.errors if e.model or e.field.startswith("models["))
     servers = f"{len(config.mcp.servers) + broken_servers} server(s) ({len(enabled)} enabled"
     servers += f", {broken_servers} broken)" if broken_servers else ")"
-    models = f"{len(config.llm.models) + broken_models} model(s)" + (f" ({broken_models} broken)" if broken_models else "")
-    print(f"{servers}, {models}, {len(config.compliance.levels)} compliance level(s); "
-          f"{len(errors) + len(not_started)} error(s), {len(warnings)} warning(s)")  # fmt: skip
+    models = f"{len(config.llm.models) + broken_models} model(s)" + (
+        f" ({broken_models} broken)" if broken_models else ""
+    )
+    print(
+        f"{servers}, {models}, {len(config.compliance.levels)} compliance level(s); "
+        f"{len(errors) + len(not_started)} error(s), {len(warnings)} warning(s)"
+    )
     if not_started:
         print(f"{len(not_started)} server(s) did not start: {', '.join(not_started)}")
     return 1 if errors or not_started else 0
@@ -181,8 +200,14 @@ def _start_servers(mcp: object, settings: Settings) -> dict[str, str]:
 
     from .tools.trial import start_once
 
-    statuses = asyncio.run(start_once(mcp, project_root=settings.project_root,  # type: ignore[arg-type]
-                                      log_dir=settings.log_dir / "check-config", timeout_s=settings.server_start_timeout_s))
+    statuses = asyncio.run(
+        start_once(
+            mcp,
+            project_root=settings.project_root,  # type: ignore[arg-type]
+            log_dir=settings.log_dir / "check-config",
+            timeout_s=settings.server_start_timeout_s,
+        )
+    )
     failed = {}
     for status in statuses:
         if status.status == "ready":
@@ -196,8 +221,12 @@ async def _connect_report(mcp: object, settings: Settings, timeout_s: float) -> 
     """`check-config --connect`: each enabled server's status and the protocol version it speaks."""
     from .tools import ServerPool  # imports fastmcp (seconds): only when asked to connect
 
-    pool = ServerPool(mcp, project_root=settings.project_root, log_dir=settings.log_dir / "debug",  # type: ignore[arg-type]
-                      init_timeout_s=timeout_s)  # fmt: skip
+    pool = ServerPool(
+        mcp,
+        project_root=settings.project_root,
+        log_dir=settings.log_dir / "debug",  # type: ignore[arg-type]
+        init_timeout_s=timeout_s,
+    )
     pool.start()
     try:
         await pool.wait_settled(timeout_s)
@@ -241,14 +270,22 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--workers", type=int, help="app processes (default 1; SWITCHBOARD_WORKERS)")
     p_serve.set_defaults(func=serve)
     p_check = sub.add_parser("check-config", help="validate every config file")
-    p_check.add_argument("--start", action="store_true",
-                         help="also start each enabled stdio server once and say why one does not come up")
-    p_check.add_argument("--connect", action="store_true",
-                         help="also connect to each enabled server and show its status and protocol version")
+    p_check.add_argument(
+        "--start",
+        action="store_true",
+        help="also start each enabled stdio server once and say why one does not come up",
+    )
+    p_check.add_argument(
+        "--connect",
+        action="store_true",
+        help="also connect to each enabled server and show its status and protocol version",
+    )
     p_check.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for servers with --connect")
     p_check.set_defaults(func=check_config)
     p_db = sub.add_parser("db", help="the conversation store").add_subparsers(dest="db_command", required=True)
-    p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(func=db_upgrade)
+    p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(
+        func=db_upgrade
+    )
     from .cli_chat_args import add_parser as add_chat_parser
 
     add_chat_parser(sub).set_defaults(func=chat)

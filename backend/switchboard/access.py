@@ -63,4 +63,3 @@ class Access:
 
     def at_level(self, compliance_level: str | None) -> Access:
         return Access(self.user, compliance_level, self.compliance)
-

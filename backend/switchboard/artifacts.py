@@ -20,18 +20,25 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-from collections.abc import AsyncIterator, Callable, Iterator
 from typing import BinaryIO, Protocol
 
 from .auth import normalize_email
 from .errors import BadRequest, NotFound
 from .filestore import FileBackend, LocalFiles
 
-__all__ = ["ArtifactStore", "MemoryCounts", "StoredFile", "UploadCounts", "Usage", "check_quota", "checked_mime",
-           "sniff_mime"]
+__all__ = [
+    "ArtifactStore",
+    "MemoryCounts",
+    "StoredFile",
+    "UploadCounts",
+    "Usage",
+    "check_quota",
+    "checked_mime",
+    "sniff_mime",
+]
 
 _HEAD = 65536  # the bytes a type is checked on
 _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -57,16 +64,30 @@ def sniff_mime(data: bytes) -> str | None:
 
 
 # What a browser sends when it does not know the type; the file name then says more.
-_GENERIC = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown",
-                      "application/x-unknown", "application/download", "application/force-download"})  # fmt: skip
+_GENERIC = frozenset(
+    {
+        "",
+        "application/octet-stream",
+        "binary/octet-stream",
+        "application/unknown",
+        "application/x-unknown",
+        "application/download",
+        "application/force-download",
+    }
+)
 # The standard library's own table (not the host's /etc/mime.types: the same answer on every
 # machine), plus common types it lacks.
 _TYPES = mimetypes.MimeTypes()
-for _ext, _type in ((".md", "text/markdown"), (".markdown", "text/markdown"), (".yaml", "application/yaml"),
-                    (".yml", "application/yaml"), (".jsonl", "application/jsonl"),
-                    (".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
-                    (".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
-                    (".pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation")):  # fmt: skip
+for _ext, _type in (
+    (".md", "text/markdown"),
+    (".markdown", "text/markdown"),
+    (".yaml", "application/yaml"),
+    (".yml", "application/yaml"),
+    (".jsonl", "application/jsonl"),
+    (".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+    (".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+    (".pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
+):
     _TYPES.add_type(_type, _ext)
 
 
@@ -204,8 +225,18 @@ class ArtifactStore:
             raise NotFound("no such file")
         return f"{file_id}.bin", f"{file_id}.json"
 
-    def put(self, *, owner: str, name: str, mime: str, data: bytes | BinaryIO, kind: str = "artifact",
-            scripts: bool = False, size: int | None = None, file_id: str | None = None) -> StoredFile:  # fmt: skip
+    def put(
+        self,
+        *,
+        owner: str,
+        name: str,
+        mime: str,
+        data: bytes | BinaryIO,
+        kind: str = "artifact",
+        scripts: bool = False,
+        size: int | None = None,
+        file_id: str | None = None,
+    ) -> StoredFile:
         """Store bytes, or a file object read in parts (then `size` is its length); the type is
         checked on the first bytes."""
         file_id = file_id or secrets.token_urlsafe(18)
@@ -230,8 +261,17 @@ class ArtifactStore:
         self.files.write(meta, json.dumps(asdict(stored)).encode())
         return stored
 
-    def put_upload(self, *, owner: str, name: str, mime: str, data: bytes | BinaryIO, max_bytes: int, max_files: int,
-                   size: int | None = None) -> StoredFile:  # fmt: skip
+    def put_upload(
+        self,
+        *,
+        owner: str,
+        name: str,
+        mime: str,
+        data: bytes | BinaryIO,
+        max_bytes: int,
+        max_files: int,
+        size: int | None = None,
+    ) -> StoredFile:
         """Store a user's upload within their quotas (bytes and number of files; an
         empty file counts as one).  The quota is reserved before the bytes are written,
         so concurrent uploads cannot pass it together."""
@@ -278,10 +318,12 @@ class ArtifactStore:
             self.counts.release(owner, file_id, stored.size)
         return True
 
-    async def aput(self, *, owner: str, name: str, mime: str, data: bytes, kind: str = "artifact",
-                   scripts: bool = False) -> StoredFile:  # fmt: skip
-        return await asyncio.to_thread(lambda: self.put(owner=owner, name=name, mime=mime, data=data, kind=kind,
-                                                        scripts=scripts))  # fmt: skip
+    async def aput(
+        self, *, owner: str, name: str, mime: str, data: bytes, kind: str = "artifact", scripts: bool = False
+    ) -> StoredFile:
+        return await asyncio.to_thread(
+            lambda: self.put(owner=owner, name=name, mime=mime, data=data, kind=kind, scripts=scripts)
+        )
 
     async def aget(self, file_id: str, *, owner: str | None) -> tuple[StoredFile, Path | None]:
         return await asyncio.to_thread(lambda: self.get(file_id, owner=owner))
@@ -320,5 +362,7 @@ class ArtifactStore:
                 self.files.delete(meta)
                 removed += 1
                 if entry.get("kind") == "upload":
-                    self.counts.release(normalize_email(str(entry.get("owner"))), meta.removesuffix(".json"), int(entry.get("size", 0)))
+                    self.counts.release(
+                        normalize_email(str(entry.get("owner"))), meta.removesuffix(".json"), int(entry.get("size", 0))
+                    )
         return removed

@@ -60,7 +60,9 @@ class User:
 class GroupService:
     """Groups from an HTTP service, cached per user for `ttl_s` (at most `max_users` users)."""
 
-    def __init__(self, url: str, ttl_s: float, client: httpx.AsyncClient | None = None, max_users: int = 10_000) -> None:
+    def __init__(
+        self, url: str, ttl_s: float, client: httpx.AsyncClient | None = None, max_users: int = 10_000
+    ) -> None:
         self._url = url
         self._client = client or httpx.AsyncClient(timeout=5.0)
         self._cache: TTLCache[str, list[str]] = TTLCache(maxsize=max_users, ttl=ttl_s)
@@ -108,8 +110,13 @@ class Authenticator:
         groups = set(self._groups.groups_for(email)) | vouched
         if self._service is not None:
             groups |= set(await self._service.groups_for(email))
-        return User(email=email, groups=frozenset(groups), admin=self._groups.admin_group in groups,
-                    via_token=via_token, vouched_groups=vouched)  # fmt: skip
+        return User(
+            email=email,
+            groups=frozenset(groups),
+            admin=self._groups.admin_group in groups,
+            via_token=via_token,
+            vouched_groups=vouched,
+        )
 
     async def user_for_token(self, email: str) -> User:
         """The owner of a personal API token: groups from groups.yml and the group
@@ -145,6 +152,8 @@ def _single(headers: RequestHeaders, name: str) -> str:
     proxy and the app added one: which is the proxy's is unknowable, so refuse."""
     values = headers.getlist(name.lower())
     if len(values) > 1:
-        raise Unauthorized(f"the request carries the {name} header more than once",
-                           action="Check the reverse proxy: it must replace this header, not add to it.")  # fmt: skip
+        raise Unauthorized(
+            f"the request carries the {name} header more than once",
+            action="Check the reverse proxy: it must replace this header, not add to it.",
+        )
     return values[0] if values else ""

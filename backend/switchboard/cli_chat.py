@@ -35,7 +35,6 @@ from .chat.events import (
     ToolStart,
     event_from_json,
 )
-
 from .cli_chat_args import ANSWERED, FAILED, INTERRUPTED, UNREACHABLE, USAGE
 
 __all__ = ["ANSWERED", "FAILED", "INTERRUPTED", "UNREACHABLE", "USAGE", "run"]
@@ -129,8 +128,15 @@ class _Terminal:
                 return
             kind = spec.get("type")
             try:
-                content[name] = (int(value) if kind == "integer" else float(value) if kind == "number"
-                                 else value.lower() in ("y", "yes", "true") if kind == "boolean" else value)  # fmt: skip
+                content[name] = (
+                    int(value)
+                    if kind == "integer"
+                    else float(value)
+                    if kind == "number"
+                    else value.lower() in ("y", "yes", "true")
+                    if kind == "boolean"
+                    else value
+                )
             except ValueError:
                 content[name] = value  # the server says what is wrong with it
         self._post(f"/api/elicitations/{event.request_id}", {"action": "accept", "content": content})
@@ -149,7 +155,9 @@ def _message(response: httpx.Response) -> str:
         return f"HTTP {response.status_code}"
 
 
-def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run(
+    args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
     if not args.question.strip():
         print("error: the question is empty", file=err)
@@ -185,7 +193,9 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
                 pass
             return INTERRUPTED
         except httpx.TransportError as exc:
-            terminal.note(f"error: cannot reach Switchboard at {args.url} ({type(exc).__name__}: {exc})"
-                          if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-                          else f"error: the connection to Switchboard broke ({type(exc).__name__})")  # fmt: skip
+            terminal.note(
+                f"error: cannot reach Switchboard at {args.url} ({type(exc).__name__}: {exc})"
+                if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                else f"error: the connection to Switchboard broke ({type(exc).__name__})"
+            )
             return UNREACHABLE if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) else FAILED

@@ -24,14 +24,20 @@ environment: SWITCHBOARD_URL (default {DEFAULT_URL}), SWITCHBOARD_TOKEN (a perso
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """The `chat` subcommand's parser (its `func` is set by the caller: `cli_chat.run`)."""
-    parser = sub.add_parser("chat", help="ask a question from the terminal", epilog=EXIT_CODES,
-                            description="Ask Switchboard a question: the answer streams to stdout, tool progress\n"
-                                        "to stderr, and approvals are asked y/n on the terminal.",
-                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = sub.add_parser(
+        "chat",
+        help="ask a question from the terminal",
+        epilog=EXIT_CODES,
+        description="Ask Switchboard a question: the answer streams to stdout, tool progress\n"
+        "to stderr, and approvals are asked y/n on the terminal.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("question")
     parser.add_argument("--model", help="a model name (default: the server's default model)")
     parser.add_argument("--url", default=os.environ.get("SWITCHBOARD_URL", DEFAULT_URL), help="Switchboard's address")
     parser.add_argument("--token", default=os.environ.get("SWITCHBOARD_TOKEN"), help="a personal API token (sb_...)")
-    parser.add_argument("--conversation", metavar="ID", help="continue this conversation (its id is printed after each answer)")
+    parser.add_argument(
+        "--conversation", metavar="ID", help="continue this conversation (its id is printed after each answer)"
+    )
     parser.add_argument("--incognito", action="store_true", help="store nothing of this conversation")
     return parser

@@ -52,12 +52,16 @@ class SecretBox:
         try:
             item = json.loads(self._fernet.decrypt(sealed.encode()))
         except (InvalidToken, ValueError):
-            log.warning("a stored credential could not be decrypted (was the secret key changed?); "
-                        "the user must connect again", extra={"event": "credential_unreadable", "server": server})  # fmt: skip
+            log.warning(
+                "a stored credential could not be decrypted (was the secret key changed?); the user must connect again",
+                extra={"event": "credential_unreadable", "server": server},
+            )
             return None
         if (item.get("s"), item.get("u"), item.get("k")) != (server, user, kind):
-            log.warning("a stored credential belongs to another row; ignored",
-                        extra={"event": "credential_mismatch", "server": server})  # fmt: skip
+            log.warning(
+                "a stored credential belongs to another row; ignored",
+                extra={"event": "credential_mismatch", "server": server},
+            )
             return None
         return str(item.get("v"))
 

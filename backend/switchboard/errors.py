@@ -55,13 +55,13 @@ __all__ = [
     "SignInFailed",
     "SkillRejected",
     "StoreError",
-    "TaskGone",
     "StoreUnavailable",
     "SwitchboardError",
+    "TaskGone",
+    "TooMany",
     "ToolError",
     "ToolNotAllowed",
     "ToolTimeout",
-    "TooMany",
     "Unauthorized",
     "http_status",
     "status_for_code",
@@ -85,8 +85,12 @@ class ConfigError(SwitchboardError):
 
     def __init__(self, message: str, *, file: str = "", server: str = "", field: str = "", model: str = "") -> None:
         self.file, self.server, self.field, self.model = file, server, field, model
-        parts = (file, f"server '{server}'" if server else "", f"model '{model}'" if model else "",
-                 f"field '{field}'" if field else "")  # fmt: skip
+        parts = (
+            file,
+            f"server '{server}'" if server else "",
+            f"model '{model}'" if model else "",
+            f"field '{field}'" if field else "",
+        )
         where = ", ".join(part for part in parts if part)
         super().__init__(f"{where}: {message}" if where else message)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-__all__ = ["AssistantText", "CallRecord", "HistoryRecord", "TRIMMED_TOOL_RESULT", "ToolReply", "UserText", "trimmed"]
+__all__ = ["TRIMMED_TOOL_RESULT", "AssistantText", "CallRecord", "HistoryRecord", "ToolReply", "UserText", "trimmed"]
 
 TRIMMED_TOOL_RESULT = "[older tool result removed to fit the model's context window]"
 

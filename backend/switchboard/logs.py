@@ -17,18 +17,67 @@ from typing import Any, TextIO
 
 from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
 
-__all__ = ["ConsoleLines", "JsonFormatter", "SAFE_FIELDS", "enable_console", "flush_logs", "quiet_sign_in_errors",
-           "setup_logging", "skip_call_sites"]
+__all__ = [
+    "SAFE_FIELDS",
+    "ConsoleLines",
+    "JsonFormatter",
+    "enable_console",
+    "flush_logs",
+    "quiet_sign_in_errors",
+    "setup_logging",
+    "skip_call_sites",
+]
 
-SAFE_FIELDS = frozenset({
-    "after", "attempt", "before", "completion_tokens", "delay_s", "duration_ms", "error", "errors", "event",
-    "exporter", "failed", "host", "model", "needs_auth", "new", "ok", "old", "origin", "path", "prompt_tokens",
-    "protocol_version", "ready", "task",
-    "ready_after_s", "reason", "removed", "required_not_ready", "server", "servers", "status", "tool", "tools",
-    "total", "trimmed", "user", "why",
-    # MCP Apps
-    "app", "app_level", "app_logger", "code", "directive", "entry", "from_app", "method", "uri",
-})  # fmt: skip
+SAFE_FIELDS = frozenset(
+    {
+        "after",
+        "attempt",
+        "before",
+        "completion_tokens",
+        "delay_s",
+        "duration_ms",
+        "error",
+        "errors",
+        "event",
+        "exporter",
+        "failed",
+        "host",
+        "model",
+        "needs_auth",
+        "new",
+        "ok",
+        "old",
+        "origin",
+        "path",
+        "prompt_tokens",
+        "protocol_version",
+        "ready",
+        "task",
+        "ready_after_s",
+        "reason",
+        "removed",
+        "required_not_ready",
+        "server",
+        "servers",
+        "status",
+        "tool",
+        "tools",
+        "total",
+        "trimmed",
+        "user",
+        "why",
+        # MCP Apps
+        "app",
+        "app_level",
+        "app_logger",
+        "code",
+        "directive",
+        "entry",
+        "from_app",
+        "method",
+        "uri",
+    }
+)
 
 
 class JsonFormatter(_LibraryJsonFormatter):
@@ -115,7 +164,7 @@ class ConsoleLines(logging.Handler):
                 stream = self._stream or sys.stderr
                 stream.write(line + "\n")
                 stream.flush()
-        except Exception:  # noqa: BLE001 - the console must never break the app
+        except Exception:
             self.handleError(record)
 
 

@@ -11,14 +11,23 @@ from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
-from .chat import (CallRunner, CallSettings, ChatEngine, ConversationLimits, Conversations, TaskPoller, TaskSettings,
-                   TurnHub, TurnLimits,
-                   UserLimits)
+from .chat import (
+    CallRunner,
+    CallSettings,
+    ChatEngine,
+    ConversationLimits,
+    Conversations,
+    TaskPoller,
+    TaskSettings,
+    TurnHub,
+    TurnLimits,
+    UserLimits,
+)
 from .chat.apps import AppBridge, AppLimits
 from .chat.conversation_ids import ConversationIds, id_key
-from .chat.sealed import IncognitoSeal, seal_key
 from .chat.relay import LOST as LOST_REASON
 from .chat.relay import LocalRelay
+from .chat.sealed import IncognitoSeal, seal_key
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import ConfigError, StoreUnavailable, SwitchboardError
@@ -29,8 +38,8 @@ from .llm.types import LLMStream
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, down_store, open_store
-from .telemetry import Tracing, model_call
 from .store.uploads import UploadRows
+from .telemetry import Tracing, model_call
 from .tools import ServerPool, ServerStatus
 from .tools.launch import EarlyStarts
 from .upload_counts import StoreCounts
@@ -105,7 +114,9 @@ class Services:
 
         async def probe() -> None:
             for name, why in (await unreachable_local_models(self.config.llm.models)).items():
-                log.warning("model %s: %s", name, why, extra={"event": "model_unreachable", "model": name, "reason": why})
+                log.warning(
+                    "model %s: %s", name, why, extra={"event": "model_unreachable", "model": name, "reason": why}
+                )
                 models.note_outcome(name, why)
 
         if self._model_probe is not None:
@@ -135,7 +146,9 @@ class Services:
         was_down = self._store_retry is not None
         self._use_store(store)
         # Upload quotas are counted in the store: right with several processes on one file store.
-        self.artifacts.counts = StoreCounts(UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads)
+        self.artifacts.counts = StoreCounts(
+            UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads
+        )
         if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
             await self._relay_on(store)
         if was_down:
@@ -155,8 +168,13 @@ class Services:
         async def lost(conversation_id: str, owner: str) -> None:
             await self.conversations.record_lost(conversation_id, LOST_REASON)
 
-        relay = PostgresRelay(LiveTurns(store), lease_s=self.settings.turn_lease_s, on_lost=lost,
-                              on_reload=self.reload_from_peer, on_credentials=self.pool.credentials_changed_elsewhere)  # fmt: skip
+        relay = PostgresRelay(
+            LiveTurns(store),
+            lease_s=self.settings.turn_lease_s,
+            on_lost=lost,
+            on_reload=self.reload_from_peer,
+            on_credentials=self.pool.credentials_changed_elsewhere,
+        )
         await relay.start(self.turns)
         self.turns.relay = relay
         self.pool.credentials_changed = relay.credentials_changed
@@ -215,8 +233,11 @@ class Services:
         and kept for /readyz and the page until a reload succeeds."""
         self.refused_reload = broken
         errors = [str(e) for e in broken]
-        log.warning("config reload refused: %s", "; ".join(errors),
-                    extra={"event": "config_reload_refused", "errors": errors, "user": by})  # fmt: skip
+        log.warning(
+            "config reload refused: %s",
+            "; ".join(errors),
+            extra={"event": "config_reload_refused", "errors": errors, "user": by},
+        )
 
 
 def _log_status(status: ServerStatus) -> None:
@@ -224,9 +245,15 @@ def _log_status(status: ServerStatus) -> None:
         "server %s is %s",
         status.name,
         status.status,
-        extra={"event": "server_status", "server": status.name, "status": status.status,
-               "reason": status.reason, "ready_after_s": status.ready_after_s, "tools": status.tool_count,
-               "protocol_version": status.protocol_version},  # fmt: skip
+        extra={
+            "event": "server_status",
+            "server": status.name,
+            "status": status.status,
+            "reason": status.reason,
+            "ready_after_s": status.ready_after_s,
+            "tools": status.tool_count,
+            "protocol_version": status.protocol_version,
+        },
     )
 
 
@@ -235,7 +262,9 @@ def _llm_reporter(config: Callable[[], AppConfig]) -> Callable[[str, float, obje
 
     def report(model: str, duration_s: float, usage: object, error: SwitchboardError | None) -> None:
         _log_llm_call(model, duration_s, usage, error)
-        provider = next((m.model.split("/", 1)[0] for m in config().llm.models if m.name == model and "/" in m.model), None)
+        provider = next(
+            (m.model.split("/", 1)[0] for m in config().llm.models if m.name == model and "/" in m.model), None
+        )
         model_call(model, provider, duration_s, usage, error.code if error else None)
 
     return report
@@ -280,8 +309,14 @@ def build_services(
         on_status=_log_status,
         files_origin=settings.base_url,  # where stdio servers may fetch signed file links
         client_metadata_url=settings.client_metadata_url,
-        vault=StoreVault(SecretBox(credential_key(
-            settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir)), not_open),
+        vault=StoreVault(
+            SecretBox(
+                credential_key(
+                    settings.secret_key.get_secret_value() if settings.secret_key else None, settings.data_dir
+                )
+            ),
+            not_open,
+        ),
         early=early,
         dev_auth=settings.auth_mode == "dev",
         app_cache_s=settings.app_cache_s,
@@ -313,22 +348,46 @@ def build_services(
         ),
         signer=signer,
     )
-    limits = TurnLimits(round_limit=settings.round_limit, calls_per_round=settings.max_tool_calls_per_round,
-                        calls_per_turn=settings.max_tool_calls_per_turn, answer_chars=settings.max_answer_chars)  # fmt: skip
+    limits = TurnLimits(
+        round_limit=settings.round_limit,
+        calls_per_round=settings.max_tool_calls_per_round,
+        calls_per_turn=settings.max_tool_calls_per_turn,
+        answer_chars=settings.max_answer_chars,
+    )
     engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
-    conversations = Conversations(not_open, artifacts, ConversationLimits(  # the store opens at start-up
-        max_chars=settings.max_conversation_chars, incognito_per_user=settings.incognito_per_user,
-        incognito_idle_s=settings.incognito_idle_s), seal=IncognitoSeal(seal_key(key), max_age_s=settings.incognito_idle_s),
-        ids=ConversationIds(id_key(key)))
+    conversations = Conversations(
+        not_open,
+        artifacts,
+        ConversationLimits(  # the store opens at start-up
+            max_chars=settings.max_conversation_chars,
+            incognito_per_user=settings.incognito_per_user,
+            incognito_idle_s=settings.incognito_idle_s,
+        ),
+        seal=IncognitoSeal(seal_key(key), max_age_s=settings.incognito_idle_s),
+        ids=ConversationIds(id_key(key)),
+    )
     auth = Authenticator(settings, config.groups)
-    turns = TurnHub(engine, conversations, auth, grace_s=settings.turn_grace_s,
-                    limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
-                    shutdown_grace_s=settings.shutdown_grace_s)
-    tasks = TaskPoller(pool, conversations, calls, is_turn_running=lambda owner, cid: turns.running(owner, cid) is not None,
-                       settings=TaskSettings(lease_s=settings.task_lease_s, max_poll_s=settings.task_max_poll_s,
-                                             question_timeout_s=settings.elicitation_timeout_s,
-                                             max_per_user=settings.max_tasks_per_user,
-                                             input_rounds=settings.mcp_input_rounds))  # fmt: skip
+    turns = TurnHub(
+        engine,
+        conversations,
+        auth,
+        grace_s=settings.turn_grace_s,
+        limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
+        shutdown_grace_s=settings.shutdown_grace_s,
+    )
+    tasks = TaskPoller(
+        pool,
+        conversations,
+        calls,
+        is_turn_running=lambda owner, cid: turns.running(owner, cid) is not None,
+        settings=TaskSettings(
+            lease_s=settings.task_lease_s,
+            max_poll_s=settings.task_max_poll_s,
+            question_timeout_s=settings.elicitation_timeout_s,
+            max_per_user=settings.max_tasks_per_user,
+            input_rounds=settings.mcp_input_rounds,
+        ),
+    )
     calls.tasks = tasks
     turns.task_questions = tasks.board
     tasks.board.share = lambda user, text: turns.relay.to_user(user, text)  # their pages on other processes

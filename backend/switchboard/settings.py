@@ -96,7 +96,9 @@ class Settings(BaseSettings):
     llm_direct: bool = True
     approval_timeout_s: float = 300.0  # an unanswered approval counts as denied
     elicitation_timeout_s: float = 600.0
-    task_lease_s: float = Field(default=30.0, gt=0)  # a background task held by a process that died is taken over after this
+    task_lease_s: float = Field(
+        default=30.0, gt=0
+    )  # a background task held by a process that died is taken over after this
     task_max_poll_s: float = Field(default=30.0, gt=0)  # the longest wait between two polls of one task
     # Background tasks running at once per user; a call that would start one more fails, saying so.
     max_tasks_per_user: int = Field(default=16, ge=1)

@@ -31,7 +31,9 @@ def load_or_create_key(path: Path) -> bytes:
     except FileNotFoundError:
         pass
     except ValueError:
-        raise ValueError(f"{path} does not hold a hex key: delete it (signed file URLs then change) or fix it") from None
+        raise ValueError(
+            f"{path} does not hold a hex key: delete it (signed file URLs then change) or fix it"
+        ) from None
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:

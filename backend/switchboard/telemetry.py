@@ -28,8 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client import multiprocess
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client.metrics import MetricWrapperBase
 
 __all__ = [
@@ -71,24 +70,60 @@ class _Children(Generic[_M]):
 
 
 _registry = CollectorRegistry(auto_describe=True)
-_turns = _Children(Counter("switchboard_turns", "Turns (answers) finished, by how they finished.",
-                           ["finish_reason"], registry=_registry))  # fmt: skip
-_turn_seconds = Histogram("switchboard_turn_duration_seconds", "Wall time of a turn.", buckets=_CALL_BUCKETS,
-                          registry=_registry)  # fmt: skip
-_model_seconds = _Children(Histogram(
-    "gen_ai_client_operation_duration_seconds", "Model calls (gen_ai.client.operation.duration).",
-    ["gen_ai_operation_name", "gen_ai_request_model", "error_type"], buckets=_CALL_BUCKETS, registry=_registry))  # fmt: skip
-_model_tokens = _Children(Counter("gen_ai_client_token_usage", "Tokens used by model calls (gen_ai.client.token.usage).",
-                                  ["gen_ai_request_model", "gen_ai_token_type"], registry=_registry))  # fmt: skip
-_mcp_seconds = _Children(Histogram("mcp_client_operation_duration_seconds", "MCP requests (mcp.client.operation.duration).",
-                                   ["mcp_method_name", "mcp_server", "error_type"], buckets=_CALL_BUCKETS,
-                                   registry=_registry))  # fmt: skip
-_tool_calls = _Children(Counter("switchboard_tool_calls", "Tool calls, by server and outcome (ok, error, denied).",
-                                ["mcp_server", "outcome"], registry=_registry))  # fmt: skip
-_sessions = Gauge("switchboard_open_sessions", "Open websocket connections.", registry=_registry,
-                  multiprocess_mode="livesum")  # fmt: skip
-_store_seconds = _Children(Histogram("switchboard_store_operation_duration_seconds", "Store transactions.",
-                                     ["operation", "error_type"], buckets=_STORE_BUCKETS, registry=_registry))  # fmt: skip
+_turns = _Children(
+    Counter(
+        "switchboard_turns", "Turns (answers) finished, by how they finished.", ["finish_reason"], registry=_registry
+    )
+)
+_turn_seconds = Histogram(
+    "switchboard_turn_duration_seconds", "Wall time of a turn.", buckets=_CALL_BUCKETS, registry=_registry
+)
+_model_seconds = _Children(
+    Histogram(
+        "gen_ai_client_operation_duration_seconds",
+        "Model calls (gen_ai.client.operation.duration).",
+        ["gen_ai_operation_name", "gen_ai_request_model", "error_type"],
+        buckets=_CALL_BUCKETS,
+        registry=_registry,
+    )
+)
+_model_tokens = _Children(
+    Counter(
+        "gen_ai_client_token_usage",
+        "Tokens used by model calls (gen_ai.client.token.usage).",
+        ["gen_ai_request_model", "gen_ai_token_type"],
+        registry=_registry,
+    )
+)
+_mcp_seconds = _Children(
+    Histogram(
+        "mcp_client_operation_duration_seconds",
+        "MCP requests (mcp.client.operation.duration).",
+        ["mcp_method_name", "mcp_server", "error_type"],
+        buckets=_CALL_BUCKETS,
+        registry=_registry,
+    )
+)
+_tool_calls = _Children(
+    Counter(
+        "switchboard_tool_calls",
+        "Tool calls, by server and outcome (ok, error, denied).",
+        ["mcp_server", "outcome"],
+        registry=_registry,
+    )
+)
+_sessions = Gauge(
+    "switchboard_open_sessions", "Open websocket connections.", registry=_registry, multiprocess_mode="livesum"
+)
+_store_seconds = _Children(
+    Histogram(
+        "switchboard_store_operation_duration_seconds",
+        "Store transactions.",
+        ["operation", "error_type"],
+        buckets=_STORE_BUCKETS,
+        registry=_registry,
+    )
+)
 
 
 class Tracing:
@@ -116,7 +151,9 @@ class Tracing:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-        provider = TracerProvider(resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "switchboard"}))
+        provider = TracerProvider(
+            resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "switchboard"})
+        )
         if exporter_name == "console":
             exporter: Any = ConsoleSpanExporter()
         else:  # otlp (the default): OTLP over HTTP, endpoint and headers from OTEL_EXPORTER_OTLP_*
@@ -150,8 +187,9 @@ def _current(name: str, kind: SpanKind, attributes: dict[str, Any]) -> AbstractC
     """A new current span, or without tracing the span already current (what a no-op span is)."""
     if not _tracing():
         return nullcontext(trace.get_current_span())
-    return _tracer.start_as_current_span(name, kind=kind, attributes=attributes, record_exception=False,
-                                         set_status_on_exception=False)  # fmt: skip
+    return _tracer.start_as_current_span(
+        name, kind=kind, attributes=attributes, record_exception=False, set_status_on_exception=False
+    )
 
 
 def _fail(span: Span, error_type: str, message: str = "") -> None:
@@ -164,8 +202,11 @@ def _fail(span: Span, error_type: str, message: str = "") -> None:
 def turn_span(conversation_id: str, user_model: str | None) -> Iterator[Span]:
     """A turn (an answer with its model calls and tool calls)."""
     started = time.perf_counter()
-    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "switchboard",
-                  "gen_ai.conversation.id": conversation_id}  # fmt: skip
+    attributes = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "switchboard",
+        "gen_ai.conversation.id": conversation_id,
+    }
     if user_model:
         attributes["gen_ai.request.model"] = user_model
     with _current("invoke_agent switchboard", SpanKind.INTERNAL, attributes) as span:
@@ -197,11 +238,21 @@ def model_call(model: str, provider: str | None, duration_s: float, usage: Any, 
         _model_tokens(model, "output").inc(output_tokens)
 
 
-def _model_span(model: str, provider: str | None, duration_s: float, input_tokens: int | None,
-                output_tokens: int | None, error_code: str | None) -> None:  # fmt: skip
+def _model_span(
+    model: str,
+    provider: str | None,
+    duration_s: float,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    error_code: str | None,
+) -> None:
     end_ns = time.time_ns()
-    span = _tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, start_time=end_ns - int(duration_s * 1e9),
-                              attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": model})  # fmt: skip
+    span = _tracer.start_span(
+        f"chat {model}",
+        kind=SpanKind.CLIENT,
+        start_time=end_ns - int(duration_s * 1e9),
+        attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": model},
+    )
     if span.is_recording():
         if provider:
             span.set_attribute("gen_ai.provider.name", provider)
@@ -215,8 +266,9 @@ def _model_span(model: str, provider: str | None, duration_s: float, input_token
 
 
 @contextmanager
-def mcp_span(method: str, target: str, *, server: str, address: str | None = None,
-             tool: str | None = None) -> Iterator[Span]:  # fmt: skip
+def mcp_span(
+    method: str, target: str, *, server: str, address: str | None = None, tool: str | None = None
+) -> Iterator[Span]:
     """One MCP request to a server (``tools/call dataviz_chart_csv``); an exception marks it failed
     with the exception's type as ``error.type``."""
     attributes: dict[str, Any] = {"mcp.method.name": method, "switchboard.mcp.server": server}

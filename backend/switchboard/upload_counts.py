@@ -23,8 +23,9 @@ T = TypeVar("T")
 
 
 class StoreCounts:
-    def __init__(self, rows: UploadRows, loop: asyncio.AbstractEventLoop,
-                 scan: Callable[[], Iterator[tuple[str, str, int]]]) -> None:  # fmt: skip
+    def __init__(
+        self, rows: UploadRows, loop: asyncio.AbstractEventLoop, scan: Callable[[], Iterator[tuple[str, str, int]]]
+    ) -> None:
         self._rows, self._loop, self._scan = rows, loop, scan
         self._seeded = False
         self._seeding = threading.Lock()

@@ -57,8 +57,15 @@ class LiveServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False,
-                                lifespan="on", timeout_graceful_shutdown=2)  # fmt: skip
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True, name="switchboard-uvicorn")
         self._thread.start()
@@ -91,17 +98,35 @@ def live(tmp_path_factory, llm):
         servers={
             "toolbox": toolbox_entry(description="Test tools: echo, slow, ask_name, delete_everything…"),
             "fixtures": {"command": "python", "args": [str(FIXTURES)], "description": HOSTILE_DESCRIPTION},
-            "trusted": {"command": "python", "args": [str(FIXTURES)], "description": "Trusted with scripts in its pages",
-                        "artifact_scripts": True, "tools": {"allow": ["scripted_page"]}},
-            "dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz",
-                        "description": "Charts and statistics for CSV data", "compliance_level": "External",
-                        "file_types": ["text/csv", ".csv"]},
-            "broken": {"command": "python", "args": ["-c", "import sys; sys.exit('cannot start: no licence')"],
-                       "description": "A server that fails to start"},
+            "trusted": {
+                "command": "python",
+                "args": [str(FIXTURES)],
+                "description": "Trusted with scripts in its pages",
+                "artifact_scripts": True,
+                "tools": {"allow": ["scripted_page"]},
+            },
+            "dataviz": {
+                "command": "python",
+                "args": ["main.py"],
+                "cwd": "backend/mcp/dataviz",
+                "description": "Charts and statistics for CSV data",
+                "compliance_level": "External",
+                "file_types": ["text/csv", ".csv"],
+            },
+            "broken": {
+                "command": "python",
+                "args": ["-c", "import sys; sys.exit('cannot start: no licence')"],
+                "description": "A server that fails to start",
+            },
         },
         models=[
-            {"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY",
-             "description": "The scripted test model"},
+            {
+                "name": "double",
+                "model": "openai/double",
+                "api_base": llm.base_url,
+                "api_key_env": "DOUBLE_KEY",
+                "description": "The scripted test model",
+            },
             {"name": "demo", "model": "switchboard/demo", "description": "Offline demo model"},
             {"name": "paid", "model": "openai/gpt-4o-mini", "api_key_env": "MISSING_KEY", "description": "Needs a key"},
         ],
@@ -222,8 +247,9 @@ def open_page(browser, live, watch):
     contexts = []
 
     def opener(*, width=1280, height=800, color_scheme="light", url=None, permissions=None):
-        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme,
-                                      permissions=permissions or [])
+        context = browser.new_context(
+            viewport={"width": width, "height": height}, color_scheme=color_scheme, permissions=permissions or []
+        )
         contexts.append(context)
         return _new_page(context, live, watch, url)
 
@@ -253,8 +279,15 @@ class RestartableApp:
         write_config(
             tmp / "defaults",
             servers={"toolbox": toolbox_entry(description="Test tools")},
-            models=[{"name": "double", "model": "openai/double", "api_base": llm.base_url, "api_key_env": "DOUBLE_KEY",
-                     "description": "The scripted test model"}],
+            models=[
+                {
+                    "name": "double",
+                    "model": "openai/double",
+                    "api_base": llm.base_url,
+                    "api_key_env": "DOUBLE_KEY",
+                    "description": "The scripted test model",
+                }
+            ],
             default_model="double",
             groups={"dev@localhost": ["users"]},
         )

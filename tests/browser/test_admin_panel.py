@@ -24,9 +24,11 @@ def admin_site(tmp_path_factory):
         f"if not os.path.exists({str(licence)!r}):\n    sys.exit('cannot start: no licence')\n"
         f"runpy.run_path({str(TOOLBOX)!r}, run_name='__main__')\n"
     )
-    write_config(tmp / "defaults", servers={"licensed": {"command": "python", "args": [str(wrapper)]},
-                                            "toolbox": toolbox_entry()},
-                 groups={"dev@localhost": ["users", "admin"]})  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        servers={"licensed": {"command": "python", "args": [str(wrapper)]}, "toolbox": toolbox_entry()},
+        groups={"dev@localhost": ["users", "admin"]},
+    )
     (tmp / "overrides").mkdir()
     (tmp / "overrides" / "llmconfig.yml").write_text("models:\n  - name: x\n   model: y\n")
     settings = make_settings(tmp)

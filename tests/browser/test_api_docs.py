@@ -22,7 +22,9 @@ def test_the_api_docs_page_renders_the_routes_from_the_app_alone(browser, live, 
         shots(page, "31-api-docs")
     finally:
         context.close()
-    assert all(url.startswith((live.url, "blob:", "data:")) for url in requests), [u for u in requests if not u.startswith(live.url)]
+    assert all(url.startswith((live.url, "blob:", "data:")) for url in requests), [
+        u for u in requests if not u.startswith(live.url)
+    ]
     # ReDoc's sidebar asks its makers' CDN for their logo, which the page's CSP refused (a console
     # error on every visit): the app serves the script with an inline image there instead.
     assert not problems, problems

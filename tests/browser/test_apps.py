@@ -38,18 +38,37 @@ class AppsSite:
         self.wiped = tmp / "wiped"
         self.pdf = tmp / "apps-test.pdf"
         self.pdf.write_bytes(build_pdf([PDF_TEXT]))
-        write_config(tmp / "defaults", servers={
-            "basic": {"command": "npx", "args": ["-y", "--silent", "@modelcontextprotocol/server-basic-vanillajs", "--stdio"],
-                      "env": NPX_ENV, "approval": "never", "timeout_s": 60},
-            "pdf": {"command": "npx", "args": ["-y", "--silent", "@modelcontextprotocol/server-pdf", "--stdio", str(self.pdf)],
-                    "env": NPX_ENV, "approval": "never", "timeout_s": 60},
-            "hostile": {"command": "python", "args": [str(HOSTILE)], "env": {"HOSTILE_WIPED": str(self.wiped)},
-                        "tools": {"deny": ["forbidden_tool"]}},
-            "twin": {"command": "python", "args": [str(HOSTILE)], "env": {"HOSTILE_WIPED": str(self.wiped)}},
-            "toolbox": toolbox_entry(),
-            "dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz"},
-        }, models=[{"name": "demo", "model": "switchboard/demo", "description": "Offline demo model"}],
-            default_model="demo", groups={ALICE: ["users"], BOB: ["users"]})  # fmt: skip
+        write_config(
+            tmp / "defaults",
+            servers={
+                "basic": {
+                    "command": "npx",
+                    "args": ["-y", "--silent", "@modelcontextprotocol/server-basic-vanillajs", "--stdio"],
+                    "env": NPX_ENV,
+                    "approval": "never",
+                    "timeout_s": 60,
+                },
+                "pdf": {
+                    "command": "npx",
+                    "args": ["-y", "--silent", "@modelcontextprotocol/server-pdf", "--stdio", str(self.pdf)],
+                    "env": NPX_ENV,
+                    "approval": "never",
+                    "timeout_s": 60,
+                },
+                "hostile": {
+                    "command": "python",
+                    "args": [str(HOSTILE)],
+                    "env": {"HOSTILE_WIPED": str(self.wiped)},
+                    "tools": {"deny": ["forbidden_tool"]},
+                },
+                "twin": {"command": "python", "args": [str(HOSTILE)], "env": {"HOSTILE_WIPED": str(self.wiped)}},
+                "toolbox": toolbox_entry(),
+                "dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz"},
+            },
+            models=[{"name": "demo", "model": "switchboard/demo", "description": "Offline demo model"}],
+            default_model="demo",
+            groups={ALICE: ["users"], BOB: ["users"]},
+        )
         self.settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -57,7 +76,9 @@ class AppsSite:
 
     def start(self) -> None:
         environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(self.tmp))}
-        self.server = LiveServer(create_app(self.settings, services=build_services(self.settings, environ=environ)), self.port)
+        self.server = LiveServer(
+            create_app(self.settings, services=build_services(self.settings, environ=environ)), self.port
+        )
         self.server.start()
         self.server.wait_ready(timeout=180)
 
@@ -92,9 +113,14 @@ def user_page(browser, site, watch):
     """`user_page(email, width=..., height=...)`: a page signed in as that user (proxy headers)."""
     contexts = []
 
-    def make(email: str = ALICE, *, width: int = 1280, height: int = 800, path: str = "/", color_scheme: str = "light") -> Page:
-        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=color_scheme,
-                                      extra_http_headers={"X-User-Email": email, "X-Proxy-Secret": SECRET})  # fmt: skip
+    def make(
+        email: str = ALICE, *, width: int = 1280, height: int = 800, path: str = "/", color_scheme: str = "light"
+    ) -> Page:
+        context = browser.new_context(
+            viewport={"width": width, "height": height},
+            color_scheme=color_scheme,
+            extra_http_headers={"X-User-Email": email, "X-Proxy-Secret": SECRET},
+        )
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(30_000)
@@ -164,7 +190,9 @@ def test_basic_app_asks_before_sending_a_message_or_opening_a_link(user_page, si
     expect(dialog).to_contain_text("https://modelcontextprotocol.io/")
     dialog.get_by_role("button", name="Cancel").click()
     assert len(page.context.pages) == 1  # no tab opened without the user's yes
-    page.context.route("https://modelcontextprotocol.io/**", lambda route: route.fulfill(body="opened", content_type="text/plain"))
+    page.context.route(
+        "https://modelcontextprotocol.io/**", lambda route: route.fulfill(body="opened", content_type="text/plain")
+    )
     app.get_by_role("button", name="Open Link").click()
     with page.context.expect_page() as opened:
         page.get_by_role("dialog", name="Open a link?").get_by_role("button", name="Open link").click()
@@ -182,7 +210,9 @@ def test_pdf_server_shows_a_pdf_in_its_viewer(user_page, site):
 def test_the_bundled_chart_app_switches_series_through_its_server(user_page):
     page = user_page()
     csv = "month,signups,visits\\n1,2,30\\n2,4,50\\n3,6,70"
-    run_app_tool(page, f'dataviz_chart_csv {{"csv_text": "{csv}", "y": "signups", "title": "Growth"}}', "dataviz_chart_csv")
+    run_app_tool(
+        page, f'dataviz_chart_csv {{"csv_text": "{csv}", "y": "signups", "title": "Growth"}}', "dataviz_chart_csv"
+    )
     chart = app_frame(page)
     expect(chart.locator("#title")).to_have_text("Growth", timeout=30_000)
     expect(chart.locator("#series")).to_contain_text("signups")
@@ -210,18 +240,39 @@ def test_hostile_app_is_refused_everything(user_page, site):
     results = hostile_results(app)
     allowed = results.pop("own app-only tool (allowed)")
     assert not allowed["refused"], allowed
-    expected = {"parent.document", "top.document", "document.cookie", "localStorage", "sessionStorage", "fetch page api",
-                "post page api", "fetch undeclared origin", "fetch sandbox origin", "other server's tool (bare)",
-                "other server's tool (qualified)", "forbidden tool", "other server's app-only tool", "duplicate id",
-                "top navigation", "popup", "flood", "tool that needs approval"}  # fmt: skip
+    expected = {
+        "parent.document",
+        "top.document",
+        "document.cookie",
+        "localStorage",
+        "sessionStorage",
+        "fetch page api",
+        "post page api",
+        "fetch undeclared origin",
+        "fetch sandbox origin",
+        "other server's tool (bare)",
+        "other server's tool (qualified)",
+        "forbidden tool",
+        "other server's app-only tool",
+        "duplicate id",
+        "top navigation",
+        "popup",
+        "flood",
+        "tool that needs approval",
+    }
     assert set(results) == expected
     assert [r for r in results.values() if not r["refused"]] == []
     assert not site.wiped.exists()
     assert page.url.startswith(site.url) and len(page.context.pages) == 1
     # Refusals are logged: the page's bridge, the browser's CSP reports on the server.
     logged = "\n".join(seen)
-    for what in ("ignored a message from a frame that is not an app's", "forged id", "id already in use", "rate limit",
-                 "malformed message"):
+    for what in (
+        "ignored a message from a frame that is not an app's",
+        "forged id",
+        "id already in use",
+        "rate limit",
+        "malformed message",
+    ):
         assert what in logged, what
     blocked = {e["uri"] for e in site.log_events("app_csp_violation")}
     assert "https://undeclared.example/steal" in blocked
@@ -312,7 +363,12 @@ def test_two_users_never_see_each_others_apps(user_page, site):
     tool_card = run_app_tool(alice, "basic_get-time", "basic_get-time")
     call_id = tool_card.get_attribute("data-call-id")
     conversation = alice.url
-    assert httpx.get(f"{site.url}/api/apps/{call_id}", headers={"X-User-Email": ALICE, "X-Proxy-Secret": SECRET}).status_code == 200
+    assert (
+        httpx.get(
+            f"{site.url}/api/apps/{call_id}", headers={"X-User-Email": ALICE, "X-Proxy-Secret": SECRET}
+        ).status_code
+        == 200
+    )
     bob = user_page(BOB)
     status = bob.evaluate("async (id) => (await fetch(`/api/apps/${encodeURIComponent(id)}`)).status", call_id)
     assert status == 404

@@ -21,8 +21,9 @@ MANY = Path(__file__).resolve().parents[1] / "support" / "servers" / "many_tools
 @pytest.fixture(scope="module")
 def big_site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("big-catalogue")
-    write_config(tmp / "defaults", servers={"many": {"command": "python", "args": [str(MANY)]},
-                                            "toolbox": toolbox_entry()})  # fmt: skip
+    write_config(
+        tmp / "defaults", servers={"many": {"command": "python", "args": [str(MANY)]}, "toolbox": toolbox_entry()}
+    )
     settings = make_settings(tmp)
     server = LiveServer(create_app(settings, services=build_services(settings, environ={})), free_port())
     server.start()

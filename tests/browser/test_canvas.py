@@ -72,10 +72,16 @@ def test_pdf_markdown_csv_json_and_code_viewers(page, llm, live):
     expect(table.locator("th")).to_have_text(["city", "population", "note"])
     expect(table.locator("tbody tr")).to_have_count(3)
     rows = table.locator("tbody tr").evaluate_all("rows => rows.map(r => [...r.cells].map(c => c.textContent))")
-    assert rows == [["Oslo", "709037", "capital, largest"], ["Bergen", "291940", 'said "hi"'], ["Tromsø", "77544", "two\nlines"]]
+    assert rows == [
+        ["Oslo", "709037", "capital, largest"],
+        ["Bergen", "291940", 'said "hi"'],
+        ["Tromsø", "77544", "two\nlines"],
+    ]
 
     tab(page, "data.json").click()
-    expect(view(page).locator("pre.viewer-json")).to_have_text('{\n  "ok": true,\n  "items": [\n    1,\n    2,\n    3\n  ]\n}')
+    expect(view(page).locator("pre.viewer-json")).to_have_text(
+        '{\n  "ok": true,\n  "items": [\n    1,\n    2,\n    3\n  ]\n}'
+    )
 
     tab(page, "script.py").click()
     code = view(page).locator("pre.viewer-text")
@@ -138,13 +144,16 @@ def test_html_artifacts_run_scripts_only_for_a_server_trusted_with_them(page, ll
     assert response.headers["x-artifact-scripts"] == "blocked"
 
     # The rule lives on the server: a frame that allows scripts still runs none.
-    page.evaluate("""(src) => {
+    page.evaluate(
+        """(src) => {
         const forced = document.createElement('iframe');
         forced.id = 'forced';
         forced.setAttribute('sandbox', 'allow-scripts');
         forced.src = src;
         document.body.append(forced);
-    }""", src)
+    }""",
+        src,
+    )
     expect(_frame(page, "#forced").locator("#marker")).to_have_text("script did not run")
     page.wait_for_timeout(500)
     expect(_frame(page, "#forced").locator("#marker")).to_have_text("script did not run")
@@ -173,7 +182,7 @@ def test_an_unstyled_html_page_follows_the_dark_theme_and_fits_the_canvas(open_p
 
 
 def _mean_brightness(png: bytes) -> float:
-    from PIL import Image  # noqa: PLC0415
+    from PIL import Image
 
     image = Image.open(io.BytesIO(png)).convert("L")
     pixels = list(image.getdata())
@@ -183,8 +192,10 @@ def _mean_brightness(png: bytes) -> float:
 def test_the_dataviz_report_fits_the_canvas_and_follows_the_dark_theme(open_page, llm):
     page = open_page(color_scheme="dark")
     csv_text = "month,signups,churned\nJan,120,14\nFeb,135,11\nMar,160,17\n"
-    llm.enqueue(ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": csv_text, "title": "Signups"}))]),
-                TextReply("ok"))
+    llm.enqueue(
+        ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": csv_text, "title": "Signups"}))]),
+        TextReply("ok"),
+    )
     send(page, "chart it")
     tab(page, "report.html").click()
     body = _frame(page).locator("body")

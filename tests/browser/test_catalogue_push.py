@@ -19,9 +19,13 @@ GROWING = PROJECT_ROOT / "tests" / "support" / "servers" / "growing.py"
 
 @pytest.fixture
 def growing_app(tmp_path):
-    write_config(tmp_path / "defaults", servers={"live": {"command": sys.executable, "args": [str(GROWING)],
-                                                          "approval": "never", "description": "Grows"}},
-                 groups={"dev@localhost": ["users"]})  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        servers={
+            "live": {"command": sys.executable, "args": [str(GROWING)], "approval": "never", "description": "Grows"}
+        },
+        groups={"dev@localhost": ["users"]},
+    )
     settings = make_settings(tmp_path)
     server = LiveServer(create_app(settings, services=build_services(settings, environ={})), free_port())
     server.start()

@@ -17,7 +17,9 @@ CSV = "month,signups,visits\n1,2,30\n2,4,50\n3,6,70\n"
 
 def chart(page: Page, llm, **arguments) -> None:
     """One turn that calls dataviz_chart_csv with `arguments` (and the CSV), its app tab shown."""
-    llm.enqueue(ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": CSV, **arguments}))]), TextReply("ok"))
+    llm.enqueue(
+        ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": CSV, **arguments}))]), TextReply("ok")
+    )
     send(page, "chart it")
     wait_finished(page)
     expect(card(page, "dataviz_chart_csv").get_by_role("button", name="Open app")).to_be_visible()
@@ -25,7 +27,9 @@ def chart(page: Page, llm, **arguments) -> None:
 
 def app_frame(page: Page):
     """The app's own document: inside the sandbox proxy's inner frame."""
-    return page.locator(".canvas-view:not([hidden]) iframe.app-frame").last.content_frame.locator("iframe").content_frame
+    return (
+        page.locator(".canvas-view:not([hidden]) iframe.app-frame").last.content_frame.locator("iframe").content_frame
+    )
 
 
 def test_bars_stay_inside_the_plot_and_tabs_are_named_by_their_charts(open_page, llm):
@@ -75,7 +79,9 @@ PROBE = """(body, messages) => {
 def answers_until(page: Page, app, request_id: str) -> dict:
     """The host's answers to the probe's requests once `request_id` has one (they come by postMessage)."""
     for _ in range(300):
-        got = {a["id"]: a for a in app.locator("body").evaluate("() => window.__answers || []") if isinstance(a["id"], str)}
+        got = {
+            a["id"]: a for a in app.locator("body").evaluate("() => window.__answers || []") if isinstance(a["id"], str)
+        }
         if request_id in got:
             return got
         page.wait_for_timeout(100)
@@ -91,16 +97,26 @@ def test_size_changes_are_not_rate_limited_and_a_cancelled_request_gets_no_answe
     expect(app.locator("#series")).to_contain_text("visits", timeout=30_000)
     sizes = [{"method": "ui/notifications/size-changed", "params": {"height": 200 + n}} for n in range(200)]
     app.locator("body").evaluate(PROBE, [*sizes, {"id": "after-sizes", "method": "ping"}])
-    assert answers_until(page, app, "after-sizes")["after-sizes"] == {"jsonrpc": "2.0", "id": "after-sizes", "result": {}}
+    assert answers_until(page, app, "after-sizes")["after-sizes"] == {
+        "jsonrpc": "2.0",
+        "id": "after-sizes",
+        "result": {},
+    }
     assert not [m for m in console if "rate limit" in m], console
 
     # A ui/message the app withdraws: the question goes away, nothing is sent, no answer comes.
     users_before = page.locator(".msg.user").count()
-    ask = {"id": "asked", "method": "ui/message", "params": {"role": "user", "content": [{"type": "text", "text": "withdrawn"}]}}
+    ask = {
+        "id": "asked",
+        "method": "ui/message",
+        "params": {"role": "user", "content": [{"type": "text", "text": "withdrawn"}]},
+    }
     app.locator("body").evaluate(PROBE, [ask])
     dialog = page.get_by_role("dialog", name="Send a message?")
     expect(dialog).to_be_visible()
-    app.locator("body").evaluate(PROBE, [{"method": "notifications/cancelled", "params": {"requestId": "asked", "reason": "timeout"}}])
+    app.locator("body").evaluate(
+        PROBE, [{"method": "notifications/cancelled", "params": {"requestId": "asked", "reason": "timeout"}}]
+    )
     expect(dialog).to_be_hidden()
     app.locator("body").evaluate(PROBE, [{"id": "after-cancel", "method": "ping"}])
     assert "asked" not in answers_until(page, app, "after-cancel")

@@ -119,8 +119,10 @@ def test_the_view_follows_new_text_unless_the_reader_scrolled_up(page, llm):
         send(page, "write a lot")
         messages = page.locator("#messages")
         at_bottom = "m => m.scrollHeight - m.scrollTop - m.clientHeight < 60"
-        page.wait_for_function("() => { const m = document.getElementById('messages');"
-                               " return m.scrollHeight > 2 * m.clientHeight && m.scrollTop > m.clientHeight; }")
+        page.wait_for_function(
+            "() => { const m = document.getElementById('messages');"
+            " return m.scrollHeight > 2 * m.clientHeight && m.scrollTop > m.clientHeight; }"
+        )
         page.mouse.move(700, 400)
         page.mouse.wheel(0, -100000)  # the reader scrolls up to the top
         jump = page.get_by_role("button", name="Newest")
@@ -143,7 +145,8 @@ def test_a_retried_model_call_is_explained_while_the_user_waits(page, llm):
     answer = last_answer(page)
     notice = answer.get_by_role("status").filter(has_text="rate-limiting")
     expect(notice).to_have_text(
-        "The provider of model 'double' is rate-limiting requests; trying again in 1.0 s (attempt 2 of 3).")
+        "The provider of model 'double' is rate-limiting requests; trying again in 1.0 s (attempt 2 of 3)."
+    )
     expect(wait_finished(page).locator(".answer-text")).to_have_text("Thanks for waiting.")
     expect(notice).to_be_visible()  # kept: it explains why this answer was slow
 
@@ -161,7 +164,9 @@ def test_send_is_disabled_while_there_is_nothing_to_send(page, llm, watch):
     box.fill("")
     expect(send_button).to_be_disabled()
     # A file alone is something to send.
-    page.locator("#file-input").set_input_files([{"name": "alone.txt", "mimeType": "text/plain", "buffer": b"just a file"}])
+    page.locator("#file-input").set_input_files(
+        [{"name": "alone.txt", "mimeType": "text/plain", "buffer": b"just a file"}]
+    )
     expect(page.locator("#attachments .chip").first).to_have_attribute("data-state", "ready")
     expect(send_button).to_be_enabled()
     llm.enqueue(TextReply("got the file"))

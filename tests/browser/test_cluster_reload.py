@@ -24,10 +24,15 @@ METRICS_TOKEN = "browser-cluster-metrics-token"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, postgres_cluster):
     folder = tmp_path_factory.mktemp("browser-cluster")
-    write_config(folder / "defaults", servers={"toolbox": toolbox_entry(description="Test tools")},
-                 models=[{"name": "demo", "model": "switchboard/demo"}], default_model="demo")  # fmt: skip
-    with running_cluster(folder, postgres_cluster.create_database(), replicas=3,
-                         extra_env={"SWITCHBOARD_METRICS_TOKEN": METRICS_TOKEN}) as running:  # fmt: skip
+    write_config(
+        folder / "defaults",
+        servers={"toolbox": toolbox_entry(description="Test tools")},
+        models=[{"name": "demo", "model": "switchboard/demo"}],
+        default_model="demo",
+    )
+    with running_cluster(
+        folder, postgres_cluster.create_database(), replicas=3, extra_env={"SWITCHBOARD_METRICS_TOKEN": METRICS_TOKEN}
+    ) as running:
         for index in range(3):
             _warm_up(running, index)
         yield running
@@ -35,8 +40,9 @@ def cluster(tmp_path_factory, postgres_cluster):
 
 def _warm_up(cluster, index: int) -> None:
     """The model library's first call on a process is slow: make it before a page waits on it."""
-    with httpx.stream("POST", f"http://127.0.0.1:{cluster.ports[index]}/api/chat", json={"content": "warm up"},
-                      timeout=120) as response:  # fmt: skip
+    with httpx.stream(
+        "POST", f"http://127.0.0.1:{cluster.ports[index]}/api/chat", json={"content": "warm up"}, timeout=120
+    ) as response:
         response.read()
 
 
@@ -83,7 +89,7 @@ def test_a_reload_lands_on_another_process_which_replays_the_turn_and_takes_the_
         deadline = time.monotonic() + 10
         while len(_websocket_upstreams(cluster)) < before + 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-        first, second = _websocket_upstreams(cluster)[before:before + 2]
+        first, second = _websocket_upstreams(cluster)[before : before + 2]
         if first != second:
             crossed += 1
             break
@@ -92,9 +98,14 @@ def test_a_reload_lands_on_another_process_which_replays_the_turn_and_takes_the_
 
 
 def _open_sessions(cluster, index: int) -> float:
-    text = httpx.get(f"http://127.0.0.1:{cluster.ports[index]}/metrics", timeout=30,
-                     headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text  # fmt: skip
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("switchboard_open_sessions"))
+    text = httpx.get(
+        f"http://127.0.0.1:{cluster.ports[index]}/metrics",
+        timeout=30,
+        headers={"Authorization": f"Bearer {METRICS_TOKEN}"},
+    ).text
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("switchboard_open_sessions")
+    )
 
 
 def test_an_incognito_chat_goes_on_when_the_process_its_page_talks_to_restarts(browser, cluster):

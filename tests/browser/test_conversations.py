@@ -60,7 +60,9 @@ def test_a_conversation_appears_in_the_sidebar_after_the_first_answer(page, llm,
 
 def test_reload_brings_the_conversation_back_and_it_continues(page, llm, watch):
     marker = word()
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", json.dumps({"text": marker}))]), TextReply("The echo said **it**."))
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_echo", json.dumps({"text": marker}))]), TextReply("The echo said **it**.")
+    )
     send(page, f"echo {marker}")
     wait_finished(page)
     conversation_id = open_id(page)
@@ -138,7 +140,9 @@ def test_delete_asks_first(page, llm, live):
     assert page.request.get(f"{live.url}/api/conversations/{conversation_id}").status == 200
 
     menu(page, conversation_id, "Delete").click()
-    item(page, conversation_id).get_by_role("group", name=re.compile("^Delete")).get_by_role("button", name="Delete").click()
+    item(page, conversation_id).get_by_role("group", name=re.compile("^Delete")).get_by_role(
+        "button", name="Delete"
+    ).click()
     expect(item(page, conversation_id)).to_have_count(0)
     # It was open: the page is a new chat now.
     expect(page.locator(".msg")).to_have_count(0)
@@ -273,7 +277,9 @@ def test_a_reconnect_reattaches_to_the_running_turn(open_page, live, llm, watch)
     proxy.start()
     try:
         page = open_page(url=proxy.url)
-        llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 12, "delay_s": 0.5}')]), TextReply("Counted it all."))
+        llm.enqueue(
+            ToolCallReply([ToolCall("toolbox_slow", '{"steps": 12, "delay_s": 0.5}')]), TextReply("Counted it all.")
+        )
         send(page, "count for a while")
         expect(card(page, "toolbox_slow")).to_have_attribute("data-state", "running")
         conversation_id = open_id(page)
@@ -378,7 +384,15 @@ def test_conversations_are_grouped_by_day(page):
         return [at(0, 1), at(1), at(2), at(7, 13), at(8), new Date(2026, 0, 5).toISOString(), "not a date"]
             .map((iso) => dayGroup(iso, now));
     }""")
-    assert groups == ["Today", "Yesterday", "Previous 7 days", "Previous 7 days", "November 2026", "January 2026", "Older"]
+    assert groups == [
+        "Today",
+        "Yesterday",
+        "Previous 7 days",
+        "Previous 7 days",
+        "November 2026",
+        "January 2026",
+        "Older",
+    ]
 
 
 def test_an_answer_that_failed_can_be_regenerated(page, llm):
@@ -420,8 +434,10 @@ def test_a_message_typed_while_the_conversation_reloads_goes_out_after(open_page
         conversation_id = start(page, llm, f"before the outage {word()}", "Before.")
         page.wait_for_load_state("networkidle")
         held = []  # the conversation's GET after the reconnect waits until the message is typed
-        page.route(re.compile(rf".*/api/conversations/{conversation_id}$"),
-                   lambda route: held.append(route) if not held else route.continue_())
+        page.route(
+            re.compile(rf".*/api/conversations/{conversation_id}$"),
+            lambda route: held.append(route) if not held else route.continue_(),
+        )
         proxy.cut()
         expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting")
         proxy.restore()
@@ -434,7 +450,9 @@ def test_a_message_typed_while_the_conversation_reloads_goes_out_after(open_page
             route.continue_()
         page.unroute(re.compile(rf".*/api/conversations/{conversation_id}$"))
         expect(wait_finished(page)).to_contain_text("After the reload.")
-        expect(page.locator(".msg.user .bubble")).to_have_text([re.compile("^before the outage"), "typed while loading"])
+        expect(page.locator(".msg.user .bubble")).to_have_text(
+            [re.compile("^before the outage"), "typed while loading"]
+        )
         assert sent_messages(watch.sent, "chat")[-1]["conversation_id"] == conversation_id
     finally:
         proxy.cut()
@@ -500,8 +518,11 @@ def test_a_conversation_longer_than_one_page_opens_whole(page, live, llm):
         conversation_id = json.loads(ws.recv(timeout=10))["conversation_id"]
         for i in range(16):  # 16 questions of 150,000 characters: three pages
             llm.enqueue(TextReply(f"answer {i} {marker}"))
-            ws.send(json.dumps({"type": "chat", "content": f"question {i} " + "x" * 150_000,
-                                "conversation_id": conversation_id}))  # fmt: skip
+            ws.send(
+                json.dumps(
+                    {"type": "chat", "content": f"question {i} " + "x" * 150_000, "conversation_id": conversation_id}
+                )
+            )
             while json.loads(ws.recv(timeout=30))["type"] != "message_done":
                 pass
     first = page.request.get(f"{live.url}/api/conversations/{conversation_id}").json()

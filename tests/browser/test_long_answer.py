@@ -26,13 +26,17 @@ def long_markdown(sections: int) -> str:
 
 
 def _markdown_html(page: Page) -> str:
-    return page.evaluate("""() => [...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.markdown').innerHTML""")
+    return page.evaluate(
+        """() => [...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.markdown').innerHTML"""
+    )
 
 
 def _wait_for_headings(page: Page, count: int) -> None:
     page.wait_for_function(
         "(n) => ([...document.querySelectorAll('.msg.assistant')].at(-1)?.querySelectorAll('.markdown h2').length ?? 0) >= n",
-        arg=count, timeout=30_000)  # fmt: skip
+        arg=count,
+        timeout=30_000,
+    )
 
 
 def test_a_long_answer_is_drawn_block_by_block_and_ends_as_its_whole_rendering(page, llm, watch):
@@ -42,7 +46,9 @@ def test_a_long_answer_is_drawn_block_by_block_and_ends_as_its_whole_rendering(p
     send(page, "Write a long answer")
     _wait_for_headings(page, 3)
     # The first heading, once drawn, is the same node to the end: finished blocks are not drawn again.
-    page.evaluate("() => { window.firstHeading = [...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.markdown h2'); }")
+    page.evaluate(
+        "() => { window.firstHeading = [...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.markdown h2'); }"
+    )
     answer = wait_finished(page)
     live = _markdown_html(page)
     assert page.evaluate("window.firstHeading.isConnected && window.firstHeading.textContent") == "Part 0"
@@ -51,7 +57,8 @@ def test_a_long_answer_is_drawn_block_by_block_and_ends_as_its_whole_rendering(p
     expect(answer.locator(".markdown table")).to_have_count(60)
     expect(answer.locator(".markdown .code-block pre code")).to_have_count(60)
     expect(answer.locator(".markdown .code-block pre code").nth(59)).to_have_text(
-        "def part_59():\n\n    return 59  # a blank line above, inside the fence\n")
+        "def part_59():\n\n    return 59  # a blank line above, inside the fence\n"
+    )
     # Opened from its link, the stored answer is drawn from its whole HTML at once: the same.
     page.reload()
     page.get_by_role("status").filter(has_text="Connected").wait_for()
@@ -62,8 +69,10 @@ def test_a_long_answer_is_drawn_block_by_block_and_ends_as_its_whole_rendering(p
 def test_each_round_of_a_tool_answer_stays_beside_its_tool_card(page, llm):
     first, second = long_markdown(3), long_markdown(40)
     llm.chunk_delay_s = 0.003
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", '{"text": "hi"}')], text=first),
-                TextReply(second, chunks=len(second) // 11))  # fmt: skip
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_echo", '{"text": "hi"}')], text=first),
+        TextReply(second, chunks=len(second) // 11),
+    )
     send(page, "Look it up, then write a long answer")
     answer = wait_finished(page)
     texts = answer.locator(".answer-text")

@@ -20,10 +20,16 @@ from tests.support.harness import free_port, make_settings, write_config
 def down_site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("model-picker")
     down = f"http://127.0.0.1:{free_port()}/v1"  # bound and closed: nothing listens there
-    write_config(tmp / "defaults", models=[{"name": "demo", "model": "switchboard/demo"},
-                                           {"name": "local", "model": "openai/llama3.1", "api_base": down},
-                                           {"name": "spare", "model": "switchboard/demo"}],
-                 default_model="local", groups={"dev@localhost": ["users", "admin"]})  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        models=[
+            {"name": "demo", "model": "switchboard/demo"},
+            {"name": "local", "model": "openai/llama3.1", "api_base": down},
+            {"name": "spare", "model": "switchboard/demo"},
+        ],
+        default_model="local",
+        groups={"dev@localhost": ["users", "admin"]},
+    )
     (tmp / "overrides").mkdir()
     settings = make_settings(tmp)
     server = LiveServer(create_app(settings, services=build_services(settings, environ={})), free_port())

@@ -29,7 +29,9 @@ def test_servers_show_their_status_and_tools_can_be_switched_off(page, llm, watc
     assert "toolbox_echo" in offered_before
 
     toolbox.get_by_role("checkbox", name="Echo").uncheck()
-    panel.locator("details.server[data-server=dataviz]").get_by_role("checkbox", name="Use every tool of dataviz").uncheck()
+    panel.locator("details.server[data-server=dataviz]").get_by_role(
+        "checkbox", name="Use every tool of dataviz"
+    ).uncheck()
     expect(page.locator("#tools-summary")).to_contain_text("of")
     llm.enqueue(TextReply("fewer"))
     send(page, "with fewer tools")
@@ -57,10 +59,12 @@ def test_the_compliance_level_is_sent_and_refreshes_what_is_offered(page, llm, w
 
 
 def test_attached_files_are_uploaded_shown_and_sent(page, llm, watch, tmp_path):
-    page.locator("#file-input").set_input_files([
-        {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"hello notes"},
-        {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n"},
-    ])
+    page.locator("#file-input").set_input_files(
+        [
+            {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"hello notes"},
+            {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n"},
+        ]
+    )
     chips = page.locator("#attachments .chip")
     expect(chips).to_have_count(2)
     expect(chips.first).to_have_attribute("data-state", "ready")
@@ -92,7 +96,9 @@ def test_attaching_a_file_ticks_the_tools_that_handle_it(page):
     panel = page.get_by_role("complementary", name="Tools")
     dataviz = panel.locator("details.server[data-server=dataviz]")
     dataviz.get_by_role("checkbox", name="Use every tool of dataviz").uncheck()
-    page.locator("#file-input").set_input_files([{"name": "sales.csv", "mimeType": "text/csv", "buffer": b"m,s\n1,2\n"}])
+    page.locator("#file-input").set_input_files(
+        [{"name": "sales.csv", "mimeType": "text/csv", "buffer": b"m,s\n1,2\n"}]
+    )
     expect(page.locator("#attachments .chip").first).to_have_attribute("data-state", "ready")
     # The tools the model is offered are ticked (the chart app's own tool is for the app only).
     expect(dataviz.locator('input[data-tool="dataviz_chart_csv"]')).to_be_checked()
@@ -129,13 +135,16 @@ def test_resources_and_prompts(page, llm, watch, shots):
 
 def test_a_too_large_file_is_refused_before_upload(page):
     limit = page.evaluate("JSON.parse(document.getElementById('page-data').textContent).max_upload_bytes")
-    page.evaluate("""(size) => {
+    page.evaluate(
+        """(size) => {
         const dt = new DataTransfer();
         dt.items.add(new File([new Uint8Array(size + 1)], 'huge.bin'));
         const input = document.getElementById('file-input');
         input.files = dt.files;
         input.dispatchEvent(new Event('change'));
-    }""", limit)
+    }""",
+        limit,
+    )
     chip = page.locator("#attachments .chip")
     expect(chip).to_have_attribute("data-state", "failed")
     expect(chip).to_contain_text("limit")

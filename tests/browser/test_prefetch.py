@@ -76,7 +76,9 @@ def test_a_scriptless_artifact_opens_no_connection_through_hints_or_blocked_load
     server, file_id = site
     counters = {name: Counter() for name in VECTORS}
     rules = ", ".join(f"MAP {name}.leak.test 127.0.0.1:{c.port}" for name, c in counters.items())
-    chromium = browser.browser_type.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, f"--host-resolver-rules={rules}"])
+    chromium = browser.browser_type.launch(
+        executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, f"--host-resolver-rules={rules}"]
+    )
     try:
         page = chromium.new_page()
         page.goto(f"{server.url}/api/artifacts/{file_id}")

@@ -13,7 +13,7 @@ from tests.support.llm_double import ErrorReply, TextReply, ToolCall, ToolCallRe
 
 
 def _elapsed_s(status: str) -> float:
-    """"Running · 3.2 s" -> 3.2; "Running · 700 ms" -> 0.7."""
+    """ "Running · 3.2 s" -> 3.2; "Running · 700 ms" -> 0.7."""
     number, unit = re.search(r"([\d.]+) (ms|s)\b", status).groups()
     return float(number) / (1000 if unit == "ms" else 1)
 
@@ -24,7 +24,9 @@ def _reload(page):
 
 
 def test_a_failed_answer_keeps_its_reason_and_an_answer_its_tokens_after_a_reload(page, live, llm):
-    llm.enqueue(TextReply("Counted for you.", usage={"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234}))
+    llm.enqueue(
+        TextReply("Counted for you.", usage={"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234})
+    )
     send(page, "count tokens")
     expect(wait_finished(page).locator(".usage")).to_have_text("1,234 tokens")
     llm.enqueue(ErrorReply(400, "the prompt names a forbidden colour"))

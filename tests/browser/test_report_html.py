@@ -16,9 +16,16 @@ from dataviz._render import chart_png, report_html  # noqa: E402
 from dataviz._table import parse_csv  # noqa: E402
 
 WIDE_CSV = (
-    "label," + ",".join(f"column_with_a_long_name_{n}" for n in range(30)) + "\n"
-    + "averyveryverylongcellwithoutanyspaceatall" * 3 + "," + ",".join(str(n * 1000.5) for n in range(30)) + "\n"
-    + "short," + ",".join(str(n) for n in range(30)) + "\n"
+    "label,"
+    + ",".join(f"column_with_a_long_name_{n}" for n in range(30))
+    + "\n"
+    + "averyveryverylongcellwithoutanyspaceatall" * 3
+    + ","
+    + ",".join(str(n * 1000.5) for n in range(30))
+    + "\n"
+    + "short,"
+    + ",".join(str(n) for n in range(30))
+    + "\n"
 )
 
 

@@ -27,15 +27,22 @@ def token_url():
 
 @pytest.fixture
 def signin_app(tmp_path, oauth_url, token_url):
-    write_config(tmp_path / "defaults", servers={
-        "remote": {"url": oauth_url, "auth": {"type": "oauth"}, "description": "Signs in with OAuth"},
-        "keyed": {"url": token_url, "auth": {"type": "user_token"}, "description": "Takes your token"},
-        # nothing listens there: its sign-in server is down
-        "down": {"url": f"http://127.0.0.1:{free_port()}/mcp", "auth": {"type": "oauth"}, "description": "Is down"},
-    }, models=[{"name": "demo", "model": "switchboard/demo"}], default_model="demo")  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        servers={
+            "remote": {"url": oauth_url, "auth": {"type": "oauth"}, "description": "Signs in with OAuth"},
+            "keyed": {"url": token_url, "auth": {"type": "user_token"}, "description": "Takes your token"},
+            # nothing listens there: its sign-in server is down
+            "down": {"url": f"http://127.0.0.1:{free_port()}/mcp", "auth": {"type": "oauth"}, "description": "Is down"},
+        },
+        models=[{"name": "demo", "model": "switchboard/demo"}],
+        default_model="demo",
+    )
     port = free_port()
     settings = make_settings(tmp_path, port=port)  # the OAuth redirect URI points at this server
-    server = LiveServer(create_app(settings, services=build_services(settings, environ={"PATH": "/usr/bin:/bin"})), port)
+    server = LiveServer(
+        create_app(settings, services=build_services(settings, environ={"PATH": "/usr/bin:/bin"})), port
+    )
     server.start()
     try:
         yield server

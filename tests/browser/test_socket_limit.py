@@ -29,8 +29,11 @@ def test_a_tab_past_the_socket_limit_says_why_and_connects_when_another_closes(p
     conn = second.locator("#conn")
     expect(conn).to_have_attribute("data-state", "reconnecting")
     hint = second.locator("#composer-hint")
-    expect(hint).to_contain_text("Not connected: the server says you have 1 Switchboard tabs or connections open, "
-                                 "the most allowed; close one of them and try again.", timeout=20_000)
+    expect(hint).to_contain_text(
+        "Not connected: the server says you have 1 Switchboard tabs or connections open, "
+        "the most allowed; close one of them and try again.",
+        timeout=20_000,
+    )
     shots(second, "socket-limit")
     first.close()
     expect(conn).to_have_attribute("data-state", "connected", timeout=20_000)

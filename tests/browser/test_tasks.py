@@ -22,9 +22,19 @@ TASKER = PROJECT_ROOT / "tests" / "support" / "servers" / "tasker.py"
 @pytest.fixture(scope="module")
 def tasks_app(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("browser-tasks")
-    write_config(tmp / "defaults", servers={"tasker": {"command": sys.executable, "args": [str(TASKER)],
-                                                       "approval": "never", "description": "Background work"}},
-                 models=[double_model(llm)], default_model="double")  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        servers={
+            "tasker": {
+                "command": sys.executable,
+                "args": [str(TASKER)],
+                "approval": "never",
+                "description": "Background work",
+            }
+        },
+        models=[double_model(llm)],
+        default_model="double",
+    )
     port = free_port()
     settings = make_settings(tmp, port=port)
     server = LiveServer(create_app(settings, services=build_services(settings, environ={"DOUBLE_KEY": "x"})), port)
@@ -91,4 +101,6 @@ def test_a_tasks_question_is_answered_in_the_list(tasks_page, llm):
     expect(form).to_contain_text("Which colour for the shed?")
     form.get_by_label("colour").fill("green")
     form.get_by_role("button", name="Accept").click()
-    expect(page.locator(".tool-card.task-result").filter(has_text="survey of shed: green")).to_have_attribute("data-state", "done")
+    expect(page.locator(".tool-card.task-result").filter(has_text="survey of shed: green")).to_have_attribute(
+        "data-state", "done"
+    )

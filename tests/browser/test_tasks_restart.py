@@ -34,9 +34,15 @@ def tasker_port() -> Iterator[int]:
 
 @pytest.fixture
 def host(tmp_path, llm, tasker_port) -> Iterator[ServeProcess]:
-    write_config(tmp_path / "defaults", models=[double_model(llm)], default_model="double",
-                 servers={"tasker": {"url": f"http://127.0.0.1:{tasker_port}/mcp", "approval": "never"},
-                          "toolbox": toolbox_entry(approval="never")})  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        models=[double_model(llm)],
+        default_model="double",
+        servers={
+            "tasker": {"url": f"http://127.0.0.1:{tasker_port}/mcp", "approval": "never"},
+            "toolbox": toolbox_entry(approval="never"),
+        },
+    )
     # A short shutdown grace: a turn waiting for a person would wait it out in full.
     served = ServeProcess(tmp_path, env={"DOUBLE_KEY": "x", "SWITCHBOARD_SHUTDOWN_GRACE_S": "1"})
     served.start()
@@ -73,8 +79,10 @@ def continue_from(page: Page, llm, result: str) -> None:
 def test_a_running_task_is_listed_after_a_restart_and_its_result_is_shown(page_on, host, llm, tmp_path):
     page = page_on(host.url)
     gate = tmp_path / "gate"
-    llm.enqueue(ToolCallReply([ToolCall("tasker_until_file", json.dumps({"path": str(gate)}))]),
-                TextReply("It runs in the background."))  # fmt: skip
+    llm.enqueue(
+        ToolCallReply([ToolCall("tasker_until_file", json.dumps({"path": str(gate)}))]),
+        TextReply("It runs in the background."),
+    )
     send(page, "wait for the file")
     wait_finished(page)
     row = tasks_region(page).locator(".task-item").filter(has_text="tasker_until_file")

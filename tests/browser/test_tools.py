@@ -11,7 +11,9 @@ from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 
 def test_a_tool_card_runs_with_progress_and_finishes(page, llm, shots):
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 4, "delay_s": 0.6}')]), TextReply("Counted to **four**."))
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_slow", '{"steps": 4, "delay_s": 0.6}')]), TextReply("Counted to **four**.")
+    )
     send(page, "count slowly")
     slow = card(page, "toolbox_slow")
     expect(slow).to_have_attribute("data-state", "running")
@@ -45,8 +47,10 @@ def test_a_tool_card_runs_with_progress_and_finishes(page, llm, shots):
 
 
 def test_a_failing_tool_asks_first_then_shows_its_error(page, llm, shots):
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_boom", '{"message": "disk on fire"}')], text="Let me *try* that."),
-                TextReply("It failed."))
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_boom", '{"message": "disk on fire"}')], text="Let me *try* that."),
+        TextReply("It failed."),
+    )
     send(page, "break it")
     boom = card(page, "toolbox_boom")
     expect(boom).to_have_attribute("data-state", "awaiting")
@@ -98,8 +102,12 @@ def test_approving_with_edited_arguments_and_denying(page, llm, watch):
 
 
 def test_allow_for_this_conversation_stops_asking(page, llm, watch):
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("one"),
-                ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("two"))
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
+        TextReply("one"),
+        ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
+        TextReply("two"),
+    )
     send(page, "delete")
     card(page, "toolbox_delete_everything").get_by_role("button", name="Allow for this conversation").click()
     wait_finished(page)
@@ -149,8 +157,14 @@ def test_a_richer_form_sends_typed_values(page, llm, watch):
     form.get_by_role("group", name="Extras").get_by_label("basil").check()
     form.get_by_label("Delivery date").fill("2030-05-17")
     form.get_by_role("button", name="Accept").click()
-    expected = {"email": "ada@example.com", "size": "large", "quantity": 3, "gift": True,
-                "extras": ["olives", "basil"], "when": "2030-05-17"}
+    expected = {
+        "email": "ada@example.com",
+        "size": "large",
+        "quantity": 3,
+        "gift": True,
+        "extras": ["olives", "basil"],
+        "when": "2030-05-17",
+    }
     expect(tool.locator(".result-summary")).to_have_text("order: " + json.dumps(expected, sort_keys=True))
     answer = sent_messages(watch.sent, "elicitation_response")[-1]
     assert answer["action"] == "accept" and answer["content"] == expected
@@ -188,12 +202,21 @@ def test_stop_ends_a_running_turn_and_sending_works_again(page, llm, shots):
 def test_an_approval_names_its_tool_and_lands_in_that_tools_card(page, llm):
     # Two calls under one id (a model can send that): the approval for the
     # destructive one must not appear inside the harmless one's card.
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 3, "delay_s": 0.5}', id="dup"),
-                               ToolCall("toolbox_delete_everything", "{}", id="dup")]), TextReply("done"))
+    llm.enqueue(
+        ToolCallReply(
+            [
+                ToolCall("toolbox_slow", '{"steps": 3, "delay_s": 0.5}', id="dup"),
+                ToolCall("toolbox_delete_everything", "{}", id="dup"),
+            ]
+        ),
+        TextReply("done"),
+    )
     send(page, "two calls")
     danger = card(page, "toolbox_delete_everything")
     prompt = danger.locator("form.approval")
-    expect(prompt.locator(".approval-title")).to_have_text("Approval needed to run toolbox_delete_everything on toolbox")
+    expect(prompt.locator(".approval-title")).to_have_text(
+        "Approval needed to run toolbox_delete_everything on toolbox"
+    )
     expect(prompt.locator(".approval-tool")).to_be_visible()
     expect(prompt.locator(".approval-server")).to_be_visible()
     slow = card(page, "toolbox_slow")

@@ -25,13 +25,24 @@ def site(tmp_path_factory):
     """An administrator's page (who sees a failed server's stderr) with the dataviz server and a
     server that fails to start, under a long data path as a real install has."""
     tmp = tmp_path_factory.mktemp("a-rather-long-install-folder-name-for-the-tools-panel")
-    write_config(tmp / "defaults", servers={
-        "dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz", "compliance_level": "Internal"},
-        "pdfbasic": {"command": "python", "args": ["-c", "import sys; sys.exit('cannot start: no licence')"]},
-        "toolbox": toolbox_entry(),
-    }, groups={"dev@localhost": ["users", "admin"]})  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        servers={
+            "dataviz": {
+                "command": "python",
+                "args": ["main.py"],
+                "cwd": "backend/mcp/dataviz",
+                "compliance_level": "Internal",
+            },
+            "pdfbasic": {"command": "python", "args": ["-c", "import sys; sys.exit('cannot start: no licence')"]},
+            "toolbox": toolbox_entry(),
+        },
+        groups={"dev@localhost": ["users", "admin"]},
+    )
     settings = make_settings(tmp)
-    server = LiveServer(create_app(settings, services=build_services(settings, environ={"PATH": "/usr/bin:/bin"})), free_port())
+    server = LiveServer(
+        create_app(settings, services=build_services(settings, environ={"PATH": "/usr/bin:/bin"})), free_port()
+    )
     server.start()
     try:
         deadline = time.monotonic() + 60

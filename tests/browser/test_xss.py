@@ -58,14 +58,22 @@ def test_hostile_tool_results_logs_names_and_artifacts_stay_inert(page, llm, sho
     wait_finished(page)
     hostile = card(page, "fixtures_hostile")
     expect(hostile).to_have_attribute("data-state", "done")
-    expect(hostile.locator(".result-summary")).to_have_text("hostile <img src=x onerror=alert(1)> <script>alert(1)</script>")
+    expect(hostile.locator(".result-summary")).to_have_text(
+        "hostile <img src=x onerror=alert(1)> <script>alert(1)</script>"
+    )
     expect(hostile.locator(".tool-logs")).to_contain_text("log line <img src=x onerror=alert(1)>")
     failed = card(page, "fixtures_fail_hostile")
     expect(failed.locator(".tool-error")).to_contain_text("<script>alert(1)</script>")
     # Artifact names are free text: shown as text in chips and tabs.
-    expect(hostile.locator(".artifacts .chip-name")).to_have_text([
-        "<img src=x onerror=alert(1)>.png", '"><svg onload=alert(1)>.md', "<b onmouseover=alert(1)>x.csv",
-        "<iframe onload=alert(1)>.html", "hostile.txt"])
+    expect(hostile.locator(".artifacts .chip-name")).to_have_text(
+        [
+            "<img src=x onerror=alert(1)>.png",
+            '"><svg onload=alert(1)>.md',
+            "<b onmouseover=alert(1)>x.csv",
+            "<iframe onload=alert(1)>.html",
+            "hostile.txt",
+        ]
+    )
     canvas = page.locator("#canvas")
     expect(canvas.get_by_role("tab", name="<iframe onload=alert(1)>.html")).to_have_attribute("aria-selected", "true")
     # The HTML artifact's server is not trusted with scripts: its page shows,
@@ -95,5 +103,7 @@ def test_hostile_server_descriptions_and_tool_titles_are_text(page):
     panel = page.get_by_role("complementary", name="Tools")
     server = panel.locator("details.server[data-server=fixtures]")
     expect(server.locator(".server-desc")).to_contain_text("<script>alert('server description')</script>")
-    expect(server.locator(".tool-label", has_text=re.compile("^Hostile"))).to_have_text('Hostile <img src=x onerror=alert("title")>')
+    expect(server.locator(".tool-label", has_text=re.compile("^Hostile"))).to_have_text(
+        'Hostile <img src=x onerror=alert("title")>'
+    )
     assert_nothing_injected(page)

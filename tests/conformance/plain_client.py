@@ -41,8 +41,9 @@ class _HeadlessOAuth(OAuth):
         async with httpx2.AsyncClient() as client:
             response = await client.get(authorization_url, follow_redirects=False)
         query = parse_qs(urlsplit(response.headers.get("location", "")).query)
-        self._result = AuthorizationCodeResult(code=query.get("code", [""])[0], state=query.get("state", [None])[0],
-                                               iss=query.get("iss", [None])[0])  # fmt: skip
+        self._result = AuthorizationCodeResult(
+            code=query.get("code", [""])[0], state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
+        )
 
     async def callback_handler(self) -> AuthorizationCodeResult:
         if self._result is None:
@@ -60,14 +61,19 @@ async def main(url: str) -> None:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     auth: httpx2.Auth | None = None
     if scenario == "auth/client-credentials-jwt":
-        signer = SignedJWTParameters(issuer=context["client_id"], subject=context["client_id"],
-                                     signing_key=context["private_key_pem"],
-                                     signing_algorithm=context.get("signing_algorithm", "ES256"))  # fmt: skip
-        auth = PrivateKeyJWTOAuthProvider(url, client_id=context["client_id"],
-                                          assertion_provider=signer.create_assertion_provider())  # fmt: skip
+        signer = SignedJWTParameters(
+            issuer=context["client_id"],
+            subject=context["client_id"],
+            signing_key=context["private_key_pem"],
+            signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
+        auth = PrivateKeyJWTOAuthProvider(
+            url, client_id=context["client_id"], assertion_provider=signer.create_assertion_provider()
+        )
     elif scenario.startswith("auth/client-credentials"):
-        auth = ClientCredentialsOAuthProvider(url, client_id=context["client_id"],
-                                              client_secret=context.get("client_secret", ""))  # fmt: skip
+        auth = ClientCredentialsOAuthProvider(
+            url, client_id=context["client_id"], client_secret=context.get("client_secret", "")
+        )
     elif scenario == "auth/pre-registration":
         auth = _HeadlessOAuth(url, client_id=context["client_id"], client_secret=context.get("client_secret"))
     elif scenario.startswith("auth/"):

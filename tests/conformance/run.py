@@ -44,15 +44,28 @@ def install(version: str = SUITE_VERSION) -> Path:
     if npm is None:
         raise SystemExit("npm is missing: install Node.js and npm (apt-get install -y nodejs npm), then run again")
     where.mkdir(parents=True, exist_ok=True)
-    subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(where),
-                    "node@^22", f"@modelcontextprotocol/conformance@{version}"],
-                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [
+            npm,
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+            str(where),
+            "node@^22",
+            f"@modelcontextprotocol/conformance@{version}",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return binary
 
 
 def scenarios(binary: Path) -> list[str]:
-    out = subprocess.run([str(binary), "list", "--client"], check=True, capture_output=True, text=True,
-                         env=_env(binary)).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(binary), "list", "--client"], check=True, capture_output=True, text=True, env=_env(binary)
+    ).stdout
     return [line.strip()[2:].split(" ")[0] for line in out.splitlines() if line.strip().startswith("- ")]
 
 
@@ -67,9 +80,25 @@ def run_scenario(binary: Path, client: str, scenario: str, timeout_ms: int = 120
     """(passed, total, names of failed checks) of one scenario with one client."""
     with tempfile.TemporaryDirectory(prefix="conformance-") as out:
         command = f"{sys.executable} {CLIENTS[client]}"
-        subprocess.run([str(binary), "client", "--command", command, "--scenario", scenario, "--timeout",
-                        str(timeout_ms), "-o", out], env=_env(binary), cwd=out, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=timeout_ms / 1000 + 60)  # fmt: skip
+        subprocess.run(
+            [
+                str(binary),
+                "client",
+                "--command",
+                command,
+                "--scenario",
+                scenario,
+                "--timeout",
+                str(timeout_ms),
+                "-o",
+                out,
+            ],
+            env=_env(binary),
+            cwd=out,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout_ms / 1000 + 60,
+        )
         found = list(Path(out).rglob("checks.json"))
         if not found:
             return 0, 0, ["the suite wrote no checks"]
@@ -84,8 +113,12 @@ def main() -> None:
     parser.add_argument("--client", choices=[*CLIENTS, "both"], default="both")
     parser.add_argument("--scenario", action="append", help="a scenario (repeatable); default: every client scenario")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--suite", choices=[*SUITE_VERSIONS, "all"], default=SUITE_VERSION,
-                        help="the suite's version (default: the newest); `all` only with --install-only")
+    parser.add_argument(
+        "--suite",
+        choices=[*SUITE_VERSIONS, "all"],
+        default=SUITE_VERSION,
+        help="the suite's version (default: the newest); `all` only with --install-only",
+    )
     parser.add_argument("--install-only", action="store_true", help="install the suite and Node 22, run nothing")
     args = parser.parse_args()
     if args.install_only:
@@ -103,8 +136,11 @@ def main() -> None:
             passed, total, failed = run_scenario(binary, client, scenario)
             results.setdefault(scenario, {})[client] = {"passed": passed, "total": total, "failed": failed}
             if not args.json:
-                print(f"{scenario:45} {client:12} {passed}/{total}" + (f"  failed: {', '.join(failed)}" if failed else ""),
-                      flush=True)  # fmt: skip
+                print(
+                    f"{scenario:45} {client:12} {passed}/{total}"
+                    + (f"  failed: {', '.join(failed)}" if failed else ""),
+                    flush=True,
+                )
     if args.json:
         print(json.dumps(results, indent=2))
         return

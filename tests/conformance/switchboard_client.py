@@ -27,10 +27,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.support
 
-from switchboard.auth import User  # noqa: E402
-from switchboard.chat import ConversationState, TurnState  # noqa: E402
-from switchboard.errors import NeedsAuth, SwitchboardError  # noqa: E402
-from tests.support.harness import make_settings, running_app, write_config  # noqa: E402
+from switchboard.auth import User
+from switchboard.chat import ConversationState, TurnState
+from switchboard.errors import NeedsAuth, SwitchboardError
+from tests.support.harness import make_settings, running_app, write_config
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the URL the suite's CIMD scenario expects
 SERVER = "conformance"
@@ -61,17 +61,28 @@ def server_entry(url: str, scenario: str, context: dict[str, Any]) -> tuple[dict
     """The scenario's server in mcp.json, and the environment its `${VAR}` references read."""
     entry: dict[str, Any] = {"url": url, "timeout_s": 20}
     if scenario == "auth/client-credentials-jwt":
-        entry["auth"] = {"type": "oauth", "grant": "client_credentials", "client_id": context["client_id"],
-                         "private_key": "${CONFORMANCE_PRIVATE_KEY}",
-                         "signing_algorithm": context.get("signing_algorithm", "ES256")}  # fmt: skip
+        entry["auth"] = {
+            "type": "oauth",
+            "grant": "client_credentials",
+            "client_id": context["client_id"],
+            "private_key": "${CONFORMANCE_PRIVATE_KEY}",
+            "signing_algorithm": context.get("signing_algorithm", "ES256"),
+        }
         return entry, {"CONFORMANCE_PRIVATE_KEY": context["private_key_pem"]}
     if scenario.startswith("auth/client-credentials"):
-        entry["auth"] = {"type": "oauth", "grant": "client_credentials", "client_id": context["client_id"],
-                         "client_secret": "${CONFORMANCE_CLIENT_SECRET}"}  # fmt: skip
+        entry["auth"] = {
+            "type": "oauth",
+            "grant": "client_credentials",
+            "client_id": context["client_id"],
+            "client_secret": "${CONFORMANCE_CLIENT_SECRET}",
+        }
         return entry, {"CONFORMANCE_CLIENT_SECRET": context.get("client_secret", "")}
     if scenario == "auth/pre-registration":
-        entry["auth"] = {"type": "oauth", "client_id": context["client_id"],
-                         "client_secret": "${CONFORMANCE_CLIENT_SECRET}"}  # fmt: skip
+        entry["auth"] = {
+            "type": "oauth",
+            "client_id": context["client_id"],
+            "client_secret": "${CONFORMANCE_CLIENT_SECRET}",
+        }
         return entry, {"CONFORMANCE_CLIENT_SECRET": context.get("client_secret", "")}
     if scenario.startswith("auth/"):
         entry["auth"] = {"type": "oauth"}
@@ -129,7 +140,13 @@ def main(url: str) -> None:
         write_config(tmp / "overrides", servers={SERVER: entry})
         settings = make_settings(tmp, auth_mode="dev", dev_user=USER_EMAIL, oauth_client_metadata_url=CIMD_URL)
         with running_app(settings, environ=environ) as (client, services):
-            status = next(s for s in client.get("/api/config", ).json()["servers"] if s["name"] == SERVER)
+            status = next(
+                s
+                for s in client.get(
+                    "/api/config",
+                ).json()["servers"]
+                if s["name"] == SERVER
+            )
             if status["status"] == "needs_auth":
                 sign_in(client)
             pool = services.pool

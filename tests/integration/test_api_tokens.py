@@ -30,7 +30,9 @@ def site(tmp_path_factory, llm):
         default_model="double",
         groups={"alice@example.com": ["users", "research"], "*@example.com": ["users"]},
     )
-    settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, groups_header="X-User-Groups", turn_grace_s=5.0)
+    settings = make_settings(
+        tmp, auth_mode="proxy", proxy_secret=SECRET, groups_header="X-User-Groups", turn_grace_s=5.0
+    )
     with served(settings) as (base, services):
         with httpx.Client(base_url=base, timeout=30) as client:
             yield client, services
@@ -130,7 +132,9 @@ def test_a_turn_started_with_a_token_is_answered_and_seen_only_by_its_owner(site
         call_id = asked["call_id"]
         # bob (token or page) finds nothing of alice's to answer or stop
         for who in (bearer(bob), BOB):
-            assert client.post(f"/api/calls/{call_id}/approval", json={"approved": True}, headers=who).status_code == 404
+            assert (
+                client.post(f"/api/calls/{call_id}/approval", json={"approved": True}, headers=who).status_code == 404
+            )
             assert client.post("/api/conversations/alice-token-conv-1/cancel", headers=who).status_code == 404
         # alice answers from the page (another door) what her token's stream asked
         assert client.post(f"/api/calls/{call_id}/approval", json={"approved": True}, headers=ALICE).status_code == 204
@@ -155,8 +159,9 @@ def test_a_refused_chat_answers_json_with_its_status(site):
     assert llm_free.status_code == 200  # bob's conversation now
     list(llm_free.iter_lines())
     # An id a client picks is its user's own: alice's "someone-elses-1" is not bob's (nor blocked by it).
-    own = client.post("/api/chat", json={"content": "alice's own", "conversation_id": "someone-elses-1"},
-                      headers=bearer(token))  # fmt: skip
+    own = client.post(
+        "/api/chat", json={"content": "alice's own", "conversation_id": "someone-elses-1"}, headers=bearer(token)
+    )
     assert own.status_code == 200
     list(own.iter_lines())
     bobs, alices = (client.get("/api/conversations/someone-elses-1", headers=who).json() for who in (BOB, ALICE))

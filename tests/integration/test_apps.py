@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from tests.support.harness import PROJECT_ROOT, double_model, make_settings, running_app, toolbox_entry, until, write_config
+from tests.support.harness import (
+    PROJECT_ROOT,
+    double_model,
+    make_settings,
+    running_app,
+    toolbox_entry,
+    until,
+    write_config,
+)
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 SECRET = "proxy-secret-123"
@@ -28,13 +36,21 @@ def build(tmp, llm, alice_groups=("users",), html_note="first", **settings):
     apps = {"command": "python", "args": [str(APPS)]}
     write_config(
         tmp / "defaults",
-        servers={"counter": {**apps, "compliance_level": "Internal", "app_permissions": ["clipboard-write"],
-                             "env": {"APP_HTML_NOTE": html_note}},
-                 "other": apps, "team": {**apps, "groups": ["team"]},
-                 "toolbox": toolbox_entry(groups=["research"], approval="never")},
-        models=[double_model(llm)], default_model="double",
+        servers={
+            "counter": {
+                **apps,
+                "compliance_level": "Internal",
+                "app_permissions": ["clipboard-write"],
+                "env": {"APP_HTML_NOTE": html_note},
+            },
+            "other": apps,
+            "team": {**apps, "groups": ["team"]},
+            "toolbox": toolbox_entry(groups=["research"], approval="never"),
+        },
+        models=[double_model(llm)],
+        default_model="double",
         groups={"alice@example.com": list(alice_groups), "bob@example.com": ["users"]},
-    )  # fmt: skip
+    )
     return make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, **settings)
 
 
@@ -73,17 +89,25 @@ def test_the_app_event_follows_the_tool_result_on_the_websocket_and_api_chat_not
     types = [e["type"] for e in events]
     app = events[types.index("app")]
     assert types[types.index("app") - 1] == "tool_result" and events[types.index("app") - 1]["call_id"] == call_id
-    assert app == {"type": "app", "call_id": call_id, "server": "counter", "tool": "counter_show_counter",
-                   "resource_uri": "ui://counter/app.html"}  # fmt: skip
+    assert app == {
+        "type": "app",
+        "call_id": call_id,
+        "server": "counter",
+        "tool": "counter_show_counter",
+        "resource_uri": "ui://counter/app.html",
+    }
 
     llm.enqueue(ToolCallReply([ToolCall("counter_legacy_counter")]), TextReply("Shown."))
     sse = client.post("/api/chat", json={"content": "legacy"}, headers=ALICE).text
-    kinds = [line[len("event: "):] for line in sse.splitlines() if line.startswith("event: ")]
+    kinds = [line[len("event: ") :] for line in sse.splitlines() if line.startswith("event: ")]
     assert kinds[kinds.index("app") - 1] == "tool_result" and "ui://counter/app.html" in sse
 
     llm.enqueue(ToolCallReply([ToolCall("counter_show_counter")]), TextReply("Shown."))
-    v1 = client.post("/v1/chat/completions", headers=ALICE, json={
-        "model": "double", "stream": True, "messages": [{"role": "user", "content": "show"}]})  # fmt: skip
+    v1 = client.post(
+        "/v1/chat/completions",
+        headers=ALICE,
+        json={"model": "double", "stream": True, "messages": [{"role": "user", "content": "show"}]},
+    )
     chunks = [json.loads(line[6:]) for line in v1.text.splitlines() if line.startswith("data: {")]
     assert v1.status_code == 200 and "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == "Shown."
     assert "counter at 0" in json.dumps(llm.requests[-1]["messages"])  # the tool ran; the model got its text
@@ -93,7 +117,10 @@ def test_the_app_event_follows_the_tool_result_on_the_websocket_and_api_chat_not
 def test_the_config_marks_app_tools_and_who_may_call_them(site):
     client, _ = site
     tools = {t["name"]: t for t in client.get("/api/config", headers=ALICE).json()["tools"]}
-    assert tools["counter_show_counter"]["app"] == {"resource_uri": "ui://counter/app.html", "visibility": ["model", "app"]}
+    assert tools["counter_show_counter"]["app"] == {
+        "resource_uri": "ui://counter/app.html",
+        "visibility": ["model", "app"],
+    }
     assert tools["counter_legacy_counter"]["app"]["resource_uri"] == "ui://counter/app.html"
     assert tools["counter_bump"]["app"] == {"resource_uri": None, "visibility": ["app"]}
     assert "app" not in tools["counter_ui_extension"]
@@ -112,8 +139,12 @@ def test_a_stored_app_is_marked_and_mounts_for_its_owner_only(site, llm):
     assert (app["call_id"], app["conversation_id"], app["server"]) == (call_id, conversation_id, "counter")
     assert app["tool"]["name"] == "show_counter" and app["qualified_tool"] == "counter_show_counter"
     assert "ui/initialize" in app["html"] and app["prefers_border"] is True
-    assert app["csp"] == {"connectDomains": ["https://api.example.com"], "resourceDomains": ["https://*.cdn.example.com"],
-                          "frameDomains": [], "baseUriDomains": []}  # fmt: skip
+    assert app["csp"] == {
+        "connectDomains": ["https://api.example.com"],
+        "resourceDomains": ["https://*.cdn.example.com"],
+        "frameDomains": [],
+        "baseUriDomains": [],
+    }
     assert app["permissions"] == {"clipboardWrite": {}}  # camera is declared, but the operator did not allow it
     assert app["tool_input"] == {"start": 7}
     assert app["tool_result"]["structuredContent"] == {"count": 7} and app["tool_result"]["isError"] is False
@@ -131,7 +162,9 @@ def test_an_apps_call_is_a_real_call_that_every_open_page_sees(site, llm):
             second.receive_json()
             second.send_json({"type": "attach", "conversation_id": conversation_id})
             assert second.receive_json()["type"] == "attached"
-            answer = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 4, "username": "mallory"}})
+            answer = rpc(
+                client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 4, "username": "mallory"}}
+            )
             assert answer.status_code == 200, answer.text
             result = answer.json()["result"]
             assert result["structuredContent"] == {"count": 5, "user": "alice@example.com"}  # host-filled argument
@@ -176,12 +209,18 @@ def test_an_apps_call_waits_for_the_users_approval(site, llm):
     try:
         for approved, status in ((False, 403), (True, 200)):
             answers: list[Any] = []
-            thread = threading.Thread(target=lambda: answers.append(rpc(client, call_id, "tools/call", {"name": "reset"})))
+            thread = threading.Thread(
+                target=lambda: answers.append(rpc(client, call_id, "tools/call", {"name": "reset"}))
+            )
             thread.start()
             request = until(ws, "approval_request")[-1]
             assert request["tool"] == "counter_reset" and request["from_app"] == call_id
-            assert client.post(f"/api/calls/{request['call_id']}/approval", json={"approved": approved},
-                               headers=ALICE).status_code == 204  # fmt: skip
+            assert (
+                client.post(
+                    f"/api/calls/{request['call_id']}/approval", json={"approved": approved}, headers=ALICE
+                ).status_code
+                == 204
+            )
             thread.join(30)
             assert answers[0].status_code == status, answers[0].text
         assert answers[0].json()["result"]["content"][0]["text"] == "reset"
@@ -204,7 +243,10 @@ def test_malformed_requests_unknown_methods_and_floods_are_refused(site, llm):
     error(rpc(client, call_id, "tools/call", {"arguments": {}}), 400, -32602)
     error(rpc(client, call_id, "ui/update-model-context", {"content": "not a list"}), 400, -32602)
     error(rpc(client, call_id, "sampling/createMessage", {}), 404, -32601)
-    assert rpc(client, call_id, "notifications/message", {"level": "info", "data": "hello from the app"}).status_code == 200
+    assert (
+        rpc(client, call_id, "notifications/message", {"level": "info", "data": "hello from the app"}).status_code
+        == 200
+    )
 
     answers = [rpc(client, call_id, "notifications/message", {"level": "debug", "data": i}) for i in range(40)]
     statuses = [a.status_code for a in answers]
@@ -217,7 +259,10 @@ def test_the_apps_context_reaches_the_models_next_turn(site, llm):
     client, _ = site
     conversation_id, call_id, (ws_cm, ws, _) = mount(client, llm)
     try:
-        update = {"content": [{"type": "text", "text": "The user zoomed to March."}], "structuredContent": {"month": "Mar"}}
+        update = {
+            "content": [{"type": "text", "text": "The user zoomed to March."}],
+            "structuredContent": {"month": "Mar"},
+        }
         assert rpc(client, call_id, "ui/update-model-context", update).json() == {"result": {}}
         llm.enqueue(TextReply("March it is."))
         ws.send_json({"type": "chat", "content": "what am I looking at?", "conversation_id": conversation_id})
@@ -282,14 +327,21 @@ def test_the_dataviz_chart_app_calls_back_into_its_server(tmp_path, llm):
     """The bundled dataviz server over stdio: its chart mounts as an app, and the app's
     `chart_series` (app-only) runs through the host."""
     dataviz = {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz"}
-    write_config(tmp_path / "defaults", servers={"dataviz": dataviz}, models=[double_model(llm)], default_model="double",
-                 groups={"alice@example.com": ["users"]})  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        servers={"dataviz": dataviz},
+        models=[double_model(llm)],
+        default_model="double",
+        groups={"alice@example.com": ["users"]},
+    )
     csv_text = "month,sales,cost\nJan,10,5\nJan,2,1\nFeb,12,6\n"
     with running_app(make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)) as (client, _):
         config = {t["name"]: t for t in client.get("/api/config", headers=ALICE).json()["tools"]}
         assert config["dataviz_chart_csv"]["app"]["resource_uri"] == "ui://dataviz/chart.html"
-        llm.enqueue(ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": csv_text, "y": "sales"}))]),
-                    TextReply("Charted."))  # fmt: skip
+        llm.enqueue(
+            ToolCallReply([ToolCall("dataviz_chart_csv", json.dumps({"csv_text": csv_text, "y": "sales"}))]),
+            TextReply("Charted."),
+        )
         with client.websocket_connect("/ws", headers=ALICE) as ws:
             ws.receive_json()
             ws.send_json({"type": "chat", "content": "chart it"})
@@ -303,8 +355,15 @@ def test_the_dataviz_chart_app_calls_back_into_its_server(tmp_path, llm):
         assert chart["series"][0]["values"] == [10, 2, 12] and chart["numeric"] == ["sales", "cost"]
         assert "dataviz/chart" not in json.dumps(llm.requests[-1]["messages"])  # the model never sees it
 
-        answer = rpc(client, call_id, "tools/call", {"name": "chart_series", "arguments": {
-            "csv_text": app["tool_input"]["csv_text"], "y": "cost", "aggregate": "sum"}})  # fmt: skip
+        answer = rpc(
+            client,
+            call_id,
+            "tools/call",
+            {
+                "name": "chart_series",
+                "arguments": {"csv_text": app["tool_input"]["csv_text"], "y": "cost", "aggregate": "sum"},
+            },
+        )
         assert answer.status_code == 200, answer.text
         series = answer.json()["result"]["structuredContent"]
         assert (series["y"], series["labels"], series["values"]) == ("cost", ["Jan", "Feb"], [6, 6])

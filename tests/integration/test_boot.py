@@ -40,8 +40,9 @@ def _inner_app(events: list[str]) -> Starlette:
     async def ready(request):
         return JSONResponse({"status": "ready"})
 
-    return Starlette(routes=[Route("/hello", hello), Route("/readyz", ready), WebSocketRoute("/ws", echo)],
-                     lifespan=lifespan)  # fmt: skip
+    return Starlette(
+        routes=[Route("/hello", hello), Route("/readyz", ready), WebSocketRoute("/ws", echo)], lifespan=lifespan
+    )
 
 
 def test_healthz_answers_while_the_app_loads_and_other_requests_wait_for_it():
@@ -148,14 +149,32 @@ def test_switchboard_serve_answers_healthz_before_the_app_is_imported(tmp_path, 
     app serves, in one process or in several (SWITCHBOARD_WORKERS, on PostgreSQL)."""
     write_config(tmp_path / "defaults", servers={})
     port = free_port()
-    env = {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
-           "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-           "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs")}
+    env = {
+        **os.environ,
+        "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
+        "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
+        "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+        "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
+    }
     if workers > 1:  # several workers share turns only through PostgreSQL (SQLite is refused)
         env["SWITCHBOARD_DATABASE_URL"] = request.getfixturevalue("postgres_url")
-    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", str(workers)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "switchboard",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

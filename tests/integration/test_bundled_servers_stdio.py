@@ -56,9 +56,7 @@ async def test_dataviz_over_stdio(tmp_path):
     async with _client("dataviz", log, env={"DATAVIZ_TEST_TOOLS": "1"}) as client:
         tools = {t.name for t in await client.list_tools()}
         described = await client.call_tool("describe_csv", {"csv_text": "a,b\n1,x\n3,y\n"})
-        counted = await client.call_tool(
-            "slow_count", {"n": 2, "delay_s": 0}, progress_handler=on_progress
-        )
+        counted = await client.call_tool("slow_count", {"n": 2, "delay_s": 0}, progress_handler=on_progress)
 
     assert tools == {"chart_csv", "describe_csv", "chart_series", "slow_count", "fail"}, log.read_text()
     assert described.structured_content["results"]["summary"] == "2 rows, 2 columns (1 numeric)"

@@ -20,8 +20,11 @@ SECRET = "push-secret"
 def app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("push")
     server = {"command": sys.executable, "args": [str(GROWING)], "approval": "never"}
-    write_config(tmp / "overrides", servers={"live": server, "staff": {**server, "groups": ["staff"]}},
-                 groups={"*@example.com": ["users"]})  # fmt: skip
+    write_config(
+        tmp / "overrides",
+        servers={"live": server, "staff": {**server, "groups": ["staff"]}},
+        groups={"*@example.com": ["users"]},
+    )
     settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, groups_header="X-User-Groups")
     with running_app(settings) as (client, _):
         yield client
@@ -46,8 +49,11 @@ def grow(ws, tool):
 def test_a_tool_added_at_run_time_reaches_every_open_page_that_may_use_it(app):
     ann, boss, root = who("ann@example.com"), who("boss@example.com", "staff"), who("root@example.com", "admin")
     assert "live_count_words" not in tools(app, ann)
-    with app.websocket_connect("/ws", headers=ann) as ann_ws, app.websocket_connect("/ws", headers=boss) as boss_ws, \
-            app.websocket_connect("/ws", headers=root) as root_ws:  # fmt: skip
+    with (
+        app.websocket_connect("/ws", headers=ann) as ann_ws,
+        app.websocket_connect("/ws", headers=boss) as boss_ws,
+        app.websocket_connect("/ws", headers=root) as root_ws,
+    ):
         for ws in (ann_ws, boss_ws, root_ws):
             ws.receive_json()
 

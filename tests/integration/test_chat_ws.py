@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
@@ -144,8 +145,13 @@ def test_v2_artifacts_are_stored_and_served_only_to_their_owner(app, llm):
 def test_malformed_messages_get_an_error_and_the_socket_stays_open(app, llm):
     with app.websocket_connect("/ws") as ws:
         ws.receive_json()
-        for bad in ["not json", "[]", json.dumps({"type": "nope"}), json.dumps({"type": "chat"}),
-                    json.dumps({"type": "chat", "content": 5})]:  # fmt: skip
+        for bad in [
+            "not json",
+            "[]",
+            json.dumps({"type": "nope"}),
+            json.dumps({"type": "chat"}),
+            json.dumps({"type": "chat", "content": 5}),
+        ]:
             ws.send_text(bad)
             event = ws.receive_json()
             assert event["type"] == "error" and event["code"] == "bad_request"

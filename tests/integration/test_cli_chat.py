@@ -25,10 +25,17 @@ ENV = {**os.environ, "PYTHONIOENCODING": "utf-8", "SWITCHBOARD_TOKEN": "", "SWIT
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("cli")
-    trip = {"command": sys.executable, "args": [str(PROJECT_ROOT / "tests" / "support" / "servers" / "eras.py")],
-            "approval": "never"}  # an MCP 2026-07-28 server that asks over several rounds
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry(), "trip": trip}, models=[double_model(llm)],
-                 default_model="double")  # fmt: skip
+    trip = {
+        "command": sys.executable,
+        "args": [str(PROJECT_ROOT / "tests" / "support" / "servers" / "eras.py")],
+        "approval": "never",
+    }  # an MCP 2026-07-28 server that asks over several rounds
+    write_config(
+        tmp / "defaults",
+        servers={"toolbox": toolbox_entry(), "trip": trip},
+        models=[double_model(llm)],
+        default_model="double",
+    )
     settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, llm_max_attempts=1, turn_grace_s=30.0)
     with served(settings) as (base, services):
         token = httpx.post(f"{base}/api/tokens", json={"name": "cli"}, headers=ALICE).json()["token"]
@@ -85,7 +92,10 @@ def test_progress_goes_to_stderr_and_a_conversation_continues(site, llm):
     llm.enqueue(TextReply("You asked me to count."))
     again = chat(site, "what did I ask?", "--conversation", conversation_id)
     assert again.returncode == 0 and again.stdout == "You asked me to count.\n"
-    assert [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "user"] == ["count to two", "what did I ask?"]
+    assert [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "user"] == [
+        "count to two",
+        "what did I ask?",
+    ]
 
 
 def test_exit_codes(site, llm):
@@ -96,20 +106,45 @@ def test_exit_codes(site, llm):
     assert refused.returncode == 1 and "API token" in refused.stderr
     unknown = chat(site, "hi", "--model", "nope")
     assert unknown.returncode == 1 and "nope" in unknown.stderr
-    unreachable = subprocess.run([sys.executable, "-m", "switchboard", "chat", "hi", "--url", f"http://127.0.0.1:{free_port()}"],
-                                 capture_output=True, text=True, timeout=60, env=ENV)  # fmt: skip
+    unreachable = subprocess.run(
+        [sys.executable, "-m", "switchboard", "chat", "hi", "--url", f"http://127.0.0.1:{free_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=ENV,
+    )
     assert unreachable.returncode == 3 and "cannot reach" in unreachable.stderr
-    usage = subprocess.run([sys.executable, "-m", "switchboard", "chat"], capture_output=True, text=True, timeout=60, env=ENV)
+    usage = subprocess.run(
+        [sys.executable, "-m", "switchboard", "chat"], capture_output=True, text=True, timeout=60, env=ENV
+    )
     assert usage.returncode == 2
 
 
 def test_ctrl_c_stops_the_answer_on_the_server(site, llm):
     base, token, services = site
     llm.enqueue(ToolCallReply([ToolCall("toolbox_slow", '{"steps": 100, "delay_s": 0.2}')]), TextReply("never"))
-    command = [sys.executable, "-m", "switchboard", "chat", "count to 100", "--url", base, "--token", token,
-               "--conversation", "cli-interrupted-1"]  # fmt: skip
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=ENV, encoding="utf-8")  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "switchboard",
+        "chat",
+        "count to 100",
+        "--url",
+        base,
+        "--token",
+        token,
+        "--conversation",
+        "cli-interrupted-1",
+    ]
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        encoding="utf-8",
+    )
     try:
         for line in proc.stderr:
             if line.startswith("→ toolbox_slow"):

@@ -26,17 +26,23 @@ def oauth_server():
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, postgres_cluster, oauth_server):
     folder = tmp_path_factory.mktemp("cluster")
-    write_config(folder / "defaults", servers={
-        "toolbox": toolbox_entry(approval="never"),
-        "signin": {"url": oauth_server, "auth": {"type": "oauth"}, "approval": "never"},
-    })  # fmt: skip
+    write_config(
+        folder / "defaults",
+        servers={
+            "toolbox": toolbox_entry(approval="never"),
+            "signin": {"url": oauth_server, "auth": {"type": "oauth"}, "approval": "never"},
+        },
+    )
     with running_cluster(folder, postgres_cluster.create_database(), replicas=3) as running:
         yield running
 
 
 def _chat(base: str, content: str, **extra: object) -> list[tuple[str, dict]]:
     events, kind = [], None
-    with httpx.Client(timeout=60) as client, client.stream("POST", f"{base}/api/chat", json={"content": content, **extra}) as r:
+    with (
+        httpx.Client(timeout=60) as client,
+        client.stream("POST", f"{base}/api/chat", json={"content": content, **extra}) as r,
+    ):
         assert r.status_code == 200, r.read()
         for line in r.iter_lines():
             if line.startswith("event: "):
@@ -62,7 +68,9 @@ def test_requests_spread_over_every_process_and_each_sees_the_same_conversations
 
 
 def test_a_file_uploaded_through_one_process_is_read_through_the_others(cluster):
-    file_id = httpx.post(f"{cluster.base}/api/files", files={"file": ("n.txt", b"shared bytes", "text/plain")}).json()["id"]
+    file_id = httpx.post(f"{cluster.base}/api/files", files={"file": ("n.txt", b"shared bytes", "text/plain")}).json()[
+        "id"
+    ]
     for _ in range(3):
         with httpx.Client() as client:
             assert client.get(f"{cluster.base}/api/artifacts/{file_id}").content == b"shared bytes"
@@ -92,8 +100,11 @@ def test_an_oauth_sign_in_whose_callback_lands_on_another_process_finishes(clust
         back = httpx.get(start.headers["location"], follow_redirects=False).headers["location"]
         assert back.startswith(f"{cluster.base}/oauth/callback?"), back
         connect_port = int(connect_by.rsplit(":", 1)[1])
-        other = next(port for port, proc in zip(cluster.ports, cluster.procs, strict=True)
-                     if port != connect_port and proc is not None and proc.poll() is None)  # fmt: skip
+        other = next(
+            port
+            for port, proc in zip(cluster.ports, cluster.procs, strict=True)
+            if port != connect_port and proc is not None and proc.poll() is None
+        )
         done = client.get(f"http://127.0.0.1:{other}/oauth/callback?{urlsplit(back).query}", follow_redirects=False)
     assert done.status_code == 303 and done.headers["location"] == "/?connected=signin", done.headers
     for _ in range(3):  # every process now calls the server with the user's token
@@ -116,8 +127,10 @@ def test_an_incognito_chat_goes_on_through_another_process_and_nothing_is_stored
     and goes on (here: regenerates the last answer, which needs the history). What the browser
     made or changed, or another conversation's state, does not open."""
     conversation, marker = "incognito-across-1", "incognito marker 7f3a"
-    first = _ws_turn(cluster.ports[0], {"content": f'toolbox_echo {{"text": "{marker}"}}', "incognito": True,
-                                        "conversation_id": conversation})  # fmt: skip
+    first = _ws_turn(
+        cluster.ports[0],
+        {"content": f'toolbox_echo {{"text": "{marker}"}}', "incognito": True, "conversation_id": conversation},
+    )
     kinds = [e["type"] for e in first]
     assert kinds[-2:] == ["incognito_state", "message_done"], kinds  # sealed before the turn's end
     state = first[-2]["state"]
@@ -125,8 +138,16 @@ def test_an_incognito_chat_goes_on_through_another_process_and_nothing_is_stored
     named = first[-2]["conversation_id"]
     assert named != conversation and first[-1]["conversation_id"] == named and marker not in state
 
-    again = _ws_turn(cluster.ports[1], {"content": "", "regenerate": True, "incognito": True,
-                                        "conversation_id": conversation, "incognito_state": state})  # fmt: skip
+    again = _ws_turn(
+        cluster.ports[1],
+        {
+            "content": "",
+            "regenerate": True,
+            "incognito": True,
+            "conversation_id": conversation,
+            "incognito_state": state,
+        },
+    )
     result = next(e for e in again if e["type"] == "tool_result")
     assert marker in result["content"] and again[-1]["finish_reason"] == "stop"
     newer = next(e for e in again if e["type"] == "incognito_state")["state"]
@@ -134,13 +155,24 @@ def test_an_incognito_chat_goes_on_through_another_process_and_nothing_is_stored
     # Refused: a state changed by the browser, another conversation's, and none at all elsewhere.
     changed = newer[:60] + ("A" if newer[60] != "A" else "B") + newer[61:]
     for bad, conversation_id in ((changed, conversation), (newer, "incognito-across-2")):
-        refused = _ws_turn(cluster.ports[2], {"content": "", "regenerate": True, "incognito": True,
-                                              "conversation_id": conversation_id, "incognito_state": bad})  # fmt: skip
+        refused = _ws_turn(
+            cluster.ports[2],
+            {
+                "content": "",
+                "regenerate": True,
+                "incognito": True,
+                "conversation_id": conversation_id,
+                "incognito_state": bad,
+            },
+        )
         assert refused[-1]["type"] == "error" and refused[-1]["code"] == "bad_request", refused[-1]
-    without = _ws_turn(cluster.ports[2], {"content": "", "regenerate": True, "incognito": True,
-                                          "conversation_id": conversation})  # fmt: skip
+    without = _ws_turn(
+        cluster.ports[2], {"content": "", "regenerate": True, "incognito": True, "conversation_id": conversation}
+    )
     assert without[-1]["type"] == "error" and "no question to answer again" in without[-1]["message"]
 
     # Nothing of it was written: no process lists or finds it.
     for port in cluster.ports:
-        assert httpx.get(f"http://127.0.0.1:{port}/api/conversations", params={"q": marker}).json()["conversations"] == []
+        assert (
+            httpx.get(f"http://127.0.0.1:{port}/api/conversations", params={"q": marker}).json()["conversations"] == []
+        )

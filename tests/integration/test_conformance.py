@@ -19,28 +19,50 @@ import pytest
 
 from tests.conformance import run
 
-SCENARIOS = [
-    ("0.1.16", scenario) for scenario in
-    ("auth/basic-cimd", "auth/pre-registration", "auth/scope-step-up", "auth/client-credentials-basic")
-] + [
-    # MCP 2026-07-28 (suite 0.2.0-alpha.12): multi round-trip requests, the standard and custom HTTP
-    # headers (values that would break a header are encoded; tools with a bad annotation dropped),
-    # per-request _meta, and JSON Schema 2020-12 schemas ($ref included) kept as the server wrote them.
-    ("0.2.0-alpha.12", scenario) for scenario in
-    ("sep-2322-client-request-state", "http-standard-headers", "http-custom-headers", "http-invalid-tool-headers",
-     "request-metadata", "json-schema-ref-no-deref", "json-schema-2020-12-preservation")
-] + [
-    # The skills extension (SEP-2640): no file read before a skill is used; a SKILL.md whose digest, size
-    # or frontmatter differs from the listing is refused, and so are the skill's other files.
-    ("0.2.0-alpha.12", scenario) for scenario in
-    ("sep-2640-client-no-prefetch", "sep-2640-client-verify-digest", "sep-2640-client-verify-size",
-     "sep-2640-client-verify-frontmatter")
-] + [
-    # DPoP-bound tokens (SEP-1932, RFC 9449): a proof on the token request, `Authorization: DPoP` and a fresh
-    # proof on every MCP request; with the nonce variant, the token endpoint's and the MCP server's
-    # use_dpop_nonce answered by one retry with the nonce.
-    ("0.2.0-alpha.12", scenario) for scenario in ("auth/dpop", "auth/dpop-nonce")
-]  # fmt: skip
+SCENARIOS = (
+    [
+        ("0.1.16", scenario)
+        for scenario in (
+            "auth/basic-cimd",
+            "auth/pre-registration",
+            "auth/scope-step-up",
+            "auth/client-credentials-basic",
+        )
+    ]
+    + [
+        # MCP 2026-07-28 (suite 0.2.0-alpha.12): multi round-trip requests, the standard and custom HTTP
+        # headers (values that would break a header are encoded; tools with a bad annotation dropped),
+        # per-request _meta, and JSON Schema 2020-12 schemas ($ref included) kept as the server wrote them.
+        ("0.2.0-alpha.12", scenario)
+        for scenario in (
+            "sep-2322-client-request-state",
+            "http-standard-headers",
+            "http-custom-headers",
+            "http-invalid-tool-headers",
+            "request-metadata",
+            "json-schema-ref-no-deref",
+            "json-schema-2020-12-preservation",
+        )
+    ]
+    + [
+        # The skills extension (SEP-2640): no file read before a skill is used; a SKILL.md whose digest, size
+        # or frontmatter differs from the listing is refused, and so are the skill's other files.
+        ("0.2.0-alpha.12", scenario)
+        for scenario in (
+            "sep-2640-client-no-prefetch",
+            "sep-2640-client-verify-digest",
+            "sep-2640-client-verify-size",
+            "sep-2640-client-verify-frontmatter",
+        )
+    ]
+    + [
+        # DPoP-bound tokens (SEP-1932, RFC 9449): a proof on the token request, `Authorization: DPoP` and a fresh
+        # proof on every MCP request; with the nonce variant, the token endpoint's and the MCP server's
+        # use_dpop_nonce answered by one retry with the nonce.
+        ("0.2.0-alpha.12", scenario)
+        for scenario in ("auth/dpop", "auth/dpop-nonce")
+    ]
+)
 
 
 def suite(version: str):

@@ -112,7 +112,11 @@ async def test_an_idle_call_times_out_with_how_long_it_ran(tmp_path):
 
 
 async def test_allow_and_deny_filters_hide_tools(tmp_path):
-    servers = {"local": ServerConfig(command="python", args=[str(TOOLBOX)], tools={"deny": ["crash"], "allow": ["echo", "crash"]})}
+    servers = {
+        "local": ServerConfig(
+            command="python", args=[str(TOOLBOX)], tools={"deny": ["crash"], "allow": ["echo", "crash"]}
+        )
+    }
     pool = ServerPool(McpConfig(servers=servers), project_root=tmp_path, log_dir=tmp_path / "logs", init_timeout_s=30)
     pool.start()
     try:

@@ -17,8 +17,12 @@ OWNER = "dev@localhost"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("pages")
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry(approval="never")}, models=[double_model(llm)],
-                 default_model="double")  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        servers={"toolbox": toolbox_entry(approval="never")},
+        models=[double_model(llm)],
+        default_model="double",
+    )
     with running_app(make_settings(tmp, incognito_per_user=1)) as (client, services):
         yield client, services
 
@@ -26,13 +30,24 @@ def site(tmp_path_factory, llm):
 def seed(client, services, conversation_id: str, count: int, chars: int = 10) -> list[str]:
     """A stored conversation of `count` messages, one branch; their ids, oldest first."""
     store = services.store
-    client.portal.call(partial(store.create_conversation, id=conversation_id, owner=OWNER, title="long", model=None,
-                               compliance_level=None))  # fmt: skip
+    client.portal.call(
+        partial(
+            store.create_conversation, id=conversation_id, owner=OWNER, title="long", model=None, compliance_level=None
+        )
+    )
     ids, parent = [], None
     for i in range(count):
         role = "user" if i % 2 == 0 else "assistant"
-        message = client.portal.call(partial(store.add_message, conversation_id, id=f"{conversation_id}-{i}",
-                                             parent_id=parent, role=role, content=f"m{i} " + "x" * chars))  # fmt: skip
+        message = client.portal.call(
+            partial(
+                store.add_message,
+                conversation_id,
+                id=f"{conversation_id}-{i}",
+                parent_id=parent,
+                role=role,
+                content=f"m{i} " + "x" * chars,
+            )
+        )
         ids.append(parent := message.id)
     return ids
 
@@ -58,7 +73,7 @@ def test_a_page_holds_about_two_megabytes_of_text(site):
     ids = seed(client, services, "heavy-conversation", 10, chars=500_000)
     page = client.get("/api/conversations/heavy-conversation").json()
     assert 1 <= len(page["messages"]) <= 4 and page["has_more"]
-    assert [m["id"] for m in page["messages"]] == ids[-len(page["messages"]):]
+    assert [m["id"] for m in page["messages"]] == ids[-len(page["messages"]) :]
     assert sum(len(m["content"]) for m in page["messages"]) <= 2_000_000
 
 

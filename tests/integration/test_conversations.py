@@ -15,10 +15,15 @@ SECRET = "proxy-secret-123"
 def configure(tmp, llm):
     write_config(
         tmp / "defaults",
-        servers={"toolbox": toolbox_entry(approval="never", compliance_level="Internal"),
-                 "public": toolbox_entry(approval="never", compliance_level="Public",
-                                         tools={"allow": ["echo", "delete_everything"]},
-                                         require_approval=["delete_everything"])},  # fmt: skip
+        servers={
+            "toolbox": toolbox_entry(approval="never", compliance_level="Internal"),
+            "public": toolbox_entry(
+                approval="never",
+                compliance_level="Public",
+                tools={"allow": ["echo", "delete_everything"]},
+                require_approval=["delete_everything"],
+            ),
+        },
         models=[double_model(llm)],
         default_model="double",
         groups={"*": ["users"]},
@@ -125,7 +130,12 @@ def test_edit_makes_a_branch_and_the_old_one_can_be_shown_again(site, llm):
     sent = llm.requests[-1]
     assert user_messages(sent) == ["question one", "question two, better"]
     view = client.get(f"/api/conversations/{conversation_id}").json()
-    assert [m["content"] for m in view["messages"]] == ["question one", "answer one", "question two, better", "edited answer"]
+    assert [m["content"] for m in view["messages"]] == [
+        "question one",
+        "answer one",
+        "question two, better",
+        "edited answer",
+    ]
     assert view["messages"][2]["siblings"] == [second["user_message_id"], edited["user_message_id"]]
 
     back = client.patch(f"/api/conversations/{conversation_id}", json={"branch": second["user_message_id"]}).json()
@@ -162,8 +172,11 @@ def test_incognito_stores_nothing_but_keeps_the_conversation_in_memory(site, llm
 
 def test_a_level_that_may_not_be_mixed_starts_a_new_conversation(site, llm):
     client, _ = site
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", '{"text": "internal data"}')]), TextReply("internal"),
-                TextReply("public answer"))  # fmt: skip
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_echo", '{"text": "internal data"}')]),
+        TextReply("internal"),
+        TextReply("public answer"),
+    )
     with client.websocket_connect("/ws") as ws:
         ws.receive_json()
         internal = chat(ws, "internal work", compliance_level="Internal")[-1]
@@ -230,8 +243,15 @@ def test_a_running_turn_survives_a_reload_and_its_approval_is_answered_after_it(
 
 def test_the_model_cannot_give_two_calls_one_id(site, llm):
     client, _ = site
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", '{"text": "one"}', id="dup"),
-                               ToolCall("toolbox_echo", '{"text": "two"}', id="dup")]), TextReply("ok"))  # fmt: skip
+    llm.enqueue(
+        ToolCallReply(
+            [
+                ToolCall("toolbox_echo", '{"text": "one"}', id="dup"),
+                ToolCall("toolbox_echo", '{"text": "two"}', id="dup"),
+            ]
+        ),
+        TextReply("ok"),
+    )
     with client.websocket_connect("/ws") as ws:
         ws.receive_json()
         events = chat(ws, "two calls")
@@ -273,7 +293,9 @@ def test_a_conversation_survives_a_restart(tmp_path, llm):
             ws.receive_json()
             conversation_id = chat(ws, "do not forget me")[-1]["conversation_id"]
     with running_app(settings) as (client, _):
-        assert client.get(f"/api/conversations/{conversation_id}").json()["messages"][1]["content"] == "before the restart"
+        assert (
+            client.get(f"/api/conversations/{conversation_id}").json()["messages"][1]["content"] == "before the restart"
+        )
         with client.websocket_connect("/ws") as ws:
             ws.receive_json()
             chat(ws, "still there?", conversation_id=conversation_id)
@@ -282,8 +304,10 @@ def test_a_conversation_survives_a_restart(tmp_path, llm):
 
 def test_two_apps_on_one_postgres_share_conversations(tmp_path, llm, postgres_url):
     configure(tmp_path, llm)
-    first, second = (make_settings(tmp_path / name, defaults_dir=tmp_path / "defaults", database_url=postgres_url)
-                     for name in ("one", "two"))  # fmt: skip
+    first, second = (
+        make_settings(tmp_path / name, defaults_dir=tmp_path / "defaults", database_url=postgres_url)
+        for name in ("one", "two")
+    )
     llm.enqueue(TextReply("answered by one"), TextReply("answered by two"))
     with running_app(first) as (one, _), running_app(second) as (two, _):
         with one.websocket_connect("/ws") as ws:
@@ -293,7 +317,11 @@ def test_two_apps_on_one_postgres_share_conversations(tmp_path, llm, postgres_ur
             ws.receive_json()
             chat(ws, "continued on two", conversation_id=conversation_id)
         assert [m["content"] for m in one.get(f"/api/conversations/{conversation_id}").json()["messages"]] == [
-            "started on one", "answered by one", "continued on two", "answered by two"]
+            "started on one",
+            "answered by one",
+            "continued on two",
+            "answered by two",
+        ]
     assert user_messages(llm.requests[-1]) == ["started on one", "continued on two"]
 
 
@@ -335,7 +363,6 @@ def test_a_failed_write_during_a_turn_is_told_to_the_user(tmp_path, llm):
 
 def test_a_database_that_comes_up_after_the_app_is_used_once_it_does(tmp_path, llm, postgres_cluster):
     import time
-
     import uuid
 
     configure(tmp_path, llm)

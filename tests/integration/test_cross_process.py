@@ -23,8 +23,9 @@ LEASE_S = 3
 def cluster(tmp_path_factory, postgres_cluster):
     folder = tmp_path_factory.mktemp("cross")
     write_config(folder / "defaults", servers={"toolbox": toolbox_entry()})
-    with running_cluster(folder, postgres_cluster.create_database(), replicas=3,
-                         extra_env={"SWITCHBOARD_TURN_LEASE_S": str(LEASE_S)}) as running:  # fmt: skip
+    with running_cluster(
+        folder, postgres_cluster.create_database(), replicas=3, extra_env={"SWITCHBOARD_TURN_LEASE_S": str(LEASE_S)}
+    ) as running:
         yield running
 
 
@@ -72,8 +73,11 @@ def test_a_question_is_answered_and_a_turn_cancelled_from_other_processes(cluste
     with _ws(cluster, 1) as owner:
         owner.send(json.dumps({"type": "chat", "content": "toolbox_ask_name {}"}))
         asked = _until(owner, "elicitation_request")
-        response = httpx.post(f"{_http(cluster, 2)}/api/elicitations/{asked[-1]['request_id']}",
-                              json={"action": "accept", "content": {"name": "Ada", "age": 36}}, timeout=30)  # fmt: skip
+        response = httpx.post(
+            f"{_http(cluster, 2)}/api/elicitations/{asked[-1]['request_id']}",
+            json={"action": "accept", "content": {"name": "Ada", "age": 36}},
+            timeout=30,
+        )
         assert response.status_code == 204, response.text
         result = next(e for e in _until(owner, "message_done") if e["type"] == "tool_result")
         assert "hello Ada, age 36" in result["content"]
@@ -118,6 +122,8 @@ def test_a_process_killed_mid_turn_ends_its_turn_as_failed_within_the_lease(clus
     assert tool["ok"] is False  # the open call is answered: the history stays valid for the next turn
     # The conversation goes on from any process.
     with _ws(cluster, 2) as again:
-        again.send(json.dumps({"type": "chat", "content": "toolbox_echo {\"text\": \"after\"}", "conversation_id": conversation}))
+        again.send(
+            json.dumps({"type": "chat", "content": 'toolbox_echo {"text": "after"}', "conversation_id": conversation})
+        )
         assert _until(again, "message_done")[-1]["finish_reason"] == "stop"
     cluster.start_app(0)

@@ -100,7 +100,9 @@ def test_selected_good_server_passes_and_a_call_prints_its_result(config: Path) 
 
 
 def test_a_failing_call_exits_1_with_the_tool_message(config: Path) -> None:
-    proc = run_script(config, "--server", "toolbox", "--json", "--call", "toolbox_boom", "--args", '{"message": "nope"}')
+    proc = run_script(
+        config, "--server", "toolbox", "--json", "--call", "toolbox_boom", "--args", '{"message": "nope"}'
+    )
 
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)

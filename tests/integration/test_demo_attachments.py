@@ -50,23 +50,35 @@ async def chat(base: str, message: dict) -> list[dict]:
 
 
 def test_of_a_csv_and_a_pdf_dataviz_gets_the_csv_and_a_named_file_in_a_later_message(base):
-    files = [upload(base, "sales.csv", CSV, "text/csv"), upload(base, "report.pdf", build_pdf(["Q3"]), "application/pdf")]
+    files = [
+        upload(base, "sales.csv", CSV, "text/csv"),
+        upload(base, "report.pdf", build_pdf(["Q3"]), "application/pdf"),
+    ]
 
     events = asyncio.run(chat(base, {"content": f"dataviz_chart_csv {json.dumps(CHART)}", "files": files}))
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["ok"], result["content"]
-    assert f"/api/files/{files[0]}/content?" in next(e for e in events if e["type"] == "tool_start")["arguments"]["file_url"]
+    assert (
+        f"/api/files/{files[0]}/content?"
+        in next(e for e in events if e["type"] == "tool_start")["arguments"]["file_url"]
+    )
     assert "image/png" in {a["mime"] for a in result["artifacts"]}
     conversation_id = events[-1]["conversation_id"]
 
     named = {"file_url": "sales.csv", **CHART}
-    events = asyncio.run(chat(base, {"content": f"dataviz_chart_csv {json.dumps(named)}", "conversation_id": conversation_id}))
+    events = asyncio.run(
+        chat(base, {"content": f"dataviz_chart_csv {json.dumps(named)}", "conversation_id": conversation_id})
+    )
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["ok"], result["content"]
-    assert f"/api/files/{files[0]}/content?" in next(e for e in events if e["type"] == "tool_start")["arguments"]["file_url"]
+    assert (
+        f"/api/files/{files[0]}/content?"
+        in next(e for e in events if e["type"] == "tool_start")["arguments"]["file_url"]
+    )
 
-    events = asyncio.run(chat(base, {"content": 'pdfbasic_analyze_pdf {"file_url": "report.pdf"}',
-                                     "conversation_id": conversation_id}))  # fmt: skip
+    events = asyncio.run(
+        chat(base, {"content": 'pdfbasic_analyze_pdf {"file_url": "report.pdf"}', "conversation_id": conversation_id})
+    )
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["ok"] and "1 page" in result["content"], result["content"]
 

@@ -45,9 +45,11 @@ def replica(address: str, port: int, name: str) -> Iterator[None]:
 
 def shipped_conf(folder: Path, *, dns_port: int, listen: int, upstream: int) -> Path:
     conf = (PROJECT_ROOT / "deploy" / "nginx.conf").read_text()
-    for old, new in (("resolver 127.0.0.11 valid=10s", f"resolver 127.0.0.1:{dns_port} valid=1s"),
-                     ("listen 8000;", f"listen 127.0.0.1:{listen};"),
-                     ("replica:8000", f"replica:{upstream}")):  # fmt: skip
+    for old, new in (
+        ("resolver 127.0.0.11 valid=10s", f"resolver 127.0.0.1:{dns_port} valid=1s"),
+        ("listen 8000;", f"listen 127.0.0.1:{listen};"),
+        ("replica:8000", f"replica:{upstream}"),
+    ):
         assert conf.count(old) == 1, f"deploy/nginx.conf has no single '{old}'"
         conf = conf.replace(old, new)
     path = folder / "nginx.conf"
@@ -70,9 +72,19 @@ def test_the_proxy_finds_a_replica_again_after_it_restarts_with_a_new_address(tm
     with dns_server() as dns, replica("127.0.0.2", upstream, "first"):
         dns.answers["replica"] = ["127.0.0.2"]
         conf = shipped_conf(tmp_path, dns_port=dns.port, listen=listen, upstream=upstream)
-        front = subprocess.Popen([nginx, "-c", str(conf), "-p", str(tmp_path), "-g",
-                                  f"daemon off; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        front = subprocess.Popen(
+            [
+                nginx,
+                "-c",
+                str(conf),
+                "-p",
+                str(tmp_path),
+                "-g",
+                f"daemon off; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         try:
             wait_for_port(listen, front, "nginx")
             assert ask(f"http://127.0.0.1:{listen}/") == "first"

@@ -50,16 +50,30 @@ def test_root_owned_folders_become_the_app_users_and_the_app_runs_as_that_user(o
     for path in (data, data / "files", data / "files" / "old.bin", logs):
         os.chown(path, 0, 0)
     data.chmod(0o755)  # as Docker makes a missing bind-mounted folder
-    env = {"PATH": os.environ["PATH"], "SWITCHBOARD_APP_USER": "nobody",
-           "SWITCHBOARD_DATA_DIR": str(data), "SWITCHBOARD_LOG_DIR": str(logs)}  # fmt: skip
+    env = {
+        "PATH": os.environ["PATH"],
+        "SWITCHBOARD_APP_USER": "nobody",
+        "SWITCHBOARD_DATA_DIR": str(data),
+        "SWITCHBOARD_LOG_DIR": str(logs),
+    }
     if drop == "python":  # a base image without util-linux's setpriv
         tools = tmp_path / "bin"
         tools.mkdir()
         for tool in ("sh", "id", "find", "chown", "chmod", "mkdir", "python3", "touch"):
             os.symlink(shutil.which(tool), tools / tool)
         env["PATH"] = str(tools)
-    done = subprocess.run([str(ENTRYPOINT), "sh", "-c", 'id -u; id -G; touch "$SWITCHBOARD_DATA_DIR/new" "$SWITCHBOARD_LOG_DIR/app.jsonl"'],
-                          env=env, capture_output=True, text=True, timeout=30)  # fmt: skip
+    done = subprocess.run(
+        [
+            str(ENTRYPOINT),
+            "sh",
+            "-c",
+            'id -u; id -G; touch "$SWITCHBOARD_DATA_DIR/new" "$SWITCHBOARD_LOG_DIR/app.jsonl"',
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 0, done.stderr
     uid, groups = done.stdout.split("\n")[:2]
     assert int(uid) == user.pw_uid and groups.split() == [str(user.pw_gid)], "no root groups kept"
@@ -70,9 +84,13 @@ def test_root_owned_folders_become_the_app_users_and_the_app_runs_as_that_user(o
 
 def test_started_as_another_user_it_runs_the_command_as_is(tmp_path):
     user = _nobody()
-    done = subprocess.run(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-                           str(ENTRYPOINT), "id", "-u"], capture_output=True, text=True, timeout=30,
-                          env={"PATH": os.environ["PATH"], "SWITCHBOARD_DATA_DIR": str(tmp_path)})  # fmt: skip
+    done = subprocess.run(
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", str(ENTRYPOINT), "id", "-u"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": os.environ["PATH"], "SWITCHBOARD_DATA_DIR": str(tmp_path)},
+    )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) == user.pw_uid
 
@@ -82,8 +100,12 @@ def test_started_as_the_data_dirs_owner_it_makes_the_data_dir_private(open_tmp):
     data = open_tmp / "data"
     data.mkdir(mode=0o755)
     os.chown(data, user.pw_uid, user.pw_gid)
-    done = subprocess.run(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-                           str(ENTRYPOINT), "true"], capture_output=True, text=True, timeout=30,
-                          env={"PATH": os.environ["PATH"], "SWITCHBOARD_DATA_DIR": str(data)})  # fmt: skip
+    done = subprocess.run(
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", str(ENTRYPOINT), "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": os.environ["PATH"], "SWITCHBOARD_DATA_DIR": str(data)},
+    )
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(data.stat().st_mode) == 0o700

@@ -5,9 +5,7 @@ by uvicorn), a real stdio MCP server, the HTTP LLM double."""
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +23,9 @@ IDS = {"call_id", "message_id", "conversation_id", "user_message_id", "request_i
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("doors")
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
+    write_config(
+        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
+    )
     with served(make_settings(tmp, llm_max_attempts=1, turn_grace_s=GRACE_S)) as (base, services):
         yield base, services
 
@@ -42,14 +42,29 @@ class Script:
 
 SCRIPTS = [
     Script("text", "say hello", [TextReply("Hello there, **friend**.")]),
-    Script("one tool", "echo it", [ToolCallReply([ToolCall("toolbox_echo", '{"text": "ping"}')]), TextReply("It said ping.")]),
-    Script("parallel tools", "two at once",
-           [ToolCallReply([ToolCall("toolbox_echo", '{"text": "fast"}'),
-                           ToolCall("toolbox_slow", '{"steps": 2, "delay_s": 0.3}')]), TextReply("Both done.")]),  # fmt: skip
+    Script(
+        "one tool",
+        "echo it",
+        [ToolCallReply([ToolCall("toolbox_echo", '{"text": "ping"}')]), TextReply("It said ping.")],
+    ),
+    Script(
+        "parallel tools",
+        "two at once",
+        [
+            ToolCallReply(
+                [ToolCall("toolbox_echo", '{"text": "fast"}'), ToolCall("toolbox_slow", '{"steps": 2, "delay_s": 0.3}')]
+            ),
+            TextReply("Both done."),
+        ],
+    ),
     Script("approval", "delete it", [ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("Gone.")]),
     Script("elicitation", "who am I", [ToolCallReply([ToolCall("toolbox_ask_name", "{}")]), TextReply("Hi Ada.")]),
-    Script("cancel", "count slowly", [ToolCallReply([ToolCall("toolbox_slow", '{"steps": 50, "delay_s": 0.2}')]),
-                                      TextReply("never sent")], cancel_at_start=True),  # fmt: skip
+    Script(
+        "cancel",
+        "count slowly",
+        [ToolCallReply([ToolCall("toolbox_slow", '{"steps": 50, "delay_s": 0.2}')]), TextReply("never sent")],
+        cancel_at_start=True,
+    ),
     Script("model error", "fail please", [ErrorReply(400, "the model refused the request")]),
     Script("refused", "a bad level", [], extra={"compliance_level": "Bogus"}, refused=True),
 ]
@@ -120,8 +135,14 @@ def test_each_script_shows_what_it_is_about(site, llm):
     assert "hello Ada, age 36" in next(e for e in seen["elicitation"] if e["type"] == "tool_result")["content"]
     assert seen["cancel"][-1]["finish_reason"] == "cancelled"
     assert "error" in types("model error") and seen["model error"][-1]["finish_reason"] == "error"
-    assert seen["refused"] == [{"type": "error", "code": "bad_request", "message": "unknown compliance level 'Bogus'",
-                                "action": "Use one of: Public, Internal, External."}]  # fmt: skip
+    assert seen["refused"] == [
+        {
+            "type": "error",
+            "code": "bad_request",
+            "message": "unknown compliance level 'Bogus'",
+            "action": "Use one of: Public, Internal, External.",
+        }
+    ]
 
 
 def test_a_dropped_stream_leaves_its_turn_running_only_for_the_grace_period(site, llm):
@@ -131,12 +152,16 @@ def test_a_dropped_stream_leaves_its_turn_running_only_for_the_grace_period(site
     llm.reset()
     llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("never"))
     with httpx.Client(base_url=base, timeout=30) as client:
-        with client.stream("POST", "/api/chat", json={"content": "delete", "conversation_id": "dropped-stream-1"}) as response:
+        with client.stream(
+            "POST", "/api/chat", json={"content": "delete", "conversation_id": "dropped-stream-1"}
+        ) as response:
             next(e for e in events_of(response.iter_lines()) if e["type"] == "approval_request")
         dropped = time.monotonic()
         time.sleep(GRACE_S / 3)
         assert services.turns.running("dev@localhost", "dropped-stream-1") is not None  # a reconnect could still attach
-        while services.turns.running("dev@localhost", "dropped-stream-1") is not None and time.monotonic() - dropped < 10:
+        while (
+            services.turns.running("dev@localhost", "dropped-stream-1") is not None and time.monotonic() - dropped < 10
+        ):
             time.sleep(0.05)
         waited = time.monotonic() - dropped
     assert services.turns.running("dev@localhost", "dropped-stream-1") is None
@@ -146,8 +171,11 @@ def test_a_dropped_stream_leaves_its_turn_running_only_for_the_grace_period(site
 def test_a_websocket_turn_is_answered_and_stopped_over_http(site, llm):
     base, services = site
     llm.reset()
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
-                ToolCallReply([ToolCall("toolbox_slow", '{"steps": 50, "delay_s": 0.2}')]), TextReply("never"))  # fmt: skip
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
+        ToolCallReply([ToolCall("toolbox_slow", '{"steps": 50, "delay_s": 0.2}')]),
+        TextReply("never"),
+    )
     door, http = WebsocketDoor(base), HttpDoor(base)
     try:
         events = []
@@ -162,4 +190,6 @@ def test_a_websocket_turn_is_answered_and_stopped_over_http(site, llm):
         http.close()
     results = [e for e in events if e["type"] == "tool_result"]
     assert results[0]["tool"] == "toolbox_delete_everything" and results[0]["ok"]
-    assert events[-1]["finish_reason"] == "cancelled" and services.turns.running("dev@localhost", "cross-door-1") is None
+    assert (
+        events[-1]["finish_reason"] == "cancelled" and services.turns.running("dev@localhost", "cross-door-1") is None
+    )

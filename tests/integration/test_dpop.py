@@ -100,9 +100,12 @@ def test_a_stolen_access_token_replayed_from_elsewhere_is_refused(tmp_path, dpop
         as_bearer = httpx.post(dpop_server, json=call, headers={**accept, "Authorization": f"Bearer {stolen}"})
         thief = DPoPKey.generate()
         own_proof = thief.proof("POST", dpop_server, access_token=stolen)
-        with_own_key = httpx.post(dpop_server, json=call,
-                                  headers={**accept, "Authorization": f"DPoP {stolen}", "DPoP": own_proof})  # fmt: skip
+        with_own_key = httpx.post(
+            dpop_server, json=call, headers={**accept, "Authorization": f"DPoP {stolen}", "DPoP": own_proof}
+        )
         assert as_bearer.status_code == 401 and with_own_key.status_code == 401
-        assert seen(dpop_server)["refused"] == ["a bound token presented as Bearer",
-                                                "the proof's key is not the one the token is bound to"]  # fmt: skip
+        assert seen(dpop_server)["refused"] == [
+            "a bound token presented as Bearer",
+            "the proof's key is not the one the token is bound to",
+        ]
         assert call_whoami(client, services, USER)["token"] == stolen  # the host itself goes on working

@@ -22,8 +22,10 @@ from tests.support.sinks import Sink
 
 def counted(pids: Path) -> dict[str, object]:
     """The toolbox, writing its pid to `pids` first: one line per process started."""
-    code = (f"import os, pathlib, runpy, sys; pathlib.Path({str(pids)!r}).open('a').write(f'{{os.getpid()}}\\n'); "
-            f"sys.argv = [{str(TOOLBOX)!r}]; runpy.run_path({str(TOOLBOX)!r}, run_name='__main__')")  # fmt: skip
+    code = (
+        f"import os, pathlib, runpy, sys; pathlib.Path({str(pids)!r}).open('a').write(f'{{os.getpid()}}\\n'); "
+        f"sys.argv = [{str(TOOLBOX)!r}]; runpy.run_path({str(TOOLBOX)!r}, run_name='__main__')"
+    )
     return {"command": "python", "args": ["-c", code]}
 
 
@@ -54,16 +56,21 @@ def test_the_inherited_environment_is_the_sdks():
 async def test_a_connection_adopts_its_early_process_and_a_changed_entry_starts_afresh(tmp_path, monkeypatch):
     monkeypatch.setenv("SWITCHBOARD_TEST_APP_SECRET", "must-not-leak")
     same, changed = tmp_path / "same.pids", tmp_path / "changed.pids"
-    early_config = McpConfig(servers={"same": ServerConfig(**counted(same), env={"GIVEN": "yes"}),
-                                      "changed": ServerConfig(**counted(changed))})  # fmt: skip
+    early_config = McpConfig(
+        servers={
+            "same": ServerConfig(**counted(same), env={"GIVEN": "yes"}),
+            "changed": ServerConfig(**counted(changed)),
+        }
+    )
     early = EarlyStarts()
     await early.start(early_config, project_root=tmp_path, log_dir=tmp_path / "logs", files_origin=None)
     assert wait_for(lambda: len(started(same)) == 1 and len(started(changed)) == 1)
     first_changed = started(changed)[0]
 
     # The pool's config: "changed" now has another variable, so its early process is not the right one.
-    config = McpConfig(servers={"same": early_config.servers["same"],
-                                "changed": ServerConfig(**counted(changed), env={"NEW": "1"})})  # fmt: skip
+    config = McpConfig(
+        servers={"same": early_config.servers["same"], "changed": ServerConfig(**counted(changed), env={"NEW": "1"})}
+    )
     pool = ServerPool(config, project_root=tmp_path, log_dir=tmp_path / "logs", init_timeout_s=30, early=early)
     pool.start()
     try:
@@ -97,8 +104,12 @@ async def test_an_early_process_that_fails_leaves_its_stderr_for_the_status(tmp_
 async def test_processes_no_connection_adopted_are_stopped_with_the_pool(tmp_path):
     pids = tmp_path / "gone.pids"
     early = EarlyStarts()
-    await early.start(McpConfig(servers={"gone": ServerConfig(**counted(pids))}), project_root=tmp_path,
-                      log_dir=tmp_path / "logs", files_origin=None)  # fmt: skip
+    await early.start(
+        McpConfig(servers={"gone": ServerConfig(**counted(pids))}),
+        project_root=tmp_path,
+        log_dir=tmp_path / "logs",
+        files_origin=None,
+    )
     assert wait_for(lambda: len(started(pids)) == 1)
     pool = ServerPool(McpConfig(servers={}), project_root=tmp_path, log_dir=tmp_path / "logs", early=early)
     pool.start()

@@ -23,8 +23,12 @@ EVIL = "http://rebind.attacker.example"
 def client(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("edge")
     write_config(tmp / "defaults", groups={"dev@localhost": ["users", "admin"]})
-    settings = make_settings(tmp, public_url="https://chat.example.com", allowed_origins=["https://front.example.org"],
-                             allowed_hosts=["testserver", "*.corp.example"])  # fmt: skip
+    settings = make_settings(
+        tmp,
+        public_url="https://chat.example.com",
+        allowed_origins=["https://front.example.org"],
+        allowed_hosts=["testserver", "*.corp.example"],
+    )
     with running_app(settings) as (test_client, _):
         yield test_client
 
@@ -33,7 +37,10 @@ def client(tmp_path_factory):
 def proxy(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("edge-proxy")
     write_config(tmp / "defaults")
-    with running_app(make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, groups_header="X-User-Groups")) as (c, _):
+    with running_app(make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, groups_header="X-User-Groups")) as (
+        c,
+        _,
+    ):
         yield c
 
 
@@ -48,13 +55,24 @@ def test_a_request_for_an_unknown_host_is_refused_with_a_clear_message(client):
     assert "SWITCHBOARD_ALLOWED_HOSTS" in error["action"] and "SWITCHBOARD_PUBLIC_URL" in error["action"]
     assert response.headers["x-content-type-options"] == "nosniff"
     assert client.get("/", headers={"host": "rebind.attacker.example"}).status_code == 400
-    assert client.post("/api/files", headers={"host": "evil.example"}, files={"file": ("a.txt", b"x", "text/plain")}
-                       ).status_code == 400  # fmt: skip
+    assert (
+        client.post(
+            "/api/files", headers={"host": "evil.example"}, files={"file": ("a.txt", b"x", "text/plain")}
+        ).status_code
+        == 400
+    )
 
 
 def test_known_hosts_are_served(client):
-    for host in ("localhost", "localhost:8000", "127.0.0.1:9999", "[::1]:8000", "chat.example.com",
-                 "team.corp.example", "testserver"):  # fmt: skip
+    for host in (
+        "localhost",
+        "localhost:8000",
+        "127.0.0.1:9999",
+        "[::1]:8000",
+        "chat.example.com",
+        "team.corp.example",
+        "testserver",
+    ):
         assert client.get("/api/config", headers={"host": host}).status_code == 200, host
     assert client.get("/api/config", headers={"host": "corp.example"}).status_code == 400  # `*.` means subdomains
     assert client.get("/api/config", headers={"host": "chat.example.com.evil.example"}).status_code == 400
@@ -66,8 +84,9 @@ def test_liveness_answers_any_host(client):
 
 def test_a_websocket_for_an_unknown_host_is_refused(client):
     with pytest.raises(WebSocketDenialResponse) as info:
-        with client.websocket_connect("/ws", headers={"host": "rebind.attacker.example:8000",
-                                                      "origin": "http://rebind.attacker.example:8000"}):  # fmt: skip
+        with client.websocket_connect(
+            "/ws", headers={"host": "rebind.attacker.example:8000", "origin": "http://rebind.attacker.example:8000"}
+        ):
             pass
     assert info.value.status_code == 400
     assert "SWITCHBOARD_ALLOWED_HOSTS" in info.value.json()["error"]["action"]
@@ -88,8 +107,13 @@ def test_the_websocket_admits_the_configured_origins_not_the_host_header(client)
     assert session_user(client, host="127.0.0.1:8000", origin="https://chat.example.com")
     assert session_user(client, host="127.0.0.1:8000", origin="https://front.example.org")
     assert session_user(client, host="localhost:8000", origin="http://localhost:8000")  # the app's own port
-    for origin in (EVIL, "null", "http://chat.example.com.evil.example", "http://localhost:9999",
-                   "https://team.corp.example"):  # fmt: skip
+    for origin in (
+        EVIL,
+        "null",
+        "http://chat.example.com.evil.example",
+        "http://localhost:9999",
+        "https://team.corp.example",
+    ):
         with pytest.raises(WebSocketDisconnect) as info:
             with client.websocket_connect("/ws", headers={"host": "localhost:8000", "origin": origin}) as ws:
                 ws.receive_json()
@@ -127,8 +151,9 @@ def test_a_client_without_identity_sees_close_code_1008(tmp_path):
             with ws_connect(url, additional_headers={"X-User-Email": "bob@example.com"}, open_timeout=10) as ws:
                 ws.recv(timeout=10)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
-        with ws_connect(url, additional_headers={"X-User-Email": "bob@example.com", "X-Proxy-Secret": SECRET},
-                        open_timeout=10) as ws:  # fmt: skip
+        with ws_connect(
+            url, additional_headers={"X-User-Email": "bob@example.com", "X-Proxy-Secret": SECRET}, open_timeout=10
+        ) as ws:
             assert '"bob@example.com"' in ws.recv(timeout=10)
 
 
@@ -140,7 +165,9 @@ def test_a_cross_site_post_is_refused_before_the_route_runs(client):
     response = client.post("/api/files", headers={"origin": EVIL}, files=files)
     assert response.status_code == 403
     error = response.json()["error"]
-    assert error["code"] == "forbidden" and EVIL in error["message"] and "SWITCHBOARD_ALLOWED_ORIGINS" in error["action"]
+    assert (
+        error["code"] == "forbidden" and EVIL in error["message"] and "SWITCHBOARD_ALLOWED_ORIGINS" in error["action"]
+    )
     assert client.post("/api/admin/reload", headers={"origin": EVIL}).status_code == 403
     assert client.post("/api/admin/reload", headers={"origin": "null"}).status_code == 403  # sandboxed artifact
     assert client.post("/api/admin/reload", headers={"sec-fetch-site": "cross-site"}).status_code == 403
@@ -152,8 +179,14 @@ def test_a_cross_site_post_is_refused_before_the_route_runs(client):
 def test_same_origin_and_origin_less_posts_still_work(client):
     files = {"file": ("notes.txt", b"fine", "text/plain")}
     assert client.post("/api/files", files=files).status_code == 200  # API clients send no Origin
-    assert client.post("/api/files", headers={"host": "localhost:8000", "origin": "http://localhost:8000",
-                                              "sec-fetch-site": "same-origin"}, files=files).status_code == 200  # fmt: skip
+    assert (
+        client.post(
+            "/api/files",
+            headers={"host": "localhost:8000", "origin": "http://localhost:8000", "sec-fetch-site": "same-origin"},
+            files=files,
+        ).status_code
+        == 200
+    )
     assert client.post("/api/files", headers={"origin": "https://chat.example.com"}, files=files).status_code == 200
     assert client.post("/api/admin/reload", headers={"origin": "https://front.example.org"}).status_code == 200
     assert client.get("/api/config", headers={"origin": EVIL}).status_code == 200  # reads are the browser's to guard
@@ -174,8 +207,9 @@ def proxy_headers(*extra: tuple[str, str]) -> HeaderList:
     return HeaderList([("x-user-email", "bob@example.com"), ("x-proxy-secret", SECRET), *extra])
 
 
-@pytest.mark.parametrize("extra", [("x-user-email", "root@example.com"), ("x-proxy-secret", SECRET),
-                                   ("x-user-groups", "admin")])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra", [("x-user-email", "root@example.com"), ("x-proxy-secret", SECRET), ("x-user-groups", "admin")]
+)
 def test_a_repeated_identity_secret_or_groups_header_is_refused(proxy, extra):
     assert proxy.get("/api/config", headers=proxy_headers()).json()["user"]["email"] == "bob@example.com"
     if extra[0] == "x-user-groups":

@@ -19,7 +19,9 @@ FOLLOWERS = 3
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("fanout")
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
+    write_config(
+        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
+    )
     with running_app(make_settings(tmp)) as (client, _):
         yield client
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import shutil
+import signal
 import subprocess
-import time
 
 import pytest
 
@@ -35,8 +34,11 @@ ARGUMENTS = {
     "get-structured-content": {"location": "Chicago"},
     "get-sum": {"a": 2, "b": 3},
     "get-resource-links": {"count": 2},
-    "gzip-file-as-resource": {"name": "hello.txt.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ=",
-                              "outputType": "resource"},  # fmt: skip
+    "gzip-file-as-resource": {
+        "name": "hello.txt.gz",
+        "data": "data:text/plain;base64,aGVsbG8gd29ybGQ=",
+        "outputType": "resource",
+    },
     "trigger-long-running-operation": {"duration": 1, "steps": 2},
     "trigger-sampling-request": {"prompt": "say hi", "maxTokens": 20},
     "trigger-url-elicitation": {"url": "https://example.com/verify", "message": "Open the link"},
@@ -64,13 +66,21 @@ def site(request, tmp_path_factory, double):
     environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(tmp))}
     proc = None
     if request.param == "stdio":
-        entry = {"command": "npx", "args": ["-y", PACKAGE],
-                 "env": {"PATH": "${PATH}", "HOME": "${HOME}", "npm_config_prefer_offline": "true"}}  # fmt: skip
+        entry = {
+            "command": "npx",
+            "args": ["-y", PACKAGE],
+            "env": {"PATH": "${PATH}", "HOME": "${HOME}", "npm_config_prefer_offline": "true"},
+        }
     else:
         port = free_port()
         # Its own process group: npx starts node as a child, which outlives a signal to npx alone.
-        proc = subprocess.Popen(["npx", "-y", PACKAGE, "streamableHttp"], env={**os.environ, "PORT": str(port)},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            ["npx", "-y", PACKAGE, "streamableHttp"],
+            env={**os.environ, "PORT": str(port)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             wait_for_port(port, proc, "server-everything streamableHttp", timeout_s=START_TIMEOUT_S)
         except RuntimeError as exc:
@@ -131,8 +141,14 @@ def test_every_tool_works_from_a_chat(site, double):
             if events[-1]["type"] == "elicitation_request":  # the form, and the link to open
                 fields = events[-1]["schema"].get("properties", {})
                 answer = {"name": "Lin Example", "check": True, "email": "lin@example.com"}
-                ws.send_json({"type": "elicitation_response", "request_id": events[-1]["request_id"], "action": "accept",
-                              "content": {k: v for k, v in answer.items() if k in fields}})  # fmt: skip
+                ws.send_json(
+                    {
+                        "type": "elicitation_response",
+                        "request_id": events[-1]["request_id"],
+                        "action": "accept",
+                        "content": {k: v for k, v in answer.items() if k in fields},
+                    }
+                )
     results = {e["tool"].removeprefix("everything_"): e for e in events if e["type"] == "tool_result"}
     assert set(results) == names
     failed = {name: r["content"][:200] for name, r in results.items() if not r["ok"]}
@@ -147,11 +163,19 @@ def test_every_prompt_fills_in(site):
     client, _ = site
     prompts = [p for p in client.get("/api/config").json()["prompts"] if p["server"] == "everything"]
     assert prompts
-    values = {"city": "Chicago", "state": "IL", "department": "Engineering", "name": "Lin",
-              "resourceType": "Text", "resourceId": "1"}  # fmt: skip
+    values = {
+        "city": "Chicago",
+        "state": "IL",
+        "department": "Engineering",
+        "name": "Lin",
+        "resourceType": "Text",
+        "resourceId": "1",
+    }
     for prompt in prompts:
         arguments = {a["name"]: values.get(a["name"], "x") for a in prompt["arguments"] if a.get("required")}
-        answer = client.post("/api/prompts", json={"server": "everything", "name": prompt["name"], "arguments": arguments})
+        answer = client.post(
+            "/api/prompts", json={"server": "everything", "name": prompt["name"], "arguments": arguments}
+        )
         assert answer.status_code == 200, (prompt["name"], answer.text)
         assert answer.json()["text"].strip(), prompt["name"]
 

@@ -158,14 +158,23 @@ def test_images_structured_content_and_resources_become_results_and_artifacts(si
 def test_elicitation_asks_the_user_through_the_browser(site, llm):
     client, services = site
     need(services, "trigger-elicitation-request")
-    llm.enqueue(ToolCallReply([ToolCall(qualified(services, "trigger-elicitation-request"), "{}")]), TextReply("Thanks."))
+    llm.enqueue(
+        ToolCallReply([ToolCall(qualified(services, "trigger-elicitation-request"), "{}")]), TextReply("Thanks.")
+    )
     with client.websocket_connect("/ws") as ws:
         ws.receive_json()
         ws.send_json({"type": "chat", "content": "ask me something"})
         question = until(ws, "elicitation_request")[-1]
         assert "name" in question["schema"]["properties"]
         answer = {"name": "Lin Example", "check": True, "email": "lin@example.com"}
-        ws.send_json({"type": "elicitation_response", "request_id": question["request_id"], "action": "accept", "content": answer})
+        ws.send_json(
+            {
+                "type": "elicitation_response",
+                "request_id": question["request_id"],
+                "action": "accept",
+                "content": answer,
+            }
+        )
         events = until(ws, "message_done")
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["ok"] and "Lin Example" in result["content"], result
@@ -175,7 +184,9 @@ def test_sampling_uses_the_conversations_model(site, llm):
     client, services = site
     need(services, "trigger-sampling-request")
     llm.enqueue(
-        ToolCallReply([ToolCall(qualified(services, "trigger-sampling-request"), '{"prompt": "say hi", "maxTokens": 20}')]),
+        ToolCallReply(
+            [ToolCall(qualified(services, "trigger-sampling-request"), '{"prompt": "say hi", "maxTokens": 20}')]
+        ),
         TextReply("a sampled greeting"),  # the server's sampling request
         TextReply("The server got its completion."),
     )

@@ -18,12 +18,18 @@ def chat(ws, content, **extra):
 
 def test_the_markdown_export_reads_right_and_keeps_private_links_out(tmp_path, llm):
     llm.reset()
-    write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry(approval="never")}, models=[double_model(llm)],
-                 default_model="double")  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        servers={"toolbox": toolbox_entry(approval="never")},
+        models=[double_model(llm)],
+        default_model="double",
+    )
     with running_app(make_settings(tmp_path)) as (client, _):
         upload = client.post("/api/files", files={"file": ("notes.txt", b"some notes", "text/plain")}).json()
-        llm.enqueue(ToolCallReply([ToolCall("toolbox_fetch", "{}"), ToolCall("toolbox_whoami", "{}")]),
-                    TextReply("Done: I looked at your file."))  # fmt: skip
+        llm.enqueue(
+            ToolCallReply([ToolCall("toolbox_fetch", "{}"), ToolCall("toolbox_whoami", "{}")]),
+            TextReply("Done: I looked at your file."),
+        )
         with client.websocket_connect("/ws") as ws:
             ws.receive_json()
             first = chat(ws, "read my notes", files=[upload["id"]])
@@ -48,8 +54,13 @@ def test_the_markdown_export_reads_right_and_keeps_private_links_out(tmp_path, l
     assert "/api/files/" not in text and "dev@localhost" not in text and "s=" not in text
     assert "(attached file notes.txt)" in text and "user=(you)" in text
     headings = [line for line in text.splitlines() if line.startswith("#")]
-    assert headings[:5] == ["# Notes: Q3 / plan", "## You", "## Assistant", "### Tool `toolbox_fetch` (failed)",
-                            "### Tool `toolbox_whoami` (ok)"], headings  # fmt: skip
+    assert headings[:5] == [
+        "# Notes: Q3 / plan",
+        "## You",
+        "## Assistant",
+        "### Tool `toolbox_fetch` (failed)",
+        "### Tool `toolbox_whoami` (ok)",
+    ], headings
     assert text.index("### Tool `toolbox_whoami`") < text.index("Done: I looked at your file.")
     assert "\n\n\n" not in text and text.endswith("\n") and not text.endswith("\n\n")
     for heading in headings[1:]:

@@ -17,7 +17,7 @@ from switchboard.tools import ServerConnection
 
 
 class _Unauthorized(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Bearer realm="mcp"')
         self.send_header("Content-Length", "0")
@@ -55,8 +55,9 @@ def silent_port() -> Iterator[int]:
 
 
 async def _reason(tmp_path, url: str, init_timeout_s: float = 10.0) -> str:
-    conn = ServerConnection("remote", ServerConfig(url=url), project_root=tmp_path, log_dir=tmp_path,
-                            init_timeout_s=init_timeout_s)  # fmt: skip
+    conn = ServerConnection(
+        "remote", ServerConfig(url=url), project_root=tmp_path, log_dir=tmp_path, init_timeout_s=init_timeout_s
+    )
     conn.start()
     try:
         for _ in range(400):

@@ -158,7 +158,9 @@ def test_a_killed_server_fails_the_call_at_once_and_comes_back(site):
     killed_at: list[float] = []
 
     async def scenario():
-        call = asyncio.create_task(site.pool.call(site.tool("victim_wait"), {"seconds": 60, "pid_file": str(pid_file)}, Sink()))
+        call = asyncio.create_task(
+            site.pool.call(site.tool("victim_wait"), {"seconds": 60, "pid_file": str(pid_file)}, Sink())
+        )
         pid = await asyncio.to_thread(read_pid, pid_file)
         killed_at.append(time.monotonic())
         os.kill(pid, signal.SIGKILL)
@@ -223,7 +225,9 @@ def test_a_hanging_call_times_out_saying_how_long_it_ran_while_other_calls_go_on
     other, other_s, other_before_hang, hung_s, message = site.run(scenario)
     assert other == "waited 0 s" and other_before_hang and other_s < 5
     assert QUICK_TIMEOUT_S <= hung_s < 10
-    assert re.search(rf"'hang' sent nothing for {QUICK_TIMEOUT_S:g} s \(ran \d+ s in all\) and was stopped", message), message
+    assert re.search(rf"'hang' sent nothing for {QUICK_TIMEOUT_S:g} s \(ran \d+ s in all\) and was stopped", message), (
+        message
+    )
 
 
 def test_a_hanging_call_beside_a_quick_one_in_the_same_turn(site, llm):
@@ -253,7 +257,13 @@ def test_progress_keeps_a_long_call_alive_and_silence_ends_it(site):
         started = time.monotonic()
         with pytest.raises(ToolTimeout) as info:
             await site.pool.call(site.tool("quick_progress_then_hang"), {"steps": 3, "interval_s": 0.2}, silent_sink)
-        return long_call, len(sink.progress_seen), len(silent_sink.progress_seen), time.monotonic() - started, info.value.message
+        return (
+            long_call,
+            len(sink.progress_seen),
+            len(silent_sink.progress_seen),
+            time.monotonic() - started,
+            info.value.message,
+        )
 
     long_call, reports, silent_reports, silent_s, message = site.run(scenario)
     assert long_call.ok and long_call.text.startswith("done after"), long_call.text
@@ -269,8 +279,14 @@ def test_a_user_may_take_longer_than_the_idle_limit_to_answer_a_question(site, l
         ws.send_json({"type": "chat", "content": "ask me"})
         question = until(ws, "elicitation_request")[-1]
         time.sleep(QUICK_TIMEOUT_S + 1)  # the user reads and types
-        ws.send_json({"type": "elicitation_response", "request_id": question["request_id"], "action": "accept",
-                      "content": {"name": "Lin"}})  # fmt: skip
+        ws.send_json(
+            {
+                "type": "elicitation_response",
+                "request_id": question["request_id"],
+                "action": "accept",
+                "content": {"name": "Lin"},
+            }
+        )
         events = until(ws, "message_done")
     result = results(events)["quick_ask_name"]
     assert result["ok"] and result["content"] == "hello Lin", result

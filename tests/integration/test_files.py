@@ -30,15 +30,26 @@ def site(tmp_path_factory, llm):
         tmp / "defaults",
         servers={
             "toolbox": toolbox_entry(approval="never"),
-            "pdfbasic": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/pdfbasic", "approval": "never",
-                         "file_types": ["application/pdf"]},
+            "pdfbasic": {
+                "command": "python",
+                "args": ["main.py"],
+                "cwd": "backend/mcp/pdfbasic",
+                "approval": "never",
+                "file_types": ["application/pdf"],
+            },
         },
         models=[double_model(llm)],
         default_model="double",
     )
     port = free_port()
-    settings = make_settings(tmp, port=port, auth_mode="proxy", proxy_secret=SECRET, max_upload_bytes=200_000,
-                             max_upload_bytes_per_user=300_000)  # fmt: skip
+    settings = make_settings(
+        tmp,
+        port=port,
+        auth_mode="proxy",
+        proxy_secret=SECRET,
+        max_upload_bytes=200_000,
+        max_upload_bytes_per_user=300_000,
+    )
     services = build_services(settings, environ={"DOUBLE_KEY": "k"})
     with serve_app(create_app(settings, services=services), port) as base:
         deadline = time.monotonic() + 60
@@ -107,7 +118,9 @@ def test_attach_a_pdf_and_ask_for_its_summary(site, llm):
     base, _ = site
     pdf = build_pdf(["Quarterly report", "Revenue grew by nine percent"], {"Title": "Q3 Report"})
     file_id = upload(base, ALICE, "q3.pdf", pdf, "application/pdf").json()["id"]
-    llm.enqueue(ToolCallReply([ToolCall("pdfbasic_analyze_pdf", '{"file_url": "q3.pdf"}')]), TextReply("A short report."))
+    llm.enqueue(
+        ToolCallReply([ToolCall("pdfbasic_analyze_pdf", '{"file_url": "q3.pdf"}')]), TextReply("A short report.")
+    )
     events = asyncio.run(turn(base, ALICE, {"content": "summarise the attached PDF", "files": [file_id]}))
     start = next(e for e in events if e["type"] == "tool_start")
     assert start["arguments"]["file_url"].startswith(base + f"/api/files/{file_id}/content?")

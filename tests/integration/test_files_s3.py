@@ -46,17 +46,28 @@ def bucket():
 def apps(tmp_path_factory, llm, bucket):
     """Two app processes' worth of app (each its own data dir and server), one bucket."""
     tmp = tmp_path_factory.mktemp("s3")
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry(approval="never")}, models=[double_model(llm)],
-                 default_model="double")  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        servers={"toolbox": toolbox_entry(approval="never")},
+        models=[double_model(llm)],
+        default_model="double",
+    )
     bases = []
     from contextlib import ExitStack
 
     with ExitStack() as stack:
         for n in range(2):
             port = free_port()
-            settings = make_settings(tmp, data_dir=tmp / f"data{n}", port=port, auth_mode="proxy", proxy_secret=SECRET,
-                                     files_url="s3://sb-files/site-a", max_upload_bytes=40_000_000,
-                                     max_upload_bytes_per_user=100_000_000)  # fmt: skip
+            settings = make_settings(
+                tmp,
+                data_dir=tmp / f"data{n}",
+                port=port,
+                auth_mode="proxy",
+                proxy_secret=SECRET,
+                files_url="s3://sb-files/site-a",
+                max_upload_bytes=40_000_000,
+                max_upload_bytes_per_user=100_000_000,
+            )
             services = build_services(settings, environ={"DOUBLE_KEY": "k"})
             base = stack.enter_context(serve_app(create_app(settings, services=services), port))
             deadline = time.monotonic() + 60

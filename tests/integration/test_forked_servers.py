@@ -39,7 +39,9 @@ def _server_pid(name: str) -> int:
             continue
         if _gone(pid):
             continue
-        if (name == "toolbox" and str(TOOLBOX).encode() in cmdline) or cwd == str(PROJECT_ROOT / "backend" / "mcp" / name):
+        if (name == "toolbox" and str(TOOLBOX).encode() in cmdline) or cwd == str(
+            PROJECT_ROOT / "backend" / "mcp" / name
+        ):
             return pid
     raise AssertionError(f"no process runs {name}")
 
@@ -77,8 +79,12 @@ def _holds(pid: int, needle: bytes) -> bool:
 
 
 def _config() -> McpConfig:
-    dataviz = ServerConfig(command="python", args=["main.py"], cwd="backend/mcp/dataviz",
-                           env={"DATAVIZ_TEST_TOOLS": "1", "FASTMCP_LOG_LEVEL": "DEBUG", "DATAVIZ_TOKEN": SECRET})  # fmt: skip
+    dataviz = ServerConfig(
+        command="python",
+        args=["main.py"],
+        cwd="backend/mcp/dataviz",
+        env={"DATAVIZ_TEST_TOOLS": "1", "FASTMCP_LOG_LEVEL": "DEBUG", "DATAVIZ_TOKEN": SECRET},
+    )
     toolbox = ServerConfig(command="python", args=[str(TOOLBOX)])
     return McpConfig(servers={"dataviz": dataviz, "toolbox": toolbox})
 
@@ -95,8 +101,14 @@ async def test_a_bundled_server_is_forked_with_its_own_folder_environment_and_lo
     early = EarlyStarts()
     config = _config()
     await early.start(config, project_root=PROJECT_ROOT, log_dir=tmp_path / "logs", files_origin="http://127.0.0.1:9")
-    pool = ServerPool(config, project_root=PROJECT_ROOT, log_dir=tmp_path / "logs", init_timeout_s=60, early=early,
-                      files_origin="http://127.0.0.1:9")  # fmt: skip
+    pool = ServerPool(
+        config,
+        project_root=PROJECT_ROOT,
+        log_dir=tmp_path / "logs",
+        init_timeout_s=60,
+        early=early,
+        files_origin="http://127.0.0.1:9",
+    )
     pool.start()
     try:
         await pool.wait_settled(90)

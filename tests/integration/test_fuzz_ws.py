@@ -55,8 +55,11 @@ def _serve(app, port: int):
     """uvicorn in a thread, like harness.serve_app, but without websocket
     keepalive pings: they draw from the `random` module in the server's
     thread, which Hypothesis reports as strategies using `random`."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                          ws="websockets-sansio", ws_ping_interval=None))  # fmt: skip
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio", ws_ping_interval=None
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -72,8 +75,21 @@ def _serve(app, port: int):
 
 # -- strategies ---------------------------------------------------------------------
 
-HOSTILE_TEXT = ["\ud800", "\udfff", "a\ud83dz", "\x00", "\u202e", "😀" * 50, "<script>alert(1)</script>", "../../etc/passwd",
-                "%s%n", "\\", "\"", "{{7*7}}", "Ω" * 1000]  # fmt: skip
+HOSTILE_TEXT = [
+    "\ud800",
+    "\udfff",
+    "a\ud83dz",
+    "\x00",
+    "\u202e",
+    "😀" * 50,
+    "<script>alert(1)</script>",
+    "../../etc/passwd",
+    "%s%n",
+    "\\",
+    '"',
+    "{{7*7}}",
+    "Ω" * 1000,
+]
 texts = st.one_of(st.text(max_size=40), st.text(st.characters(), max_size=10), st.sampled_from(HOSTILE_TEXT))
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), texts)
 json_values = st.recursive(
@@ -83,12 +99,20 @@ json_values = st.recursive(
 
 def _not(*accepted: type) -> st.SearchStrategy:
     """JSON values that are none of `accepted` (bool is not an int here)."""
-    return json_values.filter(lambda v: not (isinstance(v, accepted) and not (isinstance(v, bool) and bool not in accepted)))
+    return json_values.filter(
+        lambda v: not (isinstance(v, accepted) and not (isinstance(v, bool) and bool not in accepted))
+    )
 
 
 # pydantic's lax bools accept 0/1 and words like "yes"/"off"; these never pass
-not_bool = st.one_of(st.none(), st.integers(min_value=2), st.integers(max_value=-1), st.text(min_size=1).map(lambda s: "x" + s),
-                     st.lists(scalars, max_size=3), st.dictionaries(texts, scalars, max_size=3))  # fmt: skip
+not_bool = st.one_of(
+    st.none(),
+    st.integers(min_value=2),
+    st.integers(max_value=-1),
+    st.text(min_size=1).map(lambda s: "x" + s),
+    st.lists(scalars, max_size=3),
+    st.dictionaries(texts, scalars, max_size=3),
+)
 not_str = _not(str)
 not_opt_str = json_values.filter(lambda v: v is not None and not isinstance(v, str))
 not_str_list = st.one_of(
@@ -121,10 +145,31 @@ SHAPES = {
     ),
     "cancel": ({"type": "cancel"}, {}),
 }
-REQUIRED = {"chat": ["content"], "approval_response": ["call_id", "approved"], "elicitation_response": ["request_id", "action"]}
-KNOWN_FIELDS = {"type", "content", "model", "tools", "files", "conversation_id", "compliance_level", "call_id", "approved",
-                "arguments", "remember", "request_id", "action", "incognito", "incognito_state", "edit_of", "regenerate",
-                "resources"}  # fmt: skip
+REQUIRED = {
+    "chat": ["content"],
+    "approval_response": ["call_id", "approved"],
+    "elicitation_response": ["request_id", "action"],
+}
+KNOWN_FIELDS = {
+    "type",
+    "content",
+    "model",
+    "tools",
+    "files",
+    "conversation_id",
+    "compliance_level",
+    "call_id",
+    "approved",
+    "arguments",
+    "remember",
+    "request_id",
+    "action",
+    "incognito",
+    "incognito_state",
+    "edit_of",
+    "regenerate",
+    "resources",
+}
 
 
 @st.composite
@@ -157,17 +202,30 @@ unknown_type = st.one_of(
 )
 # Well-formed answers for approvals and questions this connection was never asked.
 unasked = st.one_of(
-    st.fixed_dictionaries({"type": st.just("approval_response"), "call_id": texts, "approved": st.booleans()},
-                          optional={"arguments": st.dictionaries(texts, json_values, max_size=3), "remember": st.booleans()}),
-    st.fixed_dictionaries({"type": st.just("elicitation_response"), "request_id": texts,
-                           "action": st.sampled_from(["accept", "decline", "cancel"])},
-                          optional={"content": st.dictionaries(texts, json_values, max_size=3)}),
-)  # fmt: skip
+    st.fixed_dictionaries(
+        {"type": st.just("approval_response"), "call_id": texts, "approved": st.booleans()},
+        optional={"arguments": st.dictionaries(texts, json_values, max_size=3), "remember": st.booleans()},
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("elicitation_response"),
+            "request_id": texts,
+            "action": st.sampled_from(["accept", "decline", "cancel"]),
+        },
+        optional={"content": st.dictionaries(texts, json_values, max_size=3)},
+    ),
+)
 # Valid chats whose values the turn refuses at once (no model call): one `error`, no message_done.
 refused_chat = st.one_of(
-    st.fixed_dictionaries({"type": st.just("chat"), "content": texts, "model": texts.map(lambda s: "no-such-model-" + s)}),
-    st.fixed_dictionaries({"type": st.just("chat"), "content": texts, "files": st.lists(texts, min_size=1, max_size=3)}),
-    st.fixed_dictionaries({"type": st.just("chat"), "content": texts, "compliance_level": texts.map(lambda s: "Level-" + s)}),
+    st.fixed_dictionaries(
+        {"type": st.just("chat"), "content": texts, "model": texts.map(lambda s: "no-such-model-" + s)}
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("chat"), "content": texts, "files": st.lists(texts, min_size=1, max_size=3)}
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("chat"), "content": texts, "compliance_level": texts.map(lambda s: "Level-" + s)}
+    ),
 )
 
 
@@ -179,7 +237,9 @@ def _nested(depth: int, kind: str) -> str:
     return '{"type": "chat", "content": "x", "tools": ' + "[" * depth + "]" * depth + "}"
 
 
-deep = st.builds(_nested, st.sampled_from([64, 199, 201, 1000, 100_000]), st.sampled_from(["list", "object", "in-field"]))
+deep = st.builds(
+    _nested, st.sampled_from([64, 199, 201, 1000, 100_000]), st.sampled_from(["list", "object", "in-field"])
+)
 HUGE = [
     "x" * (MAX_MESSAGE_CHARS + 1),
     json.dumps({"type": "chat", "content": "y" * 200_001}),  # over the content limit, under the message limit
@@ -216,8 +276,15 @@ def _dumps(value) -> str:
 
 
 # A frame is (text or bytes, whether an answer is expected).
-answered_json = st.one_of(wrong_field(), missing_field(), unknown_field(), unknown_type, unasked, refused_chat,
-                          json_values.filter(lambda v: not isinstance(v, dict)))  # fmt: skip
+answered_json = st.one_of(
+    wrong_field(),
+    missing_field(),
+    unknown_field(),
+    unknown_type,
+    unasked,
+    refused_chat,
+    json_values.filter(lambda v: not isinstance(v, dict)),
+)
 frames = st.one_of(
     answered_json.map(lambda v: (_dumps(v), True)),
     not_json.map(lambda s: (s, True)),
@@ -227,7 +294,11 @@ frames = st.one_of(
     answered_json.map(lambda v: (_dumps(v).encode(), True)),  # JSON in a binary frame
     st.just((b"\xff\xfe" + b"not utf-8", True)),
     # nothing to cancel: no answer
-    st.builds(lambda pad, end: (f'{pad}{{"type": "cancel"}}{end}', False), st.text(" \t\r\n", max_size=2), st.text(" \n", max_size=2)),
+    st.builds(
+        lambda pad, end: (f'{pad}{{"type": "cancel"}}{end}', False),
+        st.text(" \t\r\n", max_size=2),
+        st.text(" \n", max_size=2),
+    ),
     st.just((b'{"type":"cancel"}', False)),
 )
 

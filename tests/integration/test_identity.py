@@ -5,9 +5,9 @@ lists these attacks."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
-import pytest
 from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
@@ -22,8 +22,13 @@ def who(email: str, **extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("identity")
-    write_config(tmp / "overrides", servers={"staff": toolbox_entry(groups=["staff"], approval="never")},
-                 models=[double_model(llm)], default_model="double", groups=GROUPS)  # fmt: skip
+    write_config(
+        tmp / "overrides",
+        servers={"staff": toolbox_entry(groups=["staff"], approval="never")},
+        models=[double_model(llm)],
+        default_model="double",
+        groups=GROUPS,
+    )
     settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET)
     with running_app(settings) as (client, _):
         yield client, tmp / "overrides" / "groups.yml"
@@ -47,8 +52,9 @@ def test_a_user_removed_from_a_group_loses_its_tools_on_an_open_socket_after_a_r
         assert "staff_whoami" in offered(llm)
 
         try:
-            groups_file.write_text(yaml.safe_dump({"users": {**GROUPS, "ann@example.com": ["users"]},
-                                                   "admin_group": "admin"}))  # fmt: skip
+            groups_file.write_text(
+                yaml.safe_dump({"users": {**GROUPS, "ann@example.com": ["users"]}, "admin_group": "admin"})
+            )
             assert client.post("/api/admin/reload", headers=who("ann@example.com")).status_code == 403
             assert client.post("/api/admin/reload", headers=who("root@example.com")).status_code == 200
             # the open page hears that its user changed, then lists everything again
@@ -71,8 +77,9 @@ def test_an_address_is_normalized_once_for_groups_and_ownership(site, llm):
     config = client.get("/api/config", headers=shouting).json()
     assert config["user"] == {"email": "ann@example.com", "groups": ["staff", "users"], "admin": False}
     llm.enqueue(TextReply("hello"))
-    with client.stream("POST", "/api/chat", json={"content": "hi", "conversation_id": "ann-case-conv-1"},
-                       headers=shouting) as response:  # fmt: skip
+    with client.stream(
+        "POST", "/api/chat", json={"content": "hi", "conversation_id": "ann-case-conv-1"}, headers=shouting
+    ) as response:
         assert response.status_code == 200
         list(response.iter_lines())
     assert client.get("/api/conversations/ann-case-conv-1", headers=who("ann@example.com")).status_code == 200
@@ -82,7 +89,9 @@ def test_the_api_description_needs_sign_in_in_proxy_mode(site):
     client, _ = site
     for path in ("/docs", "/openapi.json"):
         assert client.get(path).status_code == 401
-        assert client.get(path, headers={"x-user-email": "ann@example.com", "x-proxy-secret": "wrong"}).status_code == 401
+        assert (
+            client.get(path, headers={"x-user-email": "ann@example.com", "x-proxy-secret": "wrong"}).status_code == 401
+        )
         assert client.get(path, headers=who("ann@example.com")).status_code == 200
     assert "/api/chat" in client.get("/openapi.json", headers=who("ann@example.com")).json()["paths"]
 

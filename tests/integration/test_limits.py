@@ -30,10 +30,19 @@ TURNS, STREAMS, SOCKETS = 2, 3, 3
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("limits")
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
-    settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, llm_max_attempts=1,
-                             max_turns_per_user=TURNS, max_streams_per_user=STREAMS, max_sockets_per_user=SOCKETS,
-                             max_conversation_chars=100_000)  # fmt: skip
+    write_config(
+        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
+    )
+    settings = make_settings(
+        tmp,
+        auth_mode="proxy",
+        proxy_secret=SECRET,
+        llm_max_attempts=1,
+        max_turns_per_user=TURNS,
+        max_streams_per_user=STREAMS,
+        max_sockets_per_user=SOCKETS,
+        max_conversation_chars=100_000,
+    )
     with served(settings) as (base, services), httpx.Client(base_url=base, timeout=30) as client:
         yield client, base, services
 
@@ -45,8 +54,9 @@ def fresh(llm):
 
 def waiting_turn(stack: ExitStack, client: httpx.Client, headers: dict[str, str], **body: Any) -> dict[str, Any]:
     """Start a turn that waits for an approval (its stream stays open in `stack`); its first events."""
-    response = stack.enter_context(client.stream("POST", "/api/chat", json={"content": "delete all", **body},
-                                                 headers=headers))  # fmt: skip
+    response = stack.enter_context(
+        client.stream("POST", "/api/chat", json={"content": "delete all", **body}, headers=headers)
+    )
     assert response.status_code == 200, response.read()
     seen: dict[str, Any] = {}
     events = events_of(response.iter_lines())
@@ -141,7 +151,10 @@ def test_a_user_holds_a_few_websockets_open_and_others_are_not_held_back(site):
         assert [_open(stack, base, ALICE) for _ in range(SOCKETS)] == [None] * SOCKETS
         refused = _open(stack, base, ALICE)
         assert refused is not None and refused.code == 1008, refused
-        assert f"you have {SOCKETS} Switchboard tabs or connections open" in refused.reason and "close one of them" in refused.reason
+        assert (
+            f"you have {SOCKETS} Switchboard tabs or connections open" in refused.reason
+            and "close one of them" in refused.reason
+        )
         assert _open(stack, base, BOB) is None  # bob is not alice
     with ExitStack() as stack:  # closed ones make room again, once the server has seen them go
         deadline = time.monotonic() + 30
@@ -167,8 +180,9 @@ def test_client_chosen_ids_are_each_users_own(site, llm):
     with ExitStack() as stack:
         # bob takes the name first, and his turn is still running under it
         waiting_turn(stack, client, BOB, conversation_id="team-standup-notes")
-        alice = client.post("/api/chat", json={"content": "alice's notes", "conversation_id": "team-standup-notes"},
-                            headers=ALICE)  # fmt: skip
+        alice = client.post(
+            "/api/chat", json={"content": "alice's notes", "conversation_id": "team-standup-notes"}, headers=ALICE
+        )
         assert alice.status_code == 200
         events = list(events_of(alice.iter_lines()))
         assert events[-1]["type"] == "message_done" and events[-1]["finish_reason"] == "stop"

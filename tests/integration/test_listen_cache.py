@@ -25,8 +25,12 @@ def entry(scope: str) -> dict:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("listen")
-    write_config(tmp / "defaults", servers={"pub": entry("public"), "priv": entry("private")},
-                 models=[double_model(llm)], default_model="double")  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        servers={"pub": entry("public"), "priv": entry("private")},
+        models=[double_model(llm)],
+        default_model="double",
+    )
     with running_app(make_settings(tmp)) as (client, services):
         yield client, services
 

@@ -67,9 +67,15 @@ def test_the_docs_local_model_example_answers_without_a_key(tmp_path, llm, monke
 @pytest.mark.parametrize("direct", [True, False], ids=["direct", "litellm"])
 def test_a_local_model_whose_server_is_down_is_never_the_default(tmp_path, llm, direct):
     down = f"http://127.0.0.1:{free_port()}/v1"  # bound and closed: nothing listens there
-    write_config(tmp_path / "defaults", models=[DEMO, {"name": "local", "model": "openai/llama3.1", "api_base": down},
-                                                {"name": "later", "model": "openai/llama3.1", "api_base": llm.base_url}],
-                 default_model="local")  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        models=[
+            DEMO,
+            {"name": "local", "model": "openai/llama3.1", "api_base": down},
+            {"name": "later", "model": "openai/llama3.1", "api_base": llm.base_url},
+        ],
+        default_model="local",
+    )
     refused = f"nothing answers at {down} (connection refused)"
     settings = make_settings(tmp_path, llm_max_attempts=2, llm_direct=direct)
     with running_app(settings) as (client, services):
@@ -78,7 +84,10 @@ def test_a_local_model_whose_server_is_down_is_never_the_default(tmp_path, llm, 
         models = {m["name"]: m for m in config["models"]}
         assert config["default_model"] == "later", config
         assert models["local"]["failing"] == refused and models["later"]["failing"] is None
-        assert config["default_note"] == f"The default model 'local' is not working ({refused}); 'later' is used until it works."
+        assert (
+            config["default_note"]
+            == f"The default model 'local' is not working ({refused}); 'later' is used until it works."
+        )
         # Picked by name it is still tried, and says why it fails; a working call clears the mark.
         events = chat(client, {"content": "hi", "model": "local"})
         (error,) = [e for e in events if e["type"] == "error"]
@@ -93,8 +102,11 @@ def test_a_local_model_whose_server_is_down_is_never_the_default(tmp_path, llm, 
 def test_a_model_that_failed_in_a_call_stops_being_the_default(tmp_path, llm):
     from tests.support.llm_double import ErrorReply
 
-    write_config(tmp_path / "defaults", models=[DEMO, {"name": "local", "model": "openai/llama3.1", "api_base": llm.base_url}],
-                 default_model="demo")  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        models=[DEMO, {"name": "local", "model": "openai/llama3.1", "api_base": llm.base_url}],
+        default_model="demo",
+    )
     with running_app(make_settings(tmp_path, llm_max_attempts=1)) as (client, _):
         assert client.get("/api/config").json()["default_model"] == "local"
         llm.enqueue(ErrorReply(404, "model 'llama3.1' not found"))
@@ -109,8 +121,11 @@ def test_a_model_that_failed_in_a_call_stops_being_the_default(tmp_path, llm):
 
 
 def test_default_model_in_the_overrides_file_is_honoured_even_for_the_demo_model(tmp_path, llm):
-    write_config(tmp_path / "defaults", models=[DEMO, {"name": "local", "model": "openai/llama3.1", "api_base": llm.base_url}],
-                 default_model="demo")  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        models=[DEMO, {"name": "local", "model": "openai/llama3.1", "api_base": llm.base_url}],
+        default_model="demo",
+    )
     with running_app(make_settings(tmp_path)) as (client, _):
         assert client.get("/api/config").json()["default_model"] == "local", "the shipped default gives way"
     (tmp_path / "overrides").mkdir()
@@ -123,11 +138,17 @@ def test_default_model_in_the_overrides_file_is_honoured_even_for_the_demo_model
 
 
 def test_v1_names_the_missing_key_of_a_model_that_exists(tmp_path, llm):
-    write_config(tmp_path / "defaults", models=[DEMO, {"name": "gpt", "model": "openai/gpt-4o-mini",
-                                                       "api_key_env": "SOME_PROVIDER_KEY"}])  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        models=[DEMO, {"name": "gpt", "model": "openai/gpt-4o-mini", "api_key_env": "SOME_PROVIDER_KEY"}],
+    )
     with running_app(make_settings(tmp_path)) as (client, _):
-        answer = client.post("/v1/chat/completions", json={"model": "gpt", "messages": [{"role": "user", "content": "hi"}]})
-        nosuch = client.post("/v1/chat/completions", json={"model": "nosuch", "messages": [{"role": "user", "content": "hi"}]})
+        answer = client.post(
+            "/v1/chat/completions", json={"model": "gpt", "messages": [{"role": "user", "content": "hi"}]}
+        )
+        nosuch = client.post(
+            "/v1/chat/completions", json={"model": "nosuch", "messages": [{"role": "user", "content": "hi"}]}
+        )
     assert answer.status_code == 404
     message = answer.json()["error"]["message"]
     assert "SOME_PROVIDER_KEY is not set" in message and "no model named" not in message

@@ -26,8 +26,13 @@ def machine_server():
 
 def app_with(tmp_path, url: str, secret: str):
     issuer = url.rsplit("/mcp", 1)[0]
-    auth = {"type": "oauth", "grant": "client_credentials", "client_id": "svc", "client_secret": "${SVC_SECRET}",
-            "issuer": issuer}  # fmt: skip
+    auth = {
+        "type": "oauth",
+        "grant": "client_credentials",
+        "client_id": "svc",
+        "client_secret": "${SVC_SECRET}",
+        "issuer": issuer,
+    }
     write_config(tmp_path / "defaults")
     write_config(tmp_path / "overrides", servers={"signin": {"url": url, "auth": auth}})
     settings = make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)

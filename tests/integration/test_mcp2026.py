@@ -35,8 +35,11 @@ def eras_entry(era: str) -> dict[str, Any]:
 
 @contextmanager
 def eras_http(era: str, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, str(ERAS), "--era", era, "--http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(ERAS), "--era", era, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, proc, "eras --http")
         yield proc
@@ -101,7 +104,9 @@ def test_multi_round_input_is_asked_of_the_user_and_the_call_completes(site, llm
     asks the same through server requests."""
     base, _, _ = site
     llm.reset()
-    llm.enqueue(ToolCallReply([ToolCall(f"{server}_plan_trip", "{}")]), TextReply("Sunny and old."), TextReply("Booked."))
+    llm.enqueue(
+        ToolCallReply([ToolCall(f"{server}_plan_trip", "{}")]), TextReply("Sunny and old."), TextReply("Booked.")
+    )
     door = DOORS[door_name](base)
     try:
         events = drive(door, {"content": "plan a trip"})
@@ -147,8 +152,13 @@ def test_a_server_that_keeps_asking_is_cut_off_with_a_clear_error(site, llm):
 def test_a_2025_server_and_a_2026_server_in_one_conversation(site, llm):
     base, _, _ = site
     llm.reset()
-    llm.enqueue(ToolCallReply([ToolCall("old_era", "{}"), ToolCall("new_era", "{}")]), TextReply("both"),
-                ToolCallReply([ToolCall("new_plan_trip", "{}")]), TextReply("blurb"), TextReply("done"))  # fmt: skip
+    llm.enqueue(
+        ToolCallReply([ToolCall("old_era", "{}"), ToolCall("new_era", "{}")]),
+        TextReply("both"),
+        ToolCallReply([ToolCall("new_plan_trip", "{}")]),
+        TextReply("blurb"),
+        TextReply("done"),
+    )
     door = WebsocketDoor(base)
     try:
         first = drive(door, {"content": "which eras?", "conversation_id": "two-eras-1"})

@@ -71,7 +71,9 @@ def tool_contents(request):
 
 
 def test_a_rate_limited_call_waits_for_retry_after_and_then_answers(app, llm):
-    llm.enqueue(TextReply("Warm."), ErrorReply(429, "Rate limit reached", retry_after="1"), TextReply("Worth the wait."))
+    llm.enqueue(
+        TextReply("Warm."), ErrorReply(429, "Rate limit reached", retry_after="1"), TextReply("Worth the wait.")
+    )
     with app.websocket_connect("/ws") as ws:
         ws.receive_json()
         started = time.monotonic()
@@ -90,8 +92,9 @@ def test_a_rate_limited_call_waits_for_retry_after_and_then_answers(app, llm):
     (notice,) = [e for e in events if e["type"] == "notice"]
     assert events.index(notice) < min(i for i, e in enumerate(events) if e["type"] == "token")
     assert notice["code"] == "llm_retry"
-    assert notice["message"] == ("The provider of model 'double' is rate-limiting requests; trying again in 1.0 s "
-                                 "(attempt 2 of 3).")
+    assert notice["message"] == (
+        "The provider of model 'double' is rate-limiting requests; trying again in 1.0 s (attempt 2 of 3)."
+    )
 
 
 def test_a_server_error_that_persists_is_a_clear_error_after_max_attempts(app, llm):
@@ -144,8 +147,12 @@ def test_a_context_overflow_trims_older_tool_results_and_retries_once(app, llm):
 
     assert errors(events) == []
     assert [(e["code"], e["message"]) for e in events if e["type"] == "notice"] == [
-        ("context_trimmed", "The conversation no longer fit model 'double': the 1 oldest tool results were left out "
-                            "and the question sent again.")]
+        (
+            "context_trimmed",
+            "The conversation no longer fit model 'double': the 1 oldest tool results were left out "
+            "and the question sent again.",
+        )
+    ]
     assert tokens(events) == "Summary that fits."
     assert events[-1]["finish_reason"] == "stop"
     assert len(llm.requests) == 4
@@ -159,7 +166,9 @@ def test_a_context_overflow_trims_older_tool_results_and_retries_once(app, llm):
 
 
 def test_a_context_overflow_that_persists_is_reported_after_one_retry(app, llm):
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", '{"text": "big"}')]), OVERFLOW, OVERFLOW, TextReply("unreached"))
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_echo", '{"text": "big"}')]), OVERFLOW, OVERFLOW, TextReply("unreached")
+    )
     with app.websocket_connect("/ws") as ws:
         ws.receive_json()
         events = chat(ws, "echo")

@@ -100,7 +100,9 @@ def test_a_server_that_moves_to_another_authorization_server(tmp_path):
         stored = json.loads(client.portal.call(vault.get, "evil", USER, "oauth_tokens"))
         registered = json.loads(client.portal.call(vault.get, "evil", USER, "oauth_client"))
         assert stored["issuer"] == f"{first}/" or stored["issuer"] == first  # keyed by its issuer
-        assert registered["issuer"] in (first, f"{first}/") and registered["client_id"].endswith(first.rsplit(":", 1)[-1])
+        assert registered["issuer"] in (first, f"{first}/") and registered["client_id"].endswith(
+            first.rsplit(":", 1)[-1]
+        )
 
         stored["expires_at"] = time.time() - 10  # expired: the next session refreshes first
         client.portal.call(vault.put, "evil", USER, "oauth_tokens", json.dumps(stored))
@@ -132,7 +134,9 @@ def test_a_server_that_wants_more_scopes_needs_a_sign_in_not_a_failure(tmp_path)
         assert entry["auth"]["connected"] is False and entry["auth"]["connect_url"] == "/api/servers/evil/connect"
         assert "more permissions" in entry["auth"]["refused"]
         start = client.get("/api/servers/evil/connect", headers=ALICE, follow_redirects=False)
-        assert "write" in parse_qs(urlsplit(start.headers["location"]).query)["scope"][0].split()  # Connect asks for them
+        assert (
+            "write" in parse_qs(urlsplit(start.headers["location"]).query)["scope"][0].split()
+        )  # Connect asks for them
 
 
 def _a_call_wants_more_scopes(client, services, knobs: Knobs) -> None:
@@ -148,8 +152,15 @@ def _a_call_wants_more_scopes(client, services, knobs: Knobs) -> None:
 def _process(tmp_path, url: str, database_url: str):
     """An app on the shared Postgres (its relay reaches the other app's)."""
     app_with(tmp_path, url, {"type": "oauth"})  # writes the config
-    return running_app(make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET, database_url=database_url,
-                                     secret_key="oauth-2026-shared-key-0123456789abcdef"))  # fmt: skip
+    return running_app(
+        make_settings(
+            tmp_path,
+            auth_mode="proxy",
+            proxy_secret=SECRET,
+            database_url=database_url,
+            secret_key="oauth-2026-shared-key-0123456789abcdef",
+        )
+    )
 
 
 def test_a_step_up_asked_through_one_process_is_known_to_another(tmp_path, postgres_url):
@@ -169,8 +180,12 @@ def test_a_step_up_asked_through_one_process_is_known_to_another(tmp_path, postg
         assert "write" in parse_qs(urlsplit(start.headers["location"]).query)["scope"][0].split()
         knobs.insufficient_scope = None
         back = httpx.get(start.headers["location"], follow_redirects=False).headers["location"]
-        assert other.get(f"/oauth/callback?{urlsplit(back).query}", headers=ALICE,
-                         follow_redirects=False).headers["location"] == "/?connected=evil"  # fmt: skip
+        assert (
+            other.get(f"/oauth/callback?{urlsplit(back).query}", headers=ALICE, follow_redirects=False).headers[
+                "location"
+            ]
+            == "/?connected=evil"
+        )
         deadline = time.monotonic() + 10
         while True:  # the first process hears of the new sign-in and drops the old session
             entry = next(s for s in client.get("/api/config", headers=ALICE).json()["servers"] if s["name"] == "evil")

@@ -22,8 +22,12 @@ CLIENT_SECRET = "pre-registered-secret-91"
 def test_a_client_secret_never_goes_to_another_authorization_server(tmp_path):
     port, sent = free_port(), []
     own = f"http://127.0.0.1:{port}"
-    auth = {"type": "oauth", "client_id": "switchboard", "client_secret": CLIENT_SECRET,
-            "issuer": "https://login.example.com"}  # fmt: skip
+    auth = {
+        "type": "oauth",
+        "client_id": "switchboard",
+        "client_secret": CLIENT_SECRET,
+        "issuer": "https://login.example.com",
+    }
     with serve_app(evil_app(own, own, "none", sent), port), app_with(tmp_path, f"{own}/mcp", auth) as (client, _s):
         start = client.get("/api/servers/evil/connect", headers=ALICE, follow_redirects=False)
         back = httpx.get(start.headers["location"], follow_redirects=False).headers["location"]

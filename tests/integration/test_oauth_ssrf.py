@@ -45,8 +45,11 @@ def evil(internal_url: str, aim: str):
 
 def app_with(tmp_path, url: str, auth: dict):
     write_config(tmp_path / "defaults")
-    write_config(tmp_path / "overrides", servers={"evil": {"url": url, "auth": auth}},
-                 groups={"root@example.com": ["users", "admin"], "*": ["users"]})  # fmt: skip
+    write_config(
+        tmp_path / "overrides",
+        servers={"evil": {"url": url, "auth": auth}},
+        groups={"root@example.com": ["users", "admin"], "*": ["users"]},
+    )
     return running_app(make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET))
 
 
@@ -63,7 +66,10 @@ def test_connect_never_reaches_an_internal_address(tmp_path, internal, aim):
 
 def test_the_callback_token_exchange_never_reaches_an_internal_address(tmp_path, internal):
     internal_url, hits = internal
-    with evil(internal_url, "token") as base, app_with(tmp_path, f"{base}/mcp", {"type": "oauth"}) as (client, _services):
+    with (
+        evil(internal_url, "token") as base,
+        app_with(tmp_path, f"{base}/mcp", {"type": "oauth"}) as (client, _services),
+    ):
         start = client.get("/api/servers/evil/connect", headers=ALICE, follow_redirects=False)
         assert start.status_code == 302 and start.headers["location"].startswith(f"{base}/authorize")
         back = httpx.get(start.headers["location"], follow_redirects=False).headers["location"]
@@ -106,8 +112,13 @@ def test_allowed_private_endpoints_are_used_but_their_answer_stays_in_the_log(tm
     """The operator allows it (an authorization server in their own network): the host goes
     there, and the answer (an error with a body) still never reaches the user."""
     internal_url, hits = internal
-    auth = {"type": "oauth", "grant": "client_credentials", "client_id": "svc", "client_secret": "s3cret",
-            "allow_private_endpoints": True}  # fmt: skip
+    auth = {
+        "type": "oauth",
+        "grant": "client_credentials",
+        "client_id": "svc",
+        "client_secret": "s3cret",
+        "allow_private_endpoints": True,
+    }
     with evil(internal_url, "token") as base, app_with(tmp_path, f"{base}/mcp", auth) as (client, services):
         status = services.pool.connections["evil"].status
         assert hits and hits[0] == "POST /token"

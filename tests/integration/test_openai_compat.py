@@ -22,8 +22,16 @@ def site(tmp_path_factory, llm):
     write_config(
         tmp / "defaults",
         servers={"toolbox": toolbox_entry(), "research": toolbox_entry(groups=["research"], approval="never")},
-        models=[double_model(llm), {"name": "research-only", "model": "openai/x", "api_base": llm.base_url,
-                                    "api_key_env": "DOUBLE_KEY", "groups": ["research"]}],  # fmt: skip
+        models=[
+            double_model(llm),
+            {
+                "name": "research-only",
+                "model": "openai/x",
+                "api_base": llm.base_url,
+                "api_key_env": "DOUBLE_KEY",
+                "groups": ["research"],
+            },
+        ],
         default_model="double",
         groups={"*@example.com": ["users"]},
     )
@@ -51,12 +59,15 @@ def test_models_lists_what_the_caller_may_use(site):
 def test_an_answer_uses_the_callers_tools_on_the_server(site, llm):
     client, base, _ = site
     llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", '{"text": "ping"}')]), TextReply("The echo said ping."))
-    completion = client.chat.completions.create(model="double", messages=[
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "my name is Ada"},
-        {"role": "assistant", "content": "Hello Ada."},
-        {"role": "user", "content": [{"type": "text", "text": "echo ping"}]},
-    ])  # fmt: skip
+    completion = client.chat.completions.create(
+        model="double",
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "my name is Ada"},
+            {"role": "assistant", "content": "Hello Ada."},
+            {"role": "user", "content": [{"type": "text", "text": "echo ping"}]},
+        ],
+    )
     assert completion.object == "chat.completion" and completion.model == "double"
     choice = completion.choices[0]
     assert choice.message.role == "assistant" and choice.message.content == "The echo said ping."
@@ -64,8 +75,12 @@ def test_an_answer_uses_the_callers_tools_on_the_server(site, llm):
     first, second = llm.requests
     assert "toolbox_echo" in tool_names(first) and not any(n.startswith("research_") for n in tool_names(first))
     said = [(m["role"], m["content"]) for m in first["messages"] if m["role"] != "system"]
-    assert said == [("user", "Instructions from the API client:\nBe brief."), ("user", "my name is Ada"),
-                    ("assistant", "Hello Ada."), ("user", "echo ping")]  # fmt: skip
+    assert said == [
+        ("user", "Instructions from the API client:\nBe brief."),
+        ("user", "my name is Ada"),
+        ("assistant", "Hello Ada."),
+        ("user", "echo ping"),
+    ]
     assert "ping" in next(m for m in second["messages"] if m["role"] == "tool")["content"]
     # nothing of it is stored
     assert httpx.get(f"{base}/api/conversations", headers=ALICE).json()["conversations"] == []
@@ -73,9 +88,15 @@ def test_an_answer_uses_the_callers_tools_on_the_server(site, llm):
 
 def test_a_streamed_answer_arrives_in_chunks_and_ends_with_done(site, llm):
     client, _, _ = site
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_add", '{"a": 2, "b": 3}')]), TextReply("Two plus three is five.", chunks=4))
-    stream = client.chat.completions.create(model="double", messages=[{"role": "user", "content": "add 2 and 3"}],
-                                            stream=True, stream_options={"include_usage": True})  # fmt: skip
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_add", '{"a": 2, "b": 3}')]), TextReply("Two plus three is five.", chunks=4)
+    )
+    stream = client.chat.completions.create(
+        model="double",
+        messages=[{"role": "user", "content": "add 2 and 3"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     chunks = list(stream)
     assert all(c.object == "chat.completion.chunk" for c in chunks)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
@@ -120,8 +141,9 @@ def test_errors_come_in_openais_shape(site, llm):
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="double", messages=[{"role": "assistant", "content": "last word"}])
     with pytest.raises(openai.BadRequestError) as own_tools:
-        client.chat.completions.create(model="double", messages=user,
-                                       tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])  # fmt: skip
+        client.chat.completions.create(
+            model="double", messages=user, tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]
+        )
     assert "tools" in own_tools.value.message
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="double", messages=[])
@@ -139,9 +161,16 @@ def test_the_openapi_schema_documents_the_doors_with_their_models(site):
     _, base, _ = site
     schema = httpx.get(f"{base}/openapi.json", headers=ALICE).json()  # signed in, like the routes it describes
     paths, models = schema["paths"], schema["components"]["schemas"]
-    for path in ("/api/chat", "/api/calls/{call_id}/approval", "/api/elicitations/{request_id}",
-                 "/api/conversations/{conversation_id}/cancel", "/api/tokens", "/api/tokens/{token_id}",
-                 "/v1/models", "/v1/chat/completions"):  # fmt: skip
+    for path in (
+        "/api/chat",
+        "/api/calls/{call_id}/approval",
+        "/api/elicitations/{request_id}",
+        "/api/conversations/{conversation_id}/cancel",
+        "/api/tokens",
+        "/api/tokens/{token_id}",
+        "/v1/models",
+        "/v1/chat/completions",
+    ):
         assert path in paths, path
     chat = paths["/api/chat"]["post"]
     assert chat["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/ChatRequest")

@@ -25,13 +25,17 @@ def site(tmp_path_factory, llm):
     external = {**double_model(llm), "name": "external", "compliance_level": "External"}
     write_config(
         tmp / "defaults",
-        servers={"inside": toolbox_entry(approval="never", compliance_level="Internal"),
-                 "outside": toolbox_entry(approval="never", compliance_level="Public")},  # fmt: skip
+        servers={
+            "inside": toolbox_entry(approval="never", compliance_level="Internal"),
+            "outside": toolbox_entry(approval="never", compliance_level="Public"),
+        },
         models=[double_model(llm), external],
         default_model="double",
         groups={"*@example.com": ["users"]},
     )
-    settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, llm_max_attempts=1, max_request_bytes=MAX_BODY)
+    settings = make_settings(
+        tmp, auth_mode="proxy", proxy_secret=SECRET, llm_max_attempts=1, max_request_bytes=MAX_BODY
+    )
     with served(settings) as (base, services):
         with httpx.Client(base_url=base, timeout=30) as client:
             token = client.post("/api/tokens", json={"name": "v1"}, headers=ALICE).json()["token"]
@@ -45,8 +49,11 @@ def fresh(llm):
 
 
 def ask(client, content="hi", headers=None, **extra):
-    return client.post("/v1/chat/completions", json={"model": "double", "messages": [{"role": "user", "content": content}],
-                                                     **extra}, headers=headers)  # fmt: skip
+    return client.post(
+        "/v1/chat/completions",
+        json={"model": "double", "messages": [{"role": "user", "content": content}], **extra},
+        headers=headers,
+    )
 
 
 def offered(request) -> set[str]:
@@ -75,9 +82,14 @@ def test_a_body_over_the_cap_is_refused_before_it_is_read(site, llm):
 
 def test_a_question_over_the_message_limit_is_a_clear_400_and_nothing_is_kept(site, llm):
     client, services = site
-    for messages in ([{"role": "user", "content": "y" * 200_001}],
-                     [{"role": "user", "content": "z" * 200_001}, {"role": "assistant", "content": "ok"},
-                      {"role": "user", "content": "short"}]):  # fmt: skip
+    for messages in (
+        [{"role": "user", "content": "y" * 200_001}],
+        [
+            {"role": "user", "content": "z" * 200_001},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "short"},
+        ],
+    ):
         refused = client.post("/v1/chat/completions", json={"model": "double", "messages": messages})
         assert refused.status_code == 400, refused.text
         assert "200,000" in refused.json()["error"]["message"] and refused.json()["error"]["code"] == "bad_request"
@@ -104,8 +116,10 @@ def test_a_model_or_level_the_request_may_not_use_is_refused(site, llm):
     assert unknown.status_code == 400 and "unknown compliance level 'Secret'" in unknown.json()["error"]["message"]
     assert "Public, Internal, External" in unknown.json()["error"]["message"]
     assert ask(client, headers={LEVEL: "Nope"}).status_code == 400
-    wrong = client.post("/v1/chat/completions", json={"model": "external", "compliance_level": "Internal",
-                                                      "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+    wrong = client.post(
+        "/v1/chat/completions",
+        json={"model": "external", "compliance_level": "Internal", "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert wrong.status_code == 404 and "compliance level Internal" in wrong.json()["error"]["message"]
     models = {m["id"] for m in client.get("/v1/models", headers={LEVEL: "Internal"}).json()["data"]}
     assert models == {"double"} and {m["id"] for m in client.get("/v1/models").json()["data"]} == {"double", "external"}

@@ -63,8 +63,13 @@ def test_the_callback_finishes_on_another_app_process(tmp_path, oauth_server, da
     """Connect through one app, come back through another built on the same database (as
     behind a load balancer without sticky sessions): the second finishes the sign-in."""
     configure(tmp_path, oauth_server)
-    shared = {"auth_mode": "proxy", "proxy_secret": SECRET, "secret_key": "one-key-for-every-replica",
-              "defaults_dir": tmp_path / "defaults", "config_dir": tmp_path / "overrides"}  # fmt: skip
+    shared = {
+        "auth_mode": "proxy",
+        "proxy_secret": SECRET,
+        "secret_key": "one-key-for-every-replica",
+        "defaults_dir": tmp_path / "defaults",
+        "config_dir": tmp_path / "overrides",
+    }
     if database == "postgres":
         shared["database_url"] = request.getfixturevalue("postgres_url")
     else:
@@ -74,7 +79,9 @@ def test_the_callback_finishes_on_another_app_process(tmp_path, oauth_server, da
         back = connect(one, ALICE)
         done = two.get(f"/oauth/callback?{back}", headers=ALICE, follow_redirects=False)
         assert done.status_code == 303 and done.headers["location"] == "/?connected=signin", done.headers
-        outcome = two.portal.call(functools.partial(services_two.pool.call, WHOAMI, {}, Sink(), user="alice@example.com"))
+        outcome = two.portal.call(
+            functools.partial(services_two.pool.call, WHOAMI, {}, Sink(), user="alice@example.com")
+        )
         assert outcome.ok and "token" in outcome.text
         again = one.get(f"/oauth/callback?{back}", headers=ALICE, follow_redirects=False)
         assert "already used" in notice(one, again, ALICE)  # taken once, whichever process took it

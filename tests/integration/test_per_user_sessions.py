@@ -25,9 +25,13 @@ SIGNIN = Path(__file__).parents[1] / "support" / "servers" / "signin.py"
 
 def run_signin(*args: str) -> Iterator[str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SIGNIN), *args, str(port)] if len(args) == 1 else
-                            [sys.executable, str(SIGNIN), args[0], str(port), *args[1:]],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(SIGNIN), *args, str(port)]
+        if len(args) == 1
+        else [sys.executable, str(SIGNIN), args[0], str(port), *args[1:]],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, proc, "the sign-in server")
         yield f"http://127.0.0.1:{port}/mcp"
@@ -41,8 +45,9 @@ def token_server() -> Iterator[str]:
     yield from run_signin("--token")
 
 
-WHOAMI = ToolInfo(qualified_name="signin_whoami", server="signin", name="whoami", description="",
-                  input_schema={}, annotations={})  # fmt: skip
+WHOAMI = ToolInfo(
+    qualified_name="signin_whoami", server="signin", name="whoami", description="", input_schema={}, annotations={}
+)
 
 
 async def whoami(pool: ServerPool, user: str) -> dict[str, str]:
@@ -53,8 +58,9 @@ async def whoami(pool: ServerPool, user: str) -> dict[str, str]:
 
 def make_pool(tmp_path, url: str, **extra) -> ServerPool:
     config = ServerConfig(url=url, auth={"type": "user_token"}, **extra)
-    return ServerPool(McpConfig(servers={"signin": config}), project_root=tmp_path, log_dir=tmp_path / "logs",
-                      init_timeout_s=20)  # fmt: skip
+    return ServerPool(
+        McpConfig(servers={"signin": config}), project_root=tmp_path, log_dir=tmp_path / "logs", init_timeout_s=20
+    )
 
 
 async def test_each_user_gets_their_own_session_with_their_own_token(tmp_path, token_server):
@@ -153,9 +159,12 @@ def listing(client, email: str) -> dict[str, object]:
     """What /api/config shows this user of the per-user server."""
     config = client.get("/api/config", headers=as_user(email)).json()
     server = next(s for s in config["servers"] if s["name"] == "signin")
-    return {"status": server["status"], "tools": sorted(server["tools"]),
-            "resources": [r["name"] for r in config["resources"] if r["server"] == "signin"],
-            "prompts": [p["name"] for p in config["prompts"] if p["server"] == "signin"]}  # fmt: skip
+    return {
+        "status": server["status"],
+        "tools": sorted(server["tools"]),
+        "resources": [r["name"] for r in config["resources"] if r["server"] == "signin"],
+        "prompts": [p["name"] for p in config["prompts"] if p["server"] == "signin"],
+    }
 
 
 def until_listed(client, email: str) -> dict[str, object]:
@@ -176,23 +185,37 @@ def chat(client, email: str, llm, tool: str) -> list[dict]:
 
 
 def test_a_users_listing_of_a_per_user_server_is_shown_to_that_user_only(tmp_path, token_server, llm):
-    write_config(tmp_path / "overrides", servers={"signin": {"url": token_server, "auth": {"type": "user_token"},
-                                                             "approval": "never"}},
-                 models=[double_model(llm)], default_model="double")  # fmt: skip
+    write_config(
+        tmp_path / "overrides",
+        servers={"signin": {"url": token_server, "auth": {"type": "user_token"}, "approval": "never"}},
+        models=[double_model(llm)],
+        default_model="double",
+    )
     settings = make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)
     with running_app(settings) as (client, services):
         group = services.pool.connections["signin"]
         alice, bob = "alice@example.com", "bob@example.com"
-        assert client.put("/api/servers/signin/token", json={"token": "tok-alice"}, headers=as_user(alice)).status_code == 200
+        assert (
+            client.put("/api/servers/signin/token", json={"token": "tok-alice"}, headers=as_user(alice)).status_code
+            == 200
+        )
         mine = until_listed(client, alice)
-        assert mine == {"status": "ready", "tools": ["signin_echo", "signin_whoami"], "resources": ["my-notes"],
-                        "prompts": ["my-summary"]}  # fmt: skip
+        assert mine == {
+            "status": "ready",
+            "tools": ["signin_echo", "signin_whoami"],
+            "resources": ["my-notes"],
+            "prompts": ["my-summary"],
+        }
 
         # bob has not connected: the server waits for him, and he learns nothing of alice's session
         assert listing(client, bob) == {"status": "needs_auth", "tools": [], "resources": [], "prompts": []}
-        assert "signin_whoami" not in {t["name"] for t in client.get("/api/config", headers=as_user(bob)).json()["tools"]}
+        assert "signin_whoami" not in {
+            t["name"] for t in client.get("/api/config", headers=as_user(bob)).json()["tools"]
+        }
         refused = next(e for e in chat(client, bob, llm, "signin_whoami") if e["type"] == "tool_result")
-        assert not refused["ok"] and "signin_whoami" not in {t["function"]["name"] for t in llm.requests[-1].get("tools") or []}
+        assert not refused["ok"] and "signin_whoami" not in {
+            t["function"]["name"] for t in llm.requests[-1].get("tools") or []
+        }
 
         # a GET opens no session: after alice's closes, /api/config still shows her listing and opens nothing
         client.portal.call(group.close_user, alice)
@@ -203,7 +226,9 @@ def test_a_users_listing_of_a_per_user_server_is_shown_to_that_user_only(tmp_pat
         assert result["ok"] and "tok-alice" in result["content"]
 
         # once bob connects he sees his own session's listing; disconnecting forgets it
-        assert client.put("/api/servers/signin/token", json={"token": "tok-bob"}, headers=as_user(bob)).status_code == 200
+        assert (
+            client.put("/api/servers/signin/token", json={"token": "tok-bob"}, headers=as_user(bob)).status_code == 200
+        )
         assert until_listed(client, bob)["resources"] == ["my-notes"]
         assert client.delete("/api/servers/signin/connection", headers=as_user(bob)).status_code == 200
         assert listing(client, bob) == {"status": "needs_auth", "tools": [], "resources": [], "prompts": []}

@@ -21,8 +21,9 @@ ADMIN, USER = who("root@example.com"), who("bob@example.com")
 
 
 def _site(tmp, servers, environ=None):
-    write_config(tmp / "defaults", servers=servers,
-                 groups={"*@example.com": ["users"], "root@example.com": ["users", "admin"]})  # fmt: skip
+    write_config(
+        tmp / "defaults", servers=servers, groups={"*@example.com": ["users"], "root@example.com": ["users", "admin"]}
+    )
     return running_app(make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET), environ)
 
 
@@ -84,8 +85,10 @@ def test_a_broken_override_file_is_loud_on_readyz_and_the_page(tmp_path):
 
 
 def test_an_entry_refused_by_validation_but_marked_required_holds_readiness(tmp_path):
-    with _site(tmp_path, {"toolbox": toolbox_entry(), "vital": {"url": "http://127.0.0.1:9/mcp", "command": "x",
-                                                                 "required": True}}) as (client, _):  # fmt: skip
+    with _site(
+        tmp_path,
+        {"toolbox": toolbox_entry(), "vital": {"url": "http://127.0.0.1:9/mcp", "command": "x", "required": True}},
+    ) as (client, _):
         assert client.get("/readyz").status_code == 503
 
 
@@ -98,7 +101,9 @@ def test_an_admin_restarts_one_server_after_fixing_its_cause(tmp_path):
         f"runpy.run_path({str(TOOLBOX)!r}, run_name='__main__')\n"
     )
     with _site(tmp_path, {"licensed": {"command": "python", "args": [str(wrapper)]}, "toolbox": toolbox_entry()}) as (
-        client, services):  # fmt: skip
+        client,
+        services,
+    ):
         assert services.pool.connections["licensed"].status.status == "failed"
         assert client.post("/api/servers/licensed/restart", headers=USER).status_code == 403
         assert client.post("/api/servers/nosuch/restart", headers=ADMIN).status_code == 404

@@ -59,6 +59,7 @@ async def _relays(url: str, n: int, reloads: list[int], lease_s: float = 30) -> 
     store = await open_store(url)
     made = []
     for i in range(n):
+
         async def reloaded(i: int = i) -> None:
             reloads.append(i)
 
@@ -126,13 +127,26 @@ async def test_page_and_task_events_and_a_reload_reach_the_other_processes(postg
     try:
         assert hub_a.task_questions is not None and hub_b.task_questions is not None
         large = "y" * 30_000
-        with hub_a.pages.watch(ALICE.email, CONVERSATION) as here, hub_b.pages.watch(ALICE.email, CONVERSATION) as there, \
-                hub_b.pages.watch(BOB.email, CONVERSATION) as stranger, hub_a.pages.watch(BOB.email, CONVERSATION) as stranger_here, \
-                hub_b.task_questions.listen(ALICE.email) as tasks_there:  # fmt: skip
+        with (
+            hub_a.pages.watch(ALICE.email, CONVERSATION) as here,
+            hub_b.pages.watch(ALICE.email, CONVERSATION) as there,
+            hub_b.pages.watch(BOB.email, CONVERSATION) as stranger,
+            hub_a.pages.watch(BOB.email, CONVERSATION) as stranger_here,
+            hub_b.task_questions.listen(ALICE.email) as tasks_there,
+        ):
             hub_a.pages.publish(ALICE.email, CONVERSATION, TokenEvent(text="small"))
             hub_a.pages.publish(ALICE.email, CONVERSATION, TokenEvent(text=large))
-            hub_a.task_questions.publish(ALICE.email, TaskEvent(task_id="t1", call_id="call_1", conversation_id=CONVERSATION,
-                                                                 server="s", tool="s_t", status="working"))  # fmt: skip
+            hub_a.task_questions.publish(
+                ALICE.email,
+                TaskEvent(
+                    task_id="t1",
+                    call_id="call_1",
+                    conversation_id=CONVERSATION,
+                    server="s",
+                    tool="s_t",
+                    status="working",
+                ),
+            )
             for queue in (here, there):
                 texts = [(await asyncio.wait_for(queue.get(), 10)).text for _ in range(2)]
                 assert texts == ["small", large]
@@ -161,8 +175,9 @@ async def test_a_relay_listens_and_sends_again_after_its_connections_are_lost(po
         pids = [listener.get_server_pid(), a.live._sender.get_server_pid()]
         store = await open_store(postgres_url)
         for pid in pids:
-            await store._run("end a backend", lambda c, pid=pid: c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"),
-                             write=True)  # fmt: skip
+            await store._run(
+                "end a backend", lambda c, pid=pid: c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"), write=True
+            )
         await store.close()
         for _ in range(100):  # its next heartbeat listens again
             if b.live._listener is not listener and not b.live._listener.is_closed():
@@ -183,16 +198,30 @@ async def test_one_process_claims_a_conversation_s_turn_and_its_earlier_events_g
     live = LiveTurns(store)
     conversation = "c-claim-1"
     try:
-        async def events() -> int:
-            return await store._run("count", lambda c: len(c.execute(turn_events.select().where(
-                turn_events.c.conversation_id == conversation)).all()), write=False)  # fmt: skip
 
-        await store._run("seed", lambda c: c.execute(turn_events.insert(), [
-            {"conversation_id": conversation, "seq": n, "body": "{}"} for n in (1, 2)]), write=True)  # fmt: skip
+        async def events() -> int:
+            return await store._run(
+                "count",
+                lambda c: len(
+                    c.execute(turn_events.select().where(turn_events.c.conversation_id == conversation)).all()
+                ),
+                write=False,
+            )
+
+        await store._run(
+            "seed",
+            lambda c: c.execute(
+                turn_events.insert(), [{"conversation_id": conversation, "seq": n, "body": "{}"} for n in (1, 2)]
+            ),
+            write=True,
+        )
         assert await live.claim(conversation, ALICE.email, "process-a") is None
         assert await events() == 0  # a new turn's events start afresh
-        await store._run("seed", lambda c: c.execute(turn_events.insert(), {"conversation_id": conversation, "seq": 1,
-                                                                             "body": "{}"}), write=True)  # fmt: skip
+        await store._run(
+            "seed",
+            lambda c: c.execute(turn_events.insert(), {"conversation_id": conversation, "seq": 1, "body": "{}"}),
+            write=True,
+        )
         assert await live.claim(conversation, ALICE.email, "process-b") == "process-a"
         assert await live.claim(conversation, ALICE.email, "process-a") == "process-a"  # its own: still its own
         assert await events() == 1  # a refused claim clears nothing

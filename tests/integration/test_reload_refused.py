@@ -12,8 +12,11 @@ ADMIN = {"x-user-email": "root@example.com", "x-proxy-secret": SECRET}
 
 
 def _site(tmp):
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()},
-                 groups={"*@example.com": ["users"], "root@example.com": ["users", "admin"]})  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        servers={"toolbox": toolbox_entry()},
+        groups={"*@example.com": ["users"], "root@example.com": ["users", "admin"]},
+    )
     return running_app(make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, write_config
 from tests.support.llm_double import TextReply
 
@@ -53,13 +54,20 @@ def test_an_attached_resource_reaches_the_model_as_context(site, llm):
     llm.enqueue(TextReply("marmalade it is"))
     with client.websocket_connect("/ws", headers=who("bob@example.com")) as ws:
         ws.receive_json()
-        ws.send_json({"type": "chat", "content": "what is the secret word?",
-                      "resources": [{"server": "toolbox", "uri": "toolbox://readme"}]})  # fmt: skip
+        ws.send_json(
+            {
+                "type": "chat",
+                "content": "what is the secret word?",
+                "resources": [{"server": "toolbox", "uri": "toolbox://readme"}],
+            }
+        )
         while ws.receive_json()["type"] != "message_done":
             pass
         user = [m for m in llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
         assert '<resource server="toolbox" uri="toolbox://readme">' in user and "marmalade" in user
-        ws.send_json({"type": "chat", "content": "and this?", "resources": [{"server": "private", "uri": "toolbox://readme"}]})
+        ws.send_json(
+            {"type": "chat", "content": "and this?", "resources": [{"server": "private", "uri": "toolbox://readme"}]}
+        )
         event = ws.receive_json()
     assert event["type"] == "error" and event["code"] == "forbidden"
 
@@ -71,11 +79,17 @@ def test_reload_adds_removes_restarts_and_keeps_untouched_servers(site):
     generation = untouched.generation
     overrides = tmp / "overrides"
     overrides.mkdir(exist_ok=True)
-    (overrides / "mcp.json").write_text(json.dumps({"servers": {
-        "private": {"enabled": False},
-        "extra": toolbox_entry(approval="never"),
-        "broken": {"command": "x", "url": "http://127.0.0.1:1/mcp"},
-    }}))  # fmt: skip
+    (overrides / "mcp.json").write_text(
+        json.dumps(
+            {
+                "servers": {
+                    "private": {"enabled": False},
+                    "extra": toolbox_entry(approval="never"),
+                    "broken": {"command": "x", "url": "http://127.0.0.1:1/mcp"},
+                }
+            }
+        )
+    )
     report = client.post("/api/admin/reload", headers=who("root@example.com")).json()
     assert report["servers"]["toolbox"] == "unchanged"
     assert report["servers"]["extra"] == "added"

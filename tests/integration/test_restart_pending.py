@@ -14,10 +14,17 @@ RESTARTED = "The server restarted while this call waited for approval, so it did
 
 def test_a_restart_during_a_pending_gateway_approval_says_so_and_names_the_real_tool(tmp_path, llm):
     llm.reset()
-    write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry()},
-                 models=[{**double_model(llm), "tool_exposure": "gateway"}], default_model="double")  # fmt: skip
-    llm.enqueue(ToolCallReply([ToolCall("switchboard_call_tool", json.dumps(
-        {"name": "toolbox_delete_everything", "arguments": {}}))]))  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        servers={"toolbox": toolbox_entry()},
+        models=[{**double_model(llm), "tool_exposure": "gateway"}],
+        default_model="double",
+    )
+    llm.enqueue(
+        ToolCallReply(
+            [ToolCall("switchboard_call_tool", json.dumps({"name": "toolbox_delete_everything", "arguments": {}}))]
+        )
+    )
     with running_app(make_settings(tmp_path)) as (client, services):
         with client.websocket_connect("/ws") as ws:
             ws.receive_json()
@@ -32,7 +39,11 @@ def test_a_restart_during_a_pending_gateway_approval_says_so_and_names_the_real_
     assert "restarted" in error["message"]
     result = next(e for e in after if e["type"] == "tool_result")
     assert (result["tool"], result["server"], result["ok"], result["content"]) == (
-        "toolbox_delete_everything", "toolbox", False, RESTARTED)
+        "toolbox_delete_everything",
+        "toolbox",
+        False,
+        RESTARTED,
+    )
     assert after[-1]["finish_reason"] == "error"
     [tool] = [m for m in stored if m["role"] == "tool"]
     assert tool["content"] == RESTARTED and tool["tool"] == "toolbox_delete_everything" and tool["server"] == "toolbox"
@@ -41,8 +52,9 @@ def test_a_restart_during_a_pending_gateway_approval_says_so_and_names_the_real_
 
 def test_a_stop_by_the_user_still_says_cancelled_by_the_user(tmp_path, llm):
     llm.reset()
-    write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)],
-                 default_model="double")  # fmt: skip
+    write_config(
+        tmp_path / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
+    )
     llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]))
     with running_app(make_settings(tmp_path)) as (client, _):
         with client.websocket_connect("/ws") as ws:
@@ -60,8 +72,12 @@ def test_a_stop_by_the_user_still_says_cancelled_by_the_user(tmp_path, llm):
 def test_a_restart_during_an_open_question_says_the_call_waited_for_an_answer(tmp_path, llm):
     """A multi round-trip question (`input_required`) lives only in the turn that asked it."""
     llm.reset()
-    write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry(approval="never")},
-                 models=[double_model(llm)], default_model="double")  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        servers={"toolbox": toolbox_entry(approval="never")},
+        models=[double_model(llm)],
+        default_model="double",
+    )
     llm.enqueue(ToolCallReply([ToolCall("toolbox_ask_name", "{}")]))
     with running_app(make_settings(tmp_path, shutdown_grace_s=0)) as (client, services):
         with client.websocket_connect("/ws") as ws:
@@ -73,6 +89,8 @@ def test_a_restart_during_an_open_question_says_the_call_waited_for_an_answer(tm
             after = until(ws, "message_done")
         stored = client.get(f"/api/conversations/{conversation_id}").json()["messages"]
     result = next(e for e in after if e["type"] == "tool_result")
-    assert not result["ok"] and result["content"].startswith("The server restarted while this call waited for your answer")
+    assert not result["ok"] and result["content"].startswith(
+        "The server restarted while this call waited for your answer"
+    )
     [tool] = [m for m in stored if m["role"] == "tool"]
     assert tool["content"] == result["content"]

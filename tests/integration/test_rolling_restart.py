@@ -37,8 +37,11 @@ def cluster(tmp_path_factory, postgres_cluster):
     folder = tmp_path_factory.mktemp("rolling")
     # The default approval rule: toolbox_slow (read-only) runs unasked, delete_everything waits for one.
     write_config(folder / "defaults", servers={"toolbox": toolbox_entry()})
-    env = {"SWITCHBOARD_AUTH_MODE": "proxy", "SWITCHBOARD_PROXY_SECRET": SECRET,
-           "SWITCHBOARD_SHUTDOWN_GRACE_S": str(GRACE_S)}  # fmt: skip  (the default lease: a loaded machine delays heartbeats)
+    env = {
+        "SWITCHBOARD_AUTH_MODE": "proxy",
+        "SWITCHBOARD_PROXY_SECRET": SECRET,
+        "SWITCHBOARD_SHUTDOWN_GRACE_S": str(GRACE_S),
+    }  # the default lease: a loaded machine delays heartbeats
     with running_cluster(folder, postgres_cluster.create_database(), replicas=3, extra_env=env) as running:
         yield running
 
@@ -88,8 +91,9 @@ def _page(base: str, user: str, conversation_id: str, before: str | None) -> dic
     params = {"limit": 1000, **({"before": before} if before else {})}
     for _ in range(60):
         try:
-            answer = httpx.get(f"{base}/api/conversations/{conversation_id}", params=params, headers=_headers(user),
-                               timeout=30)  # fmt: skip
+            answer = httpx.get(
+                f"{base}/api/conversations/{conversation_id}", params=params, headers=_headers(user), timeout=30
+            )
             if answer.status_code == 404:
                 return None
             if answer.status_code == 200:
@@ -105,7 +109,7 @@ def _outcome(messages: list[dict], text: str) -> tuple[bool, str | None]:
     index = next((i for i, m in enumerate(messages) if m["role"] == "user" and m["content"] == text), None)
     if index is None:
         return False, None
-    for message in messages[index + 1:]:
+    for message in messages[index + 1 :]:
         if message["role"] == "user":
             break
         if message["role"] == "assistant" and message.get("finish_reason"):
@@ -176,7 +180,7 @@ def _noting_problems(work):
     def run(base: str, user: str, stop: threading.Event, ledger: Ledger) -> None:
         try:
             work(base, user, stop, ledger)
-        except BaseException:  # noqa: BLE001 - reported by the test
+        except BaseException:
             import traceback
 
             ledger.problems.append(f"{user}: {traceback.format_exc()}")
@@ -234,8 +238,13 @@ def _http_user(base: str, user: str, stop: threading.Event, ledger: Ledger) -> N
         number += 1
         while item.told is None:
             try:
-                with httpx.stream("POST", f"{base}/api/chat", headers=_headers(user), timeout=120,
-                                  json={"content": item.text, "conversation_id": conversation}) as response:  # fmt: skip
+                with httpx.stream(
+                    "POST",
+                    f"{base}/api/chat",
+                    headers=_headers(user),
+                    timeout=120,
+                    json={"content": item.text, "conversation_id": conversation},
+                ) as response:
                     if response.status_code == 409:  # the previous turn still ends somewhere
                         time.sleep(0.5)
                         continue
@@ -288,8 +297,13 @@ class _Waiter:
 
     def _http(self, port: int) -> None:
         try:
-            with httpx.stream("POST", f"http://127.0.0.1:{port}/api/chat", headers=_headers(self.user), timeout=120,
-                              json=self._message()) as response:  # fmt: skip
+            with httpx.stream(
+                "POST",
+                f"http://127.0.0.1:{port}/api/chat",
+                headers=_headers(self.user),
+                timeout=120,
+                json=self._message(),
+            ) as response:
                 for line in response.iter_lines():
                     if line.startswith("data: "):
                         self.events.append(json.loads(line[6:]))
@@ -311,8 +325,15 @@ class _Waiter:
 def test_a_rolling_restart_under_load_loses_no_message(cluster):
     ledger, stop = Ledger(), threading.Event()
     users = [("ws", f"ws{i}@example.com") for i in range(3)] + [("http", f"http{i}@example.com") for i in range(3)]
-    threads = [threading.Thread(target=_ws_user if door == "ws" else _http_user, args=(cluster.base, user, stop, ledger),
-                                name=user, daemon=True) for door, user in users]  # fmt: skip
+    threads = [
+        threading.Thread(
+            target=_ws_user if door == "ws" else _http_user,
+            args=(cluster.base, user, stop, ledger),
+            name=user,
+            daemon=True,
+        )
+        for door, user in users
+    ]
     for thread in threads:
         thread.start()
     time.sleep(4)
@@ -341,17 +362,28 @@ def test_a_rolling_restart_under_load_loses_no_message(cluster):
         assert item.told is not None, item
         messages = _stored(cluster.base, item.user, item.conversation_id)
         copies = [m for m in messages if m["role"] == "user" and m["content"] == item.text]
-        assert len(copies) == 1, (item, len(copies), [(m["role"], m["content"][-30:], m.get("finish_reason"))
-                                                      for m in messages])  # stored once: never lost, nor doubled
+        assert len(copies) == 1, (
+            item,
+            len(copies),
+            [(m["role"], m["content"][-30:], m.get("finish_reason")) for m in messages],
+        )  # stored once: never lost, nor doubled
         accepted, stored_reason = _outcome(messages, item.text)
         assert stored_reason == item.told, (item, stored_reason)  # what the user was told is what is stored
         if item.told != "stop":
-            answer = next(m for m in messages[messages.index(copies[0]) + 1:] if m.get("finish_reason"))
+            answer = next(m for m in messages[messages.index(copies[0]) + 1 :] if m.get("finish_reason"))
             assert item.told == "error" and "restart" in answer["error"]["message"], answer
         key = f"{item.door}:{item.told}:{item.how}" + (":resent" if item.resent else "")
         outcomes[key] = outcomes.get(key, 0) + 1
-    print("rolling restart outcomes:", json.dumps(outcomes, sort_keys=True), "messages:", len(sent),
-          "stops (s):", [round(s, 1) for s in stops], "reconnects:", ledger.reconnects)  # fmt: skip
+    print(
+        "rolling restart outcomes:",
+        json.dumps(outcomes, sort_keys=True),
+        "messages:",
+        len(sent),
+        "stops (s):",
+        [round(s, 1) for s in stops],
+        "reconnects:",
+        ledger.reconnects,
+    )
     assert len(sent) >= 30, outcomes
     assert sum(n for k, n in outcomes.items() if ":stop:" in k) >= len(sent) - 3, outcomes  # nearly all answered
     # The restarts reached every websocket user: each process is stopped once, and a user stays on its

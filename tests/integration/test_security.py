@@ -8,6 +8,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from switchboard.tools.pins import definition_hash
 from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
@@ -22,7 +23,7 @@ def group_service():
     class Handler(BaseHTTPRequestHandler):
         calls: list[str] = []
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             user = self.path.split("user=", 1)[-1].replace("%40", "@")
             Handler.calls.append(user)
             if user == "down@example.com":
@@ -60,9 +61,17 @@ def app(tmp_path_factory, llm, group_service):
     data = tmp / "data"
     data.mkdir()
     old = {"description": "Return the text, politely.", "input_schema": {}, "annotations": {}}
-    (data / "tool-pins.json").write_text(json.dumps({"toolbox/echo": {"hash": definition_hash(**old), "definition": old}}))
-    settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET, groups_header="X-User-Groups",
-                             group_service_url=group_service[0], approval_timeout_s=1.0)  # fmt: skip
+    (data / "tool-pins.json").write_text(
+        json.dumps({"toolbox/echo": {"hash": definition_hash(**old), "definition": old}})
+    )
+    settings = make_settings(
+        tmp,
+        auth_mode="proxy",
+        proxy_secret=SECRET,
+        groups_header="X-User-Groups",
+        group_service_url=group_service[0],
+        approval_timeout_s=1.0,
+    )
     with running_app(settings) as (client, _):
         yield client
 
@@ -106,8 +115,9 @@ def test_a_changed_tool_definition_needs_approval_again(app, llm):
         events = until(ws, "message_done")
     assert next(e for e in events if e["type"] == "tool_result")["ok"]
     # A non-admin's yes does not re-pin it for everyone.
-    assert next(t for t in app.get("/api/config", headers=who("bob@example.com")).json()["tools"]
-                if t["name"] == "toolbox_echo")["definition_changed"]  # fmt: skip
+    assert next(
+        t for t in app.get("/api/config", headers=who("bob@example.com")).json()["tools"] if t["name"] == "toolbox_echo"
+    )["definition_changed"]
 
 
 def test_an_unanswered_approval_times_out_as_denied(app, llm):
@@ -127,8 +137,9 @@ def test_edited_arguments_that_break_the_schema_are_refused(app, llm):
         ws.receive_json()
         ws.send_json({"type": "chat", "content": "boom"})
         request = until(ws, "approval_request")[-1]
-        ws.send_json({"type": "approval_response", "call_id": request["call_id"], "approved": True,
-                      "arguments": {"message": 42}})  # fmt: skip
+        ws.send_json(
+            {"type": "approval_response", "call_id": request["call_id"], "approved": True, "arguments": {"message": 42}}
+        )
         events = until(ws, "message_done")
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["ok"] is False and "do not fit" in result["content"] and "message" in result["content"]
@@ -141,8 +152,14 @@ def test_edited_arguments_that_fit_are_used(app, llm):
         ws.receive_json()
         ws.send_json({"type": "chat", "content": "boom"})
         request = until(ws, "approval_request")[-1]
-        ws.send_json({"type": "approval_response", "call_id": request["call_id"], "approved": True,
-                      "arguments": {"message": "edited by the user"}})  # fmt: skip
+        ws.send_json(
+            {
+                "type": "approval_response",
+                "call_id": request["call_id"],
+                "approved": True,
+                "arguments": {"message": "edited by the user"},
+            }
+        )
         events = until(ws, "message_done")
     start = next(e for e in events if e["type"] == "tool_start")
     assert start["arguments"] == {"message": "edited by the user"}
@@ -160,7 +177,11 @@ def test_non_admins_do_not_see_failure_details_but_admins_do(app):
 def test_security_headers_on_pages_and_api(app):
     page = app.get("/", headers=who("bob@example.com"))
     csp = page.headers["content-security-policy"]
-    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+    assert (
+        "script-src 'self'" in csp
+        and "frame-ancestors 'none'" in csp
+        and "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+    )
     assert page.headers["x-content-type-options"] == "nosniff"
     assert page.headers["referrer-policy"] == "no-referrer"
     assert app.get("/api/config", headers=who("bob@example.com")).headers["x-content-type-options"] == "nosniff"
@@ -189,5 +210,7 @@ def test_an_admins_approval_accepts_a_changed_definition(app, llm):
         request = until(ws, "approval_request")[-1]
         ws.send_json({"type": "approval_response", "call_id": request["call_id"], "approved": True})
         until(ws, "message_done")
-    echo = next(t for t in app.get("/api/config", headers=who("bob@example.com")).json()["tools"] if t["name"] == "toolbox_echo")
+    echo = next(
+        t for t in app.get("/api/config", headers=who("bob@example.com")).json()["tools"] if t["name"] == "toolbox_echo"
+    )
     assert not echo["definition_changed"] and not echo["requires_approval"]

@@ -7,10 +7,13 @@ from tests.support.serve import ServeConsole
 
 
 def test_serve_prints_one_line_per_server_and_a_summary(tmp_path):
-    write_config(tmp_path / "defaults", servers={
-        "toolbox": toolbox_entry(),
-        "broken": {"command": "python", "args": ["-c", "import sys; sys.exit('cannot start: no licence')"]},
-    })  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        servers={
+            "toolbox": toolbox_entry(),
+            "broken": {"command": "python", "args": ["-c", "import sys; sys.exit('cannot start: no licence')"]},
+        },
+    )
     (tmp_path / "overrides").mkdir()
     (tmp_path / "overrides" / "groups.yml").write_text("users: [\n")
     console = ServeConsole(tmp_path)

@@ -18,9 +18,14 @@ from tests.support.harness import double_model, toolbox_entry, write_config
 from tests.support.llm_double import TextReply
 from tests.support.serve import ServeConsole, serve_env
 
-BUNDLED = {"dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz"},
-           "pdfbasic": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/pdfbasic"}}  # fmt: skip
-EXITS = {"command": "python", "args": ["-c", "import sys; print('cannot start: no licence', file=sys.stderr); sys.exit(3)"]}
+BUNDLED = {
+    "dataviz": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/dataviz"},
+    "pdfbasic": {"command": "python", "args": ["main.py"], "cwd": "backend/mcp/pdfbasic"},
+}
+EXITS = {
+    "command": "python",
+    "args": ["-c", "import sys; print('cannot start: no licence', file=sys.stderr); sys.exit(3)"],
+}
 
 
 def test_ctrl_c_stops_at_once_without_a_traceback(tmp_path):
@@ -101,10 +106,17 @@ def test_a_port_in_use_is_one_line_and_exit_status_1(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "switchboard", "serve", "--port", str(port)], env=serve_env(tmp_path),
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "switchboard", "serve", "--port", str(port)],
+            env=serve_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 1, done
     assert done.stdout == ""
-    assert done.stderr == (f"Switchboard cannot start: port {port} on 127.0.0.1 is in use (another Switchboard, or "
-                           "another program, listens there); stop it, or serve on another port with --port or "
-                           "SWITCHBOARD_PORT.\n")  # fmt: skip
+    assert done.stderr == (
+        f"Switchboard cannot start: port {port} on 127.0.0.1 is in use (another Switchboard, or "
+        "another program, listens there); stop it, or serve on another port with --port or "
+        "SWITCHBOARD_PORT.\n"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
@@ -15,7 +16,10 @@ def app(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("requests")
     write_config(
         tmp / "defaults",
-        servers={"toolbox": toolbox_entry(approval="never"), "nosample": toolbox_entry(approval="never", sampling=False)},
+        servers={
+            "toolbox": toolbox_entry(approval="never"),
+            "nosample": toolbox_entry(approval="never", sampling=False),
+        },
         models=[double_model(llm)],
         default_model="double",
     )
@@ -32,8 +36,14 @@ def test_elicitation_reaches_the_user_and_the_answer_goes_back(app, llm):
         assert request["message"] == "Who are you?"
         assert set(request["schema"]["properties"]) == {"name", "age"}
         assert request["call_id"]
-        ws.send_json({"type": "elicitation_response", "request_id": request["request_id"], "action": "accept",
-                      "content": {"name": "Ada", "age": 36}})  # fmt: skip
+        ws.send_json(
+            {
+                "type": "elicitation_response",
+                "request_id": request["request_id"],
+                "action": "accept",
+                "content": {"name": "Ada", "age": 36},
+            }
+        )
         events = until(ws, "message_done")
     assert next(e for e in events if e["type"] == "tool_result")["content"] == "hello Ada, age 36"
 

@@ -28,13 +28,18 @@ GROUPS = {"dev@localhost": ["users", "admin"], "*": ["users"]}
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, postgres_cluster):
     folder = tmp_path_factory.mktemp("shared")
-    write_config(folder / "defaults", groups=GROUPS, servers={
-        "local": {"command": sys.executable, "args": [str(TASKER)], "approval": "never"},
-        "counter": {"command": sys.executable, "args": [str(APPS)]},
-        "team": toolbox_entry(groups=["team"]),
-    })  # fmt: skip
-    with running_cluster(folder, postgres_cluster.create_database(), replicas=2,
-                         extra_env={"SWITCHBOARD_MAX_UPLOADS_PER_USER": "2"}) as running:  # fmt: skip
+    write_config(
+        folder / "defaults",
+        groups=GROUPS,
+        servers={
+            "local": {"command": sys.executable, "args": [str(TASKER)], "approval": "never"},
+            "counter": {"command": sys.executable, "args": [str(APPS)]},
+            "team": toolbox_entry(groups=["team"]),
+        },
+    )
+    with running_cluster(
+        folder, postgres_cluster.create_database(), replicas=2, extra_env={"SWITCHBOARD_MAX_UPLOADS_PER_USER": "2"}
+    ) as running:
         yield running
 
 
@@ -71,8 +76,16 @@ def test_a_tasks_events_and_question_reach_the_page_on_the_other_process(cluster
         with _ws(cluster, 1) as later:  # a page opened after the question, on the other process, is asked too
             assert _until(later, _of("elicitation_request"))[-1]["request_id"] == question["request_id"]
         # Answered on the page of the process that does not poll the task.
-        there.send(json.dumps({"type": "elicitation_response", "request_id": question["request_id"], "action": "accept",
-                               "content": {"colour": "teal"}}))  # fmt: skip
+        there.send(
+            json.dumps(
+                {
+                    "type": "elicitation_response",
+                    "request_id": question["request_id"],
+                    "action": "accept",
+                    "content": {"colour": "teal"},
+                }
+            )
+        )
         done = _until(there, lambda e: e["type"] == "task" and e["status"] in ("completed", "failed"))[-1]
     assert done["status"] == "completed" and done["content"] == "survey of fence: teal"
 
@@ -86,11 +99,18 @@ def test_an_apps_calls_and_their_approval_reach_a_page_on_the_other_process(clus
         there.send(json.dumps({"type": "attach", "conversation_id": conversation}))  # the page shows it
         _until(there, _of("attached"))
         rpc = f"{_http(cluster, 0)}/api/apps/{app['call_id']}/rpc"
-        bump = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "bump", "arguments": {"count": 4}}}
+        bump = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "bump", "arguments": {"count": 4}},
+        }
         answer = httpx.post(rpc, json=bump, timeout=60)
         assert answer.status_code == 200, answer.text
         seen = _until(there, _of("tool_result"))
-        assert any(e["type"] == "tool_start" and e["tool"] == "counter_bump" and e["from_app"] == app["call_id"] for e in seen)
+        assert any(
+            e["type"] == "tool_start" and e["tool"] == "counter_bump" and e["from_app"] == app["call_id"] for e in seen
+        )
         assert seen[-1]["ok"] and seen[-1]["from_app"] == app["call_id"]
 
         answers: list[httpx.Response] = []
@@ -116,7 +136,9 @@ def test_a_reload_and_a_group_change_reach_every_process(cluster):
     groups_file = cluster.folder / "defaults" / "groups.yml"
     groups = yaml.safe_load(groups_file.read_text())
     with _ws(cluster, 1) as there:
-        groups_file.write_text(yaml.safe_dump({**groups, "users": {**GROUPS, "dev@localhost": ["users", "admin", "team"]}}))
+        groups_file.write_text(
+            yaml.safe_dump({**groups, "users": {**GROUPS, "dev@localhost": ["users", "admin", "team"]}})
+        )
         try:
             assert httpx.post(f"{_http(cluster, 0)}/api/admin/reload", timeout=60).status_code == 200
             pushed = _until(there, _of("catalogue_changed"))  # the open page on the other process hears of it
@@ -134,7 +156,9 @@ def test_a_reload_and_a_group_change_reach_every_process(cluster):
 
 def test_the_upload_quota_is_one_count_across_processes(cluster):
     def upload(index: int, name: str) -> httpx.Response:
-        return httpx.post(f"{_http(cluster, index)}/api/files", files={"file": (name, b"hello", "text/plain")}, timeout=30)
+        return httpx.post(
+            f"{_http(cluster, index)}/api/files", files={"file": (name, b"hello", "text/plain")}, timeout=30
+        )
 
     assert upload(0, "one.txt").status_code == 200
     assert upload(1, "two.txt").status_code == 200

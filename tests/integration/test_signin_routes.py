@@ -82,8 +82,12 @@ def test_oauth_sign_in_per_user_with_refresh_and_disconnect(tmp_path, oauth_serv
     with app_with(tmp_path, oauth_server, {"type": "oauth"}) as (client, services):
         before = server_entry(client, ALICE)
         assert before["status"] == "needs_auth"
-        assert before["auth"] == {"type": "oauth", "connected": False, "connect_url": "/api/servers/signin/connect",
-                                  "disconnect_url": "/api/servers/signin/connection"}  # fmt: skip
+        assert before["auth"] == {
+            "type": "oauth",
+            "connected": False,
+            "connect_url": "/api/servers/signin/connect",
+            "disconnect_url": "/api/servers/signin/connection",
+        }
         assert client.get("/readyz").status_code == 200  # needs_auth is not a failure
         with pytest.raises(NeedsAuth, match="press Connect"):
             client.portal.call(functools.partial(services.pool.call, WHOAMI, {}, Sink(), user="alice@example.com"))
@@ -108,7 +112,10 @@ def test_oauth_sign_in_per_user_with_refresh_and_disconnect(tmp_path, oauth_serv
             assert first["token"] not in text and bob["token"] not in text
         db = sqlite3.connect(tmp_path / "data" / "switchboard.db")
         rows = db.execute("SELECT user, kind, value FROM user_credentials").fetchall()
-        assert {(u, k) for u, k, _ in rows} >= {("alice@example.com", "oauth_tokens"), ("bob@example.com", "oauth_tokens")}
+        assert {(u, k) for u, k, _ in rows} >= {
+            ("alice@example.com", "oauth_tokens"),
+            ("bob@example.com", "oauth_tokens"),
+        }
         assert not any(first["token"] in v or bob["token"] in v for _, _, v in rows)
 
         # refresh: the access token lives 5 s; the next call gets a new one without a sign-in
@@ -144,10 +151,14 @@ def test_user_entered_tokens_through_the_routes(tmp_path, token_server):
     with app_with(tmp_path, token_server, {"type": "user_token"}) as (client, services):
         entry = server_entry(client, ALICE)
         assert entry["status"] == "needs_auth" and entry["auth"]["type"] == "user_token"
-        assert client.put("/api/servers/signin/token", json={"token": "bad token\r\nX: 1"},
-                          headers=ALICE).status_code == 422  # fmt: skip
-        assert client.put("/api/servers/signin/token", json={"token": "tok-alice-secret"},
-                          headers=ALICE).json() == {"server": "signin", "connected": True}  # fmt: skip
+        assert (
+            client.put("/api/servers/signin/token", json={"token": "bad token\r\nX: 1"}, headers=ALICE).status_code
+            == 422
+        )
+        assert client.put("/api/servers/signin/token", json={"token": "tok-alice-secret"}, headers=ALICE).json() == {
+            "server": "signin",
+            "connected": True,
+        }
         assert call_whoami(client, services, "alice@example.com")["token"] == "tok-alice-secret"
         assert "tok-alice-secret" not in client.get("/api/config", headers=ALICE).text
         assert server_entry(client, BOB)["auth"]["connected"] is False
@@ -167,8 +178,12 @@ def test_a_chat_call_before_connecting_tells_the_user_to_connect(tmp_path, token
     from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
     write_config(tmp_path / "defaults", models=[double_model(llm)], default_model="double")
-    write_config(tmp_path / "overrides", servers={"signin": {"url": token_server, "auth": {"type": "user_token"}}},
-                 models=[double_model(llm)], default_model="double")  # fmt: skip
+    write_config(
+        tmp_path / "overrides",
+        servers={"signin": {"url": token_server, "auth": {"type": "user_token"}}},
+        models=[double_model(llm)],
+        default_model="double",
+    )
     with running_app(make_settings(tmp_path, auth_mode="proxy", proxy_secret=SECRET)) as (client, _services):
         client.put("/api/servers/signin/token", json={"token": "tok-alice-own"}, headers=ALICE)
         deadline = time.monotonic() + 30
@@ -209,7 +224,10 @@ def test_client_id_metadata_document_is_served_from_the_public_url(tmp_path):
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
         }
-    assert make_settings(tmp_path, public_url="https://chat.example.org", oauth_client_metadata=False).client_metadata_url is None
+    assert (
+        make_settings(tmp_path, public_url="https://chat.example.org", oauth_client_metadata=False).client_metadata_url
+        is None
+    )
     # plain http cannot be a client ID: no document, and sign-ins register the client instead
     plain = make_settings(tmp_path, public_url="http://chat.example.org")
     assert plain.client_metadata_url is None

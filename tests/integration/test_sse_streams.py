@@ -25,7 +25,9 @@ from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("cli_sse")
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double")
+    write_config(
+        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
+    )
     with served(make_settings(tmp, llm_max_attempts=1)) as (base, _):
         yield base
 
@@ -71,7 +73,9 @@ def test_an_openai_client_reads_a_stream_with_keep_alive_comments(site, llm):
     llm.enqueue(TextReply("Quiet, then an answer."))
     token = httpx.post(f"{site}/api/tokens", json={"name": "sse"}).json()["token"]
     with openai.OpenAI(base_url=f"{site}/v1", api_key=token, max_retries=0, timeout=30) as client:
-        stream = client.chat.completions.create(model="double", stream=True, messages=[{"role": "user", "content": "hi"}])
+        stream = client.chat.completions.create(
+            model="double", stream=True, messages=[{"role": "user", "content": "hi"}]
+        )
         chunks = list(stream)
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Quiet, then an answer."
     assert chunks[-1].choices[0].finish_reason == "stop"
@@ -81,13 +85,15 @@ class _Stream(BaseHTTPRequestHandler):
     """A server of another version: CRLF line ends, a kind of event this client does not know,
     a comment, and an event split over two writes."""
 
-    body = (b": hello\r\n\r\n"
-            b'event: weather\r\ndata: {"type":"weather","sky":"blue"}\r\n\r\n'
-            b'event: token\r\ndata: {"type":"token","text":"Sunny."}\r\n\r\n'
-            b'event: message_done\r\ndata: {"type":"message_done","message_id":"m","finish_reason":"stop","html":""}\r\n\r\n')  # fmt: skip
+    body = (
+        b": hello\r\n\r\n"
+        b'event: weather\r\ndata: {"type":"weather","sky":"blue"}\r\n\r\n'
+        b'event: token\r\ndata: {"type":"token","text":"Sunny."}\r\n\r\n'
+        b'event: message_done\r\ndata: {"type":"message_done","message_id":"m","finish_reason":"stop","html":""}\r\n\r\n'
+    )
     content_type = "text/event-stream"
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
         self.send_response(200)
         self.send_header("Content-Type", self.content_type)
@@ -134,6 +140,8 @@ def test_an_unknown_kind_of_event_is_skipped(other_version):
 def test_an_answer_that_is_not_an_event_stream_fails_in_one_line(login_page):
     code, out, err = _run(login_page, "hi")
     assert code == cli_chat.FAILED and out == ""
-    assert err.strip().splitlines() == [f"error: {login_page} did not answer with an event stream "
-                                        "(Expected response header Content-Type to contain 'text/event-stream', "
-                                        "got 'text/html')"]  # fmt: skip
+    assert err.strip().splitlines() == [
+        f"error: {login_page} did not answer with an event stream "
+        "(Expected response header Content-Type to contain 'text/event-stream', "
+        "got 'text/html')"
+    ]

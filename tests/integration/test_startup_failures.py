@@ -15,11 +15,21 @@ from tests.support.harness import free_port, write_config
 
 def _serve(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     write_config(tmp_path / "defaults", servers={})
-    environ = {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
-               "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"), "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-               "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"), **env}  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(free_port()),
-                           *args], env=environ, capture_output=True, text=True, timeout=90)  # fmt: skip
+    environ = {
+        **os.environ,
+        "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
+        "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
+        "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+        "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "switchboard", "serve", "--host", "127.0.0.1", "--port", str(free_port()), *args],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
@@ -53,8 +63,12 @@ def test_several_workers_on_sqlite_are_refused_with_one_line_naming_the_database
 
 
 def test_a_broken_setting_is_named_and_the_process_exits(tmp_path):
-    done = _serve(tmp_path, SWITCHBOARD_PORT="eighty", SWITCHBOARD_PROXY_SECRET="hunter2-secret",
-                  SWITCHBOARD_RETENTION_DAYS="soon")
+    done = _serve(
+        tmp_path,
+        SWITCHBOARD_PORT="eighty",
+        SWITCHBOARD_PROXY_SECRET="hunter2-secret",
+        SWITCHBOARD_RETENTION_DAYS="soon",
+    )
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

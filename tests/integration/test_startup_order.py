@@ -14,8 +14,14 @@ from switchboard.web.app import create_app
 from tests.support.harness import TOOLBOX, make_settings, write_config
 
 # The toolbox, after a second's pause: a server that takes a while to start.
-SLOW_TOOLBOX = {"command": "python", "args": ["-c", f"import runpy, sys, time; time.sleep(1.0); sys.argv = [{str(TOOLBOX)!r}]; "
-                                                    f"runpy.run_path({str(TOOLBOX)!r}, run_name='__main__')"]}  # fmt: skip
+SLOW_TOOLBOX = {
+    "command": "python",
+    "args": [
+        "-c",
+        f"import runpy, sys, time; time.sleep(1.0); sys.argv = [{str(TOOLBOX)!r}]; "
+        f"runpy.run_path({str(TOOLBOX)!r}, run_name='__main__')",
+    ],
+}
 
 
 class WarmUpWatch:

@@ -23,8 +23,10 @@ async def test_a_stdio_server_gets_the_hosts_ca_variables_and_no_secret(tmp_path
     for name, value in CA.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("SWITCHBOARD_TEST_APP_SECRET", "must-not-leak")
-    servers = {"local": ServerConfig(command="python", args=[str(TOOLBOX)]),
-               "own": ServerConfig(command="python", args=[str(TOOLBOX)], env={"SSL_CERT_FILE": "/srv/own.pem"})}
+    servers = {
+        "local": ServerConfig(command="python", args=[str(TOOLBOX)]),
+        "own": ServerConfig(command="python", args=[str(TOOLBOX)], env={"SSL_CERT_FILE": "/srv/own.pem"}),
+    }
     pool = ServerPool(McpConfig(servers=servers), project_root=tmp_path, log_dir=tmp_path / "logs", init_timeout_s=60)
     pool.start()
     try:

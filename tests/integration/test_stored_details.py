@@ -14,8 +14,13 @@ from tests.support.llm_double import ErrorReply, TextReply, ToolCall, ToolCallRe
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("details")
-    write_config(tmp / "defaults", servers={"toolbox": toolbox_entry(require_approval=["delete_everything"])},
-                 models=[double_model(llm)], default_model="double", groups={"*": ["users"]})  # fmt: skip
+    write_config(
+        tmp / "defaults",
+        servers={"toolbox": toolbox_entry(require_approval=["delete_everything"])},
+        models=[double_model(llm)],
+        default_model="double",
+        groups={"*": ["users"]},
+    )
     with running_app(make_settings(tmp)) as (client, services):
         yield client
 
@@ -26,8 +31,10 @@ def chat(ws, content, **extra):
 
 
 def test_a_failed_answer_is_stored_with_its_reason_and_exported(site, llm):
-    llm.enqueue(TextReply("Fine.", usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}),
-                ErrorReply(400, "the prompt names a forbidden colour"))  # fmt: skip
+    llm.enqueue(
+        TextReply("Fine.", usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}),
+        ErrorReply(400, "the prompt names a forbidden colour"),
+    )
     with site.websocket_connect("/ws") as ws:
         ws.receive_json()
         conversation_id = chat(ws, "first")[-1]["conversation_id"]
@@ -48,8 +55,12 @@ def test_a_failed_answer_is_stored_with_its_reason_and_exported(site, llm):
 
 
 def test_an_approved_call_is_stored_as_approved_and_its_start_is_stamped(site, llm):
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("Gone."),
-                ToolCallReply([ToolCall("toolbox_echo", '{"text": "hi"}')]), TextReply("Echoed."))  # fmt: skip
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
+        TextReply("Gone."),
+        ToolCallReply([ToolCall("toolbox_echo", '{"text": "hi"}')]),
+        TextReply("Echoed."),
+    )
     with site.websocket_connect("/ws") as ws:
         ws.receive_json()
         ws.send_json({"type": "chat", "content": "delete"})

@@ -21,13 +21,24 @@ GRACE_S = 1.0
 
 
 def test_a_stream_waiting_for_an_approval_ends_cleanly_after_the_shutdown_grace(tmp_path):
-    write_config(tmp_path / "defaults", servers={"toolbox": toolbox_entry()})  # the offline demo model calls what it is told
-    env = {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"), "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
-           "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"), "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
-           "SWITCHBOARD_SHUTDOWN_GRACE_S": str(GRACE_S)}  # fmt: skip
+    write_config(
+        tmp_path / "defaults", servers={"toolbox": toolbox_entry()}
+    )  # the offline demo model calls what it is told
+    env = {
+        **os.environ,
+        "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
+        "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
+        "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+        "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
+        "SWITCHBOARD_SHUTDOWN_GRACE_S": str(GRACE_S),
+    }
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "switchboard", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, proc, "switchboard serve", timeout_s=90)
         base = f"http://127.0.0.1:{port}"
@@ -35,7 +46,9 @@ def test_a_stream_waiting_for_an_approval_ends_cleanly_after_the_shutdown_grace(
         while httpx.get(f"{base}/readyz", timeout=30).status_code != 200:
             assert time.monotonic() < deadline, "the toolbox did not become ready"
             time.sleep(0.2)
-        with httpx.stream("POST", f"{base}/api/chat", json={"content": "toolbox_delete_everything {}"}, timeout=60) as response:
+        with httpx.stream(
+            "POST", f"{base}/api/chat", json={"content": "toolbox_delete_everything {}"}, timeout=60
+        ) as response:
             events = read_sse(response.iter_lines())
             before = [name for name, _ in _until(events, "approval_request")]
             stopped = time.monotonic()

@@ -32,8 +32,10 @@ BOB = {"X-User-Email": "bob@example.com", "X-Proxy-Secret": SECRET}
 
 
 def tasker_servers(port: int) -> dict[str, Any]:
-    return {"local": {"command": sys.executable, "args": [str(TASKER)], "approval": "never"},
-            "remote": {"url": f"http://127.0.0.1:{port}/mcp", "approval": "never"}}  # fmt: skip
+    return {
+        "local": {"command": sys.executable, "args": [str(TASKER)], "approval": "never"},
+        "remote": {"url": f"http://127.0.0.1:{port}/mcp", "approval": "never"},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +105,9 @@ def test_a_long_task_reports_progress_after_its_turn_and_its_result_lands_in_the
     assert stored[-1]["role"] == "tool" and stored[-1]["content"] == "crunched 3 steps"
     assert stored[-1]["id"] == done["message_id"]
     listed = httpx.get(f"{base}/api/tasks", params={"conversation_id": conversation_id}, headers=ALICE).json()["tasks"]
-    assert [(t["id"], t["status"], t["result"]["content"]) for t in listed] == [(done["task_id"], "completed", "crunched 3 steps")]
+    assert [(t["id"], t["status"], t["result"]["content"]) for t in listed] == [
+        (done["task_id"], "completed", "crunched 3 steps")
+    ]
 
     # The user asks the model to go on from it: the model sees the result.
     llm.enqueue(TextReply("It crunched 3 steps."))
@@ -124,10 +128,15 @@ def test_a_task_that_needs_input_midway_asks_the_user_and_finishes_with_the_answ
     assert question["message"] == "Which colour for the fence?"
     assert any(e["type"] == "task" and e["status"] == "input_required" for e in asked)
     if server == "local":
-        page.send(type="elicitation_response", request_id=question["request_id"], action="accept", content={"colour": "teal"})
+        page.send(
+            type="elicitation_response", request_id=question["request_id"], action="accept", content={"colour": "teal"}
+        )
     else:  # the HTTP door answers a task's question too
-        answer = httpx.post(f"{base}/api/elicitations/{question['request_id']}", headers=ALICE,
-                            json={"action": "accept", "content": {"colour": "teal"}})  # fmt: skip
+        answer = httpx.post(
+            f"{base}/api/elicitations/{question['request_id']}",
+            headers=ALICE,
+            json={"action": "accept", "content": {"colour": "teal"}},
+        )
         assert answer.status_code == 204
     done = page.until(finished)[-1]
     page.close()
@@ -138,8 +147,11 @@ def test_a_question_is_not_answered_by_another_user(site, llm):
     base, _ = site
     page, _ = start_task(base, llm, "local_survey", {"topic": "door"})
     question = page.until(lambda e: e["type"] == "elicitation_request")[-1]
-    refused = httpx.post(f"{base}/api/elicitations/{question['request_id']}", headers=BOB,
-                         json={"action": "accept", "content": {"colour": "black"}})  # fmt: skip
+    refused = httpx.post(
+        f"{base}/api/elicitations/{question['request_id']}",
+        headers=BOB,
+        json={"action": "accept", "content": {"colour": "black"}},
+    )
     assert refused.status_code == 404
     page.send(type="elicitation_response", request_id=question["request_id"], action="decline")
     done = page.until(finished)[-1]
@@ -246,7 +258,9 @@ def test_a_task_started_in_an_incognito_chat_naming_anothers_conversation_stores
     page.close()
     before = httpx.get(f"{base}/api/conversations/{alices}", headers=ALICE).json()["messages"]
 
-    llm.enqueue(ToolCallReply([ToolCall("local_crunch", json.dumps({"steps": 1, "delay": 0.1}))]), TextReply("Started."))
+    llm.enqueue(
+        ToolCallReply([ToolCall("local_crunch", json.dumps({"steps": 1, "delay": 0.1}))]), TextReply("Started.")
+    )
     bob = Page(base, BOB)
     bob.send(type="chat", content="run it", incognito=True, conversation_id=alices)
     refused = bob.until(lambda e: e["type"] in ("error", "message_done"))[-1]

@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.sync.client import connect
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from websockets.sync.client import connect
 
 from switchboard.settings import PROJECT_ROOT
 from tests.support.harness import free_port, wait_for_port, wait_ready, write_config
@@ -36,7 +36,7 @@ class _Receiver:
         received = self.spans
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
@@ -44,11 +44,17 @@ class _Receiver:
                     service = {a.key: a.value.string_value for a in resource.resource.attributes}.get("service.name")
                     for scope in resource.scope_spans:
                         for span in scope.spans:
-                            received.append({
-                                "name": span.name, "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
-                                "parent": span.parent_span_id.hex(), "service": service, "status": span.status.code,
-                                "attributes": {a.key: _value(a.value) for a in span.attributes},
-                            })  # fmt: skip
+                            received.append(
+                                {
+                                    "name": span.name,
+                                    "trace_id": span.trace_id.hex(),
+                                    "span_id": span.span_id.hex(),
+                                    "parent": span.parent_span_id.hex(),
+                                    "service": service,
+                                    "status": span.status.code,
+                                    "attributes": {a.key: _value(a.value) for a in span.attributes},
+                                }
+                            )
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.end_headers()
@@ -76,16 +82,30 @@ def receiver() -> Iterator[_Receiver]:
 
 
 def _serve(tmp_path: Path, extra_env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    write_config(tmp_path / "defaults", servers={"traced": {"command": "python", "args": [str(TRACED)], "approval": "never"}},
-                 groups={"*": ["users", "admin"]})  # fmt: skip
+    write_config(
+        tmp_path / "defaults",
+        servers={"traced": {"command": "python", "args": [str(TRACED)], "approval": "never"}},
+        groups={"*": ["users", "admin"]},
+    )
     (tmp_path / "overrides").mkdir(exist_ok=True)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update({"SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"), "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
-                "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"), "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
-                "SWITCHBOARD_METRICS_TOKEN": "scrape-secret", **extra_env})  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    env.update(
+        {
+            "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
+            "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
+            "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+            "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
+            "SWITCHBOARD_METRICS_TOKEN": "scrape-secret",
+            **extra_env,
+        }
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "switchboard", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_for_port(port, proc, "switchboard serve", timeout_s=60)
     base = f"http://127.0.0.1:{port}"
     wait_ready(base, 90, "the traced server")
@@ -114,8 +134,14 @@ def _tool_turn(base: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_a_tool_turn_is_traced_from_the_turn_to_the_mcp_server(tmp_path, receiver):
-    proc, base = _serve(tmp_path, {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "100",
-                                   "OTEL_SERVICE_NAME": "switchboard-test"})  # fmt: skip
+    proc, base = _serve(
+        tmp_path,
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
+            "OTEL_BSP_SCHEDULE_DELAY": "100",
+            "OTEL_SERVICE_NAME": "switchboard-test",
+        },
+    )
     try:
         events = _tool_turn(base)
         result = next(data for kind, data in events if kind == "tool_result")
@@ -176,8 +202,14 @@ def test_metrics_count_turns_and_calls_for_admins_and_the_scrape_token_only(tmp_
         _stop(proc)
     assert 'switchboard_turns_total{finish_reason="stop"} 1.0' in text
     assert 'switchboard_tool_calls_total{mcp_server="traced",outcome="ok"} 1.0' in text
-    assert 'mcp_client_operation_duration_seconds_count{error_type="",mcp_method_name="tools/call",mcp_server="traced"} 1.0' in text
-    assert 'gen_ai_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="chat",gen_ai_request_model="demo"} 2.0' in text
+    assert (
+        'mcp_client_operation_duration_seconds_count{error_type="",mcp_method_name="tools/call",mcp_server="traced"} 1.0'
+        in text
+    )
+    assert (
+        'gen_ai_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="chat",gen_ai_request_model="demo"} 2.0'
+        in text
+    )
     assert "switchboard_store_operation_duration_seconds_count" in text
     assert "switchboard_open_sessions 1.0" in while_open
 
@@ -188,16 +220,30 @@ def test_metrics_add_up_every_worker_process(tmp_path, postgres_url):
     (tmp_path / "overrides").mkdir()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PROMETHEUS_"))}
-    env.update({"SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"), "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
-                "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"), "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
-                "SWITCHBOARD_METRICS_TOKEN": "scrape-secret", "SWITCHBOARD_DATABASE_URL": postgres_url})  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(port), "--workers", "2"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    env.update(
+        {
+            "SWITCHBOARD_DEFAULTS_DIR": str(tmp_path / "defaults"),
+            "SWITCHBOARD_CONFIG_DIR": str(tmp_path / "overrides"),
+            "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+            "SWITCHBOARD_LOG_DIR": str(tmp_path / "logs"),
+            "SWITCHBOARD_METRICS_TOKEN": "scrape-secret",
+            "SWITCHBOARD_DATABASE_URL": postgres_url,
+        }
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "switchboard", "serve", "--port", str(port), "--workers", "2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for_port(port, proc, "switchboard serve --workers 2", timeout_s=60)
         for _ in range(6):  # new connections: both workers get some of the turns
-            with httpx.Client() as client, client.stream("POST", f"{base}/api/chat", json={"content": "hi"}, timeout=60) as r:
+            with (
+                httpx.Client() as client,
+                client.stream("POST", f"{base}/api/chat", json={"content": "hi"}, timeout=60) as r,
+            ):
                 r.read()
         scrapes = []
         for _ in range(6):

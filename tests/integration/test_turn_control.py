@@ -31,7 +31,10 @@ def app(tmp_path_factory, llm):
 
 @pytest.fixture(scope="module")
 def proxy_app(tmp_path_factory, llm):
-    with running_app(build(tmp_path_factory.mktemp("proxy"), llm, auth_mode="proxy", proxy_secret=SECRET)) as (client, _):
+    with running_app(build(tmp_path_factory.mktemp("proxy"), llm, auth_mode="proxy", proxy_secret=SECRET)) as (
+        client,
+        _,
+    ):
         yield client
 
 
@@ -64,8 +67,12 @@ def test_a_denied_call_never_runs_and_the_model_is_told(app, llm):
 
 
 def test_allow_for_this_conversation_stops_asking(app, llm):
-    llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("one"),
-                ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("two"))  # fmt: skip
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
+        TextReply("one"),
+        ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]),
+        TextReply("two"),
+    )
     with app.websocket_connect("/ws") as ws:
         ws.receive_json()
         ws.send_json({"type": "chat", "content": "delete"})
@@ -81,8 +88,10 @@ def test_allow_for_this_conversation_stops_asking(app, llm):
 def test_an_approval_cannot_be_answered_by_another_user(proxy_app, llm):
     app = proxy_app
     llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]), TextReply("x"))
-    with app.websocket_connect("/ws", headers=headers("alice@example.com")) as ws, \
-            app.websocket_connect("/ws", headers=headers("bob@example.com")) as other:  # fmt: skip
+    with (
+        app.websocket_connect("/ws", headers=headers("alice@example.com")) as ws,
+        app.websocket_connect("/ws", headers=headers("bob@example.com")) as other,
+    ):
         ws.receive_json()
         other.receive_json()
         ws.send_json({"type": "chat", "content": "delete"})

@@ -12,8 +12,9 @@ from tests.support.harness import make_settings, running_app, write_config
 def client(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("uploads")
     write_config(tmp / "defaults")
-    settings = make_settings(tmp, auth_mode="proxy", proxy_secret="s", max_uploads_per_user=3,
-                             max_upload_bytes_per_user=1000)  # fmt: skip
+    settings = make_settings(
+        tmp, auth_mode="proxy", proxy_secret="s", max_uploads_per_user=3, max_upload_bytes_per_user=1000
+    )
     with running_app(settings) as (test_client, _):
         yield test_client
 
@@ -44,6 +45,11 @@ def test_the_byte_quota_still_holds(client):
 
 @pytest.mark.parametrize("declared", ["application/octet-stream", "", "application/vnd.ms-excel"])
 def test_a_csv_sent_without_a_useful_type_is_stored_as_csv(client, declared):
-    response = post(client, f"csv-{declared.replace('/', '-') or 'none'}@example.com", "sales.csv",
-                    b"region,total\nnorth,3\n", declared)  # fmt: skip
+    response = post(
+        client,
+        f"csv-{declared.replace('/', '-') or 'none'}@example.com",
+        "sales.csv",
+        b"region,total\nnorth,3\n",
+        declared,
+    )
     assert response.status_code == 200 and response.json()["mime"] == "text/csv"

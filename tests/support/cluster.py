@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from tests.support.harness import free_port, wait_for_port, wait_ready
 
 __all__ = ["Cluster", "nginx_binary", "running_cluster"]
@@ -67,12 +66,17 @@ class Cluster:
 
     def start_app(self, index: int) -> None:
         log = (self.folder / f"app{index}.log").open("ab")
-        proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(self.ports[index])],
-                                env=self.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "switchboard", "serve", "--port", str(self.ports[index])],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         self.procs[index] = proc
         wait_for_port(self.ports[index], proc, f"app {index}", timeout_s=90)
-        wait_ready(f"http://127.0.0.1:{self.ports[index]}", 120,
-                   lambda: (self.folder / f"app{index}.log").read_text()[-3000:])  # fmt: skip
+        wait_ready(
+            f"http://127.0.0.1:{self.ports[index]}", 120, lambda: (self.folder / f"app{index}.log").read_text()[-3000:]
+        )
 
     def stop_app(self, index: int, *, kill: bool = False) -> None:
         proc = self.procs[index]
@@ -96,34 +100,48 @@ class Cluster:
 
 
 @contextmanager
-def running_cluster(folder: Path, database_url: str, replicas: int = 3,
-                    extra_env: dict[str, str] | None = None) -> Iterator[Cluster]:  # fmt: skip
+def running_cluster(
+    folder: Path, database_url: str, replicas: int = 3, extra_env: dict[str, str] | None = None
+) -> Iterator[Cluster]:
     """`replicas` app processes (config in `folder/defaults`, written by the caller) and nginx."""
     nginx = nginx_binary()
     assert nginx, "nginx is not installed: `apt-get install -y nginx` (scripts/test does it as root)"
     nginx_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHBOARD_", "OTEL_", "PROMETHEUS_"))}
-    env.update({
-        "SWITCHBOARD_DEFAULTS_DIR": str(folder / "defaults"), "SWITCHBOARD_CONFIG_DIR": str(folder / "overrides"),
-        "SWITCHBOARD_DATA_DIR": str(folder / "data"), "SWITCHBOARD_LOG_DIR": str(folder / "logs"),
-        "SWITCHBOARD_DATABASE_URL": database_url, "SWITCHBOARD_SECRET_KEY": "cluster-test-secret-key-0123456789",
-        "SWITCHBOARD_PUBLIC_URL": f"http://127.0.0.1:{nginx_port}", **(extra_env or {}),
-    })  # fmt: skip
+    env.update(
+        {
+            "SWITCHBOARD_DEFAULTS_DIR": str(folder / "defaults"),
+            "SWITCHBOARD_CONFIG_DIR": str(folder / "overrides"),
+            "SWITCHBOARD_DATA_DIR": str(folder / "data"),
+            "SWITCHBOARD_LOG_DIR": str(folder / "logs"),
+            "SWITCHBOARD_DATABASE_URL": database_url,
+            "SWITCHBOARD_SECRET_KEY": "cluster-test-secret-key-0123456789",
+            "SWITCHBOARD_PUBLIC_URL": f"http://127.0.0.1:{nginx_port}",
+            **(extra_env or {}),
+        }
+    )
     (folder / "overrides").mkdir(exist_ok=True)
     cluster = Cluster(folder, env, [free_port() for _ in range(replicas)], [None] * replicas, nginx_port)
     conf_dir = folder / "nginx"
     conf_dir.mkdir()
     servers = " ".join(f"server 127.0.0.1:{port} max_fails=0;" for port in cluster.ports)
-    (conf_dir / "nginx.conf").write_text(_NGINX_CONF.format(
-        dir=conf_dir, servers=servers, port=nginx_port,
-        user="user root;" if os.geteuid() == 0 else "",  # its workers write temp files in this root-only folder
-    ))
+    (conf_dir / "nginx.conf").write_text(
+        _NGINX_CONF.format(
+            dir=conf_dir,
+            servers=servers,
+            port=nginx_port,
+            user="user root;" if os.geteuid() == 0 else "",  # its workers write temp files in this root-only folder
+        )
+    )
     front: subprocess.Popen[bytes] | None = None
     try:
         for index in range(replicas):
             cluster.start_app(index)
-        front = subprocess.Popen([nginx, "-c", str(conf_dir / "nginx.conf"), "-p", str(conf_dir), "-g", "daemon off;"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        front = subprocess.Popen(
+            [nginx, "-c", str(conf_dir / "nginx.conf"), "-p", str(conf_dir), "-g", "daemon off;"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         wait_for_port(nginx_port, front, "nginx")
         yield cluster
     finally:

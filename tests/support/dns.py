@@ -29,18 +29,20 @@ def _answer(query: bytes, server: DnsServer) -> bytes | None:
         return None
     labels, pos = [], 12
     while pos < len(query) and (length := query[pos]) != 0:
-        labels.append(query[pos + 1:pos + 1 + length].decode("ascii", "replace"))
+        labels.append(query[pos + 1 : pos + 1 + length].decode("ascii", "replace"))
         pos += 1 + length
-    question = query[12:pos + 5]  # the name, its end and QTYPE, QCLASS
-    qtype = struct.unpack("!H", query[pos + 1:pos + 3])[0]
+    question = query[12 : pos + 5]  # the name, its end and QTYPE, QCLASS
+    qtype = struct.unpack("!H", query[pos + 1 : pos + 3])[0]
     name = ".".join(labels).lower()
     server.queries.append(name)
     addresses = server.answers.get(name)
     if addresses is None:
         return struct.pack("!HHHHHH", ident, 0x8183, 1, 0, 0, 0) + question  # NXDOMAIN
-    records = [] if qtype != 1 else [
-        struct.pack("!HHHIH", 0xC00C, 1, 1, 1, 4) + socket.inet_aton(address) for address in addresses
-    ]  # fmt: skip
+    records = (
+        []
+        if qtype != 1
+        else [struct.pack("!HHHIH", 0xC00C, 1, 1, 1, 4) + socket.inet_aton(address) for address in addresses]
+    )
     return struct.pack("!HHHHHH", ident, 0x8180, 1, len(records), 0, 0) + question + b"".join(records)
 
 

@@ -72,8 +72,9 @@ class WebsocketDoor:
         self.ws.send(json.dumps({"type": "approval_response", "call_id": call_id, "approved": True}))
 
     def elicit(self, request_id: str, content: dict[str, Any] | None, action: str = "accept") -> None:
-        self.ws.send(json.dumps({"type": "elicitation_response", "request_id": request_id, "action": action,
-                                 "content": content}))  # fmt: skip
+        self.ws.send(
+            json.dumps({"type": "elicitation_response", "request_id": request_id, "action": action, "content": content})
+        )
 
     def cancel(self, conversation_id: str) -> None:
         self.ws.send(json.dumps({"type": "cancel"}))

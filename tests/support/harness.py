@@ -8,16 +8,26 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import yaml
 
 from switchboard.settings import PROJECT_ROOT, Settings
 
-__all__ = ["TOOLBOX", "free_port", "wait_for_port", "wait_ready", "make_settings", "run_toolbox_server",
-           "serve_app", "toolbox_entry", "write_config"]
+__all__ = [
+    "TOOLBOX",
+    "free_port",
+    "make_settings",
+    "run_toolbox_server",
+    "serve_app",
+    "toolbox_entry",
+    "wait_for_port",
+    "wait_ready",
+    "write_config",
+]
 
 TOOLBOX = PROJECT_ROOT / "tests" / "support" / "servers" / "toolbox.py"
 
@@ -128,8 +138,6 @@ def run_toolbox_server(mode: str) -> Iterator[str]:
             proc.kill()
 
 
-
-
 @contextmanager
 def serve_app(app: Any, port: int) -> Iterator[str]:
     """Serve an ASGI app with uvicorn on 127.0.0.1:`port` in a thread; yields its base URL.
@@ -138,7 +146,9 @@ def serve_app(app: Any, port: int) -> Iterator[str]:
 
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

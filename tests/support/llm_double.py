@@ -27,8 +27,8 @@ import uvicorn
 __all__ = [
     "CutReply",
     "ErrorReply",
-    "OddReply",
     "LLMDouble",
+    "OddReply",
     "Reply",
     "TextReply",
     "ToolCall",
@@ -199,8 +199,16 @@ class LLMDouble:
                 await _send_json(send, 200, self._completion(reply.whole))
             else:
                 data = reply.body.encode()
-                await send({"type": "http.response.start", "status": 200, "headers": [
-                    (b"content-type", reply.content_type.encode()), (b"content-length", str(len(data)).encode())]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [
+                            (b"content-type", reply.content_type.encode()),
+                            (b"content-length", str(len(data)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": data, "more_body": False})
         elif not request.get("stream"):
             await _send_json(send, 200, self._completion(reply))

@@ -43,8 +43,5 @@ def build_pdf(pages: list[str], info: dict[str, str] | None = None) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += (
-        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R{trailer_info} >>\n"
-        f"startxref\n{xref}\n%%EOF\n"
-    ).encode()
+    out += (f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R{trailer_info} >>\nstartxref\n{xref}\n%%EOF\n").encode()
     return bytes(out)

@@ -59,17 +59,35 @@ class PostgresCluster:
             os.chown(self.dir, user.pw_uid, user.pw_gid)
         data = self.dir / "data"
         self._run(
-            str(self.bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-            "--locale=C", "--no-sync",
-        )  # fmt: skip
+            str(self.bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         self.port = _free_port()
         options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1"
         if not self.durable:
             options += " -c fsync=off -c full_page_writes=off"
         self._run(
-            str(self.bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(self.dir / "server.log"),
-            "-w", "-t", "60", "start",
-        )  # fmt: skip
+            str(self.bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(self.dir / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def url(self, database: str = "postgres", *, driver: str = "postgresql+asyncpg") -> str:
         return f"{driver}://postgres@127.0.0.1:{self.port}/{database}"

@@ -13,8 +13,12 @@ import httpx
 
 from tests.support.harness import free_port, wait_for_port
 
-AWS_ENV = {"AWS_ACCESS_KEY_ID": "test-key", "AWS_SECRET_ACCESS_KEY": "test-secret", "AWS_REGION": "us-east-1",
-           "AWS_ALLOW_HTTP": "true"}  # fmt: skip
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "test-key",
+    "AWS_SECRET_ACCESS_KEY": "test-secret",
+    "AWS_REGION": "us-east-1",
+    "AWS_ALLOW_HTTP": "true",
+}
 
 
 @contextmanager
@@ -22,8 +26,9 @@ def s3_server() -> Iterator[str]:
     """moto's S3 server; yields its endpoint URL."""
     binary = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or "moto_server"
     port = free_port()
-    proc = subprocess.Popen([binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [binary, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for_port(port, proc, "moto_server")
         yield f"http://127.0.0.1:{port}"

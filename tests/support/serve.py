@@ -26,8 +26,9 @@ TASKER = PROJECT_ROOT / "tests" / "support" / "servers" / "tasker.py"
 @contextmanager
 def tasker_http(port: int) -> Iterator[subprocess.Popen[bytes]]:
     """The task server on 127.0.0.1:`port` (stateless streamable HTTP, path /mcp)."""
-    proc = subprocess.Popen([sys.executable, str(TASKER), "--http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(TASKER), "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for_port(port, proc, "tasker --http")
         yield proc
@@ -38,8 +39,14 @@ def tasker_http(port: int) -> Iterator[subprocess.Popen[bytes]]:
 
 def serve_env(tmp: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment with the app's folders under `tmp` (defaults/, overrides/, data/, logs/)."""
-    return {**os.environ, "SWITCHBOARD_DEFAULTS_DIR": str(tmp / "defaults"), "SWITCHBOARD_CONFIG_DIR": str(tmp / "overrides"),
-            "SWITCHBOARD_DATA_DIR": str(tmp / "data"), "SWITCHBOARD_LOG_DIR": str(tmp / "logs"), **(env or {})}  # fmt: skip
+    return {
+        **os.environ,
+        "SWITCHBOARD_DEFAULTS_DIR": str(tmp / "defaults"),
+        "SWITCHBOARD_CONFIG_DIR": str(tmp / "overrides"),
+        "SWITCHBOARD_DATA_DIR": str(tmp / "data"),
+        "SWITCHBOARD_LOG_DIR": str(tmp / "logs"),
+        **(env or {}),
+    }
 
 
 class ServeConsole:
@@ -48,8 +55,13 @@ class ServeConsole:
 
     def __init__(self, tmp: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(self.port)],
-                                     env=serve_env(tmp, env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "switchboard", "serve", "--port", str(self.port)],
+            env=serve_env(tmp, env),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self._lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         assert self.proc.stderr is not None
@@ -85,8 +97,12 @@ class ServeProcess:
 
     def start(self) -> float:
         """Start, and return the moment the app has loaded (/healthz without `"app": "loading"`)."""
-        self.proc = subprocess.Popen([sys.executable, "-m", "switchboard", "serve", "--port", str(self.port)],
-                                     env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "switchboard", "serve", "--port", str(self.port)],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, "switchboard serve exited"

@@ -116,25 +116,34 @@ def test_concurrent_uploads_cannot_pass_the_quota_together(tmp_path):
 # -- types -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("declared", "name", "data", "expected"), [
-    ("application/octet-stream", "data.csv", b"a,b\n1,2\n", "text/csv"),
-    ("", "data.csv", b"a,b\n1,2\n", "text/csv"),
-    ("application/vnd.ms-excel", "data.csv", b"a,b\n1,2\n", "text/csv"),  # what Windows browsers send
-    ("application/octet-stream", "notes.md", b"# hi\n", "text/markdown"),
-    ("", "chart.PNG", PNG, "image/png"),
-    ("text/plain", "data.csv", b"a,b\n", "text/plain"),  # a specific declared type is kept
-    ("application/octet-stream", "unknown.zzz", b"?", "application/octet-stream"),
-    # The name never lends HTML (or an image type) to bytes that are something else.
-    ("application/octet-stream", "page.html", PNG, "image/png"),
-    ("", "page.html", b"\xff\xfe<\x00h\x00", "application/octet-stream"),
-    ("", "fake.png", b"<script>alert(1)</script>", "application/octet-stream"),
-    ("", "fake.svg", b"\xff\xfe\x00<svg", "application/octet-stream"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("declared", "name", "data", "expected"),
+    [
+        ("application/octet-stream", "data.csv", b"a,b\n1,2\n", "text/csv"),
+        ("", "data.csv", b"a,b\n1,2\n", "text/csv"),
+        ("application/vnd.ms-excel", "data.csv", b"a,b\n1,2\n", "text/csv"),  # what Windows browsers send
+        ("application/octet-stream", "notes.md", b"# hi\n", "text/markdown"),
+        ("", "chart.PNG", PNG, "image/png"),
+        ("text/plain", "data.csv", b"a,b\n", "text/plain"),  # a specific declared type is kept
+        ("application/octet-stream", "unknown.zzz", b"?", "application/octet-stream"),
+        # The name never lends HTML (or an image type) to bytes that are something else.
+        ("application/octet-stream", "page.html", PNG, "image/png"),
+        ("", "page.html", b"\xff\xfe<\x00h\x00", "application/octet-stream"),
+        ("", "fake.png", b"<script>alert(1)</script>", "application/octet-stream"),
+        ("", "fake.svg", b"\xff\xfe\x00<svg", "application/octet-stream"),
+    ],
+)
 def test_the_type_comes_from_the_name_when_none_or_a_generic_one_is_declared(declared, name, data, expected):
     assert checked_mime(declared, data, name) == expected
 
 
 def test_a_stored_csv_upload_keeps_its_type(tmp_path):
-    stored = ArtifactStore(tmp_path).put_upload(owner="a", name="sales.csv", mime="application/octet-stream",
-                                                data=b"region,total\nnorth,3\n", max_bytes=MB, max_files=10)  # fmt: skip
+    stored = ArtifactStore(tmp_path).put_upload(
+        owner="a",
+        name="sales.csv",
+        mime="application/octet-stream",
+        data=b"region,total\nnorth,3\n",
+        max_bytes=MB,
+        max_files=10,
+    )
     assert stored.mime == "text/csv"

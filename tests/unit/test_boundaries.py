@@ -9,16 +9,35 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "switchboard"
 
-OWNERS = {"fastapi": {"web"}, "starlette": {"web"}, "litellm": {"llm"}, "fastmcp": {"tools"}, "mcp": {"tools"},
-          "mcp_types": {"tools"}, "sqlalchemy": {"store"}, "alembic": {"store"},
-          # the OpenAI SDK is the model client's; outbound HTTP belongs to the model client, the MCP
-          # transports, the group service (auth) and the terminal client
-          "openai": {"llm"}, "httpx": {"llm", "tools", "auth", "cli_chat"}, "httpx_sse": {"cli_chat"}, "sse_starlette": {"web"},
-          "opentelemetry": {"telemetry"}, "prometheus_client": {"telemetry"}, "obstore": {"filestore"}}
+OWNERS = {
+    "fastapi": {"web"},
+    "starlette": {"web"},
+    "litellm": {"llm"},
+    "fastmcp": {"tools"},
+    "mcp": {"tools"},
+    "mcp_types": {"tools"},
+    "sqlalchemy": {"store"},
+    "alembic": {"store"},
+    # the OpenAI SDK is the model client's; outbound HTTP belongs to the model client, the MCP
+    # transports, the group service (auth) and the terminal client
+    "openai": {"llm"},
+    "httpx": {"llm", "tools", "auth", "cli_chat"},
+    "httpx_sse": {"cli_chat"},
+    "sse_starlette": {"web"},
+    "opentelemetry": {"telemetry"},
+    "prometheus_client": {"telemetry"},
+    "obstore": {"filestore"},
+}
 # What each layer may not import (data flows web -> chat -> (llm, tools)).
-FORBIDDEN = {"tools": {"chat", "web", "llm"}, "llm": {"chat", "web", "tools"}, "chat": {"web"}, "config": {"chat", "web", "tools", "llm"},
-             "store": {"chat", "web", "tools", "llm"}, "history": {"chat", "web", "tools", "llm", "store"},
-             "access": {"chat", "web", "tools", "llm", "store"}}
+FORBIDDEN = {
+    "tools": {"chat", "web", "llm"},
+    "llm": {"chat", "web", "tools"},
+    "chat": {"web"},
+    "config": {"chat", "web", "tools", "llm"},
+    "store": {"chat", "web", "tools", "llm"},
+    "history": {"chat", "web", "tools", "llm", "store"},
+    "access": {"chat", "web", "tools", "llm", "store"},
+}
 
 
 def modules():
@@ -44,7 +63,9 @@ def test_third_party_imports_stay_in_their_layer(path, layer, tree):
             continue
         top = name.split(".")[0]
         owners = OWNERS.get(top)
-        assert owners is None or layer in owners, f"{path.relative_to(PACKAGE)} imports {name} (belongs in {sorted(owners)})"
+        assert owners is None or layer in owners, (
+            f"{path.relative_to(PACKAGE)} imports {name} (belongs in {sorted(owners)})"
+        )
 
 
 @pytest.mark.parametrize("path,layer,tree", list(modules()), ids=lambda v: str(v) if isinstance(v, str) else None)
@@ -75,8 +96,14 @@ def _import_graph() -> dict[str, set[str]]:
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
-                base = (node.module or "") if not node.level else ".".join(
-                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([node.module] if node.module else []))
+                base = (
+                    (node.module or "")
+                    if not node.level
+                    else ".".join(
+                        package.split(".")[: len(package.split(".")) - node.level + 1]
+                        + ([node.module] if node.module else [])
+                    )
+                )
                 targets = [f"{base}.{a.name}" for a in node.names] + [base]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -102,7 +129,7 @@ def test_no_import_cycles_between_modules():
         seen[module] = 1
         for target in sorted(graph.get(module, ())):
             if seen.get(target) == 1:
-                cycles.append(trail[trail.index(target):] + [target] if target in trail else [module, target])
+                cycles.append(trail[trail.index(target) :] + [target] if target in trail else [module, target])
             elif target not in seen:
                 visit(target, trail + [target])
         seen[module] = 2

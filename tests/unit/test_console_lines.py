@@ -15,7 +15,16 @@ def _say(handler: ConsoleLines, msg: str, **extra: object) -> None:
 def test_status_changes_make_one_human_line_each_and_repeats_are_quiet():
     out = io.StringIO()
     console = ConsoleLines(out)
-    _say(console, "x", event="server_status", server="pdfbasic", status="ready", reason=None, ready_after_s=1.234, tools=3)
+    _say(
+        console,
+        "x",
+        event="server_status",
+        server="pdfbasic",
+        status="ready",
+        reason=None,
+        ready_after_s=1.234,
+        tools=3,
+    )
     _say(console, "x", event="server_status", server="git", status="failed", reason="could not start: no git", tools=0)
     _say(console, "x", event="server_status", server="git", status="failed", reason="could not start: no git", tools=0)
     _say(console, "x", event="servers_settled", total=2, ready=1, failed=["git"], required_not_ready=[])
@@ -35,21 +44,34 @@ def test_status_changes_make_one_human_line_each_and_repeats_are_quiet():
 
 def test_the_summary_says_which_servers_wait_for_users_to_sign_in():
     out = io.StringIO()
-    _say(ConsoleLines(out), "x", event="servers_settled", total=5, ready=3, failed=[], needs_auth=["github", "drive"],
-         required_not_ready=[])  # fmt: skip
+    _say(
+        ConsoleLines(out),
+        "x",
+        event="servers_settled",
+        total=5,
+        ready=3,
+        failed=[],
+        needs_auth=["github", "drive"],
+        required_not_ready=[],
+    )
     assert out.getvalue().splitlines() == ["servers: 3 of 5 ready, 2 waiting for users to sign in (github, drive)"]
 
 
 async def test_the_pool_reports_servers_waiting_for_sign_in_when_it_settles(tmp_path, caplog):
+    from fastmcp import FastMCP
+
     from switchboard.config.loader import McpConfig
     from switchboard.config.models import ServerConfig
     from switchboard.tools import ServerPool
 
-    from fastmcp import FastMCP
-
-    mcp = McpConfig(servers={"github": ServerConfig(url="https://mcp.example.com/mcp",
-                                                    auth={"type": "user_token", "header": "Authorization"}),
-                             "local": ServerConfig(command="python")})  # fmt: skip
+    mcp = McpConfig(
+        servers={
+            "github": ServerConfig(
+                url="https://mcp.example.com/mcp", auth={"type": "user_token", "header": "Authorization"}
+            ),
+            "local": ServerConfig(command="python"),
+        }
+    )
     pool = ServerPool(mcp, project_root=tmp_path, log_dir=tmp_path, in_memory={"local": FastMCP("local")})
     with caplog.at_level(logging.INFO, logger="switchboard.tools"):
         pool.start()

@@ -17,8 +17,10 @@ from switchboard.settings import PROJECT_ROOT
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yml"
 SCALE = PROJECT_ROOT / "deploy" / "compose.scale.yml"
-POSTGRES_LINES = ("COMPOSE_PROFILES=postgres\n"
-                  "SWITCHBOARD_DATABASE_URL=postgresql+asyncpg://switchboard:switchboard@postgres:5432/switchboard\n")
+POSTGRES_LINES = (
+    "COMPOSE_PROFILES=postgres\n"
+    "SWITCHBOARD_DATABASE_URL=postgresql+asyncpg://switchboard:switchboard@postgres:5432/switchboard\n"
+)
 # What deploy/compose.scale.yml and docs/scale.md tell to put in .env, then the two secrets.
 SCALE_FILE_LINES = "COMPOSE_FILE=docker-compose.yml:deploy/compose.scale.yml\nCOMPOSE_PROFILES=scale\n"
 SCALE_LINES = SCALE_FILE_LINES + "SWITCHBOARD_SECRET_KEY=scale-test-secret\nMINIO_ROOT_PASSWORD=minio-password\n"
@@ -55,8 +57,9 @@ def compose_binary() -> Path:
     return binary
 
 
-def compose_config(folder: Path, *args: str, env_file: str | None = None,
-                   environ: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def compose_config(
+    folder: Path, *args: str, env_file: str | None = None, environ: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`docker compose config` in a copy of the project's compose files (no secrets in the
     environment, none in .env unless given)."""
     shutil.copy(COMPOSE, folder / "docker-compose.yml")
@@ -66,11 +69,20 @@ def compose_config(folder: Path, *args: str, env_file: str | None = None,
     (folder / ".env").unlink(missing_ok=True)
     if env_file is not None:
         (folder / ".env").write_text(env_file)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("COMPOSE_", "SWITCHBOARD_", "MINIO_", "POSTGRES_", "DOCKER_"))}  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("COMPOSE_", "SWITCHBOARD_", "MINIO_", "POSTGRES_", "DOCKER_"))
+    }
     env |= environ or {}
-    return subprocess.run([str(compose_binary()), *args, "config", "--format", "json"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [str(compose_binary()), *args, "config", "--format", "json"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_compose_config_passes_on_a_fresh_checkout_with_no_secrets(tmp_path):
@@ -108,8 +120,11 @@ def test_the_scale_setup_asks_for_its_shared_secrets_and_then_resolves(tmp_path)
     assert replica["image"] == app["image"] and replica["build"] == app["build"], "both tag one image alike"
     ids = compose_config(tmp_path, env_file=SCALE_LINES + "SWITCHBOARD_UID=1234\nSWITCHBOARD_GID=1235\n")
     built = json.loads(ids.stdout)["services"]
-    assert built["replica"]["build"]["args"] == built["app"]["build"]["args"] == {
-        "INSTALL_NODE": "false", "APP_UID": "1234", "APP_GID": "1235"}
+    assert (
+        built["replica"]["build"]["args"]
+        == built["app"]["build"]["args"]
+        == {"INSTALL_NODE": "false", "APP_UID": "1234", "APP_GID": "1235"}
+    )
     assert built["nginx"]["volumes"][0]["source"] == str(tmp_path / "deploy" / "nginx.conf")
 
 
@@ -119,13 +134,18 @@ def test_the_scale_setup_puts_replicas_behind_nginx_with_shared_state_and_no_sti
     assert replica["profiles"] == ["scale"]
     assert "scale" in yaml.safe_load(COMPOSE.read_text())["services"]["postgres"]["profiles"]
     env = dict(line.split("=", 1) for line in replica["environment"] if "=" in line)
-    assert env["SWITCHBOARD_DATABASE_URL"].startswith("postgresql+asyncpg://") and "@postgres:5432/" in env["SWITCHBOARD_DATABASE_URL"]
+    assert (
+        env["SWITCHBOARD_DATABASE_URL"].startswith("postgresql+asyncpg://")
+        and "@postgres:5432/" in env["SWITCHBOARD_DATABASE_URL"]
+    )
     assert env["SWITCHBOARD_FILES_URL"].startswith("s3://") and env["AWS_ENDPOINT_URL"] == "http://minio:9000"
     assert env["SWITCHBOARD_SECRET_KEY"].startswith("${SWITCHBOARD_SECRET_KEY:?"), "replicas must share one key"
     assert "./deploy/nginx.conf:/etc/nginx/nginx.conf:ro" in services["nginx"]["volumes"]
     for line in SCALE_FILE_LINES.splitlines():
         assert line in SCALE.read_text() and line in (PROJECT_ROOT / "docs" / "scale.md").read_text(), line
     conf = (PROJECT_ROOT / "deploy" / "nginx.conf").read_text()
-    assert "resolver 127.0.0.11 " in conf and "set $switchboard replica:8000;" in conf  # looked up again (test_deploy_nginx.py)
+    assert (
+        "resolver 127.0.0.11 " in conf and "set $switchboard replica:8000;" in conf
+    )  # looked up again (test_deploy_nginx.py)
     assert "Upgrade $http_upgrade" in conf and "proxy_buffering off" in conf  # websockets, server-sent events
     assert not re.search(r"\b(ip_hash|sticky|hash \$)", conf), "no sticky routing: any replica serves any request"

@@ -12,13 +12,16 @@ def policy(**values) -> EdgePolicy:
     return EdgePolicy.from_settings(Settings(_env_file=None, **values))  # type: ignore[call-arg]
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("Example.COM:8000", ("example.com", 8000)),
-    ("localhost", ("localhost", None)),
-    ("[::1]:8000", ("::1", 8000)),
-    ("[::1]", ("::1", None)),
-    ("localhost.:80", ("localhost", 80)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("Example.COM:8000", ("example.com", 8000)),
+        ("localhost", ("localhost", None)),
+        ("[::1]:8000", ("::1", 8000)),
+        ("[::1]", ("::1", None)),
+        ("localhost.:80", ("localhost", 80)),
+    ],
+)
 def test_split_host(value, expected):
     assert split_host(value) == expected
 
@@ -48,13 +51,32 @@ def test_public_url_and_allowed_hosts_add_names():
 
 
 def test_origins_are_the_public_origin_and_the_known_names_on_the_apps_port():
-    configured = policy(port=8000, public_url="https://chat.example.com", allowed_hosts=["box.lan", "*.corp.example"],
-                        allowed_origins=["https://front.example.org:8443"])  # fmt: skip
-    for origin in ("https://chat.example.com", "https://chat.example.com:443", "https://front.example.org:8443",
-                   "http://localhost:8000", "http://127.0.0.1:8000", "http://[::1]:8000", "http://box.lan:8000"):
+    configured = policy(
+        port=8000,
+        public_url="https://chat.example.com",
+        allowed_hosts=["box.lan", "*.corp.example"],
+        allowed_origins=["https://front.example.org:8443"],
+    )
+    for origin in (
+        "https://chat.example.com",
+        "https://chat.example.com:443",
+        "https://front.example.org:8443",
+        "http://localhost:8000",
+        "http://127.0.0.1:8000",
+        "http://[::1]:8000",
+        "http://box.lan:8000",
+    ):
         assert configured.origin_allowed(origin), origin
-    for origin in ("http://chat.example.com", "https://front.example.org", "http://localhost:3000",
-                   "http://a.corp.example:8000", "null", "file://", "ftp://localhost:8000", "http://evil.example:8000"):
+    for origin in (
+        "http://chat.example.com",
+        "https://front.example.org",
+        "http://localhost:3000",
+        "http://a.corp.example:8000",
+        "null",
+        "file://",
+        "ftp://localhost:8000",
+        "http://evil.example:8000",
+    ):
         assert not configured.origin_allowed(origin), origin
     # The port the request really arrived on counts as the app's own (serve --port, tests).
     assert configured.origin_allowed("http://localhost:5123", server_port=5123)
@@ -67,12 +89,15 @@ def test_origins_are_the_public_origin_and_the_known_names_on_the_apps_port():
     assert policy(allowed_origins=["*"]).origin_allowed("null")
 
 
-@pytest.mark.parametrize(("values", "setting"), [
-    ({"public_url": "chat.example.com"}, "SWITCHBOARD_PUBLIC_URL"),
-    ({"allowed_hosts": ["http://chat.example.com/"]}, "SWITCHBOARD_ALLOWED_HOSTS"),
-    ({"allowed_hosts": [""]}, "SWITCHBOARD_ALLOWED_HOSTS"),
-    ({"allowed_origins": ["front.example.org"]}, "SWITCHBOARD_ALLOWED_ORIGINS"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("values", "setting"),
+    [
+        ({"public_url": "chat.example.com"}, "SWITCHBOARD_PUBLIC_URL"),
+        ({"allowed_hosts": ["http://chat.example.com/"]}, "SWITCHBOARD_ALLOWED_HOSTS"),
+        ({"allowed_hosts": [""]}, "SWITCHBOARD_ALLOWED_HOSTS"),
+        ({"allowed_origins": ["front.example.org"]}, "SWITCHBOARD_ALLOWED_ORIGINS"),
+    ],
+)
 def test_a_malformed_setting_is_a_clear_error(values, setting):
     with pytest.raises(ValueError, match=setting):
         policy(**values)

@@ -9,11 +9,33 @@ from switchboard import errors
 from switchboard.errors import SwitchboardError, http_status, status_for_code
 
 EXPECTED = {
-    "SwitchboardError": 500, "ConfigError": 500, "BadRequest": 400, "Unauthorized": 401, "Forbidden": 403,
-    "NotFound": 404, "Conflict": 409, "TooMany": 429, "RateLimited": 429, "Cancelled": 500, "ToolError": 502, "SkillRejected": 502, "ToolNotAllowed": 403, "ToolTimeout": 504,
-    "ServerUnavailable": 503, "NeedsAuth": 502, "SignInFailed": 502, "TaskGone": 502, "StoreError": 500, "StoreUnavailable": 503, "LLMError": 502,
-    "LLMRateLimited": 429, "LLMTimeout": 504, "LLMUnavailable": 502, "LLMStreamCut": 502, "LLMContextOverflow": 400,
-}  # fmt: skip
+    "SwitchboardError": 500,
+    "ConfigError": 500,
+    "BadRequest": 400,
+    "Unauthorized": 401,
+    "Forbidden": 403,
+    "NotFound": 404,
+    "Conflict": 409,
+    "TooMany": 429,
+    "RateLimited": 429,
+    "Cancelled": 500,
+    "ToolError": 502,
+    "SkillRejected": 502,
+    "ToolNotAllowed": 403,
+    "ToolTimeout": 504,
+    "ServerUnavailable": 503,
+    "NeedsAuth": 502,
+    "SignInFailed": 502,
+    "TaskGone": 502,
+    "StoreError": 500,
+    "StoreUnavailable": 503,
+    "LLMError": 502,
+    "LLMRateLimited": 429,
+    "LLMTimeout": 504,
+    "LLMUnavailable": 502,
+    "LLMStreamCut": 502,
+    "LLMContextOverflow": 400,
+}
 
 
 def tree() -> list[type[SwitchboardError]]:

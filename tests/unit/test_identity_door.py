@@ -58,9 +58,11 @@ def reads(tree: ast.AST, names: set[str]) -> list[str]:
 
 
 # llm/ and tools/ send Authorization headers of their own (to providers and MCP servers): not identity.
-@pytest.mark.parametrize("rel,tree", [s for s in sources() if s[0].startswith(("web/", "chat/"))
-                                      and s[0] not in AUTHENTICATION | {"web/security.py"}],
-                         ids=lambda v: v if isinstance(v, str) else "")  # fmt: skip
+@pytest.mark.parametrize(
+    "rel,tree",
+    [s for s in sources() if s[0].startswith(("web/", "chat/")) and s[0] not in AUTHENTICATION | {"web/security.py"}],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
 def test_only_the_authentication_door_reads_identity_headers_and_tokens(rel, tree):
     # web/security.py reads Host and Origin (the edge guard), never who the user is.
     assert reads(tree, IDENTITY_NAMES) == [], f"{rel} works out identity itself; ask web/authn.py's backend"

@@ -26,18 +26,22 @@ import inspect
 import pytest
 
 
-@pytest.mark.parametrize("module,name", [
-    ("litellm.litellm_core_utils.core_helpers", "map_finish_reason"),
-    ("litellm.litellm_core_utils.exception_mapping_utils", "exception_type"),
-    ("litellm.llms.openai.common_utils", "OpenAIError"),
-    ("litellm.llms.openai.chat.o_series_transformation", "OpenAIOSeriesConfig"),
-    ("litellm.types.utils", "all_litellm_params"),
-    ("litellm.utils", "ProviderConfigManager"),
-    ("litellm.utils", "get_optional_params"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "module,name",
+    [
+        ("litellm.litellm_core_utils.core_helpers", "map_finish_reason"),
+        ("litellm.litellm_core_utils.exception_mapping_utils", "exception_type"),
+        ("litellm.llms.openai.common_utils", "OpenAIError"),
+        ("litellm.llms.openai.chat.o_series_transformation", "OpenAIOSeriesConfig"),
+        ("litellm.types.utils", "all_litellm_params"),
+        ("litellm.utils", "ProviderConfigManager"),
+        ("litellm.utils", "get_optional_params"),
+    ],
+)
 def test_the_litellm_internals_the_direct_path_uses_are_there(module, name):
     assert hasattr(importlib.import_module(module), name), (
-        f"{module}.{name} is gone: re-check llm/openai_direct.py against this litellm version")
+        f"{module}.{name} is gone: re-check llm/openai_direct.py against this litellm version"
+    )
 
 
 def test_litellm_maps_an_openai_error_as_the_direct_path_expects():
@@ -46,18 +50,32 @@ def test_litellm_maps_an_openai_error_as_the_direct_path_expects():
     from litellm.llms.openai.common_utils import OpenAIError
 
     with pytest.raises(lx.RateLimitError):
-        exception_type(model="gpt-4o-mini", original_exception=OpenAIError(status_code=429, message="slow down"),
-                       custom_llm_provider="openai")  # fmt: skip
+        exception_type(
+            model="gpt-4o-mini",
+            original_exception=OpenAIError(status_code=429, message="slow down"),
+            custom_llm_provider="openai",
+        )
 
 
-@pytest.mark.parametrize("status,body", [
-    (400, b'{"error": {"message": "bad", "code": "x"}}'), (401, b'{"error": {"message": "key"}}'), (403, b"no"),
-    (404, b'{"detail": "gone"}'), (409, b""), (418, b"teapot"), (422, b'{"error": "u"}'), (429, b"{}"), (503, b"down"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "status,body",
+    [
+        (400, b'{"error": {"message": "bad", "code": "x"}}'),
+        (401, b'{"error": {"message": "key"}}'),
+        (403, b"no"),
+        (404, b'{"detail": "gone"}'),
+        (409, b""),
+        (418, b"teapot"),
+        (422, b'{"error": "u"}'),
+        (429, b"{}"),
+        (503, b"down"),
+    ],
+)
 def test_an_error_response_becomes_the_exception_the_openai_sdk_makes_of_it(status, body):
     """litellm's own path raises the SDK's exception; the direct path builds the same one."""
     import httpx
     import openai
+
     from switchboard.llm.openai_direct import _status_error
 
     request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
@@ -66,7 +84,8 @@ def test_an_error_response_becomes_the_exception_the_openai_sdk_makes_of_it(stat
     ours = _status_error(httpx.Response(status, content=body, request=request))
 
     assert (type(ours), str(ours), ours.body, ours.status_code) == (type(sdk), str(sdk), sdk.body, sdk.status_code), (
-        "the OpenAI SDK now builds its status errors differently: re-check llm/openai_direct.py _status_error")
+        "the OpenAI SDK now builds its status errors differently: re-check llm/openai_direct.py _status_error"
+    )
 
 
 def test_the_mcp_oauth_provider_still_has_the_methods_the_host_overrides():
@@ -75,9 +94,14 @@ def test_the_mcp_oauth_provider_still_has_the_methods_the_host_overrides():
     from switchboard.tools import oauth_guard, oauth_provider
 
     own_helpers = {"_fit_client_authentication", "_update_expiry", "_check_resource", "_secret_goes_to_its_issuer"}
-    ours = [cls for module in (oauth_provider, oauth_guard) for cls in vars(module).values()
-            if inspect.isclass(cls) and cls.__module__ == module.__name__
-            and (issubclass(cls, OAuthClientProvider) or cls is oauth_guard.GuardedAuth)]  # fmt: skip
+    ours = [
+        cls
+        for module in (oauth_provider, oauth_guard)
+        for cls in vars(module).values()
+        if inspect.isclass(cls)
+        and cls.__module__ == module.__name__
+        and (issubclass(cls, OAuthClientProvider) or cls is oauth_guard.GuardedAuth)
+    ]
     assert len(ours) >= 2, "tools/oauth_provider.py no longer subclasses OAuthClientProvider: update this test"
     for cls in ours:
         for name, member in vars(cls).items():
@@ -85,21 +109,35 @@ def test_the_mcp_oauth_provider_still_has_the_methods_the_host_overrides():
                 parent = getattr(OAuthClientProvider, name, None)
                 assert parent is not None, f"OAuthClientProvider.{name} is gone: {cls.__name__}.{name} is never called"
                 assert list(inspect.signature(parent).parameters) == list(inspect.signature(member).parameters), (
-                    f"OAuthClientProvider.{name} changed its parameters: re-check {cls.__name__}.{name}")
+                    f"OAuthClientProvider.{name} changed its parameters: re-check {cls.__name__}.{name}"
+                )
 
 
 def test_the_oauth_context_still_computes_token_expiry_where_the_host_replaces_it():
     from mcp.client.auth.oauth2 import OAuthContext
 
     assert "update_token_expiry" in vars(OAuthContext), (
-        "OAuthContext.update_token_expiry is gone: tools/oauth_provider.py refreshes early by replacing it")
+        "OAuthContext.update_token_expiry is gone: tools/oauth_provider.py refreshes early by replacing it"
+    )
 
 
-@pytest.mark.parametrize("name", [
-    "_KILL_REAP_TIMEOUT", "_WRITER_FLUSH_TIMEOUT", "_aclose_all", "_close_pipe", "_close_subprocess_transport",
-    "_create_platform_compatible_process", "_drain_stdout", "_get_executable_command", "_parse_line",
-    "_terminate_process_tree", "_wait_for_process_exit", "close_process_job",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "_KILL_REAP_TIMEOUT",
+        "_WRITER_FLUSH_TIMEOUT",
+        "_aclose_all",
+        "_close_pipe",
+        "_close_subprocess_transport",
+        "_create_platform_compatible_process",
+        "_drain_stdout",
+        "_get_executable_command",
+        "_parse_line",
+        "_terminate_process_tree",
+        "_wait_for_process_exit",
+        "close_process_job",
+    ],
+)
 def test_the_mcp_stdio_helpers_the_host_reuses_are_there(name):
     from mcp.client import stdio
 

@@ -1,6 +1,6 @@
 import json
-import os
 import logging
+import os
 from pathlib import Path
 
 from switchboard.logs import setup_logging
@@ -36,22 +36,41 @@ def test_timestamps_are_utc_to_the_millisecond_across_seconds():
     log = logging.getLogger("switchboard.test")
     stamps = []
     for created in (1764154799.875, 1764154800.0, 1764154800.25, 1764154799.5):  # exact in binary
-        record = log.makeRecord("switchboard.test", logging.INFO, __file__, 1, "tick", (), None,
-                                extra={"event": "x", "path": Path("/srv/a b"), "errors": ["é"]})  # fmt: skip
+        record = log.makeRecord(
+            "switchboard.test",
+            logging.INFO,
+            __file__,
+            1,
+            "tick",
+            (),
+            None,
+            extra={"event": "x", "path": Path("/srv/a b"), "errors": ["é"]},
+        )
         record.created, record.msecs = created, (created - int(created)) * 1000
         entry = json.loads(formatter.format(record))
         stamps.append(entry["ts"])
         assert entry["path"] == "/srv/a b" and entry["errors"] == ["é"]  # not JSON: written as text; UTF-8 kept
-    assert stamps == ["2025-11-26T10:59:59.875Z", "2025-11-26T11:00:00.000Z", "2025-11-26T11:00:00.250Z",
-                      "2025-11-26T10:59:59.500Z"]  # fmt: skip
+    assert stamps == [
+        "2025-11-26T10:59:59.875Z",
+        "2025-11-26T11:00:00.000Z",
+        "2025-11-26T11:00:00.250Z",
+        "2025-11-26T10:59:59.500Z",
+    ]
     assert "é" in formatter.format(record)  # not escaped
 
 
 def test_only_known_safe_fields_are_written(tmp_path):
     setup_logging(tmp_path)
     log = logging.getLogger("switchboard.test")
-    log.warning("refused", extra={"event": "tool_refused", "user": "a@example.com", "headers": {"Authorization": "Bearer s3cret"},
-                                  "api_key": "sk-live"})  # fmt: skip
+    log.warning(
+        "refused",
+        extra={
+            "event": "tool_refused",
+            "user": "a@example.com",
+            "headers": {"Authorization": "Bearer s3cret"},
+            "api_key": "sk-live",
+        },
+    )
     (entry,) = [e for e in read_entries(tmp_path / "app.jsonl", 1) if e["msg"] == "refused"]
     assert entry["event"] == "tool_refused" and entry["user"] == "a@example.com"
     assert "headers" not in entry and "api_key" not in entry

@@ -36,5 +36,8 @@ async def test_a_silent_stream_is_closed_when_the_client_leaves(spec_version):
     response = EventStreamResponse(silent(), on_close=lambda: closes.append(1))
     await asyncio.wait_for(response(scope, receive, send), 5)
     assert closed.is_set() and closes == [1]
-    assert sent[0]["type"] == "http.response.start" and (b"content-type", b"text/event-stream; charset=utf-8") in sent[0]["headers"]
+    assert (
+        sent[0]["type"] == "http.response.start"
+        and (b"content-type", b"text/event-stream; charset=utf-8") in sent[0]["headers"]
+    )
     assert sent[1]["body"] == b'event: token\ndata: {"type":"token","text":"Hi"}\n\n'  # the wire of docs/protocol.md

@@ -34,8 +34,13 @@ def _mypy(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     cache = tmp_path / "mypy_cache"
     if (ROOT / ".mypy_cache").is_dir():  # a copy of the warm cache: seconds instead of minutes
         shutil.copytree(ROOT / ".mypy_cache", cache)
-    return subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=540)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(cache), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import contextlib
 # `initialize`). The host starts its stdio servers while it is still loading itself, so a
 # server that loads them now answers the host's first `tools/list` sooner.
 with contextlib.suppress(ImportError):
-    import key_value.aio.adapters.pydantic  # noqa: F401
+    import key_value.aio.adapters.pydantic
     import key_value.aio.stores.memory  # noqa: F401
 
 from _common.fetch import (

@@ -70,15 +70,11 @@ async def fetch_file(
     parsed = urlsplit(url)
     if Path(url).is_absolute() or parsed.scheme == "file":
         if not allow_local:
-            raise ToolError(
-                "local file paths are not accepted; attach the file to your message instead"
-            )
+            raise ToolError("local file paths are not accepted; attach the file to your message instead")
         path = Path(url2pathname(parsed.path)) if parsed.scheme == "file" else Path(url)
         return _read_local(path, max_bytes)
     if parsed.scheme not in ("http", "https"):
-        raise ToolError(
-            f"unsupported file link {url[:200]!r}: expected the http(s) URL of an attached file"
-        )
+        raise ToolError(f"unsupported file link {url[:200]!r}: expected the http(s) URL of an attached file")
     problem = host_file_link_problem(url, os.environ.get(FILES_ORIGIN_ENV, ""))
     if problem:
         raise ToolError(
@@ -180,13 +176,10 @@ async def _fetch_http(url: str, max_bytes: int, timeout_s: float) -> FetchedFile
                 content_type=response.headers.get("content-type"),
             )
     except httpx.TimeoutException:
-        raise ToolError(
-            f"downloading the file timed out after {timeout_s:g} s; try again"
-        ) from None
+        raise ToolError(f"downloading the file timed out after {timeout_s:g} s; try again") from None
     except httpx.HTTPError as exc:
         raise ToolError(
-            f"could not download the file ({type(exc).__name__}); "
-            "check that the link is reachable from the tool server"
+            f"could not download the file ({type(exc).__name__}); check that the link is reachable from the tool server"
         ) from None
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from dataviz._table import Column, Table, _tidy
 
-__all__ = ["APP_URI", "Aggregate", "MAX_POINTS", "app_html", "chart_data", "series"]
+__all__ = ["APP_URI", "MAX_POINTS", "Aggregate", "app_html", "chart_data", "series"]
 
 APP_URI = "ui://dataviz/chart.html"
 MAX_POINTS = 2_000  # per series sent to the app; longer series are thinned evenly
@@ -44,8 +44,14 @@ def series(table: Table, x: Column, y: Column, aggregate: Aggregate = "none") ->
         labels = list(groups)
         numbers = [_combine(values, aggregate) for values in groups.values()]
     keep = _thin(len(labels))
-    return {"x": x.name, "y": y.name, "aggregate": aggregate, "rows": table.rows,
-            "labels": [labels[i] for i in keep], "values": [_value(numbers[i]) for i in keep]}  # fmt: skip
+    return {
+        "x": x.name,
+        "y": y.name,
+        "aggregate": aggregate,
+        "rows": table.rows,
+        "labels": [labels[i] for i in keep],
+        "values": [_value(numbers[i]) for i in keep],
+    }
 
 
 def _combine(values: list[float], aggregate: Aggregate) -> float | None:
@@ -62,5 +68,10 @@ def _combine(values: list[float], aggregate: Aggregate) -> float | None:
 
 def chart_data(table: Table, x: Column, y_cols: list[Column], kind: str, title: str) -> dict[str, Any]:
     """What the app draws first: every plotted series, and the columns it may switch to."""
-    return {"title": title, "kind": kind, "x": x.name, "numeric": [c.name for c in table.numeric if c is not x],
-            "series": [series(table, x, y) for y in y_cols]}  # fmt: skip
+    return {
+        "title": title,
+        "kind": kind,
+        "x": x.name,
+        "numeric": [c.name for c in table.numeric if c is not x],
+        "series": [series(table, x, y) for y in y_cols],
+    }

@@ -81,9 +81,7 @@ def parse_csv(text: str) -> Table:
     if not text.strip():
         raise ToolError("the CSV is empty")
     try:
-        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(
-            text[:8192], delimiters=",;\t|"
-        )
+        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel
     try:

@@ -58,9 +58,7 @@ mcp = FastMCP(
 async def chart_csv(
     csv_text: CsvText = None,
     file_url: FileUrl = None,
-    x: Annotated[
-        str | None, Field(description="Column for the x axis; default: the first column.")
-    ] = None,
+    x: Annotated[str | None, Field(description="Column for the x axis; default: the first column.")] = None,
     y: Annotated[
         list[str] | str | None,
         Field(description="Numeric column(s) to plot; default: every numeric column except x."),
@@ -85,9 +83,7 @@ async def chart_csv(
     else:
         y_cols = [c for c in table.numeric if c is not x_col] or table.numeric
     if not y_cols:
-        raise ToolError(
-            f"the CSV has no numeric column to plot; the columns are: {', '.join(table.names)}"
-        )
+        raise ToolError(f"the CSV has no numeric column to plot; the columns are: {', '.join(table.names)}")
     heading = title.strip() or f"{', '.join(c.name for c in y_cols)} by {x_col.name}"
     summary = (
         f"{kind} chart of {', '.join(c.name for c in y_cols)} by {x_col.name}: "
@@ -155,17 +151,13 @@ async def describe_csv(csv_text: CsvText = None, file_url: FileUrl = None) -> di
     table = await _load_table(csv_text, file_url)
     numeric = len(table.numeric)
     summary = f"{table.rows:,} rows, {len(table.columns)} columns ({numeric} numeric)"
-    return v2_result(
-        {"summary": summary, "rows": table.rows, "columns": [c.stats() for c in table.columns]}
-    )
+    return v2_result({"summary": summary, "rows": table.rows, "columns": [c.stats() for c in table.columns]})
 
 
 async def slow_count(
     ctx: Context,
     n: Annotated[int, Field(ge=1, le=1000, description="How far to count.")] = 5,
-    delay_s: Annotated[
-        float, Field(ge=0, le=10, description="Seconds to wait before each step.")
-    ] = 0.5,
+    delay_s: Annotated[float, Field(ge=0, le=10, description="Seconds to wait before each step.")] = 0.5,
 ) -> str:
     """Test/demo tool: counts from 1 to n slowly, reporting progress at every step. Use
     it only to try out progress display and cancellation; it does nothing useful."""
@@ -192,9 +184,7 @@ async def _load_table(csv_text: str | None, file_url: str | None) -> Table:
         raise ToolError("give exactly one of csv_text (the data) or file_url (an attached file)")
     if file_url is not None:
         csv_text = _decode(
-            await fetch_file(
-                file_url, allow_local=local_files_allowed(ALLOW_LOCAL_ENV), max_bytes=MAX_CSV_BYTES
-            )
+            await fetch_file(file_url, allow_local=local_files_allowed(ALLOW_LOCAL_ENV), max_bytes=MAX_CSV_BYTES)
         )
     return await asyncio.to_thread(parse_csv, csv_text or "")
 

@@ -35,14 +35,134 @@ TOP_WORDS = 10
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")  # don't, it’s, well-known
 _STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for
-    from further had has have having he her here hers herself him himself his how i if in
-    into is it its itself just me more most my myself no nor not now of off on once only or
-    other our ours ourselves out over own same she should so some such than that the their
-    theirs them themselves then there these they this those through to too under until up
-    very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves""".split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+    ]
 )
 
 FileUrl = Annotated[
@@ -90,9 +210,7 @@ async def analyze_pdf(file_url: FileUrl, ctx: Context) -> dict[str, Any]:
 async def extract_pdf_text(
     file_url: FileUrl,
     ctx: Context,
-    max_pages: Annotated[
-        int, Field(ge=1, le=2000, description="Extract at most this many pages, from page 1.")
-    ] = 20,
+    max_pages: Annotated[int, Field(ge=1, le=2000, description="Extract at most this many pages, from page 1.")] = 20,
 ) -> dict[str, Any]:
     """Extract the plain text of an attached PDF, page by page (up to max_pages). The
     text is returned to you (cut when very long) and saved as a .txt file the user can
@@ -112,10 +230,7 @@ async def extract_pdf_text(
         "text": _cut(full, txt_name),
     }
     if count < total:
-        results["note"] = (
-            f"extracted the first {count} of {total} pages; "
-            "call again with a larger max_pages for more"
-        )
+        results["note"] = f"extracted the first {count} of {total} pages; call again with a larger max_pages for more"
     return v2_result(
         results,
         artifacts=[artifact(txt_name, full.encode("utf-8"), "text/plain")],
@@ -173,9 +288,7 @@ def _document_info(reader: PdfReader) -> dict[str, str | None]:
 
 
 def _top_words(words: list[str]) -> list[dict[str, Any]]:
-    counts = Counter(
-        w.lower() for w in words if len(w) > 2 and w.isalpha() and w.lower() not in _STOPWORDS
-    )
+    counts = Counter(w.lower() for w in words if len(w) > 2 and w.isalpha() and w.lower() not in _STOPWORDS)
     return [{"word": word, "count": n} for word, n in counts.most_common(TOP_WORDS)]
 
 
@@ -196,8 +309,7 @@ def _cut(text: str, full_name: str) -> str:
     if len(text) <= MAX_RESULT_CHARS:
         return text
     return (
-        text[:MAX_RESULT_CHARS]
-        + f"\n\n[cut: showing {MAX_RESULT_CHARS:,} of {len(text):,} characters; "
+        text[:MAX_RESULT_CHARS] + f"\n\n[cut: showing {MAX_RESULT_CHARS:,} of {len(text):,} characters; "
         f"the full text is in {full_name}]"
     )
 

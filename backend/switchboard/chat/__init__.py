@@ -20,11 +20,25 @@ if TYPE_CHECKING:
     from .turn_state import TurnLimits, TurnState
     from .turns import Subscription, Turn, TurnHub, UserLimits
 
-_HOME = {"CallRunner": "calls", "CallSettings": "calls", "ConversationLimits": "conversations",
-         "Conversations": "conversations", "ChatEngine": "loop", "TurnLimits": "turn_state", "TurnState": "turn_state",
-         "ApprovalAnswer": "questions", "Preferences": "questions", "ConversationState": "session",
-         "TaskBoard": "task_board", "TaskPoller": "tasks", "TaskSettings": "tasks", "Subscription": "turns",
-         "Turn": "turns", "TurnHub": "turns", "UserLimits": "turns"}  # fmt: skip
+_HOME = {
+    "CallRunner": "calls",
+    "CallSettings": "calls",
+    "ConversationLimits": "conversations",
+    "Conversations": "conversations",
+    "ChatEngine": "loop",
+    "TurnLimits": "turn_state",
+    "TurnState": "turn_state",
+    "ApprovalAnswer": "questions",
+    "Preferences": "questions",
+    "ConversationState": "session",
+    "TaskBoard": "task_board",
+    "TaskPoller": "tasks",
+    "TaskSettings": "tasks",
+    "Subscription": "turns",
+    "Turn": "turns",
+    "TurnHub": "turns",
+    "UserLimits": "turns",
+}
 
 __all__ = sorted(_HOME)
 

@@ -12,13 +12,18 @@ __all__ = ["allowance_key", "approval_reason", "schema_problem"]
 
 
 def allowance_key(tool: ToolInfo, app_digest: str | None = None) -> str:
-    """"Allow for this conversation" holds for this definition of the tool (and of its app) only."""
+    """ "Allow for this conversation" holds for this definition of the tool (and of its app) only."""
     key = f"{tool.qualified_name}#{tool.definition_hash}"
     return f"{key}#{app_digest[:16]}" if app_digest else key
 
 
-def approval_reason(tool: ToolInfo, config: ServerConfig, allowed_for_conversation: set[str],
-                    app_digest: str | None = None, app_changed: bool = False) -> str | None:  # fmt: skip
+def approval_reason(
+    tool: ToolInfo,
+    config: ServerConfig,
+    allowed_for_conversation: set[str],
+    app_digest: str | None = None,
+    app_changed: bool = False,
+) -> str | None:
     """Why this call needs approval, or None when it may run. `app_changed`: the tool's MCP App
     (its `ui://` resource) is not the one the host first saw."""
     if tool.name in config.require_approval or tool.qualified_name in config.require_approval:

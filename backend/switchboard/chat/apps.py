@@ -135,8 +135,14 @@ class AppBridge:
         if found is None or not isinstance(app, dict) or not isinstance(app.get("resource_uri"), str):
             raise NotFound(f"there is no app of yours for call '{call_id}'")
         conversation, message = found
-        return _Mounted(conversation, message, call_id, str(message.data.get("server", "")),
-                        str(message.data.get("tool", "")), app["resource_uri"])  # fmt: skip
+        return _Mounted(
+            conversation,
+            message,
+            call_id,
+            str(message.data.get("server", "")),
+            str(message.data.get("tool", "")),
+            app["resource_uri"],
+        )
 
     def _tool(self, user: User, mounted: _Mounted) -> ToolInfo:
         """The app's tool, if the user may still use its server in this conversation."""
@@ -157,18 +163,27 @@ class AppBridge:
         resource = await self._pool.app_resource(tool, user.email)
         ran_with = (mounted.message.data.get("app") or {}).get("digest")
         if resource.digest != ran_with and self._pool.registry.check_app(tool, resource.digest):
-            raise Forbidden("the server's app changed since this call and is not approved yet",
-                            action="Run the tool again: the changed app is shown once its call is approved.")  # fmt: skip
+            raise Forbidden(
+                "the server's app changed since this call and is not approved yet",
+                action="Run the tool again: the changed app is shown once its call is approved.",
+            )
         config = self._pool.registry.config_of(tool.server)
         data = mounted.message.data
-        result = data.get("mcp_result") or {"content": [{"type": "text", "text": mounted.message.content}],
-                                            "isError": not data.get("ok")}  # fmt: skip
+        result = data.get("mcp_result") or {
+            "content": [{"type": "text", "text": mounted.message.content}],
+            "isError": not data.get("ok"),
+        }
         return {
             "call_id": call_id,
             "conversation_id": mounted.conversation.id,
             "server": tool.server,
-            "tool": {"name": tool.name, "title": tool.title, "description": tool.description,
-                     "inputSchema": tool.input_schema, "annotations": tool.annotations},  # fmt: skip
+            "tool": {
+                "name": tool.name,
+                "title": tool.title,
+                "description": tool.description,
+                "inputSchema": tool.input_schema,
+                "annotations": tool.annotations,
+            },
             "qualified_tool": tool.qualified_name,
             "resource_uri": resource.uri,
             "html": resource.html,
@@ -188,9 +203,17 @@ class AppBridge:
             return await self._answer(user, call_id, body)
         except SwitchboardError as exc:
             method = body.get("method") if isinstance(body, dict) else None
-            log.warning("refused an app's request", extra={
-                "event": "app_request_refused", "user": user.email, "app": call_id[:100], "code": exc.code,
-                "method": str(method)[:100] if method is not None else None, "error": exc.message[:500]})  # fmt: skip
+            log.warning(
+                "refused an app's request",
+                extra={
+                    "event": "app_request_refused",
+                    "user": user.email,
+                    "app": call_id[:100],
+                    "code": exc.code,
+                    "method": str(method)[:100] if method is not None else None,
+                    "error": exc.message[:500],
+                },
+            )
             raise
 
     async def _answer(self, user: User, call_id: str, body: Any) -> dict[str, Any]:
@@ -215,13 +238,18 @@ class AppBridge:
         registry = self._pool.registry
         tool = registry.of_server(mounted.server, name)
         if tool is None or "app" not in tool.visibility:
-            raise Forbidden(f"an app may call only tools of its own server '{mounted.server}' that apps may "
-                            f"call; '{name[:100]}' is not one")  # fmt: skip
+            raise Forbidden(
+                f"an app may call only tools of its own server '{mounted.server}' that apps may "
+                f"call; '{name[:100]}' is not one"
+            )
         turn = await self._hub.conversations.call_turn(user, mounted.conversation)
         access = self._access(user, mounted.conversation)
-        offered = {t.qualified_name for t in registry.visible(access) if t.server == mounted.server and "app" in t.visibility}
-        request = ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=tool.qualified_name,
-                                  arguments=json.dumps(arguments or {}))  # fmt: skip
+        offered = {
+            t.qualified_name for t in registry.visible(access) if t.server == mounted.server and "app" in t.visibility
+        }
+        request = ToolCallRequest(
+            id=f"call_{secrets.token_urlsafe(9)}", name=tool.qualified_name, arguments=json.dumps(arguments or {})
+        )
         conversation_id = mounted.conversation.id
 
         async def emit(event: ServerEvent) -> None:
@@ -233,8 +261,10 @@ class AppBridge:
         await self._keep(mounted, executed, turn.new_allowances)
         if not executed.ran:
             raise Forbidden(executed.event.content)
-        return executed.mcp_result or {"content": [{"type": "text", "text": executed.event.content}],
-                                       "isError": not executed.event.ok}  # fmt: skip
+        return executed.mcp_result or {
+            "content": [{"type": "text", "text": executed.event.content}],
+            "isError": not executed.event.ok,
+        }
 
     async def _keep(self, mounted: _Mounted, executed: ExecutedCall, allowances: list[str]) -> None:
         """Keep the app's call with its tool message (and any "allow for this conversation")."""
@@ -242,9 +272,15 @@ class AppBridge:
         for key in allowances:
             await store.add_allowance(mounted.conversation.id, key)
         event = executed.event
-        entry = {"call_id": event.call_id, "tool": event.tool, "ok": event.ok, "ran": executed.ran,
-                 "arguments": executed.arguments, "duration_ms": event.duration_ms,
-                 "at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
+        entry = {
+            "call_id": event.call_id,
+            "tool": event.tool,
+            "ok": event.ok,
+            "ran": executed.ran,
+            "arguments": executed.arguments,
+            "duration_ms": event.duration_ms,
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
         if not executed.ran:
             entry["refused"] = event.content[:500]
 
@@ -260,12 +296,19 @@ class AppBridge:
         if not isinstance(uri, str) or not uri:
             raise BadRequest("resources/read takes 'uri' (string)")
         self._tool(user, mounted)  # the user may still use the server here
-        log.info("app read a resource", extra={"event": "app_resource_read", "user": user.email,
-                                               "server": mounted.server, "uri": uri[:500], "app": mounted.call_id})  # fmt: skip
+        log.info(
+            "app read a resource",
+            extra={
+                "event": "app_resource_read",
+                "user": user.email,
+                "server": mounted.server,
+                "uri": uri[:500],
+                "app": mounted.call_id,
+            },
+        )
         return await self._pool.read_resource_json(mounted.server, uri, user.email)
 
-    async def _update_model_context(self, user: User, mounted: _Mounted,
-                                    params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    async def _update_model_context(self, user: User, mounted: _Mounted, params: dict[str, Any]) -> dict[str, Any]:
         text = model_context_of(params)
         self._tool(user, mounted)  # the user may still use the server here, as for tools/call
 
@@ -285,7 +328,16 @@ class AppBridge:
         level = given if isinstance(given, str) else "info"
         data = params.get("data")
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-        log.info("app log: %s", text[:2000], extra={
-            "event": "app_log", "user": user.email, "server": mounted.server, "app": mounted.call_id,
-            "app_level": level[:20], "app_logger": str(params.get("logger") or "")[:200]})  # fmt: skip
+        log.info(
+            "app log: %s",
+            text[:2000],
+            extra={
+                "event": "app_log",
+                "user": user.email,
+                "server": mounted.server,
+                "app": mounted.call_id,
+                "app_level": level[:20],
+                "app_logger": str(params.get("logger") or "")[:200],
+            },
+        )
         return {}

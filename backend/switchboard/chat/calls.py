@@ -23,7 +23,6 @@ from ..telemetry import tool_call_done
 from ..tools import ServerPool, ToolInfo, ToolOutcome
 from ..tools.apps import AppResource
 from .approvals import allowance_key, approval_reason, schema_problem
-from .host_args import fill_host_arguments, parse_arguments
 from .events import (
     ApprovalRequest,
     ArtifactRef,
@@ -35,6 +34,7 @@ from .events import (
     ToolResultEvent,
     ToolStart,
 )
+from .host_args import fill_host_arguments, parse_arguments
 from .questions import ApprovalAnswer
 from .turn_state import TurnState
 
@@ -46,8 +46,9 @@ Emit = Callable[[ServerEvent], Awaitable[None]]
 
 
 class TaskAdopter(Protocol):
-    async def adopt(self, handle: Any, *, owner: str, conversation_id: str, server: str, tool: str,
-                    call_id: str) -> TaskEvent: ...  # fmt: skip
+    async def adopt(
+        self, handle: Any, *, owner: str, conversation_id: str, server: str, tool: str, call_id: str
+    ) -> TaskEvent: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +99,11 @@ def _bounded(outcome: ToolOutcome, limit: int) -> dict[str, Any] | None:
     if result is None or len(json.dumps(result, default=str)) <= limit:
         return result
     text = limit_text(outcome.text, min(limit // 2, 200_000))
-    return {"content": [{"type": "text", "text": text}], "isError": not outcome.ok,
-            "_meta": {"switchboard/cut": f"the result was larger than {limit:,} characters"}}  # fmt: skip
+    return {
+        "content": [{"type": "text", "text": text}],
+        "isError": not outcome.ok,
+        "_meta": {"switchboard/cut": f"the result was larger than {limit:,} characters"},
+    }
 
 
 Sampler = Callable[[list[dict[str, Any]], str | None, int], Awaitable[str]]
@@ -108,8 +112,16 @@ Sampler = Callable[[list[dict[str, Any]], str | None, int], Awaitable[str]]
 class _Sink:
     """Side traffic of one call, turned into events of the running turn."""
 
-    def __init__(self, call_id: str, tool: ToolInfo, emit: Emit, turn: TurnState, settings: CallSettings,
-                 sample: Sampler | None, sampling: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        call_id: str,
+        tool: ToolInfo,
+        emit: Emit,
+        turn: TurnState,
+        settings: CallSettings,
+        sample: Sampler | None,
+        sampling: str,
+    ) -> None:
         self.call_id, self._tool, self._emit, self._turn = call_id, tool, emit, turn
         self._settings, self._sample, self._sampling = settings, sample, sampling
 
@@ -129,7 +141,9 @@ class _Sink:
             return ("decline", None)  # nobody behind this door can answer
         request_id = secrets.token_urlsafe(9)
         future = self._turn.questions.expect_elicitation(request_id)
-        await self._emit(ElicitationRequest(request_id=request_id, call_id=self.call_id, message=message, schema_=schema))
+        await self._emit(
+            ElicitationRequest(request_id=request_id, call_id=self.call_id, message=message, schema_=schema)
+        )
         try:
             return await asyncio.wait_for(future, self._settings.elicitation_timeout_s)
         except TimeoutError:
@@ -147,12 +161,18 @@ class _Sink:
         if self._sampling == "ask":
             request_id = f"sample_{secrets.token_urlsafe(9)}"
             future = self._turn.questions.expect_approval(request_id)
-            await self._emit(ApprovalRequest(
-                call_id=request_id, tool=self._tool.qualified_name, server=self._tool.server,
-                arguments={"messages": messages, "system_prompt": system_prompt, "max_tokens": max_tokens},
-                reason=f"The server '{self._tool.server}' asks the conversation's model to answer these messages "
-                       "(sampling); the server will see the answer.",
-                editable=False, kind="sampling"))  # fmt: skip
+            await self._emit(
+                ApprovalRequest(
+                    call_id=request_id,
+                    tool=self._tool.qualified_name,
+                    server=self._tool.server,
+                    arguments={"messages": messages, "system_prompt": system_prompt, "max_tokens": max_tokens},
+                    reason=f"The server '{self._tool.server}' asks the conversation's model to answer these messages "
+                    "(sampling); the server will see the answer.",
+                    editable=False,
+                    kind="sampling",
+                )
+            )
             try:
                 answer = await asyncio.wait_for(future, self._settings.approval_timeout_s)
             except TimeoutError:
@@ -166,8 +186,14 @@ class _Sink:
 
 
 class CallRunner:
-    def __init__(self, pool: ServerPool, artifacts: ArtifactStore, compliance: ComplianceLevels,
-                 settings: CallSettings, signer: UrlSigner | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        pool: ServerPool,
+        artifacts: ArtifactStore,
+        compliance: ComplianceLevels,
+        settings: CallSettings,
+        signer: UrlSigner | None = None,
+    ) -> None:
         self._pool = pool
         self._artifacts = artifacts
         self._compliance = compliance
@@ -190,8 +216,16 @@ class CallRunner:
         )
         return ExecutedCall(request, event, frame_for_model(name, False, message, self._settings.max_tool_result_chars))
 
-    async def run(self, request: ToolCallRequest, *, turn: TurnState, offered: set[str], emit: Emit,
-                  sample: Sampler | None = None, from_app: str | None = None) -> ExecutedCall:  # fmt: skip
+    async def run(
+        self,
+        request: ToolCallRequest,
+        *,
+        turn: TurnState,
+        offered: set[str],
+        emit: Emit,
+        sample: Sampler | None = None,
+        from_app: str | None = None,
+    ) -> ExecutedCall:
         """Every call ends in a result, whatever goes wrong on the way. `from_app`: an MCP App
         (mounted for that call id) makes this call; it runs exactly as the model's would."""
         started = time.monotonic()
@@ -203,13 +237,24 @@ class CallRunner:
             return executed
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a bug must not leave the model's call unanswered
-            log.error("tool call failed inside the host", exc_info=exc,
-                      extra={"event": "tool_call_crashed", "tool": request.name, "user": turn.user.email})  # fmt: skip
+        except Exception as exc:
+            log.error(
+                "tool call failed inside the host",
+                exc_info=exc,
+                extra={"event": "tool_call_crashed", "tool": request.name, "user": turn.user.email},
+            )
             return self._failed(request, None, "The call failed inside the host; the error was logged.", started)
 
-    async def _run(self, request: ToolCallRequest, turn: TurnState, offered: set[str], emit: Emit,
-                   sample: Sampler | None, started: float, from_app: str | None) -> ExecutedCall:  # fmt: skip
+    async def _run(
+        self,
+        request: ToolCallRequest,
+        turn: TurnState,
+        offered: set[str],
+        emit: Emit,
+        sample: Sampler | None,
+        started: float,
+        from_app: str | None,
+    ) -> ExecutedCall:
         user = turn.user
         try:
             if request.name not in offered:
@@ -218,14 +263,21 @@ class CallRunner:
         except SwitchboardError as exc:
             log.warning(
                 "refused tool call",
-                extra={"event": "tool_refused", "user": user.email, "tool": request.name, "error": exc.message,
-                       "from_app": from_app},
+                extra={
+                    "event": "tool_refused",
+                    "user": user.email,
+                    "tool": request.name,
+                    "error": exc.message,
+                    "from_app": from_app,
+                },
             )
             return self._failed(request, None, f"Refused: {exc.message}.", started)
 
         arguments, problem = parse_arguments(request.arguments)
         if arguments is None:
-            return self._failed(request, tool, f"The arguments were not valid JSON ({problem}); send a JSON object.", started)
+            return self._failed(
+                request, tool, f"The arguments were not valid JSON ({problem}); send a JSON object.", started
+            )
         config = self._pool.registry.config_of(tool.server)
         try:
             arguments = fill_host_arguments(tool, arguments, turn, self._signer, config)
@@ -235,19 +287,27 @@ class CallRunner:
         app = await self._app_of(tool, user.email)
         app_changed = app is not None and self._pool.registry.check_app(tool, app.digest)
         app_digest = app.digest if app is not None else None
-        reason = approval_reason(tool, config, turn.conversation.allowed_tools, app_digest, app_changed) if config else None
+        reason = (
+            approval_reason(tool, config, turn.conversation.allowed_tools, app_digest, app_changed) if config else None
+        )
         approval = None
         if reason is not None:
-            answer = await self.ask(request.id, tool.qualified_name, tool.server, arguments, reason, turn, emit,
-                                    from_app=from_app)  # fmt: skip
+            answer = await self.ask(
+                request.id, tool.qualified_name, tool.server, arguments, reason, turn, emit, from_app=from_app
+            )
             if not answer.approved:
-                return self._failed(request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.",
-                                    started)  # fmt: skip
+                return self._failed(
+                    request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.", started
+                )
             if answer.arguments is not None:
                 misfit = schema_problem(tool.input_schema, answer.arguments)
                 if misfit is not None:
-                    return self._failed(request, tool, f"The edited arguments do not fit the tool ({misfit}); "
-                                        "the call was not run.", started)  # fmt: skip
+                    return self._failed(
+                        request,
+                        tool,
+                        f"The edited arguments do not fit the tool ({misfit}); the call was not run.",
+                        started,
+                    )
                 try:
                     arguments = fill_host_arguments(tool, answer.arguments, turn, self._signer, config)
                 except ToolError as exc:
@@ -260,19 +320,35 @@ class CallRunner:
                 self._pool.registry.accept_app(tool, app_digest)
             approval = {"answer": "remember" if answer.remember else "approve", "edited": answer.arguments is not None}
 
-        await emit(ToolStart(call_id=request.id, tool=tool.qualified_name, server=tool.server, arguments=arguments,
-                             started_at=time.time() * 1000, approval=approval, from_app=from_app))  # fmt: skip
+        await emit(
+            ToolStart(
+                call_id=request.id,
+                tool=tool.qualified_name,
+                server=tool.server,
+                arguments=arguments,
+                started_at=time.time() * 1000,
+                approval=approval,
+                from_app=from_app,
+            )
+        )
         policy = config.sampling if config is not None else "deny"
         sink = _Sink(request.id, tool, emit, turn, self._settings, sample, policy)
         try:
-            outcome = await self._pool.call(tool, arguments, sink, user=user.email,
-                                            raw=tool.app_uri is not None or from_app is not None)  # fmt: skip
+            outcome = await self._pool.call(
+                tool, arguments, sink, user=user.email, raw=tool.app_uri is not None or from_app is not None
+            )
         except SwitchboardError as exc:
             self._log_call(user.email, tool, started, ok=False, error=exc.message, from_app=from_app)
             executed = self._failed(request, tool, exc.message, started)
         else:
-            self._log_call(user.email, tool, started, ok=outcome.ok, error=None if outcome.ok else outcome.text[:500],
-                           from_app=from_app)  # fmt: skip
+            self._log_call(
+                user.email,
+                tool,
+                started,
+                ok=outcome.ok,
+                error=None if outcome.ok else outcome.text[:500],
+                from_app=from_app,
+            )
             if outcome.task is not None:
                 outcome = await self._adopt(outcome, request.id, tool, turn, emit)
             executed = await self._succeeded(request, tool, outcome, user.email, started, config)
@@ -285,23 +361,37 @@ class CallRunner:
             executed.event = executed.event.model_copy(update={"approval": approval})
         return executed
 
-    async def _adopt(self, outcome: ToolOutcome, call_id: str, tool: ToolInfo, turn: TurnState,
-                     emit: Emit) -> ToolOutcome:  # fmt: skip
+    async def _adopt(
+        self, outcome: ToolOutcome, call_id: str, tool: ToolInfo, turn: TurnState, emit: Emit
+    ) -> ToolOutcome:
         """The server runs the call as a task: the poller keeps it (stored with the conversation),
         and the call's own result says so."""
         if self.tasks is None:
-            return ToolOutcome(ok=False, text="The server started a background task, but this host cannot follow tasks.")
+            return ToolOutcome(
+                ok=False, text="The server started a background task, but this host cannot follow tasks."
+            )
         try:
-            event = await self.tasks.adopt(outcome.task, owner=turn.user.email, conversation_id=turn.conversation_id,
-                                           server=tool.server, tool=tool.qualified_name, call_id=call_id)  # fmt: skip
+            event = await self.tasks.adopt(
+                outcome.task,
+                owner=turn.user.email,
+                conversation_id=turn.conversation_id,
+                server=tool.server,
+                tool=tool.qualified_name,
+                call_id=call_id,
+            )
         except SwitchboardError as exc:  # too many tasks running, or the store failed: the call fails, as data
             why = f"{exc.message}. {exc.action}" if exc.action else exc.message
             return ToolOutcome(ok=False, duration_ms=outcome.duration_ms, text=why)
         await emit(event)
-        return ToolOutcome(ok=True, duration_ms=outcome.duration_ms, text=(
-            f"The server runs this call as a background task (task {event.task_id}). Its result will be added to "
-            "this conversation when it finishes; the user sees its progress and can cancel it. Do not call the "
-            "tool again for the same work."))  # fmt: skip
+        return ToolOutcome(
+            ok=True,
+            duration_ms=outcome.duration_ms,
+            text=(
+                f"The server runs this call as a background task (task {event.task_id}). Its result will be added to "
+                "this conversation when it finishes; the user sees its progress and can cancel it. Do not call the "
+                "tool again for the same work."
+            ),
+        )
 
     async def _app_of(self, tool: ToolInfo, user: str) -> AppResource | None:
         """An app tool's app, read (cached) on the user's session before the call: a changed
@@ -311,23 +401,50 @@ class CallRunner:
         try:
             return await self._pool.app_resource(tool, user)
         except SwitchboardError as exc:
-            log.warning("could not read a tool's app", extra={"event": "app_read_failed", "tool": tool.qualified_name,
-                                                               "uri": tool.app_uri, "error": exc.message})  # fmt: skip
+            log.warning(
+                "could not read a tool's app",
+                extra={
+                    "event": "app_read_failed",
+                    "tool": tool.qualified_name,
+                    "uri": tool.app_uri,
+                    "error": exc.message,
+                },
+            )
             return None
 
     @property
     def settings(self) -> CallSettings:
         return self._settings
 
-    async def ask(self, call_id: str, tool: str, server: str, arguments: dict[str, Any], reason: str,
-                  turn: TurnState, emit: Emit, *, from_app: str | None = None, editable: bool = True) -> ApprovalAnswer:  # fmt: skip
+    async def ask(
+        self,
+        call_id: str,
+        tool: str,
+        server: str,
+        arguments: dict[str, Any],
+        reason: str,
+        turn: TurnState,
+        emit: Emit,
+        *,
+        from_app: str | None = None,
+        editable: bool = True,
+    ) -> ApprovalAnswer:
         """The user's answer to an approval request (a denial when nobody can answer, or on timeout)."""
         refused = turn.preferences.refused()
         if refused is not None:  # the door has nobody to ask (/v1): refused, the model reads why
             return refused
         future = turn.questions.expect_approval(call_id)
-        await emit(ApprovalRequest(call_id=call_id, tool=tool, server=server, arguments=arguments, reason=reason,
-                                   from_app=from_app, editable=editable))  # fmt: skip
+        await emit(
+            ApprovalRequest(
+                call_id=call_id,
+                tool=tool,
+                server=server,
+                arguments=arguments,
+                reason=reason,
+                from_app=from_app,
+                editable=editable,
+            )
+        )
         try:
             return await asyncio.wait_for(future, self._settings.approval_timeout_s)
         except TimeoutError:
@@ -335,21 +452,42 @@ class CallRunner:
         finally:
             turn.questions.forget_approval(call_id)
 
-    async def _succeeded(self, request: ToolCallRequest, tool: ToolInfo, outcome: ToolOutcome, owner: str,
-                         started: float, config: ServerConfig | None) -> ExecutedCall:  # fmt: skip
-        event, text = await self.result_of(request.id, tool.qualified_name, tool.server, outcome, owner,
-                                           int((time.monotonic() - started) * 1000))  # fmt: skip
+    async def _succeeded(
+        self,
+        request: ToolCallRequest,
+        tool: ToolInfo,
+        outcome: ToolOutcome,
+        owner: str,
+        started: float,
+        config: ServerConfig | None,
+    ) -> ExecutedCall:
+        event, text = await self.result_of(
+            request.id, tool.qualified_name, tool.server, outcome, owner, int((time.monotonic() - started) * 1000)
+        )
         return ExecutedCall(request, event, text)
 
-    async def result_of(self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str,
-                        duration_ms: int) -> tuple[ToolResultEvent, str]:  # fmt: skip
+    async def result_of(
+        self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str, duration_ms: int
+    ) -> tuple[ToolResultEvent, str]:
         """A call's outcome as its event (artifacts stored) and as the model's text."""
         refs = []
         for artifact in outcome.artifacts:
-            stored = await self._artifacts.aput(owner=owner, name=artifact.name, mime=artifact.mime, data=artifact.data,
-                                                scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False))
-            refs.append(ArtifactRef(id=stored.id, name=stored.name, mime=stored.mime, size=stored.size,
-                                    url=f"/api/artifacts/{stored.id}"))  # fmt: skip
+            stored = await self._artifacts.aput(
+                owner=owner,
+                name=artifact.name,
+                mime=artifact.mime,
+                data=artifact.data,
+                scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False),
+            )
+            refs.append(
+                ArtifactRef(
+                    id=stored.id,
+                    name=stored.name,
+                    mime=stored.mime,
+                    size=stored.size,
+                    url=f"/api/artifacts/{stored.id}",
+                )
+            )
         results = outcome.results
         if results is not None and len(json.dumps(results, default=str)) > self._settings.max_result_event_chars:
             results = {"note": "the full results were too large to show here"}
@@ -367,8 +505,9 @@ class CallRunner:
         return event, frame_for_model(tool, outcome.ok, outcome.text, self._settings.max_tool_result_chars)
 
     @staticmethod
-    def _log_call(user: str, tool: ToolInfo, started: float, *, ok: bool, error: str | None,
-                  from_app: str | None) -> None:  # fmt: skip
+    def _log_call(
+        user: str, tool: ToolInfo, started: float, *, ok: bool, error: str | None, from_app: str | None
+    ) -> None:
         log.info(
             "tool call",
             extra={

@@ -33,14 +33,17 @@ def more_to_trim(turn: TurnState) -> int:
     return (in_view + 1) // 2 if in_view > 0 else 0
 
 
-async def fitting_context(llm: LLMStream, model: ModelConfig, system: str, turn: TurnState,
-                          tools: list[dict[str, Any]] | None) -> AsyncGenerator[LLMEvent, None]:  # fmt: skip
+async def fitting_context(
+    llm: LLMStream, model: ModelConfig, system: str, turn: TurnState, tools: list[dict[str, Any]] | None
+) -> AsyncGenerator[LLMEvent, None]:
     """The events of one model call over the conversation's history; if it overflows the
     context window before yielding anything, leave out more tool results and make
     the call once more."""
     produced = False
     try:
-        async with aclosing(llm.stream(model, trimmed(turn.conversation.history, turn.trimmed), tools, system=system)) as events:
+        async with aclosing(
+            llm.stream(model, trimmed(turn.conversation.history, turn.trimmed), tools, system=system)
+        ) as events:
             async for event in events:
                 produced = produced or not isinstance(event, Notice)
                 yield event
@@ -50,10 +53,18 @@ async def fitting_context(llm: LLMStream, model: ModelConfig, system: str, turn:
         if not more:
             raise
     turn.trimmed += more
-    log.warning("context window exceeded; left out %d more tool results and retrying", more,
-                extra={"event": "context_trimmed", "model": model.name, "trimmed": turn.trimmed})  # fmt: skip
-    yield Notice("context_trimmed", f"The conversation no longer fit model '{model.name}': the {more} oldest tool "
-                                    "results were left out and the question sent again.")
-    async with aclosing(llm.stream(model, trimmed(turn.conversation.history, turn.trimmed), tools, system=system)) as events:
+    log.warning(
+        "context window exceeded; left out %d more tool results and retrying",
+        more,
+        extra={"event": "context_trimmed", "model": model.name, "trimmed": turn.trimmed},
+    )
+    yield Notice(
+        "context_trimmed",
+        f"The conversation no longer fit model '{model.name}': the {more} oldest tool "
+        "results were left out and the question sent again.",
+    )
+    async with aclosing(
+        llm.stream(model, trimmed(turn.conversation.history, turn.trimmed), tools, system=system)
+    ) as events:
         async for event in events:
             yield event

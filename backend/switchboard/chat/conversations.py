@@ -28,9 +28,9 @@ from .app_context import app_contexts
 from .conversation_ids import ConversationIds, legacy_scoped_id
 from .events import CONVERSATION_ID, ChatMessage
 from .incognito import IncognitoMemory
-from .sealed import IncognitoSeal, OpenedState
 from .questions import ASK, Preferences
 from .recording import TurnRecorder
+from .sealed import IncognitoSeal, OpenedState
 from .session import ConversationState, new_id
 from .turn_state import TurnState
 
@@ -48,9 +48,15 @@ def record_of(message: Message) -> HistoryRecord:
     if message.role == "assistant":
         calls = tuple(CallRecord(c["id"], c["name"], c.get("arguments", "")) for c in data.get("tool_calls") or [])
         return AssistantText(id=message.id, text=message.content, calls=calls, finish_reason=data.get("finish_reason"))
-    return ToolReply(id=message.id, call_id=data.get("call_id", ""), tool=data.get("tool", ""),
-                     server=data.get("server", ""), ok=bool(data.get("ok")), text=data.get("model_text", message.content),
-                     late=bool(data.get("task_result")))  # fmt: skip
+    return ToolReply(
+        id=message.id,
+        call_id=data.get("call_id", ""),
+        tool=data.get("tool", ""),
+        server=data.get("server", ""),
+        ok=bool(data.get("ok")),
+        text=data.get("model_text", message.content),
+        late=bool(data.get("task_result")),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +67,22 @@ class ConversationLimits:
 
 
 class Conversations:
-    def __init__(self, store: ConversationStore, files: ArtifactStore, limits: ConversationLimits | None = None,
-                 seal: IncognitoSeal | None = None, ids: ConversationIds | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store: ConversationStore,
+        files: ArtifactStore,
+        limits: ConversationLimits | None = None,
+        seal: IncognitoSeal | None = None,
+        ids: ConversationIds | None = None,
+    ) -> None:
         self.recorder = TurnRecorder(store)
         self.ids = ids or ConversationIds()  # the ids of conversations clients named
         self._files = files
         self.limits = limits or ConversationLimits()
         self.seal = seal  # incognito conversations held by the page (chat/sealed.py); None: memory only
-        self._memory = IncognitoMemory(self._drop_files, per_user=self.limits.incognito_per_user,
-                                       idle_s=self.limits.incognito_idle_s)  # fmt: skip
+        self._memory = IncognitoMemory(
+            self._drop_files, per_user=self.limits.incognito_per_user, idle_s=self.limits.incognito_idle_s
+        )
 
     @property
     def store(self) -> ConversationStore:
@@ -84,7 +97,10 @@ class Conversations:
         """The user's stored conversation by the id a client knows it by (the store's own, or one
         the client picked); NotFound for anyone else's and for none."""
         if _ID.match(conversation_id):
-            candidates = [*self.ids.candidates(user.email, conversation_id), *await self._earlier_ids(user, conversation_id)]
+            candidates = [
+                *self.ids.candidates(user.email, conversation_id),
+                *await self._earlier_ids(user, conversation_id),
+            ]
             for candidate in candidates:
                 found = await self.store.get_conversation(candidate)
                 if found is not None and found.owner == user.email:  # another user's: the same answer as none
@@ -120,15 +136,26 @@ class Conversations:
             delete()
 
     # -- loading -----------------------------------------------------------------
-    async def turn_for(self, user: User, request: ChatMessage, current_id: str, compliance: ComplianceLevels,
-                       preferences: Preferences = ASK) -> TurnState:  # fmt: skip
+    async def turn_for(
+        self,
+        user: User,
+        request: ChatMessage,
+        current_id: str,
+        compliance: ComplianceLevels,
+        preferences: Preferences = ASK,
+    ) -> TurnState:
         """The turn a `chat` starts: the conversation it continues (or starts), ready for it, and
         (`moved`) why a new one was started instead of the one asked for."""
         conversation_id = request.conversation_id or current_id
-        if request.changes_level and request.compliance_level is not None \
-                and request.compliance_level not in compliance.names:  # fmt: skip
-            raise BadRequest(f"unknown compliance level '{request.compliance_level}'",
-                             action=f"Use one of: {', '.join(compliance.names)}.")  # fmt: skip
+        if (
+            request.changes_level
+            and request.compliance_level is not None
+            and request.compliance_level not in compliance.names
+        ):
+            raise BadRequest(
+                f"unknown compliance level '{request.compliance_level}'",
+                action=f"Use one of: {', '.join(compliance.names)}.",
+            )
         # An id the client picked (not the connection's own, which the server made) is the user's own.
         picked = conversation_id != current_id
         if request.incognito and request.incognito_state is not None and self.seal is not None:
@@ -139,8 +166,10 @@ class Conversations:
         if request.changes_level and request.compliance_level != conversation.compliance_level:
             new_level = request.compliance_level
             if conversation.history and not _may_move(conversation.levels_used, new_level, compliance):
-                turn.moved = (f"This conversation has run at compliance level {_name(conversation.compliance_level)}, "
-                              f"which may not be mixed with {_name(new_level)}, so a new conversation was started.")  # fmt: skip
+                turn.moved = (
+                    f"This conversation has run at compliance level {_name(conversation.compliance_level)}, "
+                    f"which may not be mixed with {_name(new_level)}, so a new conversation was started."
+                )
                 conversation = turn.conversation = ConversationState(owner=user.email, incognito=request.incognito)
                 if request.incognito:
                     self._memory.keep(conversation)
@@ -167,10 +196,17 @@ class Conversations:
             conversation_id = self.ids.scoped(user.email, conversation_id)
             opened = self.seal.open(sealed, user.email, conversation_id)
         self._check_size(sum(len(getattr(r, "text", "")) for r in opened.history))
-        conversation = ConversationState(owner=user.email, id=conversation_id, incognito=True, history=opened.history,
-                                         compliance_level=opened.compliance_level, levels_used=opened.levels_used,
-                                         allowed_tools=opened.allowed_tools, made_files=opened.made_files,
-                                         leaf_id=opened.history[-1].id if opened.history else None)  # fmt: skip
+        conversation = ConversationState(
+            owner=user.email,
+            id=conversation_id,
+            incognito=True,
+            history=opened.history,
+            compliance_level=opened.compliance_level,
+            levels_used=opened.levels_used,
+            allowed_tools=opened.allowed_tools,
+            made_files=opened.made_files,
+            leaf_id=opened.history[-1].id if opened.history else None,
+        )
         await self._attach_files(conversation, opened.files)
         self._memory.keep(conversation)
         return conversation
@@ -179,19 +215,32 @@ class Conversations:
         """An incognito conversation as the page holds it between turns (None without a seal)."""
         if self.seal is None:
             return None
-        return self.seal.seal(conversation.owner, conversation.id, OpenedState(
-            history=conversation.history, compliance_level=conversation.compliance_level,
-            levels_used=conversation.levels_used, allowed_tools=conversation.allowed_tools,
-            files=list(conversation.files), made_files=conversation.made_files))  # fmt: skip
+        return self.seal.seal(
+            conversation.owner,
+            conversation.id,
+            OpenedState(
+                history=conversation.history,
+                compliance_level=conversation.compliance_level,
+                levels_used=conversation.levels_used,
+                allowed_tools=conversation.allowed_tools,
+                files=list(conversation.files),
+                made_files=conversation.made_files,
+            ),
+        )
 
     async def call_turn(self, user: User, stored: Conversation) -> TurnState:
         """What a tool call needs of a stored conversation of the user's (its level, allowances and
         attached files; not its messages): an MCP App's own calls, each a small turn of its own."""
         if stored.owner != user.email:
             raise NotFound("there is no such conversation")
-        conversation = ConversationState(owner=user.email, id=stored.id, stored=True,
-                                         compliance_level=stored.compliance_level, levels_used=list(stored.levels_used),
-                                         allowed_tools=await self.store.allowances(stored.id))  # fmt: skip
+        conversation = ConversationState(
+            owner=user.email,
+            id=stored.id,
+            stored=True,
+            compliance_level=stored.compliance_level,
+            levels_used=list(stored.levels_used),
+            allowed_tools=await self.store.allowances(stored.id),
+        )
         await self._attach_files(conversation, await self.store.files(stored.id))
         return TurnState(user=user, conversation=conversation)
 
@@ -218,15 +267,18 @@ class Conversations:
             if existing is not None and existing.owner != user.email:
                 raise NotFound("there is no such conversation", action="Start a new conversation.")
             wanted = scoped if picked and existing is None else conversation_id
-            taken = existing is not None or (wanted != conversation_id and await self.store.get_conversation(wanted) is not None)
+            taken = existing is not None or (
+                wanted != conversation_id and await self.store.get_conversation(wanted) is not None
+            )
             conversation = ConversationState(owner=user.email, incognito=True, id=new_id() if taken else wanted)
             self._memory.keep(conversation)
             return conversation
         # One read: the row, messages, allowances and files (of the id as given, else the user's own).
         loaded = await (self.store.load(conversation_id, scoped) if picked else self.store.load(conversation_id))
         if loaded is None and picked:  # stored before ids were keyed, or under a spelling from before 0007
-            loaded = await self.store.load(legacy_scoped_id(user.email, conversation_id),
-                                           *await self._earlier_ids(user, conversation_id))  # fmt: skip
+            loaded = await self.store.load(
+                legacy_scoped_id(user.email, conversation_id), *await self._earlier_ids(user, conversation_id)
+            )
         if loaded is None:
             return ConversationState(owner=user.email, id=scoped if picked else conversation_id)
         stored = loaded.conversation
@@ -236,19 +288,29 @@ class Conversations:
         self._check_size(sum(len(m.content) for m in loaded.messages))
         path = active_path(loaded.messages, stored.leaf_id)
         conversation = ConversationState(
-            owner=user.email, id=conversation_id, stored=True, title=stored.title, model=stored.model,
-            compliance_level=stored.compliance_level, levels_used=list(stored.levels_used), leaf_id=stored.leaf_id,
-            history=[record_of(m) for m in path], branches=loaded.messages, allowed_tools=loaded.allowances,
+            owner=user.email,
+            id=conversation_id,
+            stored=True,
+            title=stored.title,
+            model=stored.model,
+            compliance_level=stored.compliance_level,
+            levels_used=list(stored.levels_used),
+            leaf_id=stored.leaf_id,
+            history=[record_of(m) for m in path],
+            branches=loaded.messages,
+            allowed_tools=loaded.allowances,
             app_context=app_contexts(path),
-        )  # fmt: skip
+        )
         await self._attach_files(conversation, loaded.files)
         return conversation
 
     def _check_size(self, chars: int) -> None:
         if chars > self.limits.max_chars:
-            raise BadRequest(f"this conversation is too long to continue ({chars:,} characters; the limit is "
-                             f"{self.limits.max_chars:,})",
-                             action="Start a new conversation; this one can still be read and exported.")  # fmt: skip
+            raise BadRequest(
+                f"this conversation is too long to continue ({chars:,} characters; the limit is "
+                f"{self.limits.max_chars:,})",
+                action="Start a new conversation; this one can still be read and exported.",
+            )
 
     async def _branch_at(self, conversation: ConversationState, message_id: str) -> None:
         messages: list[Message] = conversation.branches
@@ -262,7 +324,9 @@ class Conversations:
         if target is None:
             raise NotFound(f"there is no message '{message_id}' of yours to edit in this conversation")
         conversation.leaf_id = target.parent_id
-        conversation.history = [record_of(m) for m in active_path(messages, target.parent_id)] if target.parent_id else []
+        conversation.history = (
+            [record_of(m) for m in active_path(messages, target.parent_id)] if target.parent_id else []
+        )
 
     # -- a turn lost with its process ------------------------------------------------
     async def record_lost(self, conversation_id: str, reason: str) -> None:
@@ -273,16 +337,34 @@ class Conversations:
             return
         messages = active_path(await self.store.messages(conversation_id), stored.leaf_id)
         answered = {m.data.get("call_id") for m in messages if m.role == "tool"}
-        open_calls = [c for m in messages if m.role == "assistant" for c in m.data.get("tool_calls", [])
-                      if c.get("id") not in answered]  # fmt: skip
+        open_calls = [
+            c
+            for m in messages
+            if m.role == "assistant"
+            for c in m.data.get("tool_calls", [])
+            if c.get("id") not in answered
+        ]
         replies, parent = [], stored.leaf_id
         for call in open_calls:
-            reply = NewMessage(new_id(), parent, "tool", reason, {"call_id": call["id"], "tool": call.get("name", ""),
-                                                                  "server": "", "ok": False, "model_text": reason})  # fmt: skip
+            reply = NewMessage(
+                new_id(),
+                parent,
+                "tool",
+                reason,
+                {"call_id": call["id"], "tool": call.get("name", ""), "server": "", "ok": False, "model_text": reason},
+            )
             replies.append(reply)
             parent = reply.id
-        failed = NewMessage(new_id(), parent, "assistant", "", {"finish_reason": "error", "error": {
-            "code": "internal", "message": reason, "action": "Send your message again."}})  # fmt: skip
+        failed = NewMessage(
+            new_id(),
+            parent,
+            "assistant",
+            "",
+            {
+                "finish_reason": "error",
+                "error": {"code": "internal", "message": reason, "action": "Send your message again."},
+            },
+        )
         await self.store.append(conversation_id, [*replies, failed])  # one transaction: all or nothing
 
 
@@ -301,4 +383,3 @@ def _may_move(used: list[str | None], new: str | None, compliance: ComplianceLev
 
 def _name(level: str | None) -> str:
     return level if level is not None else "none"
-

@@ -15,24 +15,24 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, Va
 from ..errors import BadRequest
 
 __all__ = [
+    "CONVERSATION_ID",
+    "MAX_CONTENT_CHARS",
+    "MAX_INCOGNITO_STATE_CHARS",
+    "PAGE_ONLY",
     "AppEvent",
     "ApprovalRequest",
     "ApprovalResponse",
     "AttachMessage",
     "AttachedEvent",
-    "CONVERSATION_ID",
-    "MAX_CONTENT_CHARS",
-    "PAGE_ONLY",
-    "CatalogueChanged",
-    "ConversationEvent",
     "CancelMessage",
+    "CatalogueChanged",
     "ChatMessage",
     "ClientMessage",
+    "ConversationEvent",
     "ElicitationRequest",
     "ElicitationResponse",
     "ErrorEvent",
     "IncognitoStateEvent",
-    "MAX_INCOGNITO_STATE_CHARS",
     "MessageDone",
     "NoticeEvent",
     "RenderEvent",
@@ -126,7 +126,7 @@ def parse_client_message(
         raise BadRequest(
             f"malformed message ({where}: {first['msg']})",
             action="Send one JSON object with a 'type' of chat, cancel, attach, approval_response or "
-                   "elicitation_response.",
+            "elicitation_response.",
         ) from None
 
 
@@ -168,7 +168,9 @@ class ToolStart(_Event):
     tool: str
     server: str
     arguments: dict[str, Any]
-    started_at: float | None = None  # server clock, ms since the epoch: a page that joins late shows the true elapsed time
+    started_at: float | None = (
+        None  # server clock, ms since the epoch: a page that joins late shows the true elapsed time
+    )
     approval: dict[str, Any] | None = None  # {answer: approve|remember, edited}: how the user let it run
     from_app: str | None = None  # an MCP App made this call: the call id the app was mounted for
 
@@ -356,8 +358,16 @@ ServerEvent = (
 """Every event a door may send. A door that switches on the kind matches each one (or says it
 ignores it) and ends with `assert_never`, so a new kind is followed through every door."""
 
-PAGE_ONLY: Final = (SessionEvent, ToolLog, AppEvent, RenderEvent, ConversationEvent, IncognitoStateEvent, AttachedEvent,
-                    CatalogueChanged)  # fmt: skip
+PAGE_ONLY: Final = (
+    SessionEvent,
+    ToolLog,
+    AppEvent,
+    RenderEvent,
+    ConversationEvent,
+    IncognitoStateEvent,
+    AttachedEvent,
+    CatalogueChanged,
+)
 """The kinds only the page shows (its session state, panels, canvas and lists). A door that shows
 text skips them with `isinstance(event, PAGE_ONLY)` before it matches the rest."""
 

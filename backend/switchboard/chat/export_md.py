@@ -21,8 +21,11 @@ from .export_safe import code_span, fenced, safe_inline, safe_markdown
 __all__ = ["export_filename", "export_markdown", "unsigned"]
 
 _SIGNED_LINK = re.compile(r"https?://[^\s\"'<>]*/api/files/([A-Za-z0-9_-]+)/content\?[^\s\"'<>]*")
-_FINISH_NOTES = {"cancelled": "Stopped before the answer was finished.", "length": "The answer was cut at its length limit.",
-                 "round_limit": "The answer stopped at the limit of tool rounds."}  # fmt: skip
+_FINISH_NOTES = {
+    "cancelled": "Stopped before the answer was finished.",
+    "length": "The answer was cut at its length limit.",
+    "round_limit": "The answer stopped at the limit of tool rounds.",
+}
 _RESULT_CHARS = 20_000
 
 
@@ -56,17 +59,21 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
             blocks += ["\n".join(attached)] if attached else []
             if message.id in versions:
                 number, count = versions[message.id]
-                blocks.append(f"_This message was edited: this is version {number} of {count}. The other versions, "
-                              "and the answers that followed them, are other branches of the conversation, not in "
-                              "this export; switch branches on the page to see them._")  # fmt: skip
+                blocks.append(
+                    f"_This message was edited: this is version {number} of {count}. The other versions, "
+                    "and the answers that followed them, are other branches of the conversation, not in "
+                    "this export; switch branches on the page to see them._"
+                )
             continue
         if not answering:
             blocks.append("## Assistant")
             answering = True
             if message.id in versions:
                 number, count = versions[message.id]
-                blocks.append(f"_This answer was regenerated: this is version {number} of {count}; the others are "
-                              "other branches of the conversation, not in this export._")  # fmt: skip
+                blocks.append(
+                    f"_This answer was regenerated: this is version {number} of {count}; the others are "
+                    "other branches of the conversation, not in this export._"
+                )
         if message.role == "assistant":
             if message.content.strip():
                 blocks.append(safe_markdown(message.content.strip()))
@@ -78,8 +85,13 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
         status = "ok" if data.get("ok") else "failed"
         arguments = private.clean(json.dumps(data.get("arguments") or {}, ensure_ascii=False))
         result = private.clean(message.content[:_RESULT_CHARS])
-        blocks += [f"### Tool {code_span(str(data.get('tool', '')))} ({status})", "Arguments:", fenced(arguments, "json"),
-                   "Result:", fenced(result)]  # fmt: skip
+        blocks += [
+            f"### Tool {code_span(str(data.get('tool', '')))} ({status})",
+            "Arguments:",
+            fenced(arguments, "json"),
+            "Result:",
+            fenced(result),
+        ]
         artifacts = [f"- artifact: {safe_inline(a['name'])}" for a in data.get("artifacts", [])]
         blocks += ["\n".join(artifacts)] if artifacts else []
     return "\n\n".join(block.strip("\n") for block in blocks) + "\n"

@@ -25,8 +25,11 @@ def _names(value: Any, stored: StoredFile) -> bool:
     if not isinstance(value, str) or not value.strip():
         return False
     value = value.strip()
-    return (value in (stored.id, stored.name) or value.endswith("/" + stored.name)
-            or f"/api/files/{stored.id}/content?" in value)  # fmt: skip
+    return (
+        value in (stored.id, stored.name)
+        or value.endswith("/" + stored.name)
+        or f"/api/files/{stored.id}/content?" in value
+    )
 
 
 def _shown(value: Any) -> str:
@@ -94,8 +97,9 @@ class FileChooser:
             chosen = [self.named(param, v) for v in given]
             unnamed = [v for v, f in zip(given, chosen, strict=True) if f is None]
             if unnamed:
-                raise self._refusal(param, f"{', '.join(_shown(v) for v in unnamed)} names no attached file", self.known,
-                                    plural=True)  # fmt: skip
+                raise self._refusal(
+                    param, f"{', '.join(_shown(v) for v in unnamed)} names no attached file", self.known, plural=True
+                )
             return list({f.id: f for f in chosen if f is not None}.values())
         fit = self.fitting()
         if not fit and asked:

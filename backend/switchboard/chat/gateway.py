@@ -29,8 +29,15 @@ from .calls import ExecutedCall, frame_for_model
 from .events import ServerEvent, ToolResultEvent, ToolStart
 from .host_args import parse_arguments
 
-__all__ = ["GATEWAY_SERVER", "GATEWAY_TOOLS", "Gateway", "ToolTokenEstimates", "estimate_tokens", "exposure_report",
-           "gateway_wanted"]
+__all__ = [
+    "GATEWAY_SERVER",
+    "GATEWAY_TOOLS",
+    "Gateway",
+    "ToolTokenEstimates",
+    "estimate_tokens",
+    "exposure_report",
+    "gateway_wanted",
+]
 
 log = logging.getLogger("switchboard.chat")
 
@@ -44,32 +51,63 @@ Emit = Callable[[ServerEvent], Awaitable[None]]
 RunDirect = Callable[[ToolCallRequest], Awaitable[ExecutedCall]]
 
 _SCHEMAS: list[dict[str, Any]] = [
-    {"type": "function", "function": {
-        "name": SEARCH,
-        "description": ("Find tools for a task among the many available here (their definitions are not listed). "
-                        "Returns the best matches as {name, server, summary}. query 'list' lists the servers with "
-                        "their tool counts; 'list:SERVER' lists that server's tools. Then call "
-                        f"{DESCRIBE} for a tool's arguments and {CALL} to run it."),
-        "parameters": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "What you want to do, in a few words; or 'list' / 'list:SERVER'."},
-            "server": {"type": "string", "description": "Only search this server's tools."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                      "description": f"How many matches at most (default {DEFAULT_LIMIT})."}},
-            "required": ["query"]}}},
-    {"type": "function", "function": {
-        "name": DESCRIBE,
-        "description": "A tool's full description and input schema (JSON Schema of its arguments).",
-        "parameters": {"type": "object", "properties": {
-            "name": {"type": "string", "description": "The tool's name as returned by the search."}},
-            "required": ["name"]}}},
-    {"type": "function", "function": {
-        "name": CALL,
-        "description": "Run a tool found with the search, with arguments that fit its input schema.",
-        "parameters": {"type": "object", "properties": {
-            "name": {"type": "string", "description": "The tool's name as returned by the search."},
-            "arguments": {"type": "object", "description": "The tool's arguments."}},
-            "required": ["name", "arguments"]}}},
-]  # fmt: skip
+    {
+        "type": "function",
+        "function": {
+            "name": SEARCH,
+            "description": (
+                "Find tools for a task among the many available here (their definitions are not listed). "
+                "Returns the best matches as {name, server, summary}. query 'list' lists the servers with "
+                "their tool counts; 'list:SERVER' lists that server's tools. Then call "
+                f"{DESCRIBE} for a tool's arguments and {CALL} to run it."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "description": "What you want to do, in a few words; or 'list' / 'list:SERVER'.",
+                    },
+                    "server": {"type": "string", "description": "Only search this server's tools."},
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_LIMIT,
+                        "description": f"How many matches at most (default {DEFAULT_LIMIT}).",
+                    },
+                },
+                "required": ["query"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": DESCRIBE,
+            "description": "A tool's full description and input schema (JSON Schema of its arguments).",
+            "parameters": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "The tool's name as returned by the search."}},
+                "required": ["name"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": CALL,
+            "description": "Run a tool found with the search, with arguments that fit its input schema.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The tool's name as returned by the search."},
+                    "arguments": {"type": "object", "description": "The tool's arguments."},
+                },
+                "required": ["name", "arguments"],
+            },
+        },
+    },
+]
 
 
 def estimate_tokens(schemas: list[dict[str, Any]]) -> int:
@@ -116,7 +154,9 @@ def gateway_wanted(model: ModelConfig, llm: LLMConfig, requested: str | None, to
     exposure = requested or model.tool_exposure
     if exposure != "auto":
         return exposure == "gateway"
-    threshold = model.gateway_threshold_tokens if model.gateway_threshold_tokens is not None else llm.gateway_threshold_tokens
+    threshold = (
+        model.gateway_threshold_tokens if model.gateway_threshold_tokens is not None else llm.gateway_threshold_tokens
+    )
     return tool_tokens > threshold
 
 
@@ -156,14 +196,20 @@ class Gateway:
             return await self._run(call, emit, run_direct, started)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a bug must not leave the model's call unanswered
-            log.error("gateway call failed inside the host", exc_info=exc, extra={"event": "gateway_crashed", "tool": call.name})
+        except Exception as exc:
+            log.error(
+                "gateway call failed inside the host",
+                exc_info=exc,
+                extra={"event": "gateway_crashed", "tool": call.name},
+            )
             return self._answer(call, {}, False, "The call failed inside the host; the error was logged.", started)
 
     async def _run(self, call: ToolCallRequest, emit: Emit, run_direct: RunDirect, started: float) -> ExecutedCall:
         arguments, problem = parse_arguments(call.arguments)
         if arguments is None:
-            return self._answer(call, {}, False, f"The arguments were not valid JSON ({problem}); send a JSON object.", started)
+            return self._answer(
+                call, {}, False, f"The arguments were not valid JSON ({problem}); send a JSON object.", started
+            )
         if call.name == CALL:
             tool = self._resolve(arguments.get("name"))
             if tool is None:
@@ -193,8 +239,10 @@ class Gateway:
             counts: dict[str, int] = {}
             for tool in self._tools.values():
                 counts[tool.server] = counts.get(tool.server, 0) + 1
-            servers = [{"server": name, "tools": count, "description": self._server_description(name)}
-                       for name, count in counts.items()]  # fmt: skip
+            servers = [
+                {"server": name, "tools": count, "description": self._server_description(name)}
+                for name, count in counts.items()
+            ]
             return True, json.dumps(servers, ensure_ascii=False)
         if self._index is None:
             self._index = self._registry.index_for(list(self._tools.values()))
@@ -205,7 +253,9 @@ class Gateway:
             if not hits:
                 return False, f"No server named '{server}' has tools here; query 'list' shows the servers."
         else:
-            hits = index.search(query, set(self._tools), server=server if isinstance(server, str) else None, limit=limit)
+            hits = index.search(
+                query, set(self._tools), server=server if isinstance(server, str) else None, limit=limit
+            )
         found = [{"name": h.name, "server": h.server, "summary": h.summary} for h in hits]
         if not found:
             return True, "[] (no tool matched; try other words, or query 'list' to see the servers)"
@@ -219,8 +269,12 @@ class Gateway:
             self.described.append(tool.qualified_name)
         schema = dict(tool.input_schema or {})
         schema.setdefault("type", "object")
-        described = {"name": tool.qualified_name, "server": tool.server, "description": tool.description,
-                     "input_schema": schema}  # fmt: skip
+        described = {
+            "name": tool.qualified_name,
+            "server": tool.server,
+            "description": tool.description,
+            "input_schema": schema,
+        }
         if tool.title:
             described["title"] = tool.title
         return True, json.dumps(described, ensure_ascii=False)
@@ -231,18 +285,33 @@ class Gateway:
 
     @staticmethod
     def _unknown(name: object) -> str:
-        return (f"There is no tool named {json.dumps(name)} among the tools available in this conversation; "
-                f"find one with {SEARCH}.")  # fmt: skip
+        return (
+            f"There is no tool named {json.dumps(name)} among the tools available in this conversation; "
+            f"find one with {SEARCH}."
+        )
 
     @staticmethod
     def _answer(call: ToolCallRequest, arguments: dict[str, Any], ok: bool, text: str, started: float) -> ExecutedCall:
-        event = ToolResultEvent(call_id=call.id, tool=call.name, server=GATEWAY_SERVER, ok=ok, content=text,
-                                duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
+        event = ToolResultEvent(
+            call_id=call.id,
+            tool=call.name,
+            server=GATEWAY_SERVER,
+            ok=ok,
+            content=text,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
         return ExecutedCall(call, event, frame_for_model(call.name, ok, text, _RESULT_CHARS), arguments)
 
 
 def exposure_report(model: ModelConfig, llm: LLMConfig, tool_tokens: int, tool_count: int) -> dict[str, Any]:
     """What the page shows: would this model get the gateway for these tools (no chat selection)?"""
-    threshold = model.gateway_threshold_tokens if model.gateway_threshold_tokens is not None else llm.gateway_threshold_tokens
-    return {"exposure": model.tool_exposure, "threshold_tokens": threshold, "tool_tokens": tool_tokens,
-            "tools": tool_count, "active": gateway_wanted(model, llm, None, tool_tokens)}  # fmt: skip
+    threshold = (
+        model.gateway_threshold_tokens if model.gateway_threshold_tokens is not None else llm.gateway_threshold_tokens
+    )
+    return {
+        "exposure": model.tool_exposure,
+        "threshold_tokens": threshold,
+        "tool_tokens": tool_tokens,
+        "tools": tool_count,
+        "active": gateway_wanted(model, llm, None, tool_tokens),
+    }

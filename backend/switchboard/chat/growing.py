@@ -11,7 +11,7 @@ class GrowingText:
     20,000-token answer quadratic; here a piece costs its own length and the text is joined
     when read (a live render, the end of a round)."""
 
-    __slots__ = ("_parts", "_length")
+    __slots__ = ("_length", "_parts")
 
     def __init__(self) -> None:
         self._parts: list[str] = []
@@ -37,7 +37,7 @@ class GrowingText:
             if end <= start:
                 break
             end -= len(part)
-            pieces.append(part[start - end:] if end < start else part)
+            pieces.append(part[start - end :] if end < start else part)
         return "".join(reversed(pieces))
 
     def text(self) -> str:

@@ -35,8 +35,13 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str]:
     return arguments, ""
 
 
-def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], turn: TurnState, signer: UrlSigner | None,
-                        server: ServerConfig | None = None) -> dict[str, Any]:  # fmt: skip
+def fill_host_arguments(
+    tool: ToolInfo,
+    arguments: dict[str, Any],
+    turn: TurnState,
+    signer: UrlSigner | None,
+    server: ServerConfig | None = None,
+) -> dict[str, Any]:
     """The arguments to send; raises ToolError when the tool needs a file and none is attached, or
     when which attached file it should get is not clear (chat/file_choice.py). `server`: the tool's
     server's config (its `file_types`)."""
@@ -49,7 +54,7 @@ def fill_host_arguments(tool: ToolInfo, arguments: dict[str, Any], turn: TurnSta
     file_params = (FILE_PARAMS | FILE_LIST_PARAMS).intersection(properties)
     if not file_params:
         return arguments
-    if not turn.conversation.files and not turn.turn_files or signer is None:
+    if (not turn.conversation.files and not turn.turn_files) or signer is None:
         for name in file_params:
             arguments.pop(name, None)
         if file_params & required:

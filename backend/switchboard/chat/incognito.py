@@ -24,8 +24,9 @@ SWEEP_EVERY_S = 60.0  # how often every user's shelf is checked for expired conv
 class _Shelf(TTLCache[str, ConversationState]):
     """One user's conversations; everything that leaves (but `pop`) goes to `on_drop`."""
 
-    def __init__(self, maxsize: int, ttl: float, timer: Callable[[], float],
-                 on_drop: Callable[[ConversationState], None]) -> None:  # fmt: skip
+    def __init__(
+        self, maxsize: int, ttl: float, timer: Callable[[], float], on_drop: Callable[[ConversationState], None]
+    ) -> None:
         super().__init__(maxsize, ttl, timer)
         self._on_drop = on_drop
 
@@ -42,8 +43,14 @@ class _Shelf(TTLCache[str, ConversationState]):
 
 
 class IncognitoMemory:
-    def __init__(self, on_drop: Callable[[ConversationState], None], *, per_user: int = 20, idle_s: float = 86400.0,
-                 timer: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        on_drop: Callable[[ConversationState], None],
+        *,
+        per_user: int = 20,
+        idle_s: float = 86400.0,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._on_drop = on_drop
         self._per_user = per_user
         self._idle_s = idle_s

@@ -21,7 +21,7 @@ class LiveRender:
     """One round's text: which part of it has been rendered for good (`settled` characters, sent
     once) and how long the rest was at the last render."""
 
-    __slots__ = ("settled", "_rest")
+    __slots__ = ("_rest", "settled")
 
     def __init__(self) -> None:
         self.settled = 0

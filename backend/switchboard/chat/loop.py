@@ -30,14 +30,23 @@ from .app_context import app_context_text
 from .attachments import attach
 from .calls import CallRunner
 from .context import fitting_context
-from .events import (ChatMessage, ConversationEvent, ErrorEvent, MessageDone, NoticeEvent, RenderEvent, ServerEvent,
-                     TokenEvent, ToolResultEvent)  # fmt: skip
+from .events import (
+    ChatMessage,
+    ConversationEvent,
+    ErrorEvent,
+    MessageDone,
+    NoticeEvent,
+    RenderEvent,
+    ServerEvent,
+    TokenEvent,
+    ToolResultEvent,
+)
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
-from .skills import SKILL_TOOLS, SkillShelf
 from .growing import GrowingText
 from .live_render import LiveRender
 from .render import INLINE_CHARS, render_markdown, rendered
 from .session import new_id
+from .skills import SKILL_TOOLS, SkillShelf
 from .tool_round import Recorder, run_calls
 from .turn_state import Announcement, PreparedTurn, TurnLimits, TurnState, retrieved
 from .unfinished import unfinished_text
@@ -58,8 +67,17 @@ class ModelResolver(Protocol):
 
 
 class ChatEngine:
-    def __init__(self, *, llm: LLMStream, models: ModelResolver, pool: ServerPool, calls: CallRunner,
-                 files: ArtifactStore, config: AppConfig, limits: TurnLimits | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        llm: LLMStream,
+        models: ModelResolver,
+        pool: ServerPool,
+        calls: CallRunner,
+        files: ArtifactStore,
+        config: AppConfig,
+        limits: TurnLimits | None = None,
+    ) -> None:
         self._llm = llm
         self._files = files
         self._models = models
@@ -112,15 +130,19 @@ class ChatEngine:
             return PreparedTurn(model, None, {})
         content = await attach(request, turn, self._files, self._pool, access)
         user = UserText(id=new_id(), text=request.content, context=content.removeprefix(request.content))
-        data = {"files": [_file_ref(f) for f in turn.turn_files], "resources": [r.model_dump() for r in request.resources]}
+        data = {
+            "files": [_file_ref(f) for f in turn.turn_files],
+            "resources": [r.model_dump() for r in request.resources],
+        }
         return PreparedTurn(model, user, data)
 
     def tool_tokens(self, tools: Sequence[ToolInfo]) -> int:
         """The estimated tokens of these tools' definitions (what `auto` exposure compares)."""
         return self._tool_tokens.tokens(self._pool.registry.version, tools)
 
-    async def run_turn(self, turn: TurnState, request: ChatMessage, recorder: Recorder,
-                       prepared: PreparedTurn | None = None) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
+    async def run_turn(
+        self, turn: TurnState, request: ChatMessage, recorder: Recorder, prepared: PreparedTurn | None = None
+    ) -> AsyncGenerator[ServerEvent, None]:
         conversation = turn.conversation
         try:
             prepared = prepared or await self.prepare(turn, request)
@@ -185,24 +207,32 @@ class ChatEngine:
                 finish = "length" if reason == "length" else ("round_limit" if last_round else "stop")
                 break
             # The host names every call itself: a model cannot give two calls one id.
-            calls = [ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=c.name, arguments=c.arguments)
-                     for c in asked]  # fmt: skip
+            calls = [
+                ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=c.name, arguments=c.arguments)
+                for c in asked
+            ]
             room = min(self._limits.calls_per_round, self._limits.calls_per_turn - turn.calls_run)
             dropped = max(len(calls) - max(room, 0), 0)
             calls = calls[: max(room, 0)]
             turn.calls_run += len(calls)
-            recorder.keep(turn, AssistantText(id=new_id(), text=round_text,
-                                              calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)),
-                          {"turn": turn.message_id})  # fmt: skip
+            recorder.keep(
+                turn,
+                AssistantText(
+                    id=new_id(), text=round_text, calls=tuple(CallRecord(c.id, c.name, c.arguments) for c in calls)
+                ),
+                {"turn": turn.message_id},
+            )
             # Written while the calls run, unless they end first (then with their results, in one
             # transaction): a process that dies during a longer call leaves a conversation saying which ran.
             recorder.commit_later(turn, CALL_RECORD_DELAY_S)
             turn.round_answer = GrowingText()
             why = ""
             if dropped:
-                why = (f"The model asked for {len(asked):,} tool calls in one reply; the host runs at most "
-                       f"{self._limits.calls_per_round} per reply and {self._limits.calls_per_turn} per answer, "
-                       f"so {dropped:,} were not run.")  # fmt: skip
+                why = (
+                    f"The model asked for {len(asked):,} tool calls in one reply; the host runs at most "
+                    f"{self._limits.calls_per_round} per reply and {self._limits.calls_per_turn} per answer, "
+                    f"so {dropped:,} were not run."
+                )
                 yield NoticeEvent(code="tool_calls_limited", message=why)
             if not calls:
                 finish = "round_limit"
@@ -211,9 +241,18 @@ class ChatEngine:
                 turn.answer.add("\n\n")
             turn.open_calls = list(calls)
             try:
-                async for event in run_calls(calls, turn, runner=self._calls, llm=self._llm, offered=offered,
-                                             model=model, recorder=recorder, dropped_note=why, gateway=gateway,
-                                             skills=skills):  # fmt: skip
+                async for event in run_calls(
+                    calls,
+                    turn,
+                    runner=self._calls,
+                    llm=self._llm,
+                    offered=offered,
+                    model=model,
+                    recorder=recorder,
+                    dropped_note=why,
+                    gateway=gateway,
+                    skills=skills,
+                ):
                     yield event
             except SwitchboardError as exc:
                 yield _failed(turn, exc)
@@ -222,8 +261,9 @@ class ChatEngine:
         async for event in self.finish(turn, finish, recorder):
             yield event
 
-    async def _stream_round(self, model: ModelConfig, turn: TurnState,
-                            tools: list[dict[str, Any]] | None) -> AsyncGenerator[ServerEvent, None]:  # fmt: skip
+    async def _stream_round(
+        self, model: ModelConfig, turn: TurnState, tools: list[dict[str, Any]] | None
+    ) -> AsyncGenerator[ServerEvent, None]:
         """One model call: tokens (cut at the answer limit), notices and now and then a live
         render; its last event goes to `turn.completed`."""
         turn.round_answer = GrowingText()
@@ -247,8 +287,11 @@ class ChatEngine:
                     if text:
                         yield TokenEvent(text=text)
                     if len(turn.answer) >= self._limits.answer_chars:
-                        yield NoticeEvent(code="answer_cut", message=f"The answer reached the limit of "
-                                          f"{self._limits.answer_chars:,} characters and was cut there.")  # fmt: skip
+                        yield NoticeEvent(
+                            code="answer_cut",
+                            message=f"The answer reached the limit of "
+                            f"{self._limits.answer_chars:,} characters and was cut there.",
+                        )
                         turn.completed = Completed(finish_reason="length")
                         break
                     # Only the round's unfinished last block is rendered again (`LiveRender`).
@@ -277,15 +320,21 @@ class ChatEngine:
         restarted = turn.stopped_by == "restart"
         if restarted:
             finish = "error"
-            turn.error = ErrorEvent(code="internal", message="The server restarted while this answer was being written.",
-                                    action="Ask again.")  # fmt: skip
+            turn.error = ErrorEvent(
+                code="internal",
+                message="The server restarted while this answer was being written.",
+                action="Ask again.",
+            )
             yield turn.error
         unanswered = []
         for call in turn.open_calls:
             # A gateway call names the tool it runs (once known), not the gateway.
             tool, server = turn.tools_of_calls.get(call.id, (call.name, ""))
-            text = unfinished_text(turn.stopped_by if finish in ("cancelled", "error") else None,
-                                   call.id in turn.awaiting_approval, call.id in turn.awaiting_answer)  # fmt: skip
+            text = unfinished_text(
+                turn.stopped_by if finish in ("cancelled", "error") else None,
+                call.id in turn.awaiting_approval,
+                call.id in turn.awaiting_answer,
+            )
             reply = ToolReply(id=new_id(), call_id=call.id, tool=tool, server=server, ok=False, text=text)
             recorder.keep(turn, reply, {"turn": turn.message_id, "content": reply.text})
             unanswered.append(ToolResultEvent(call_id=call.id, tool=tool, server=server, ok=False, content=text))
@@ -309,8 +358,14 @@ class ChatEngine:
                 for event in unanswered:
                     yield event
         html = await rendering if rendering is not None else render_markdown(text)
-        yield MessageDone(message_id=turn.message_id, finish_reason=finish, usage=usage, html=html,  # type: ignore[arg-type]
-                          conversation_id=turn.conversation_id, user_message_id=turn.user_message_id)  # fmt: skip
+        yield MessageDone(
+            message_id=turn.message_id,
+            finish_reason=finish,
+            usage=usage,
+            html=html,  # type: ignore[arg-type]
+            conversation_id=turn.conversation_id,
+            user_message_id=turn.user_message_id,
+        )
 
 
 def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
@@ -319,8 +374,11 @@ def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
     if not created and not turn.moved:
         return []
     conversation = turn.conversation
-    return [ConversationEvent(conversation_id=conversation.id, title=conversation.title or "New conversation",
-                              reason=turn.moved)]  # fmt: skip
+    return [
+        ConversationEvent(
+            conversation_id=conversation.id, title=conversation.title or "New conversation", reason=turn.moved
+        )
+    ]
 
 
 async def _announced(turn: TurnState) -> list[ServerEvent]:
@@ -360,4 +418,8 @@ def _add_usage(total: Usage | None, more: Usage) -> Usage:
 def _usage_dict(usage: Usage | None) -> dict[str, int] | None:
     if usage is None:
         return None
-    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens, "total_tokens": usage.total_tokens}
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }

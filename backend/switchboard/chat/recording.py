@@ -59,15 +59,28 @@ def stored_form(record: HistoryRecord, data: dict[str, Any]) -> tuple[str, str, 
     if isinstance(record, UserText):
         return "user", record.text, {**data, "context": record.context}
     if isinstance(record, AssistantText):
-        extra: dict[str, Any] = {"tool_calls": [{"id": c.call_id, "name": c.name, "arguments": c.arguments}
-                                                for c in record.calls]} if record.calls else {}  # fmt: skip
+        extra: dict[str, Any] = (
+            {"tool_calls": [{"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in record.calls]}
+            if record.calls
+            else {}
+        )
         if record.finish_reason:
             extra["finish_reason"] = record.finish_reason
         return "assistant", record.text, {**data, **extra}
     assert isinstance(record, ToolReply)
     content = data.pop("content", record.text)
-    return "tool", content, {**data, "call_id": record.call_id, "tool": record.tool, "server": record.server,
-                             "ok": record.ok, "model_text": record.text}  # fmt: skip
+    return (
+        "tool",
+        content,
+        {
+            **data,
+            "call_id": record.call_id,
+            "tool": record.tool,
+            "server": record.server,
+            "ok": record.ok,
+            "model_text": record.text,
+        },
+    )
 
 
 class TurnRecorder:
@@ -149,15 +162,33 @@ class TurnRecorder:
             messages.append(NewMessage(unsaved.record.id, unsaved.parent_id, role, content, payload))
             if isinstance(unsaved.record, UserText):
                 files.extend(f["id"] for f in payload.get("files", []))
-        levels = (conversation.compliance_level, conversation.levels_used) if turn.levels_changed and not creating else None
-        create = NewConversation(turn.user.email, conversation.title, turn.model or conversation.model,
-                                 conversation.compliance_level, conversation.levels_used) if creating else None  # fmt: skip
+        levels = (
+            (conversation.compliance_level, conversation.levels_used) if turn.levels_changed and not creating else None
+        )
+        create = (
+            NewConversation(
+                turn.user.email,
+                conversation.title,
+                turn.model or conversation.model,
+                conversation.compliance_level,
+                conversation.levels_used,
+            )
+            if creating
+            else None
+        )
         # The answer's last message frees the conversation for the next turn in the same transaction:
         # a process that dies right after it leaves no claim behind (docs/reliability.md).
         release = turn.claim if answered else None
-        await self.store.append(conversation.id, messages, files=files, allowances=allowances, create=create,
-                                model=turn.model if new_model and not creating else UNSET, levels=levels,
-                                release_claim=release)  # fmt: skip
+        await self.store.append(
+            conversation.id,
+            messages,
+            files=files,
+            allowances=allowances,
+            create=create,
+            model=turn.model if new_model and not creating else UNSET,
+            levels=levels,
+            release_claim=release,
+        )
         if release is not None:
             turn.claim = None
         del turn.unsaved[: len(batch)]
@@ -190,5 +221,6 @@ async def _settled(write: asyncio.Future[None]) -> None:
 
 def _seen(write: asyncio.Future[None]) -> None:
     if not write.cancelled() and write.exception() is not None:
-        log.warning("store: a turn's background write failed; the next commit tries again",
-                    extra={"event": "store_write_retry"})  # fmt: skip
+        log.warning(
+            "store: a turn's background write failed; the next commit tries again", extra={"event": "store_write_retry"}
+        )

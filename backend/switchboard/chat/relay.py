@@ -40,9 +40,9 @@ from ..errors import BadRequest, SwitchboardError
 from ..store.live import payload
 from .events import ErrorEvent, MessageDone, ServerEvent
 from .listeners import Subscription
+from .questions import ApprovalAnswer
 from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
 from .relay_seam import LocalRelay, Relay, Turn, TurnHub
-from .questions import ApprovalAnswer
 
 if TYPE_CHECKING:
     from ..store.live import LiveTurns
@@ -52,15 +52,22 @@ __all__ = ["LocalRelay", "PostgresRelay", "Relay", "Turn", "TurnHub"]
 log = logging.getLogger("switchboard.chat")
 
 ACK_WAIT_S = 5.0
-LOST = ("The app process running this answer stopped before it finished (it was restarted or lost). "
-        "What was written so far is lost.")  # fmt: skip
+LOST = (
+    "The app process running this answer stopped before it finished (it was restarted or lost). "
+    "What was written so far is lost."
+)
 
 
 class PostgresRelay:
-    def __init__(self, live: LiveTurns, *, lease_s: float = 30.0,
-                 on_lost: Callable[[str, str], Awaitable[None]] | None = None,
-                 on_reload: Callable[[], Awaitable[None]] | None = None,
-                 on_credentials: Callable[[str, str], Awaitable[None]] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        live: LiveTurns,
+        *,
+        lease_s: float = 30.0,
+        on_lost: Callable[[str, str], Awaitable[None]] | None = None,
+        on_reload: Callable[[], Awaitable[None]] | None = None,
+        on_credentials: Callable[[str, str], Awaitable[None]] | None = None,
+    ) -> None:
         self.live = live
         self.lease_s = lease_s
         self.process_id = secrets.token_hex(8)
@@ -99,8 +106,10 @@ class PostgresRelay:
                     log.warning("listening to the other processes again", extra={"event": "relay_listening_again"})
                 await self.live.heartbeat(self.process_id)
                 for conversation_id, owner, dead in await self.live.take_dead(self.lease_s, self.process_id):
-                    log.warning("answer lost with its process", extra={"event": "turn_lost", "user": owner,
-                                                                         "reason": f"process {dead} stopped"})  # fmt: skip
+                    log.warning(
+                        "answer lost with its process",
+                        extra={"event": "turn_lost", "user": owner, "reason": f"process {dead} stopped"},
+                    )
                     if self._on_lost is not None:
                         await self._on_lost(conversation_id, owner)
                     await self.live.notify("sb_all", {"op": "lost", "c": conversation_id})
@@ -123,10 +132,13 @@ class PostgresRelay:
             assert row is not None
             lapses = self.lease_s - (now - row[2]).total_seconds() if row[2] is not None else 0.0
             within = math.ceil(max(lapses, 0.0) + self.lease_s / 3)
-            raise BadRequest(f"the process writing this answer stopped; it is released within {within} s",
-                             action="Send your message again then.")  # fmt: skip
-        raise BadRequest("an answer is still being written in this conversation",
-                         action="Wait for it to finish, or press Stop.")  # fmt: skip
+            raise BadRequest(
+                f"the process writing this answer stopped; it is released within {within} s",
+                action="Send your message again then.",
+            )
+        raise BadRequest(
+            "an answer is still being written in this conversation", action="Wait for it to finish, or press Stop."
+        )
 
     @property
     def _silent_after(self) -> timedelta:
@@ -177,11 +189,13 @@ class PostgresRelay:
                 return None
             remote = self._remote.get(conversation_id)  # another listener here may have come meanwhile
             if remote is None:
-                remote = self._remote[conversation_id] = RemoteTurn(conversation_id, row[0], self.live.read_events,
-                                                                    self.unfollow)  # fmt: skip
+                remote = self._remote[conversation_id] = RemoteTurn(
+                    conversation_id, row[0], self.live.read_events, self.unfollow
+                )
                 subscription = remote.join()
-                self._post(channel(row[1]), {"op": "follow", "c": conversation_id, "user": user.email,
-                                             "from": self.process_id})  # fmt: skip
+                self._post(
+                    channel(row[1]), {"op": "follow", "c": conversation_id, "user": user.email, "from": self.process_id}
+                )
                 # The turn may have ended since the row was read: then the owner answers with the
                 # end and nothing else, and the caller is told no turn runs (the page reads the
                 # stored outcome) rather than given a stream that ends without a message_done.
@@ -215,8 +229,10 @@ class PostgresRelay:
         self._acks[rid] = (done, answers, len(targets))
         try:
             for target in targets:
-                self._post(channel(target), {"op": "ask", "what": op, "user": user.email, "rid": rid,
-                                             "from": self.process_id, **fields})  # fmt: skip
+                self._post(
+                    channel(target),
+                    {"op": "ask", "what": op, "user": user.email, "rid": rid, "from": self.process_id, **fields},
+                )
             with suppress(TimeoutError):
                 await asyncio.wait_for(done, ACK_WAIT_S)
         finally:
@@ -230,7 +246,9 @@ class PostgresRelay:
             self._post("sb_all", message)
 
     def to_user(self, user: str, text: str, *, page: str | None = None, to: str = "sb_all") -> None:
-        for message in pieces({"op": "user", "u": user, "from": self.process_id, **({"k": page} if page else {})}, text):
+        for message in pieces(
+            {"op": "user", "u": user, "from": self.process_id, **({"k": page} if page else {})}, text
+        ):
             self._post(to, message)
 
     def page_opened(self, user: str, page: str) -> None:
@@ -287,9 +305,10 @@ class PostgresRelay:
             remote = self._remote.pop(conversation_id, None)
             if remote is not None:
                 await remote.catch_up()
-                remote.end(ErrorEvent(code="internal", message=LOST, action="Send your message again."),
-                           MessageDone(message_id="lost", finish_reason="error", html="",
-                                       conversation_id=conversation_id))  # fmt: skip
+                remote.end(
+                    ErrorEvent(code="internal", message=LOST, action="Send your message again."),
+                    MessageDone(message_id="lost", finish_reason="error", html="", conversation_id=conversation_id),
+                )
         elif op == "ask":
             ok = await self._answer_here(message)
             self._post(channel(str(message["from"])), {"op": "ack", "rid": message["rid"], "ok": ok})
@@ -304,8 +323,12 @@ class PostgresRelay:
             self._deliver_outside_turns(op, message)
         elif op == "questions" and self._hub is not None and self._hub.task_questions is not None:
             for question in self._hub.task_questions.open_questions(str(message.get("u", ""))):
-                self.to_user(str(message.get("u", "")), question.to_json(), page=str(message.get("k", "")),
-                             to=channel(str(message["from"])))  # fmt: skip
+                self.to_user(
+                    str(message.get("u", "")),
+                    question.to_json(),
+                    page=str(message.get("k", "")),
+                    to=channel(str(message["from"])),
+                )
         elif op == "reload" and self._on_reload is not None:
             await self._on_reload()
         elif op == "credentials" and self._on_credentials is not None:
@@ -332,11 +355,16 @@ class PostgresRelay:
         what = message.get("what")
         try:
             if what == "approval":
-                await hub.answer_approval(user, str(message["id"]), ApprovalAnswer(bool(message["approved"]),
-                                    message.get("arguments"), bool(message.get("remember"))), local_only=True)  # fmt: skip
+                await hub.answer_approval(
+                    user,
+                    str(message["id"]),
+                    ApprovalAnswer(bool(message["approved"]), message.get("arguments"), bool(message.get("remember"))),
+                    local_only=True,
+                )
             elif what == "elicitation":
-                await hub.answer_elicitation(user, str(message["id"]), str(message["action"]), message.get("content"),
-                                       local_only=True)  # fmt: skip
+                await hub.answer_elicitation(
+                    user, str(message["id"]), str(message["action"]), message.get("content"), local_only=True
+                )
             elif what == "cancel":
                 return await hub.cancel(user, str(message["c"]), local_only=True)
             else:

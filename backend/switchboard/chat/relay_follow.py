@@ -142,8 +142,13 @@ class Shared:
 class RemoteTurn:
     """A turn running in another process, followed here: what its listeners here see."""
 
-    def __init__(self, conversation_id: str, owner: str, read: Callable[[str, int], Awaitable[list[tuple[int, str]]]],
-                 on_empty: Callable[[RemoteTurn], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        conversation_id: str,
+        owner: str,
+        read: Callable[[str, int], Awaitable[list[tuple[int, str]]]],
+        on_empty: Callable[[RemoteTurn], None],
+    ) -> None:
         self.conversation_id, self.owner = conversation_id, owner
         self._read, self._on_empty = read, on_empty
         self.listeners: set[Subscription] = set()

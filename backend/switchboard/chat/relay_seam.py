@@ -39,10 +39,13 @@ class TurnHub(Protocol):
 
     def running(self, owner: str, conversation_id: str) -> Turn | None: ...
 
-    async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None: ...
+    async def answer_approval(
+        self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False
+    ) -> None: ...
 
-    async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
-                                 local_only: bool = False) -> None: ...  # fmt: skip
+    async def answer_elicitation(
+        self, user: User, request_id: str, action: str, content: dict | None, *, local_only: bool = False
+    ) -> None: ...
 
     async def cancel(self, user: User, conversation_id: str, *, local_only: bool = False) -> bool: ...
 

@@ -103,9 +103,17 @@ class IncognitoSeal:
     def seal(self, user: str, conversation_id: str, state: OpenedState) -> str:
         history = list(state.history)
         while True:
-            body = _State(v=_VERSION, u=user, c=conversation_id, level=state.compliance_level,
-                          levels=state.levels_used, allowed=sorted(state.allowed_tools), files=state.files,
-                          made=state.made_files, h=[_dump(r) for r in history])  # fmt: skip
+            body = _State(
+                v=_VERSION,
+                u=user,
+                c=conversation_id,
+                level=state.compliance_level,
+                levels=state.levels_used,
+                allowed=sorted(state.allowed_tools),
+                files=state.files,
+                made=state.made_files,
+                h=[_dump(r) for r in history],
+            )
             sealed = self._fernet.encrypt(zlib.compress(body.model_dump_json().encode(), 6)).decode()
             if len(sealed) <= self.max_chars or not history:
                 return sealed
@@ -116,36 +124,60 @@ class IncognitoSeal:
         if len(sealed) > self.max_chars:
             raise BadRequest(f"incognito_state is larger than {self.max_chars:,} characters")
         try:
-            plain = zlib.decompressobj().decompress(self._fernet.decrypt(sealed.encode(), ttl=int(self.max_age_s)),
-                                                    self.max_chars * 20)  # fmt: skip
+            plain = zlib.decompressobj().decompress(
+                self._fernet.decrypt(sealed.encode(), ttl=int(self.max_age_s)), self.max_chars * 20
+            )
             body = _State.model_validate_json(plain)
         except (InvalidToken, zlib.error, ValidationError, ValueError):
-            raise BadRequest("incognito_state was not made by this server for this conversation, or has expired",
-                             action="Start a new incognito chat.") from None  # fmt: skip
+            raise BadRequest(
+                "incognito_state was not made by this server for this conversation, or has expired",
+                action="Start a new incognito chat.",
+            ) from None
         if body.u != user or body.c != conversation_id:
             raise BadRequest("incognito_state belongs to another conversation", action="Start a new incognito chat.")
-        return OpenedState(history=[_load(r) for r in body.h], compliance_level=body.level, levels_used=list(body.levels),
-                           allowed_tools=set(body.allowed), files=list(body.files), made_files=list(body.made))  # fmt: skip
+        return OpenedState(
+            history=[_load(r) for r in body.h],
+            compliance_level=body.level,
+            levels_used=list(body.levels),
+            allowed_tools=set(body.allowed),
+            files=list(body.files),
+            made_files=list(body.made),
+        )
 
 
 def _dump(record: HistoryRecord) -> _User | _Assistant | _Tool:
     if isinstance(record, UserText):
         return _User(k="u", id=record.id, text=record.text, context=record.context)
     if isinstance(record, AssistantText):
-        return _Assistant(k="a", id=record.id, text=record.text, fr=record.finish_reason,
-                          calls=[(c.call_id, c.name, c.arguments) for c in record.calls])  # fmt: skip
-    return _Tool(k="t", id=record.id, call_id=record.call_id, tool=record.tool, server=record.server, ok=record.ok,
-                 text=record.text, late=record.late)  # fmt: skip
+        return _Assistant(
+            k="a",
+            id=record.id,
+            text=record.text,
+            fr=record.finish_reason,
+            calls=[(c.call_id, c.name, c.arguments) for c in record.calls],
+        )
+    return _Tool(
+        k="t",
+        id=record.id,
+        call_id=record.call_id,
+        tool=record.tool,
+        server=record.server,
+        ok=record.ok,
+        text=record.text,
+        late=record.late,
+    )
 
 
 def _load(item: _User | _Assistant | _Tool) -> HistoryRecord:
     if isinstance(item, _User):
         return UserText(id=item.id, text=item.text, context=item.context)
     if isinstance(item, _Assistant):
-        return AssistantText(id=item.id, text=item.text, finish_reason=item.fr,
-                             calls=tuple(CallRecord(*c) for c in item.calls))  # fmt: skip
-    return ToolReply(id=item.id, call_id=item.call_id, tool=item.tool, server=item.server, ok=item.ok, text=item.text,
-                     late=item.late)  # fmt: skip
+        return AssistantText(
+            id=item.id, text=item.text, finish_reason=item.fr, calls=tuple(CallRecord(*c) for c in item.calls)
+        )
+    return ToolReply(
+        id=item.id, call_id=item.call_id, tool=item.tool, server=item.server, ok=item.ok, text=item.text, late=item.late
+    )
 
 
 def _shorter(history: list[HistoryRecord]) -> list[HistoryRecord]:
@@ -153,7 +185,6 @@ def _shorter(history: list[HistoryRecord]) -> list[HistoryRecord]:
     exchange (a user message and what answered it) goes."""
     for index, record in enumerate(history):
         if isinstance(record, ToolReply) and record.text != TRIMMED_TOOL_RESULT:
-            return [*history[:index], replace(record, text=TRIMMED_TOOL_RESULT), *history[index + 1:]]
+            return [*history[:index], replace(record, text=TRIMMED_TOOL_RESULT), *history[index + 1 :]]
     starts = [i for i, r in enumerate(history) if isinstance(r, UserText)]
-    return history[starts[1]:] if len(starts) > 1 else []
-
+    return history[starts[1] :] if len(starts) > 1 else []

@@ -54,6 +54,11 @@ class Seed:
     compliance_level: str | None = None
 
     def start(self, owner: str) -> ConversationState:
-        return ConversationState(owner=owner, incognito=True, history=list(self.history),
-                                 compliance_level=self.compliance_level, levels_used=[self.compliance_level],
-                                 leaf_id=self.history[-1].id if self.history else None)  # fmt: skip
+        return ConversationState(
+            owner=owner,
+            incognito=True,
+            history=list(self.history),
+            compliance_level=self.compliance_level,
+            levels_used=[self.compliance_level],
+            leaf_id=self.history[-1].id if self.history else None,
+        )

@@ -59,34 +59,59 @@ class SkillShelf:
         return name in SKILL_TOOLS
 
     def schemas(self) -> list[dict[str, Any]]:
-        listed = "\n".join(f"- {key}: {entry.description[:_LISTED_CHARS]}" for key, entry in sorted(self._skills.items()))
+        listed = "\n".join(
+            f"- {key}: {entry.description[:_LISTED_CHARS]}" for key, entry in sorted(self._skills.items())
+        )
         return [
-            {"type": "function", "function": {
-                "name": USE,
-                "description": ("Use a skill: instructions (and files) for a kind of task. Call it when the task fits "
-                                f"one of these skills, then follow its instructions:\n{listed}"),
-                "parameters": {"type": "object", "properties": {
-                    "skill": {"type": "string", "enum": self.names, "description": "The skill's name."}},
-                    "required": ["skill"]}}},
-            {"type": "function", "function": {
-                "name": READ,
-                "description": f"Read one of the files a skill names (after {USE}), by its path within the skill.",
-                "parameters": {"type": "object", "properties": {
-                    "skill": {"type": "string", "enum": self.names},
-                    "path": {"type": "string", "description": "The file's path within the skill, e.g. references/FORMS.md"}},
-                    "required": ["skill", "path"]}}},
-        ]  # fmt: skip
+            {
+                "type": "function",
+                "function": {
+                    "name": USE,
+                    "description": (
+                        "Use a skill: instructions (and files) for a kind of task. Call it when the task fits "
+                        f"one of these skills, then follow its instructions:\n{listed}"
+                    ),
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "skill": {"type": "string", "enum": self.names, "description": "The skill's name."}
+                        },
+                        "required": ["skill"],
+                    },
+                },
+            },
+            {
+                "type": "function",
+                "function": {
+                    "name": READ,
+                    "description": f"Read one of the files a skill names (after {USE}), by its path within the skill.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "skill": {"type": "string", "enum": self.names},
+                            "path": {
+                                "type": "string",
+                                "description": "The file's path within the skill, e.g. references/FORMS.md",
+                            },
+                        },
+                        "required": ["skill", "path"],
+                    },
+                },
+            },
+        ]
 
     async def use(self, key: str) -> str:
         """The skill's SKILL.md, verified, and the paths of its other files."""
         entry = self._entry(key)
         text = await self._pool.read_skill_file(entry, entry.uri, self._user)
         self._loaded.add(key)
-        others = [f.uri[len(entry.folder):] for f in entry.files or () if f.uri != entry.uri]
+        others = [f.uri[len(entry.folder) :] for f in entry.files or () if f.uri != entry.uri]
         if entry.files is None:
             more = f"\n\n(Other files of this skill may be read with {READ} by their path.)"
         elif others:
-            more = f"\n\nFiles of this skill (read them with {READ} when the instructions need them): {', '.join(others)}"
+            more = (
+                f"\n\nFiles of this skill (read them with {READ} when the instructions need them): {', '.join(others)}"
+            )
         else:
             more = ""
         return text + more
@@ -102,15 +127,18 @@ class SkillShelf:
     def _entry(self, key: object) -> SkillEntry:
         entry = self._skills.get(key) if isinstance(key, str) else None
         if entry is None:
-            raise _Refused(f"There is no skill named {json.dumps(key)} here; the skills are: {', '.join(sorted(self._skills))}")
+            raise _Refused(
+                f"There is no skill named {json.dumps(key)} here; the skills are: {', '.join(sorted(self._skills))}"
+            )
         return entry
 
     async def run(self, call: ToolCallRequest, emit: Emit, turn: TurnState) -> ExecutedCall:
         started = time.monotonic()
         arguments, problem = parse_arguments(call.arguments)
         if arguments is None:
-            return self._answer(call, {}, False, f"The arguments were not valid JSON ({problem}); send a JSON object.",
-                                started)  # fmt: skip
+            return self._answer(
+                call, {}, False, f"The arguments were not valid JSON ({problem}); send a JSON object.", started
+            )
         approval = None
         try:
             entry = self._entry(arguments.get("skill"))
@@ -119,17 +147,33 @@ class SkillShelf:
         config = self._pool.registry.config_of(entry.server)
         allowance = f"{USE}@{entry.server}"
         if config is not None and config.approval == "always" and allowance not in turn.conversation.allowed_tools:
-            answer = await self._calls.ask(call.id, call.name, SKILLS_SERVER, arguments, (
-                f"the skill comes from the server '{entry.server}', whose tools always need approval; reading it "
-                "sends the server a request"), turn, emit, editable=False)  # fmt: skip
+            answer = await self._calls.ask(
+                call.id,
+                call.name,
+                SKILLS_SERVER,
+                arguments,
+                (
+                    f"the skill comes from the server '{entry.server}', whose tools always need approval; reading it "
+                    "sends the server a request"
+                ),
+                turn,
+                emit,
+                editable=False,
+            )
             if not answer.approved:
-                return self._answer(call, arguments, False, answer.reason or "The user denied reading this skill; do not "
-                                    "retry it unasked.", started)  # fmt: skip
+                return self._answer(
+                    call,
+                    arguments,
+                    False,
+                    answer.reason or "The user denied reading this skill; do not retry it unasked.",
+                    started,
+                )
             if answer.remember:
                 turn.allow(allowance)
             approval = {"answer": "remember" if answer.remember else "approve", "edited": False}
-        await emit(ToolStart(call_id=call.id, tool=call.name, server=SKILLS_SERVER, arguments=arguments,
-                             approval=approval))  # fmt: skip
+        await emit(
+            ToolStart(call_id=call.id, tool=call.name, server=SKILLS_SERVER, arguments=arguments, approval=approval)
+        )
         try:
             if call.name == USE:
                 text = await self.use(arguments.get("skill"))  # type: ignore[arg-type]
@@ -145,15 +189,21 @@ class SkillShelf:
             executed.event = executed.event.model_copy(update={"approval": approval})
         return executed
 
-    def _answer(self, call: ToolCallRequest, arguments: dict[str, Any], ok: bool, text: str,
-                started: float) -> ExecutedCall:  # fmt: skip
+    def _answer(
+        self, call: ToolCallRequest, arguments: dict[str, Any], ok: bool, text: str, started: float
+    ) -> ExecutedCall:
         """The result as a tool's: the event (and the store) get at most the tool results' cap, marked as cut."""
         shown = limit_text(text, self._calls.settings.max_result_event_chars)
-        event = ToolResultEvent(call_id=call.id, tool=call.name, server=SKILLS_SERVER, ok=ok, content=shown,
-                                duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
+        event = ToolResultEvent(
+            call_id=call.id,
+            tool=call.name,
+            server=SKILLS_SERVER,
+            ok=ok,
+            content=shown,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
         return ExecutedCall(call, event, frame_for_model(call.name, ok, text, _RESULT_CHARS), arguments)
 
 
 class _Refused(Exception):
     """The model named no skill, or a path outside the skill: told so, as a failed result."""
-

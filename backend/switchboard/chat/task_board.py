@@ -67,13 +67,18 @@ class TaskBoard:
             queue.put_nowait(event)
 
     def open_questions(self, user: str) -> list[ServerEvent]:
-        return [question for owner, future, question in list(self._questions.values())
-                if owner == user and not future.done()]  # fmt: skip
+        return [
+            question
+            for owner, future, question in list(self._questions.values())
+            if owner == user and not future.done()
+        ]
 
     def listening(self, user: str) -> bool:
         return bool(self._listeners.get(user))
 
-    def ask(self, user: str, request_id: str, question: ServerEvent) -> asyncio.Future[tuple[str, dict[str, Any] | None]]:
+    def ask(
+        self, user: str, request_id: str, question: ServerEvent
+    ) -> asyncio.Future[tuple[str, dict[str, Any] | None]]:
         """Put the question to every open page of the user's (and to pages opened later)."""
         future: asyncio.Future[tuple[str, dict[str, Any] | None]] = asyncio.get_running_loop().create_future()
         self._questions[request_id] = (user, future, question)

@@ -109,29 +109,46 @@ class TaskPoller:
 
     # -- adopting and cancelling ---------------------------------------------------------
 
-    async def adopt(self, handle: Any, *, owner: str, conversation_id: str, server: str, tool: str,
-                    call_id: str) -> TaskEvent:  # fmt: skip
+    async def adopt(
+        self, handle: Any, *, owner: str, conversation_id: str, server: str, tool: str, call_id: str
+    ) -> TaskEvent:
         """Keep and follow the task a call started; raises TooMany (the server's task cancelled) when
         the owner has `max_per_user` tasks running already."""
-        record = await self.records.add(id=new_id(), task_id=handle.task_id, owner=owner, conversation_id=conversation_id,
-                                        server=server, tool=tool, call_id=call_id, status=handle.status,
-                                        message=self._status(handle.message), poll_interval_ms=handle.poll_interval_ms,
-                                        lease_owner=self.owner_id, lease_s=self.settings.lease_s,
-                                        most_active=self.settings.max_per_user)  # fmt: skip
+        record = await self.records.add(
+            id=new_id(),
+            task_id=handle.task_id,
+            owner=owner,
+            conversation_id=conversation_id,
+            server=server,
+            tool=tool,
+            call_id=call_id,
+            status=handle.status,
+            message=self._status(handle.message),
+            poll_interval_ms=handle.poll_interval_ms,
+            lease_owner=self.owner_id,
+            lease_s=self.settings.lease_s,
+            most_active=self.settings.max_per_user,
+        )
         if record is None:
             with suppress(SwitchboardError):  # (the server's own expiry ends it otherwise)
                 await (await self.pool.tasks_of(server, owner)).cancel(handle.task_id)
             running = await self.records.active_of(owner)
-            log.warning("task refused: too many running", extra={"event": "task_refused", "user": owner,
-                                                                  "server": server, "tool": tool})  # fmt: skip
-            raise TooMany(f"You have {running} background tasks running, the most one user may have "
-                          f"({self.settings.max_per_user}), so the server's new task was cancelled",
-                          action="Wait for one of them to finish, or cancel one, then try again.")  # fmt: skip
+            log.warning(
+                "task refused: too many running",
+                extra={"event": "task_refused", "user": owner, "server": server, "tool": tool},
+            )
+            raise TooMany(
+                f"You have {running} background tasks running, the most one user may have "
+                f"({self.settings.max_per_user}), so the server's new task was cancelled",
+                action="Wait for one of them to finish, or cancel one, then try again.",
+            )
         held = _Held(record, due=time.monotonic() + FIRST_POLL_S, last=(record.status, record.message))
         self._held[record.id] = held
         self._wake.set()
-        log.info("task started", extra={"event": "task_started", "user": owner, "server": server, "tool": tool,
-                                        "task": record.id})  # fmt: skip
+        log.info(
+            "task started",
+            extra={"event": "task_started", "user": owner, "server": server, "tool": tool, "task": record.id},
+        )
         return _event(record, record.status, record.message)
 
     async def cancel(self, owner: str, id: str) -> TaskRecord | None:
@@ -201,8 +218,9 @@ class TaskPoller:
             message = self._status(state.message)
             if state.status != held.last[0] or message != held.last[1]:
                 held.last = (state.status, message)
-                await self.records.update(record.id, status=state.status, message=message,
-                                          poll_interval_ms=state.poll_interval_ms)  # fmt: skip
+                await self.records.update(
+                    record.id, status=state.status, message=message, poll_interval_ms=state.poll_interval_ms
+                )
                 self.board.publish(record.owner, _event(record, state.status, message))
             if state.status == "input_required":
                 if held.rounds >= self.settings.input_rounds:
@@ -227,7 +245,7 @@ class TaskPoller:
                 await self._finish(held, None, error=f"the host gave up following the task: {exc.message}")
             else:
                 held.due = time.monotonic() + min(UNREACHABLE_RETRY_CAP_S, 2.0**held.failures)
-        except Exception:  # noqa: BLE001 - one task's bug must not stop the others being polled
+        except Exception:
             log.exception("task poll failed", extra={"event": "task_poll_failed", "task": record.id})
             held.due = time.monotonic() + UNREACHABLE_RETRY_CAP_S
         finally:
@@ -244,10 +262,14 @@ class TaskPoller:
     async def _stop_asking(self, held: _Held, channel: Any) -> None:
         """A task that keeps asking for input is cancelled at the server and ends as failed."""
         record = held.record
-        log.warning("task kept asking for input", extra={"event": "task_input_rounds", "user": record.owner,
-                                                          "server": record.server, "task": record.id})  # fmt: skip
-        held.stopped = (f"server '{record.server}' kept asking for input for more than {self.settings.input_rounds} "
-                        "rounds and was stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)")  # fmt: skip
+        log.warning(
+            "task kept asking for input",
+            extra={"event": "task_input_rounds", "user": record.owner, "server": record.server, "task": record.id},
+        )
+        held.stopped = (
+            f"server '{record.server}' kept asking for input for more than {self.settings.input_rounds} "
+            "rounds and was stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)"
+        )
         with suppress(SwitchboardError):
             await channel.cancel(record.task_id)
         await self._finish(held, None, error=held.stopped)
@@ -258,8 +280,9 @@ class TaskPoller:
         answers: dict[str, Any] = {}
         for question in state.questions:
             request_id = f"task_{secrets.token_urlsafe(9)}"
-            asked = ElicitationRequest(request_id=request_id, call_id=record.call_id, message=question.message,
-                                       schema_=question.schema)  # fmt: skip
+            asked = ElicitationRequest(
+                request_id=request_id, call_id=record.call_id, message=question.message, schema_=question.schema
+            )
             future = self.board.ask(record.owner, request_id, asked)
             try:
                 action, content = await asyncio.wait_for(future, self.settings.question_timeout_s)
@@ -267,7 +290,10 @@ class TaskPoller:
                 action, content = "cancel", None
             finally:
                 self.board.forget(request_id)
-            answers[question.key] = {"action": action, **({"content": content} if action == "accept" and content else {})}
+            answers[question.key] = {
+                "action": action,
+                **({"content": content} if action == "accept" and content else {}),
+            }
         for key in state.unanswerable:
             log.info("task %s asked for input the host cannot give (%s)", record.id, key)
         await channel.update(record.task_id, answers)
@@ -284,20 +310,44 @@ class TaskPoller:
         elif status == "cancelled":
             outcome = ToolOutcome(ok=False, text="The task was cancelled.")
         else:
-            outcome = ToolOutcome(ok=False, text=f"The task failed: {error or (state.error if state else None) or 'no reason given'}")
+            outcome = ToolOutcome(
+                ok=False, text=f"The task failed: {error or (state.error if state else None) or 'no reason given'}"
+            )
         duration_ms = int((time.time() - record.created_at.timestamp()) * 1000)
-        event, model_text = await self.calls.result_of(record.call_id, record.tool, record.server, outcome, record.owner,
-                                                 duration_ms)  # fmt: skip
+        event, model_text = await self.calls.result_of(
+            record.call_id, record.tool, record.server, outcome, record.owner, duration_ms
+        )
         message_id = await self._store_result(record, event, model_text)
-        await self.records.update(record.id, status=status, message=event.content[:500] if not event.ok else record.message,
-                                  result={"ok": event.ok, "content": event.content, "message_id": message_id},
-                                  lease_owner=None, lease_until=None)  # fmt: skip
+        await self.records.update(
+            record.id,
+            status=status,
+            message=event.content[:500] if not event.ok else record.message,
+            result={"ok": event.ok, "content": event.content, "message_id": message_id},
+            lease_owner=None,
+            lease_until=None,
+        )
         self._held.pop(record.id, None)
-        finished = _event(record, status, None if event.ok else event.content[:500], ok=event.ok, content=event.content,
-                          message_id=message_id, artifacts=event.artifacts or None)  # fmt: skip
+        finished = _event(
+            record,
+            status,
+            None if event.ok else event.content[:500],
+            ok=event.ok,
+            content=event.content,
+            message_id=message_id,
+            artifacts=event.artifacts or None,
+        )
         self.board.publish(record.owner, finished)
-        log.info("task finished", extra={"event": "task_finished", "user": record.owner, "server": record.server,
-                                         "tool": record.tool, "task": record.id, "status": status})  # fmt: skip
+        log.info(
+            "task finished",
+            extra={
+                "event": "task_finished",
+                "user": record.owner,
+                "server": record.server,
+                "tool": record.tool,
+                "task": record.id,
+                "status": status,
+            },
+        )
 
     async def _store_result(self, record: TaskRecord, event: Any, model_text: str) -> str | None:
         store = self.conversations.store
@@ -305,15 +355,38 @@ class TaskPoller:
         if conversation is None or conversation.owner != record.owner:
             return None  # incognito, deleted since, or (never) another user's: the owner's pages still hear of it
         message_id = new_id()
-        data = {"call_id": record.call_id, "tool": record.tool, "server": record.server, "ok": event.ok,
-                "model_text": model_text, "task_result": record.id, "content": event.content,
-                "artifacts": [a.model_dump() for a in event.artifacts], "results": event.results,
-                "display": event.display, "duration_ms": event.duration_ms}  # fmt: skip
-        await store.add_message(record.conversation_id, id=message_id, parent_id=conversation.leaf_id, role="tool",
-                                content=event.content, data={k: v for k, v in data.items() if v is not None})  # fmt: skip
+        data = {
+            "call_id": record.call_id,
+            "tool": record.tool,
+            "server": record.server,
+            "ok": event.ok,
+            "model_text": model_text,
+            "task_result": record.id,
+            "content": event.content,
+            "artifacts": [a.model_dump() for a in event.artifacts],
+            "results": event.results,
+            "display": event.display,
+            "duration_ms": event.duration_ms,
+        }
+        await store.add_message(
+            record.conversation_id,
+            id=message_id,
+            parent_id=conversation.leaf_id,
+            role="tool",
+            content=event.content,
+            data={k: v for k, v in data.items() if v is not None},
+        )
         return message_id
 
 
 def _event(record: TaskRecord, status: str, message: str | None, **finished: Any) -> TaskEvent:
-    return TaskEvent(task_id=record.id, call_id=record.call_id, server=record.server, tool=record.tool, status=status,
-                     message=message, conversation_id=record.conversation_id, **finished)  # fmt: skip
+    return TaskEvent(
+        task_id=record.id,
+        call_id=record.call_id,
+        server=record.server,
+        tool=record.tool,
+        status=status,
+        message=message,
+        conversation_id=record.conversation_id,
+        **finished,
+    )

@@ -14,8 +14,8 @@ from ..llm.types import LLMStream, TextDelta, ToolCallRequest
 from .calls import CallRunner, ExecutedCall
 from .events import AppEvent, ApprovalRequest, ServerEvent, ToolStart
 from .gateway import Gateway
-from .skills import SkillShelf
 from .session import new_id
+from .skills import SkillShelf
 from .turn_state import Announcement, TurnState, retrieved
 
 __all__ = ["Recorder", "run_calls"]
@@ -38,9 +38,19 @@ class Recorder(Protocol):
     async def commit(self, turn: TurnState) -> None: ...
 
 
-async def run_calls(calls: list[ToolCallRequest], turn: TurnState, *, runner: CallRunner, llm: LLMStream,
-                    offered: set[str], model: ModelConfig, recorder: Recorder, dropped_note: str,
-                    gateway: Gateway | None = None, skills: SkillShelf | None = None) -> AsyncIterator[ServerEvent]:  # fmt: skip
+async def run_calls(
+    calls: list[ToolCallRequest],
+    turn: TurnState,
+    *,
+    runner: CallRunner,
+    llm: LLMStream,
+    offered: set[str],
+    model: ModelConfig,
+    recorder: Recorder,
+    dropped_note: str,
+    gateway: Gateway | None = None,
+    skills: SkillShelf | None = None,
+) -> AsyncIterator[ServerEvent]:
     """Run the calls concurrently, yielding their events as they happen."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
 
@@ -104,8 +114,14 @@ async def run_calls(calls: list[ToolCallRequest], turn: TurnState, *, runner: Ca
 def _result_events(executed: ExecutedCall, turn: TurnState, _stored: object) -> list[ServerEvent]:
     events: list[ServerEvent] = [executed.event]
     if executed.app_uri is not None and turn.conversation.stored:  # an app mounts from the store
-        events.append(AppEvent(call_id=executed.event.call_id, server=executed.event.server, tool=executed.event.tool,
-                               resource_uri=executed.app_uri))  # fmt: skip
+        events.append(
+            AppEvent(
+                call_id=executed.event.call_id,
+                server=executed.event.server,
+                tool=executed.event.tool,
+                resource_uri=executed.app_uri,
+            )
+        )
     return events
 
 

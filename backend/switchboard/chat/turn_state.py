@@ -97,7 +97,9 @@ class TurnState:
     message_id: str = field(default_factory=lambda: secrets.token_urlsafe(9))
     user_message_id: str | None = None
     answer: GrowingText = field(default_factory=lambda: GrowingText())  # the whole answer shown so far
-    round_answer: GrowingText = field(default_factory=lambda: GrowingText())  # its part from the model call now streaming
+    round_answer: GrowingText = field(
+        default_factory=lambda: GrowingText()
+    )  # its part from the model call now streaming
     open_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage | None = None
     calls_run: int = 0
@@ -124,7 +126,7 @@ class TurnState:
         return Access(user=self.user, compliance_level=self.conversation.compliance_level, compliance=compliance)
 
     def allow(self, key: str) -> None:
-        """"Allow for this conversation": this tool definition runs unasked from now on."""
+        """ "Allow for this conversation": this tool definition runs unasked from now on."""
         if key not in self.conversation.allowed_tools:
             self.conversation.allowed_tools.add(key)
             self.new_allowances.append(key)

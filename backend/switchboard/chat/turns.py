@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..auth import User
-from ..errors import Conflict, NotFound, SwitchboardError, TooMany
+from ..errors import Conflict, NotFound, TooMany
 from ..telemetry import turn_finished, turn_span
+from .conversations import Conversations
 from .events import (
     ChatMessage,
     ElicitationRequest,
@@ -30,7 +31,6 @@ from .events import (
     ServerEvent,
     TokenEvent,
 )
-from .conversations import Conversations
 from .listeners import END as _END
 from .listeners import Subscription
 from .loop import ChatEngine
@@ -45,6 +45,7 @@ from .unfinished import StoppedBy
 __all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
 
 log = logging.getLogger("switchboard.chat")
+
 
 class Turn:
     def __init__(self, hub: TurnHub, state: TurnState) -> None:
@@ -150,9 +151,17 @@ class Identities(Protocol):
 
 
 class TurnHub:
-    def __init__(self, engine: ChatEngine, conversations: Conversations, identities: Identities, *,
-                 grace_s: float = 30.0, limits: UserLimits | None = None, relay: Relay | None = None,
-                 shutdown_grace_s: float = 10.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: ChatEngine,
+        conversations: Conversations,
+        identities: Identities,
+        *,
+        grace_s: float = 30.0,
+        limits: UserLimits | None = None,
+        relay: Relay | None = None,
+        shutdown_grace_s: float = 10.0,
+    ) -> None:
         self.engine = engine
         self.identities = identities
         self.conversations = conversations
@@ -167,7 +176,9 @@ class TurnHub:
         self._busy: set[tuple[str, str]] = set()
         self._starts: dict[str, int] = {}  # per user: turns starting or running
         # The pages showing each conversation (events made outside turns), here and on other processes.
-        self.pages = ConversationPages(share=lambda owner, conversation_id, text: self.relay.to_pages(owner, conversation_id, text))
+        self.pages = ConversationPages(
+            share=lambda owner, conversation_id, text: self.relay.to_pages(owner, conversation_id, text)
+        )
         self._app_calls: dict[int, TurnState] = {}  # MCP Apps' calls now running (each a small turn), by id()
         self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
         self.draining = asyncio.Event()  # set at SIGTERM: connections without a running turn close (`drain`)
@@ -192,8 +203,15 @@ class TurnHub:
     def tasks(self) -> list[asyncio.Task[None]]:
         return [t.task for t in self._turns.values() if t.task is not None and not t.task.done()]
 
-    async def start(self, user: User, request: ChatMessage, current_id: str, *, preferences: Preferences = ASK,
-                    seed: Seed | None = None) -> Subscription:  # fmt: skip
+    async def start(
+        self,
+        user: User,
+        request: ChatMessage,
+        current_id: str,
+        *,
+        preferences: Preferences = ASK,
+        seed: Seed | None = None,
+    ) -> Subscription:
         """Start a turn for this `chat`; raises SwitchboardError when it cannot start. `preferences`:
         what the door wants done with approvals and questions. `seed`: the turn runs in a
         conversation of its own made from it, kept for this turn only (/v1's requests). The user's
@@ -203,8 +221,10 @@ class TurnHub:
         door_made = seed is not None  # /v1's: the client holds the history itself
         self._check_streams(email)
         if self._starts.get(email, 0) >= self.limits.turns:
-            raise TooMany(f"you have {self.limits.turns} answers being written already",
-                          action="Wait for one to finish, or stop one, and try again.")  # fmt: skip
+            raise TooMany(
+                f"you have {self.limits.turns} answers being written already",
+                action="Wait for one to finish, or stop one, and try again.",
+            )
         one_turn = seed.start(email) if seed is not None else None
         wanted = (email, one_turn.id if one_turn is not None else request.conversation_id or current_id)
         self._claim(wanted)  # before any await
@@ -215,15 +235,18 @@ class TurnHub:
             if one_turn is not None:
                 state = TurnState(user=user, conversation=one_turn, preferences=preferences)
             else:
-                state = await self.conversations.turn_for(user, request, current_id, self.engine.config.compliance,
-                                                          preferences)  # fmt: skip
+                state = await self.conversations.turn_for(
+                    user, request, current_id, self.engine.config.compliance, preferences
+                )
             key = (email, state.conversation.id)
             if key != wanted:
                 self._claim(key)
                 held.append(key)
             prepared = await self.engine.prepare(state, request)
             if not state.conversation.incognito:
-                state.claim = await self.relay.claim(state.conversation.id, email)  # one turn per conversation, across processes
+                state.claim = await self.relay.claim(
+                    state.conversation.id, email
+                )  # one turn per conversation, across processes
         except BaseException:
             self._release(email, held)
             raise
@@ -253,8 +276,10 @@ class TurnHub:
     def _check_streams(self, email: str) -> None:
         open_streams = sum(len(t.listeners) for t in self._turns.values() if t.owner == email)
         if open_streams >= self.limits.streams:
-            raise TooMany(f"you have {open_streams} answer streams open already",
-                          action="Close other tabs, scripts or streams you no longer read, and try again.")  # fmt: skip
+            raise TooMany(
+                f"you have {open_streams} answer streams open already",
+                action="Close other tabs, scripts or streams you no longer read, and try again.",
+            )
 
     async def _run(self, turn: Turn, request: ChatMessage, prepared: PreparedTurn) -> None:
         state = turn.state
@@ -276,10 +301,22 @@ class TurnHub:
             raise
         except Exception:
             log.exception("turn failed", extra={"event": "turn_failed", "user": state.user.email})
-            turn.publish(ErrorEvent(code="internal", message="something went wrong while answering",
-                                    action="Try again; if it keeps happening, tell your administrator."))  # fmt: skip
-            turn.publish(MessageDone(message_id=state.message_id, finish_reason="error", html="",
-                                     conversation_id=state.conversation.id, user_message_id=state.user_message_id))  # fmt: skip
+            turn.publish(
+                ErrorEvent(
+                    code="internal",
+                    message="something went wrong while answering",
+                    action="Try again; if it keeps happening, tell your administrator.",
+                )
+            )
+            turn.publish(
+                MessageDone(
+                    message_id=state.message_id,
+                    finish_reason="error",
+                    html="",
+                    conversation_id=state.conversation.id,
+                    user_message_id=state.user_message_id,
+                )
+            )
         finally:
             turn.close()
             key = (turn.owner, state.conversation.id)
@@ -337,26 +374,37 @@ class TurnHub:
         what = "approval is waiting for call" if approvals else "question is waiting with id"
         raise NotFound(f"no {what} '{ask_id}'")
 
-    async def answer_approval(self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False) -> None:
+    async def answer_approval(
+        self, user: User, call_id: str, answer: ApprovalAnswer, *, local_only: bool = False
+    ) -> None:
         """Answer an approval (any door, any connection of the user's, any process); raises NotFound."""
         try:
             questions = self._asking(user, call_id, approvals=True)
         except NotFound:
-            if local_only or not await self.relay.ask(user, "approval", id=call_id, approved=answer.approved,
-                                                      arguments=answer.arguments, remember=answer.remember):  # fmt: skip
+            if local_only or not await self.relay.ask(
+                user,
+                "approval",
+                id=call_id,
+                approved=answer.approved,
+                arguments=answer.arguments,
+                remember=answer.remember,
+            ):
                 raise
             return
         if not questions.answer_approval(call_id, answer):
             raise NotFound(f"no approval is waiting for call '{call_id}'")
 
-    async def answer_elicitation(self, user: User, request_id: str, action: str, content: dict | None, *,
-                                 local_only: bool = False) -> None:  # fmt: skip
+    async def answer_elicitation(
+        self, user: User, request_id: str, action: str, content: dict | None, *, local_only: bool = False
+    ) -> None:
         if self.task_questions is not None and self.task_questions.answer(user.email, request_id, action, content):
             return  # a background task's question (chat/tasks.py)
         try:
             questions = self._asking(user, request_id, approvals=False)
         except NotFound:
-            if local_only or not await self.relay.ask(user, "elicitation", id=request_id, action=action, content=content):
+            if local_only or not await self.relay.ask(
+                user, "elicitation", id=request_id, action=action, content=content
+            ):
                 raise
             return
         if not questions.answer_elicitation(request_id, action, content):
@@ -376,8 +424,13 @@ class TurnHub:
         self.draining.set()
         tasks = self.tasks()
         if tasks and self.shutdown_grace_s > 0:
-            log.info("waiting up to %g s for %d running answer%s to finish (SWITCHBOARD_SHUTDOWN_GRACE_S)",
-                     self.shutdown_grace_s, len(tasks), "" if len(tasks) == 1 else "s", extra={"event": "stop_wait"})  # fmt: skip
+            log.info(
+                "waiting up to %g s for %d running answer%s to finish (SWITCHBOARD_SHUTDOWN_GRACE_S)",
+                self.shutdown_grace_s,
+                len(tasks),
+                "" if len(tasks) == 1 else "s",
+                extra={"event": "stop_wait"},
+            )
             await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
         for turn in list(self._turns.values()):
             turn.stop("restart")

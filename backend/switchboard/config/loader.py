@@ -63,7 +63,9 @@ def _read(path: Path) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", file=str(path)) from None
+            raise ConfigError(
+                f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", file=str(path)
+            ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -98,10 +100,12 @@ def _expand(value: Any, environ: Mapping[str, str], problems: Problems, field_na
 
 def _problems(exc: ValidationError) -> Problems:
     return [
-        (".".join(str(part) for part in error["loc"]),
-         "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, "))
+        (
+            ".".join(str(part) for part in error["loc"]),
+            "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, "),
+        )
         for error in exc.errors()
-    ]  # fmt: skip
+    ]
 
 
 def _entry_error(problems: Problems, *, file: str, server: str = "", model: str = "", prefix: str = "") -> ConfigError:
@@ -115,7 +119,9 @@ def _entry_error(problems: Problems, *, file: str, server: str = "", model: str 
     return ConfigError(f"{len(located)} problems: {listed}", file=file, server=server, model=model)
 
 
-def _validation_error(exc: ValidationError, *, file: str, server: str = "", model: str = "", prefix: str = "") -> ConfigError:
+def _validation_error(
+    exc: ValidationError, *, file: str, server: str = "", model: str = "", prefix: str = ""
+) -> ConfigError:
     return _entry_error(_problems(exc), file=file, server=server, model=model, prefix=prefix)
 
 
@@ -150,7 +156,9 @@ def load_mcp_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[st
         file = str(path)
         try:
             if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
-                raise ConfigError("server names may use letters, digits, '_', '.', '-' (at most 64)", file=file, server=name)
+                raise ConfigError(
+                    "server names may use letters, digits, '_', '.', '-' (at most 64)", file=file, server=name
+                )
             if not isinstance(entry, dict):
                 raise ConfigError("a server entry must be an object", file=file, server=name)
             entry = dict(entry)
@@ -173,7 +181,9 @@ def load_mcp_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[st
     return result
 
 
-def _safe_layers(name: str, defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]) -> list[tuple[Path, Any]]:
+def _safe_layers(
+    name: str, defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
+) -> list[tuple[Path, Any]]:
     layers = []
     for folder in (defaults_dir, overrides_dir):
         path = folder / name
@@ -186,7 +196,9 @@ def _safe_layers(name: str, defaults_dir: Path, overrides_dir: Path, errors: lis
     return layers
 
 
-def _load_model(cls: type[BaseModel], name: str, defaults_dir: Path, overrides_dir: Path, file_errors: list[ConfigError]) -> Any:
+def _load_model(
+    cls: type[BaseModel], name: str, defaults_dir: Path, overrides_dir: Path, file_errors: list[ConfigError]
+) -> Any:
     layers = _safe_layers(name, defaults_dir, overrides_dir, file_errors)
     for path, data in reversed(layers):
         try:
@@ -196,7 +208,9 @@ def _load_model(cls: type[BaseModel], name: str, defaults_dir: Path, overrides_d
     return cls()
 
 
-def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError], file_errors: list[ConfigError]) -> LLMConfig:
+def _load_llm(
+    defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError], file_errors: list[ConfigError]
+) -> LLMConfig:
     models: dict[str, ModelConfig] = {}
     default_model: str | None = None
     site_default = False
@@ -215,8 +229,13 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 threshold = value
             else:
-                errors.append(ConfigError("gateway_threshold_tokens must be a whole number of tokens, 0 or more",
-                                          file=str(path), field="gateway_threshold_tokens"))  # fmt: skip
+                errors.append(
+                    ConfigError(
+                        "gateway_threshold_tokens must be a whole number of tokens, 0 or more",
+                        file=str(path),
+                        field="gateway_threshold_tokens",
+                    )
+                )
         for i, entry in enumerate(data.get("models") or []):
             try:
                 model = ModelConfig.model_validate(entry)
@@ -229,10 +248,16 @@ def _load_llm(defaults_dir: Path, overrides_dir: Path, errors: list[ConfigError]
                 continue
             models[model.name] = model
     if default_model and default_model not in models:
-        errors.append(ConfigError(f"default_model '{default_model}' is not in models", file="llmconfig.yml", field="default_model"))
+        errors.append(
+            ConfigError(
+                f"default_model '{default_model}' is not in models", file="llmconfig.yml", field="default_model"
+            )
+        )
         default_model = None
     extra = {"gateway_threshold_tokens": threshold} if threshold is not None else {}
-    return LLMConfig(default_model=default_model, default_is_site_choice=site_default, models=list(models.values()), **extra)
+    return LLMConfig(
+        default_model=default_model, default_is_site_choice=site_default, models=list(models.values()), **extra
+    )
 
 
 def load_app_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[str, str] | None = None) -> AppConfig:

@@ -72,8 +72,10 @@ class OAuthConfig(_Strict):
     @model_validator(mode="after")
     def _check_grant(self) -> OAuthConfig:
         if self.grant == "client_credentials" and not (self.client_id and (self.client_secret or self.private_key)):
-            raise ValueError("grant 'client_credentials' needs 'client_id' and 'client_secret' or 'private_key' (as an "
-                             "environment reference, e.g. \"${SERVICE_CLIENT_SECRET}\")")
+            raise ValueError(
+                "grant 'client_credentials' needs 'client_id' and 'client_secret' or 'private_key' (as an "
+                'environment reference, e.g. "${SERVICE_CLIENT_SECRET}")'
+            )
         if self.private_key and self.grant != "client_credentials":
             raise ValueError("'private_key' is for grant 'client_credentials'")
         return self
@@ -113,7 +115,9 @@ class ServerConfig(_Strict):
     timeout_s: float = Field(default=60.0, gt=0)
     approval: Literal["never", "destructive", "always"] = "destructive"
     require_approval: list[str] = Field(default_factory=list)
-    skip_approval: list[str] = Field(default_factory=list)  # tools trusted not to need approval, whatever their annotations say
+    skip_approval: list[str] = Field(
+        default_factory=list
+    )  # tools trusted not to need approval, whatever their annotations say
     tools: ToolFilter | None = None
     roots: list[str] = Field(default_factory=list)
     # May the server ask the conversation's model for completions: ask the user each time
@@ -129,7 +133,9 @@ class ServerConfig(_Strict):
     idle_close_s: float = Field(default=600.0, gt=0)  # a user's idle session is closed after this
     max_user_sessions: int = Field(default=100, ge=1)  # per server; the least recently used is closed
     # Browser permissions this server's MCP Apps may have, when their resource declares them too.
-    app_permissions: list[Literal["camera", "microphone", "geolocation", "clipboard-write"]] = Field(default_factory=list)
+    app_permissions: list[Literal["camera", "microphone", "geolocation", "clipboard-write"]] = Field(
+        default_factory=list
+    )
 
     @property
     def user_credential(self) -> bool:
@@ -171,11 +177,15 @@ class ServerConfig(_Strict):
     @model_validator(mode="after")
     def _check_transport(self) -> ServerConfig:
         if self.command and self.url:
-            raise ValueError("'command' and 'url' cannot both be set: use 'command' for stdio or 'url' for a remote server")
+            raise ValueError(
+                "'command' and 'url' cannot both be set: use 'command' for stdio or 'url' for a remote server"
+            )
         if self.auth is not None and not self.url:
             raise ValueError("'auth' is for remote servers ('url'); a stdio server never gets a user's credential")
         if self.user_credential and self.per_user is False:
-            raise ValueError("'per_user' cannot be false when each user signs in: one user's session would serve another")
+            raise ValueError(
+                "'per_user' cannot be false when each user signs in: one user's session would serve another"
+            )
         if not self.enabled:
             return self
         if not self.command and not self.url:

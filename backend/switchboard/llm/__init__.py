@@ -13,6 +13,7 @@ from switchboard.llm.catalogue import DEMO_MODEL, ModelCatalogue, ModelInfo
 from switchboard.llm.deferred import DeferredLLMClient
 from switchboard.llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
 
+
 def __getattr__(name: str) -> object:
     # The real client imports litellm (seconds); only load it when asked for.
     if name in ("LLMClient", "CallReporter"):
@@ -24,13 +25,13 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "DEMO_MODEL",
-    "DeferredLLMClient",
     "Completed",
+    "DeferredLLMClient",
     "LLMClient",
     "LLMEvent",
-    "Notice",
     "ModelCatalogue",
     "ModelInfo",
+    "Notice",
     "TextDelta",
     "ToolCallRequest",
     "Usage",

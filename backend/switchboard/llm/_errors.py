@@ -53,7 +53,10 @@ def retry_after_s(exc: BaseException) -> float | None:
     as seconds from now. litellm keeps the provider's headers in
     `litellm_response_headers`; the response object may carry them too."""
     for cause in causes_of(exc):
-        for headers in (getattr(cause, "litellm_response_headers", None), getattr(getattr(cause, "response", None), "headers", None)):
+        for headers in (
+            getattr(cause, "litellm_response_headers", None),
+            getattr(getattr(cause, "response", None), "headers", None),
+        ):
             if not isinstance(headers, Mapping) or not headers:
                 continue
             lowered = {str(key).lower(): str(value) for key, value in headers.items()}
@@ -139,7 +142,10 @@ def unreachable(exc: BaseException, url: str | None) -> str:
         return f"cannot reach {where} (the host name is not known)"
     if _any(causes, _TIMEOUTS):
         return f"cannot reach {where} (no answer in time)"
-    deepest = next((c for c in reversed(causes) if isinstance(c, (httpx.TransportError, aiohttp.ClientError, ConnectionError))), None)
+    deepest = next(
+        (c for c in reversed(causes) if isinstance(c, (httpx.TransportError, aiohttp.ClientError, ConnectionError))),
+        None,
+    )
     return f"cannot reach {where} ({type(deepest or exc).__name__})"
 
 

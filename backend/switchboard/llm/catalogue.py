@@ -60,7 +60,11 @@ class ModelCatalogue:
         usable = [m for m in self._admitted(access) if self._unavailable_reason(m) is None]
         working = [m for m in usable if m.name not in self._failing]
         configured = self._by_name.get(self._config.default_model or "")
-        if configured is not None and configured in working and (self._config.default_is_site_choice or not configured.is_demo):
+        if (
+            configured is not None
+            and configured in working
+            and (self._config.default_is_site_choice or not configured.is_demo)
+        ):
             return configured.name
         real = [m for m in working if not m.is_demo]
         if real:
@@ -141,4 +145,3 @@ def _demo_description(description: str) -> str:
     if "demo" in description.lower():
         return description
     return f"{_DEMO_DESCRIPTION}. {description}" if description else _DEMO_DESCRIPTION
-

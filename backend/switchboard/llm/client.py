@@ -23,8 +23,8 @@ from typing import Any
 import litellm
 
 from switchboard.config.models import ModelConfig
-from switchboard.history import HistoryRecord
 from switchboard.errors import Cancelled, LLMError, LLMStreamCut, LLMTimeout, LLMUnavailable, SwitchboardError
+from switchboard.history import HistoryRecord
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm._errors import PROVIDER_ERRORS, stream_cut, translate
 from switchboard.llm.demo import DEMO_PROVIDER, DemoLLM
@@ -97,8 +97,15 @@ class LLMClient:
                         response = await self._open(model, messages, tools, secret, timeout_s, max_tokens)
                         stream, close = _events(response), response.aclose
                     else:
-                        response = await open_stream(self._pool, route, secret, messages, tools, timeout_s=timeout_s,
-                                                     max_tokens=max_tokens or model.max_tokens)  # fmt: skip
+                        response = await open_stream(
+                            self._pool,
+                            route,
+                            secret,
+                            messages,
+                            tools,
+                            timeout_s=timeout_s,
+                            max_tokens=max_tokens or model.max_tokens,
+                        )
                         stream, close = direct_events(response, route), response.aclose
                     try:
                         async with aclosing(stream) as events:
@@ -120,7 +127,9 @@ class LLMClient:
                         raise with_attempts(failure, attempt) from None
                     attempt += 1
                     log_retry(model.name, attempt, delay, failure)
-                    yield Notice("llm_retry", retry_notice(model.name, failure, attempt, self._retry.max_attempts, delay))
+                    yield Notice(
+                        "llm_retry", retry_notice(model.name, failure, attempt, self._retry.max_attempts, delay)
+                    )
                     await asyncio.sleep(delay)
         except SwitchboardError as exc:
             error = exc
@@ -247,8 +256,12 @@ async def _events(response: Any) -> AsyncGenerator[TextDelta | Completed, None]:
             delta = choice.delta
             for fragment in getattr(delta, "tool_calls", None) or ():
                 function = getattr(fragment, "function", None)
-                assembler.add(getattr(fragment, "index", None), getattr(fragment, "id", None) or "",
-                              getattr(function, "name", None) or "", getattr(function, "arguments", None) or "")  # fmt: skip
+                assembler.add(
+                    getattr(fragment, "index", None),
+                    getattr(fragment, "id", None) or "",
+                    getattr(function, "name", None) or "",
+                    getattr(function, "arguments", None) or "",
+                )
             if delta is not None and delta.content:
                 yield TextDelta(delta.content)
     yield completed(assembler, finish_reason, usage)
@@ -260,7 +273,9 @@ def _usage_of(chunk: Any) -> Usage | None:
         raw = (getattr(chunk, "_hidden_params", None) or {}).get("usage")
     if raw is None:
         return None
-    return usage_from(getattr(raw, "prompt_tokens", 0), getattr(raw, "completion_tokens", 0), getattr(raw, "total_tokens", 0))
+    return usage_from(
+        getattr(raw, "prompt_tokens", 0), getattr(raw, "completion_tokens", 0), getattr(raw, "total_tokens", 0)
+    )
 
 
 def _provider(model: ModelConfig) -> str:

@@ -61,7 +61,7 @@ class DeferredLLMClient:
             gc.disable()  # the import makes objects that live as long as the process: no use collecting meanwhile
             try:
                 client = self._build(kwargs)
-            except BaseException as exc:  # noqa: BLE001 - handed to whoever awaits the client
+            except BaseException as exc:
                 error = exc
             finally:
                 gc.freeze()  # and no later collection walks them (as at start-up: web/boot.py)
@@ -79,12 +79,17 @@ class DeferredLLMClient:
 
     async def aclose(self) -> None:
         """Closes the real client's connection pools, if it was built."""
-        if self._loading is not None and self._loading.done() and not self._loading.cancelled() \
-                and self._loading.exception() is None:  # fmt: skip
+        if (
+            self._loading is not None
+            and self._loading.done()
+            and not self._loading.cancelled()
+            and self._loading.exception() is None
+        ):
             await self._loading.result().aclose()
 
-    async def stream(self, model: ModelConfig, messages: Sequence[Any], tools: list[dict[str, Any]] | None,
-                     **kwargs: Any) -> AsyncGenerator[LLMEvent, None]:  # fmt: skip
+    async def stream(
+        self, model: ModelConfig, messages: Sequence[Any], tools: list[dict[str, Any]] | None, **kwargs: Any
+    ) -> AsyncGenerator[LLMEvent, None]:
         client = await self.client()
         async for event in client.stream(model, messages, tools, **kwargs):
             yield event

@@ -50,7 +50,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])")
 _HELP_DESCRIPTION_CHARS = 160
 # The host's tool gateway (chat/gateway.py names them; the demo only sees them offered).
 _SEARCH, _CALL = "switchboard_search_tools", "switchboard_call_tool"
-_SEARCH_ASKED = re.compile(r"^\s*(?:search|find)\s+(?P<query>.+)$|^\s*(?P<list>list(?::\S+)?)\s*$", re.IGNORECASE | re.DOTALL)
+_SEARCH_ASKED = re.compile(
+    r"^\s*(?:search|find)\s+(?P<query>.+)$|^\s*(?P<list>list(?::\S+)?)\s*$", re.IGNORECASE | re.DOTALL
+)
 
 
 class DemoLLM(CustomLLM):
@@ -237,8 +239,11 @@ def _help_text(tools: list[dict[str, Any]]) -> str:
     else:
         lines.append("No tools are available in this conversation.")
     if any(tool.get("function", {}).get("name") == _CALL for tool in tools):
-        lines += ["", "Many tools sit behind the **tool gateway**: write `list`, `list:SERVER` or "
-                  "`search WORDS` to find them, then name one to call it."]
+        lines += [
+            "",
+            "Many tools sit behind the **tool gateway**: write `list`, `list:SERVER` or "
+            "`search WORDS` to find them, then name one to call it.",
+        ]
     lines += [
         "",
         "**How to ask**: name a tool (its full name, or the part after the server prefix) "

@@ -54,8 +54,9 @@ class DirectPool:
         if self._session is None or self._session.closed or self._loop is not loop:
             connector = aiohttp.TCPConnector(limit=_MOST_CONNECTIONS, limit_per_host=0, keepalive_timeout=_KEEPALIVE_S)
             # no cookie jar: a model endpoint's Set-Cookie is not kept, and no request carries one
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
-                                                  cookie_jar=aiohttp.DummyCookieJar())  # fmt: skip
+            self._session = aiohttp.ClientSession(
+                connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar()
+            )
             self._loop = loop
         return self._session
 
@@ -68,12 +69,15 @@ class DirectPool:
         origin = f"{url.scheme}://{url.raw_authority}"
         proxy = self._proxies.get(origin, "")
         if proxy == "":
-            proxy = self._proxies[origin] = _proxy_for(httpx.URL(str(url)), os.environ if self._environ is None else self._environ)
+            proxy = self._proxies[origin] = _proxy_for(
+                httpx.URL(str(url)), os.environ if self._environ is None else self._environ
+            )
         tls: ssl.SSLContext | bool = True
         if url.scheme == "https":
             tls = self._tls = self._tls or httpx.create_ssl_context()
-        return await self.session().request("POST", url, data=content, headers=headers, proxy=proxy, ssl=tls,
-                                            allow_redirects=False, timeout=timeout)  # fmt: skip
+        return await self.session().request(
+            "POST", url, data=content, headers=headers, proxy=proxy, ssl=tls, allow_redirects=False, timeout=timeout
+        )
 
     def tools_json(self, tools: list[dict[str, Any]]) -> str:
         """The tools array as JSON. The tool registry hands out one definition (one dict) per
@@ -129,14 +133,20 @@ class DirectStream:
                     if chunk.get("error"):  # an error sent inside the stream
                         error = chunk["error"]
                         message = error.get("message") if isinstance(error, dict) else None
-                        raise openai.APIError(message if isinstance(message, str) and message else
-                                              "An error occurred during streaming", request=self.request(), body=error)  # fmt: skip
+                        raise openai.APIError(
+                            message if isinstance(message, str) and message else "An error occurred during streaming",
+                            request=self.request(),
+                            body=error,
+                        )
                     yield chunk
                 if not raw and not done:  # the body ended without [DONE]
                     if not seen:  # e.g. a proxy's sign-in page: not an empty answer
-                        raise openai.APIError(f"The endpoint answered HTTP {response.status} with no server-sent events "
-                                              f"(Content-Type: {kind or 'none'}); check the model's api_base",
-                                              request=self.request(), body=None)  # fmt: skip
+                        raise openai.APIError(
+                            f"The endpoint answered HTTP {response.status} with no server-sent events "
+                            f"(Content-Type: {kind or 'none'}); check the model's api_base",
+                            request=self.request(),
+                            body=None,
+                        )
                     return
             # after [DONE]: read the body to its end, so that the connection goes back to the
             # pool instead of being closed (a new TLS handshake for the next call)
@@ -166,8 +176,11 @@ def wire_error(exc: BaseException) -> httpx.HTTPError:
 def _as_chunk(completion: Any, request: Callable[[], httpx.Request]) -> dict[str, Any]:
     """A whole (non-streamed) chat completion in the form of one stream chunk."""
     if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
-        raise openai.APIError("The endpoint answered with JSON that is not a chat completion; check the model's api_base",
-                              request=request(), body=completion)  # fmt: skip
+        raise openai.APIError(
+            "The endpoint answered with JSON that is not a chat completion; check the model's api_base",
+            request=request(),
+            body=completion,
+        )
     if completion.get("error"):
         raise openai.APIError(str(completion["error"]), request=request(), body=completion["error"])
     choices = []
@@ -176,7 +189,9 @@ def _as_chunk(completion: Any, request: Callable[[], httpx.Request]) -> dict[str
             continue
         found = choice.get("message")
         message: dict[str, Any] = found if isinstance(found, dict) else {}
-        calls = [{**call, "index": n} for n, call in enumerate(message.get("tool_calls") or []) if isinstance(call, dict)]
+        calls = [
+            {**call, "index": n} for n, call in enumerate(message.get("tool_calls") or []) if isinstance(call, dict)
+        ]
         delta = {"content": message.get("content"), "tool_calls": calls}
         choices.append({"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")})
     return {"choices": choices, "usage": completion.get("usage")}
@@ -194,7 +209,9 @@ class _EventParser:
         text = self._rest + raw
         if b"\r" in text:
             held = text.endswith(b"\r")  # a CR at the end may be the first half of a CRLF
-            text = (text[:-1] if held else text).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
+            text = (text[:-1] if held else text).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (
+                b"\r" if held else b""
+            )
         lines = text.split(b"\n")
         self._rest = lines.pop()
         out: list[bytes] = []
@@ -215,6 +232,7 @@ class _EventParser:
 
 def _proxy_for(url: httpx.URL, environ: Mapping[str, str]) -> str | None:
     """The proxy the environment names for this URL, as httpx's client would pick it."""
+
     def env(name: str) -> str:
         return environ.get(name) or environ.get(name.upper()) or ""
 

@@ -30,14 +30,20 @@ def to_openai(system: str, history: Sequence[HistoryRecord | dict[str, Any]]) ->
             message: dict[str, Any] = {"role": "assistant", "content": text or None}
             if record.calls:
                 message["tool_calls"] = [
-                    {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                    {
+                        "id": c.call_id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                    }
                     for c in record.calls
                 ]
             messages.append(message)
         elif isinstance(record, ToolReply) and record.late:
             # The call was answered ("started as a task") in its own turn; a provider takes a tool
             # message only right after the call, so the finished task's result comes as a note.
-            messages.append({"role": "user", "content": f"[{LATE_NOTE} {record.tool} (call {record.call_id})]\n{record.text}"})
+            messages.append(
+                {"role": "user", "content": f"[{LATE_NOTE} {record.tool} (call {record.call_id})]\n{record.text}"}
+            )
         elif isinstance(record, ToolReply):
             messages.append({"role": "tool", "tool_call_id": record.call_id, "content": record.text})
         else:

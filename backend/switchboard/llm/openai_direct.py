@@ -38,8 +38,8 @@ import yarl
 from litellm import exceptions as lx
 from litellm.litellm_core_utils.core_helpers import map_finish_reason
 from litellm.litellm_core_utils.exception_mapping_utils import exception_type
-from litellm.llms.openai.common_utils import OpenAIError as LitellmOpenAIError
 from litellm.llms.openai.chat.o_series_transformation import OpenAIOSeriesConfig
+from litellm.llms.openai.common_utils import OpenAIError as LitellmOpenAIError
 from litellm.types.utils import all_litellm_params
 from litellm.utils import ProviderConfigManager, get_optional_params
 
@@ -48,8 +48,18 @@ from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm.direct_wire import DirectPool, DirectStream, wire_error
 from switchboard.llm.types import Completed, TextDelta
 
-__all__ = ["DIRECT_PROVIDERS", "KEYLESS_PROVIDERS", "USER_AGENT", "DirectPool", "DirectStream", "Route", "direct_events",
-           "is_keyless", "open_stream", "plan_route"]  # DirectPool, DirectStream: from direct_wire
+__all__ = [
+    "DIRECT_PROVIDERS",
+    "KEYLESS_PROVIDERS",
+    "USER_AGENT",
+    "DirectPool",
+    "DirectStream",
+    "Route",
+    "direct_events",
+    "is_keyless",
+    "open_stream",
+    "plan_route",
+]  # DirectPool, DirectStream: from direct_wire
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -110,7 +120,9 @@ def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str,
         logger.info("model %s goes through litellm: its extra options %s are litellm's own", model.name, litellm_only)
         return None
     try:
-        name, provider, dynamic_key, resolved_base = litellm.get_llm_provider(model=model.model, api_base=model.api_base)
+        name, provider, dynamic_key, resolved_base = litellm.get_llm_provider(
+            model=model.model, api_base=model.api_base
+        )
     except Exception:  # the call reports it (client._check_provider)
         return None
     if provider not in DIRECT_PROVIDERS:
@@ -120,7 +132,9 @@ def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str,
         OpenAIOSeriesConfig,
     ):
         return None  # litellm rewrites the messages of OpenAI's o-series models
-    base_url = model.api_base or resolved_base or _first(environ, _BASE_ENV.get(provider, ())) or _BASE_DEFAULT.get(provider)
+    base_url = (
+        model.api_base or resolved_base or _first(environ, _BASE_ENV.get(provider, ())) or _BASE_DEFAULT.get(provider)
+    )
     if not base_url:
         return None
     extra: dict[str, Any] = dict(model.extra)
@@ -147,8 +161,17 @@ def plan_route(model: ModelConfig, *, reports_usage: bool, environ: Mapping[str,
         headers = {header: environ[env] for env, header in _OPENROUTER_HEADERS.items() if environ.get(env)} | headers
     keyless = is_keyless(model, provider)
     provider_key = None if keyless else dynamic_key or _first(environ, _KEY_ENV.get(provider, ()))
-    return Route(provider, base_url.rstrip("/"), provider_key, body, max_tokens_key, headers, keyless,
-                 environ.get("OPENAI_ORG_ID") or None, environ.get("OPENAI_PROJECT_ID") or None)
+    return Route(
+        provider,
+        base_url.rstrip("/"),
+        provider_key,
+        body,
+        max_tokens_key,
+        headers,
+        keyless,
+        environ.get("OPENAI_ORG_ID") or None,
+        environ.get("OPENAI_PROJECT_ID") or None,
+    )
 
 
 # OpenAI-compatible providers whose key variable (OPENAI_API_KEY, ...) belongs to the provider's
@@ -196,8 +219,9 @@ async def open_stream(
     try:
         for _ in range(_MOST_REDIRECTS + 1):
             try:
-                response = await pool.post(route.wire_url if url is route.url else yarl.URL(str(url), encoded=True),
-                                           headers, content, wait)  # fmt: skip
+                response = await pool.post(
+                    route.wire_url if url is route.url else yarl.URL(str(url), encoded=True), headers, content, wait
+                )
             except TimeoutError as exc:
                 raise openai.APITimeoutError(request=request()) from exc
             except Exception as exc:
@@ -222,8 +246,11 @@ async def _answered(response: aiohttp.ClientResponse, request: httpx.Request) ->
         raise wire_error(exc) from exc
     finally:
         response.release()
-    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.raw_headers
-               if k.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")]  # fmt: skip
+    headers = [
+        (k.decode("latin-1"), v.decode("latin-1"))
+        for k, v in response.raw_headers
+        if k.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")
+    ]
     return httpx.Response(response.status, headers=headers, content=body, request=request)
 
 
@@ -232,12 +259,17 @@ def _redirected(response: httpx.Response, url: httpx.URL) -> httpx.URL:
     any other answer below 400 is an error that names where the endpoint points."""
     location = response.headers.get("location")
     target = url.join(location) if location else None
-    same_host = target is not None and target.host == url.host and (target.scheme == url.scheme or target.scheme == "https")
+    same_host = (
+        target is not None and target.host == url.host and (target.scheme == url.scheme or target.scheme == "https")
+    )
     if response.status_code in (307, 308) and same_host and target is not None:
         return target
     where = f" to {target}" if target is not None else ""
-    raise _status_error(response, f"the endpoint answered HTTP {response.status_code}{where} instead of a stream; "
-                                  "set the model's api_base to the address it points to")  # fmt: skip
+    raise _status_error(
+        response,
+        f"the endpoint answered HTTP {response.status_code}{where} instead of a stream; "
+        "set the model's api_base to the address it points to",
+    )
 
 
 def _status_error(response: httpx.Response, why: str | None = None) -> openai.APIStatusError:
@@ -258,15 +290,21 @@ def _status_error(response: httpx.Response, why: str | None = None) -> openai.AP
 
 
 _STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
-    400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
-    404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
+    400: openai.BadRequestError,
+    401: openai.AuthenticationError,
+    403: openai.PermissionDeniedError,
+    404: openai.NotFoundError,
+    409: openai.ConflictError,
+    422: openai.UnprocessableEntityError,
     429: openai.RateLimitError,
-}  # fmt: skip
+}
 _NO_KEY = "Missing credentials: the model entry names no api_key_env and the provider's {} is not set"
 _MOST_REDIRECTS = 3
 
 
-async def direct_events(stream: AsyncIterable[dict[str, Any]], route: Route) -> AsyncGenerator[TextDelta | Completed, None]:
+async def direct_events(
+    stream: AsyncIterable[dict[str, Any]], route: Route
+) -> AsyncGenerator[TextDelta | Completed, None]:
     """The provider's chunks as events: text as it comes, then one Completed."""
     assembler = ToolCallAssembler()
     finish_reason: str | None = None
@@ -279,14 +317,20 @@ async def direct_events(stream: AsyncIterable[dict[str, Any]], route: Route) -> 
                 continue
             raw = chunk.get("usage")
             if isinstance(raw, dict):
-                usage = usage_from(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens")) or usage
+                usage = (
+                    usage_from(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens")) or usage
+                )
             for choice in chunk.get("choices") or ():
                 finish_reason = choice.get("finish_reason") or finish_reason
                 delta = choice.get("delta") or {}
                 for fragment in delta.get("tool_calls") or ():
                     function = fragment.get("function") or {}
-                    assembler.add(fragment.get("index"), fragment.get("id") or "", function.get("name") or "",
-                                  function.get("arguments") or "")  # fmt: skip
+                    assembler.add(
+                        fragment.get("index"),
+                        fragment.get("id") or "",
+                        function.get("name") or "",
+                        function.get("arguments") or "",
+                    )
                 content = delta.get("content")
                 if content:
                     yield TextDelta(content)
@@ -326,8 +370,13 @@ def _stream_error(exc: Exception, route: Route, received: bool) -> Exception:
     for status in (getattr(mapped, "status_code", None), getattr(exc, "status_code", None)):
         if isinstance(status, int) and 400 <= status < 500 and status != 429:
             return mapped
-    return lx.MidStreamFallbackError(message=str(mapped), model=route.body["model"], llm_provider=route.provider,
-                                     original_exception=mapped, is_pre_first_chunk=not received)  # fmt: skip
+    return lx.MidStreamFallbackError(
+        message=str(mapped),
+        model=route.body["model"],
+        llm_provider=route.provider,
+        original_exception=mapped,
+        is_pre_first_chunk=not received,
+    )
 
 
 def _first(environ: Mapping[str, str], names: tuple[str, ...]) -> str | None:

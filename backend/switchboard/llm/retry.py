@@ -55,8 +55,13 @@ def log_retry(model_name: str, attempt: int, delay_s: float, error: LLMError) ->
         error.code,
         attempt,
         delay_s,
-        extra={"event": "llm_retry", "model": model_name, "attempt": attempt, "delay_s": round(delay_s, 3),
-               "error": f"{error.code}: {error.message}"},  # fmt: skip
+        extra={
+            "event": "llm_retry",
+            "model": model_name,
+            "attempt": attempt,
+            "delay_s": round(delay_s, 3),
+            "error": f"{error.code}: {error.message}",
+        },
     )
 
 

@@ -58,5 +58,11 @@ class LLMStream(Protocol):
     """What the chat loop needs of a model client: one streamed call over history records (or
     ready OpenAI messages)."""
 
-    def stream(self, model: ModelConfig, messages: Sequence[HistoryRecord | dict[str, Any]],
-               tools: list[dict[str, Any]] | None, *, system: str = "") -> AsyncGenerator[LLMEvent, None]: ...  # fmt: skip
+    def stream(
+        self,
+        model: ModelConfig,
+        messages: Sequence[HistoryRecord | dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        system: str = "",
+    ) -> AsyncGenerator[LLMEvent, None]: ...

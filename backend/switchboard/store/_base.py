@@ -26,7 +26,7 @@ import logging
 import queue
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, TypeVar, cast
 
@@ -60,7 +60,9 @@ class Lane:
 
     def __init__(self, threads: int, name: str) -> None:
         self._size, self._name = threads, name
-        self._jobs: queue.SimpleQueue[tuple[Callable[[Any], Any], Any, asyncio.Future[Any]] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[Any], Any], Any, asyncio.Future[Any]] | None] = (
+            queue.SimpleQueue()
+        )
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -88,7 +90,7 @@ class Lane:
                 continue
             try:
                 result, failure = fn(arg), None
-            except BaseException as exc:  # noqa: BLE001 - the caller gets it
+            except BaseException as exc:
                 result, failure = None, exc
             try:
                 future.get_loop().call_soon_threadsafe(_settle, future, result, failure)
@@ -178,7 +180,7 @@ def _write_lock(engine: AsyncEngine) -> asyncio.Lock:
 def _dialect_of(url: str) -> str:
     try:
         return make_url(url).get_backend_name()
-    except Exception:  # noqa: BLE001 - a down store's URL may be the reason it is down
+    except Exception:
         return "sqlite"
 
 
@@ -219,8 +221,9 @@ class StoreBase:
             self._threads = _SqliteThreads(engine) if engine is not None else None
         return self._threads
 
-    async def _run(self, doing: str, work: Callable[[Connection], T], *, write: bool, single: bool = False,
-                   driver: bool = False) -> T:  # fmt: skip
+    async def _run(
+        self, doing: str, work: Callable[[Connection], T], *, write: bool, single: bool = False, driver: bool = False
+    ) -> T:
         """``work`` as one transaction, committed when this returns (rolled back if it raises).
         ``single``: ``work`` makes one statement (which is then atomic by itself). ``driver``:
         ``work`` only calls ``execute(statement, parameters)`` and reads ``rowcount``, ``first()``,
@@ -253,7 +256,7 @@ class StoreBase:
                 return await pg_call(self._engine.sync_engine, self._pg_prepared, cast(Callable[[PgDriver], T], work))
             async with self._autocommit.connect() as conn:
                 return await conn.run_sync(work)
-        async with (self._write_turn if write and self._write_turn else nullcontext()):
+        async with self._write_turn if write and self._write_turn else nullcontext():
             async with (self._writer if write else self._engine).begin() as conn:
                 return await conn.run_sync(work)
 

@@ -25,8 +25,11 @@ class AppCallQueries(StoreBase):
         query = (
             select(messages, conversations.c.owner)
             .join(conversations, conversations.c.id == messages.c.conversation_id)
-            .where(conversations.c.owner == owner, messages.c.role == "tool",
-                   messages.c.data["call_id"].as_string() == call_id)  # fmt: skip
+            .where(
+                conversations.c.owner == owner,
+                messages.c.role == "tool",
+                messages.c.data["call_id"].as_string() == call_id,
+            )
             .limit(1)
         )
 
@@ -39,11 +42,15 @@ class AppCallQueries(StoreBase):
 
         return await self._run("find the tool call", work, write=False)
 
-    async def change_message_data(self, conversation_id: str, message_id: str,
-                                  change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    async def change_message_data(
+        self, conversation_id: str, message_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> dict[str, Any]:
         """Replace a message's `data` with `change(data)`, in one transaction; the new data."""
-        query = select(messages.c.data).where(messages.c.id == message_id,
-                                              messages.c.conversation_id == conversation_id).with_for_update()  # fmt: skip
+        query = (
+            select(messages.c.data)
+            .where(messages.c.id == message_id, messages.c.conversation_id == conversation_id)
+            .with_for_update()
+        )
 
         def work(conn: Connection) -> dict[str, Any]:
             current = conn.execute(query).scalar_one_or_none()

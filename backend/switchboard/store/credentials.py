@@ -28,15 +28,17 @@ class CredentialRecords:
     async def get(self, server: str, user: str, kind: str) -> str | None:
         table = user_credentials
         stmt = select(table.c.value).where(table.c.server == server, table.c.user == user, table.c.kind == kind)
-        return await self._store._run("read a stored credential", lambda conn: conn.execute(stmt).scalar_one_or_none(),
-                                      write=False)  # fmt: skip
+        return await self._store._run(
+            "read a stored credential", lambda conn: conn.execute(stmt).scalar_one_or_none(), write=False
+        )
 
     async def put(self, server: str, user: str, kind: str, value: str) -> None:
         values = {"value": value, "updated_at": datetime.now(UTC)}
         dialect_insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
         stmt = dialect_insert(user_credentials).values(server=server, user=user, kind=kind, **values)
-        stmt = stmt.on_conflict_do_update(index_elements=[user_credentials.c.server, user_credentials.c.user,
-                                                          user_credentials.c.kind], set_=values)  # fmt: skip
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[user_credentials.c.server, user_credentials.c.user, user_credentials.c.kind], set_=values
+        )
         await self._store._run("store a credential", lambda conn: conn.execute(stmt), write=True, single=True)
 
     async def forget(self, server: str, user: str) -> None:
@@ -49,20 +51,31 @@ class CredentialRecords:
         table, now = oauth_pending, datetime.now(UTC)
 
         def work(conn: Connection) -> None:
-            conn.execute(delete(table).where(or_(
-                (table.c.server == server) & (table.c.user == user),
-                table.c.created_at < now - timedelta(seconds=max_age_s),
-            )))  # fmt: skip
-            conn.execute(table.insert().values(state_hash=_state_hash(state), server=server, user=user,
-                                               value=value, created_at=now))  # fmt: skip
+            conn.execute(
+                delete(table).where(
+                    or_(
+                        (table.c.server == server) & (table.c.user == user),
+                        table.c.created_at < now - timedelta(seconds=max_age_s),
+                    )
+                )
+            )
+            conn.execute(
+                table.insert().values(
+                    state_hash=_state_hash(state), server=server, user=user, value=value, created_at=now
+                )
+            )
 
         await self._store._run("keep a pending sign-in", work, write=True)
 
     async def take_pending(self, state: str) -> tuple[str, str, str, datetime] | None:
         """The row of this state, deleted in the same statement: two callbacks cannot both take it."""
         table = oauth_pending
-        stmt = (delete(table).where(table.c.state_hash == _state_hash(state))
-                .returning(table.c.server, table.c.user, table.c.value, table.c.created_at))  # fmt: skip
-        row = await self._store._run("take a pending sign-in", lambda conn: conn.execute(stmt).first(),
-                                     write=True, single=True)  # fmt: skip
+        stmt = (
+            delete(table)
+            .where(table.c.state_hash == _state_hash(state))
+            .returning(table.c.server, table.c.user, table.c.value, table.c.created_at)
+        )
+        row = await self._store._run(
+            "take a pending sign-in", lambda conn: conn.execute(stmt).first(), write=True, single=True
+        )
         return None if row is None else (row.server, row.user, row.value, row.created_at)

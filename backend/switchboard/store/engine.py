@@ -41,7 +41,7 @@ def describe(url: str | URL) -> str:
     """The URL as it may be shown to people: the password is masked."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - an unparsable URL is shown as "(unparsable)", never echoed with a secret
+    except Exception:
         return "(an unparsable database URL)"
 
 

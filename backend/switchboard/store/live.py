@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from contextlib import suppress
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,7 +31,7 @@ from .engine import CONNECT_TIMEOUT_S, unavailable
 from .models import UTCDateTime, app_processes, live_turns, turn_events
 from .repo import ConversationStore
 
-__all__ = ["MAX_PAYLOAD", "EventRow", "LiveTurns", "LiveRow", "Note", "Outbox"]
+__all__ = ["MAX_PAYLOAD", "EventRow", "LiveRow", "LiveTurns", "Note", "Outbox"]
 
 log = logging.getLogger("switchboard.store")
 
@@ -43,8 +43,10 @@ MAX_PAYLOAD = 7900  # bytes of one NOTIFY payload, under Postgres' 8000
 
 _NOTIFY = "SELECT pg_notify(ch, p) FROM unnest($1::text[], $2::text[]) AS t(ch, p)"
 _SEND = _NOTIFY
-_SEND_WITH_ROWS = ("WITH kept AS (INSERT INTO turn_events (conversation_id, seq, body) "
-                   "SELECT * FROM unnest($3::varchar[], $4::int[], $5::text[]) ON CONFLICT DO NOTHING) " + _NOTIFY)  # fmt: skip
+_SEND_WITH_ROWS = (
+    "WITH kept AS (INSERT INTO turn_events (conversation_id, seq, body) "
+    "SELECT * FROM unnest($3::varchar[], $4::int[], $5::text[]) ON CONFLICT DO NOTHING) " + _NOTIFY
+)
 
 
 def _connection_lost(exc: Exception) -> bool:
@@ -92,10 +94,13 @@ class Outbox:
             try:
                 if notes or rows:
                     await self._send(rows, notes)
-            except Exception as exc:  # noqa: BLE001 - told to whoever waits, logged for the rest
+            except Exception as exc:
                 failed = exc
-                log.warning("could not reach the other app processes: %s", getattr(exc, "message", exc),
-                            extra={"event": "relay_failed"})  # fmt: skip
+                log.warning(
+                    "could not reach the other app processes: %s",
+                    getattr(exc, "message", exc),
+                    extra={"event": "relay_failed"},
+                )
             for _, done in taken:
                 if done is None or done.done():
                     continue
@@ -117,20 +122,32 @@ def _claim_statement() -> Any:
     holder is read from the statement's snapshot, which does not hold a row committed after it
     began (then NULL: ``claim`` asks again in two steps)."""
     cid = bindparam("cid", type_=String)
-    claimed = (postgresql.insert(live_turns)
-               .values(conversation_id=cid, owner=bindparam("owner", type_=String), process_id=bindparam("pid", type_=String),
-                       started_at=bindparam("now", type_=UTCDateTime()))
-               .on_conflict_do_nothing().returning(live_turns.c.process_id).cte("claimed"))  # fmt: skip
+    claimed = (
+        postgresql.insert(live_turns)
+        .values(
+            conversation_id=cid,
+            owner=bindparam("owner", type_=String),
+            process_id=bindparam("pid", type_=String),
+            started_at=bindparam("now", type_=UTCDateTime()),
+        )
+        .on_conflict_do_nothing()
+        .returning(live_turns.c.process_id)
+        .cte("claimed")
+    )
     won = exists(select(claimed.c.process_id))
-    cleared = delete(turn_events).where(turn_events.c.conversation_id == cid, won).returning(turn_events.c.seq).cte("cleared")
+    cleared = (
+        delete(turn_events).where(turn_events.c.conversation_id == cid, won).returning(turn_events.c.seq).cte("cleared")
+    )
     holder = select(live_turns.c.process_id).where(live_turns.c.conversation_id == cid).scalar_subquery()
     return select(won.label("won"), holder.label("holder")).add_cte(claimed).add_cte(cleared)
 
 
 _CLAIM = _claim_statement()
 # (built once: the driver path compiles a statement once per statement object)
-_RELEASE = delete(live_turns).where(live_turns.c.conversation_id == bindparam("cid", type_=String),
-                                    live_turns.c.process_id == bindparam("pid", type_=String))  # fmt: skip
+_RELEASE = delete(live_turns).where(
+    live_turns.c.conversation_id == bindparam("cid", type_=String),
+    live_turns.c.process_id == bindparam("pid", type_=String),
+)
 
 
 class LiveTurns:
@@ -161,41 +178,53 @@ class LiveTurns:
         won, holder = await self._store._run("start the answer", one_statement, write=True, single=True, driver=True)
         if won or holder is not None:
             return None if won else holder
-        stmt = postgresql.insert(live_turns).values(conversation_id=conversation_id, owner=owner, process_id=process_id,
-                                                     started_at=params["now"]).on_conflict_do_nothing()  # fmt: skip
+        stmt = (
+            postgresql.insert(live_turns)
+            .values(conversation_id=conversation_id, owner=owner, process_id=process_id, started_at=params["now"])
+            .on_conflict_do_nothing()
+        )
 
         def work(conn: Connection) -> str | None:
             if conn.execute(stmt).rowcount:
                 conn.execute(delete(turn_events).where(turn_events.c.conversation_id == conversation_id))
                 return None
-            return conn.execute(select(live_turns.c.process_id)
-                                .where(live_turns.c.conversation_id == conversation_id)).scalar()  # fmt: skip
+            return conn.execute(
+                select(live_turns.c.process_id).where(live_turns.c.conversation_id == conversation_id)
+            ).scalar()
 
         return await self._store._run("start the answer", work, write=True)
 
     async def release(self, conversation_id: str, process_id: str) -> None:
         params = {"cid": conversation_id, "pid": process_id}
-        await self._store._run("finish the answer", lambda c: c.execute(_RELEASE, params), write=True, single=True,
-                               driver=True)  # fmt: skip
+        await self._store._run(
+            "finish the answer", lambda c: c.execute(_RELEASE, params), write=True, single=True, driver=True
+        )
 
     async def row(self, conversation_id: str) -> LiveRow | None:
-        stmt = (select(live_turns.c.owner, live_turns.c.process_id, app_processes.c.heartbeat_at)
-                .join(app_processes, app_processes.c.id == live_turns.c.process_id, isouter=True)
-                .where(live_turns.c.conversation_id == conversation_id))  # fmt: skip
+        stmt = (
+            select(live_turns.c.owner, live_turns.c.process_id, app_processes.c.heartbeat_at)
+            .join(app_processes, app_processes.c.id == live_turns.c.process_id, isouter=True)
+            .where(live_turns.c.conversation_id == conversation_id)
+        )
         found = await self._store._run("find the running answer", lambda c: c.execute(stmt).first(), write=False)
         return (found[0], found[1], found[2]) if found else None
 
     async def processes_of(self, owner: str) -> list[str]:
         """The processes running a turn of this user's."""
         stmt = select(live_turns.c.process_id).where(live_turns.c.owner == owner).distinct()
-        return await self._store._run("find your running answers", lambda c: list(c.execute(stmt).scalars()), write=False)
+        return await self._store._run(
+            "find your running answers", lambda c: list(c.execute(stmt).scalars()), write=False
+        )
 
     async def read_events(self, conversation_id: str, after: int) -> list[tuple[int, str]]:
-        stmt = (select(turn_events.c.seq, turn_events.c.body)
-                .where(turn_events.c.conversation_id == conversation_id, turn_events.c.seq > after)
-                .order_by(turn_events.c.seq))  # fmt: skip
-        return await self._store._run("read the answer's events", lambda c: [tuple(r) for r in c.execute(stmt)],
-                                      write=False)  # fmt: skip
+        stmt = (
+            select(turn_events.c.seq, turn_events.c.body)
+            .where(turn_events.c.conversation_id == conversation_id, turn_events.c.seq > after)
+            .order_by(turn_events.c.seq)
+        )
+        return await self._store._run(
+            "read the answer's events", lambda c: [tuple(r) for r in c.execute(stmt)], write=False
+        )
 
     async def take_dead(self, lease_s: float, process_id: str) -> list[tuple[str, str, str]]:
         """The turns of processes silent for longer than the lease, taken over (their rows removed):
@@ -204,9 +233,11 @@ class LiveTurns:
 
         def work(conn: Connection) -> list[tuple[str, str, str]]:
             alive = select(app_processes.c.id).where(app_processes.c.heartbeat_at >= cutoff)
-            taken = conn.execute(delete(live_turns).where(live_turns.c.process_id.not_in(alive),
-                                                          live_turns.c.process_id != process_id)
-                                 .returning(live_turns.c.conversation_id, live_turns.c.owner, live_turns.c.process_id))  # fmt: skip
+            taken = conn.execute(
+                delete(live_turns)
+                .where(live_turns.c.process_id.not_in(alive), live_turns.c.process_id != process_id)
+                .returning(live_turns.c.conversation_id, live_turns.c.owner, live_turns.c.process_id)
+            )
             gone = [tuple(r) for r in taken]
             conn.execute(delete(app_processes).where(app_processes.c.heartbeat_at < cutoff))
             return gone
@@ -222,8 +253,9 @@ class LiveTurns:
         """The other processes that heartbeated within the lease."""
         cutoff = datetime.now(UTC) - timedelta(seconds=lease_s)
         stmt = select(app_processes.c.id).where(app_processes.c.heartbeat_at >= cutoff, app_processes.c.id != besides)
-        return await self._store._run("find the other app processes", lambda c: list(c.execute(stmt).scalars()),
-                                      write=False)  # fmt: skip
+        return await self._store._run(
+            "find the other app processes", lambda c: list(c.execute(stmt).scalars()), write=False
+        )
 
     async def notify(self, channel: str, message: dict[str, Any]) -> None:
         """Send one message, after everything posted before it; returns once it is sent."""
@@ -244,7 +276,7 @@ class LiveTurns:
                         self._sender = await self._connect(sending=True)
                     await self._sender.execute(_SEND_WITH_ROWS if rows else _SEND, *args)
                 return
-            except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
+            except Exception as exc:
                 sender, self._sender = self._sender, None
                 if sender is not None:
                     sender.terminate()
@@ -260,8 +292,9 @@ class LiveTurns:
 
         url = make_url(self._store.url).set(drivername="postgresql")
         settings = {"synchronous_commit": "off"} if sending else None
-        return await asyncpg.connect(url.render_as_string(hide_password=False), timeout=CONNECT_TIMEOUT_S,
-                                     server_settings=settings)  # fmt: skip
+        return await asyncpg.connect(
+            url.render_as_string(hide_password=False), timeout=CONNECT_TIMEOUT_S, server_settings=settings
+        )
 
     async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Awaitable[None] | None]) -> None:
         """Deliver the messages sent to these channels to `on_message`, at once, in the order they
@@ -296,7 +329,7 @@ class LiveTurns:
             return False
         try:
             await self._listen()
-        except Exception as exc:  # noqa: BLE001 - asyncpg's and the socket's errors, translated once here
+        except Exception as exc:
             if not self._listener.is_closed():  # half set up: the next heartbeat starts again
                 self._listener.terminate()
             raise unavailable(self._store.url, exc, "listen to the other app processes through") from exc

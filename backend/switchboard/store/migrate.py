@@ -8,9 +8,8 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
-from pathlib import Path
-
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, inspect, text
@@ -50,7 +49,9 @@ def _at_head(connection: Connection) -> bool:
     if not inspect(connection).has_table("alembic_version"):
         return False
     head = head_revision()
-    return head is not None and connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [head]
+    return head is not None and connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [
+        head
+    ]
 
 
 @cache

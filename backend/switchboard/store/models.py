@@ -29,9 +29,24 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "allowances", "api_tokens", "app_processes", "conversations", "files", "live_turns", "messages",
-           "metadata", "oauth_pending", "owner_spellings", "tasks", "tool_pins", "turn_events", "uploads",
-           "user_credentials"]  # fmt: skip
+__all__ = [
+    "UTCDateTime",
+    "allowances",
+    "api_tokens",
+    "app_processes",
+    "conversations",
+    "files",
+    "live_turns",
+    "messages",
+    "metadata",
+    "oauth_pending",
+    "owner_spellings",
+    "tasks",
+    "tool_pins",
+    "turn_events",
+    "uploads",
+    "user_credentials",
+]
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -43,8 +43,9 @@ class MessagePage:
     has_more: bool  # older messages of the branch come before the first one
 
 
-def page_of(outline: Sequence[Outline], leaf_id: str | None, *, before: str | None, limit: int,
-            max_chars: int) -> MessagePage:  # fmt: skip
+def page_of(
+    outline: Sequence[Outline], leaf_id: str | None, *, before: str | None, limit: int, max_chars: int
+) -> MessagePage:
     """The newest messages of the branch ending at `leaf_id` (older than `before`, a message of
     that branch, when given): at most `limit`, and no more than `max_chars` (one at least)."""
     by_id = {m.id: m for m in outline}
@@ -58,8 +59,10 @@ def page_of(outline: Sequence[Outline], leaf_id: str | None, *, before: str | No
     if before is not None:
         index = next((i for i, m in enumerate(path) if m.id == before), None)
         if index is None:
-            raise NotFound(f"there is no message '{before}' on this conversation's shown branch",
-                           action="Page with the id of the first message of the page you have.")  # fmt: skip
+            raise NotFound(
+                f"there is no message '{before}' on this conversation's shown branch",
+                action="Page with the id of the first message of the page you have.",
+            )
         path = path[index + 1 :]
     taken: list[str] = []
     chars = 0

@@ -44,9 +44,14 @@ async def pg_call(engine: Engine, prepared: dict[tuple[Any, ...], Prepared], wor
         try:
             pooled = engine.raw_connection()
         except dialect.loaded_dbapi.Error as exc:  # as SQLAlchemy's Connection raises it: DBAPIError
-            raise DBAPIError.instance(None, None, exc, dialect.loaded_dbapi.Error,
-                                      connection_invalidated=dialect.is_disconnect(exc, None, None),
-                                      dialect=dialect) from exc  # fmt: skip
+            raise DBAPIError.instance(
+                None,
+                None,
+                exc,
+                dialect.loaded_dbapi.Error,
+                connection_invalidated=dialect.is_disconnect(exc, None, None),
+                dialect=dialect,
+            ) from exc
         try:
             return work(PgDriver(pooled, engine.dialect, prepared))
         finally:
@@ -58,7 +63,9 @@ async def pg_call(engine: Engine, prepared: dict[tuple[Any, ...], Prepared], wor
 class PgDriver:
     """One-statement calls on a pooled asyncpg connection, outside any transaction."""
 
-    def __init__(self, pooled: PoolProxiedConnection, dialect: Dialect, prepared: dict[tuple[Any, ...], Prepared]) -> None:
+    def __init__(
+        self, pooled: PoolProxiedConnection, dialect: Dialect, prepared: dict[tuple[Any, ...], Prepared]
+    ) -> None:
         self._pooled = pooled
         self._dialect = dialect
         self._adapted: Any = pooled.dbapi_connection  # SQLAlchemy's adapter: its error translation
@@ -75,7 +82,7 @@ class PgDriver:
                 rows = [tuple(record) for record in await_only(self._raw.fetch(prepared.sql, *args))]
                 return Done(len(rows), prepared.rows(rows), prepared.keys)
             status = await_only(self._raw.execute(prepared.sql, *args))
-        except Exception as exc:  # noqa: BLE001 - translated below, as SQLAlchemy does
+        except Exception as exc:
             raise self._translated(exc, prepared.sql, args) from exc
         counted = _COUNT.match(status or "")
         return Done(int(counted.group(1)) if counted else -1, [])
@@ -87,8 +94,9 @@ class PgDriver:
             gone = self._dialect.is_disconnect(dbapi_error, self._adapted, None)
             if gone:
                 self._pooled.invalidate()  # the pool drops it at check-in
-            return DBAPIError.instance(sql, args, dbapi_error, self._dbapi.Error, connection_invalidated=gone,
-                                       dialect=self._dialect)  # fmt: skip
-        except Exception as other:  # noqa: BLE001 - not a database error: as it is
+            return DBAPIError.instance(
+                sql, args, dbapi_error, self._dbapi.Error, connection_invalidated=gone, dialect=self._dialect
+            )
+        except Exception as other:
             return other
         return exc

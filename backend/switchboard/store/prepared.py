@@ -82,8 +82,9 @@ _MISSING = object()
 MOST_PREPARED = 256  # statements kept compiled per engine (the hot calls use about twenty)
 
 
-def prepared_for(cache: dict[tuple[Any, ...], Prepared], statement: ClauseElement, dialect: Dialect,
-                 keys: tuple[str, ...]) -> Prepared:  # fmt: skip
+def prepared_for(
+    cache: dict[tuple[Any, ...], Prepared], statement: ClauseElement, dialect: Dialect, keys: tuple[str, ...]
+) -> Prepared:
     """The statement compiled for these parameter names, from `cache` (one per engine), or compiled now.
 
     Statements are keyed by the object: a caller builds each once, with bound parameters. One
@@ -196,5 +197,12 @@ class SqliteDriver:
         gone = self._dialect.is_disconnect(exc, self._raw, None)
         if gone:
             self._conn.invalidate()
-        return DBAPIError.instance(sql, args, exc, self._dbapi.Error, connection_invalidated=gone,
-                                   dialect=self._dialect, ismulti=isinstance(args, list))  # fmt: skip
+        return DBAPIError.instance(
+            sql,
+            args,
+            exc,
+            self._dbapi.Error,
+            connection_invalidated=gone,
+            dialect=self._dialect,
+            ismulti=isinstance(args, list),
+        )

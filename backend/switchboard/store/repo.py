@@ -19,19 +19,19 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import Conflict, NotFound, StoreUnavailable, SwitchboardError
+from . import statements as S
 from .app_calls import AppCallQueries
-from .turn_writes import UNSET, NewConversation, TurnWrites, _Unset, now_utc
-from .pages import PagedReads
 from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
-from . import statements as S
 from .models import allowances, conversations, files, tool_pins
+from .pages import PagedReads
 from .prepared import SqliteDriver
 from .records import Conversation, Message, StoredConversation
 from .rows import conversation_of as _conversation
 from .rows import message_of as _message
-from .spellings import OwnerSpellings
 from .search import COMMON_MATCHES, SHORTEST_TEXT_QUERY, catch_up, common_in_messages, matches, uses_index
+from .spellings import OwnerSpellings
+from .turn_writes import UNSET, NewConversation, TurnWrites, _Unset, now_utc
 
 __all__ = ["UNSET", "ConversationStore", "down_store", "open_store"]
 
@@ -108,7 +108,9 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
 
         def work(conn: Connection | SqliteDriver) -> StoredConversation | None:
             if len(others) == 1:  # the usual pair (as given, as scoped): both looked up at once
-                found = {r["id"]: r for r in conn.execute(S.CONVERSATION_OF_TWO, {"cid": id, "cid2": others[0]}).mappings()}
+                found = {
+                    r["id"]: r for r in conn.execute(S.CONVERSATION_OF_TWO, {"cid": id, "cid2": others[0]}).mappings()
+                }
                 row = found.get(id) or found.get(others[0])
             else:
                 row = None
@@ -170,10 +172,10 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         id: str,
         *,
         title: str | _Unset = UNSET,
-        model: str | None | _Unset = UNSET,
-        compliance_level: str | None | _Unset = UNSET,
+        model: str | _Unset | None = UNSET,
+        compliance_level: str | _Unset | None = UNSET,
         levels_used: Sequence[str | None] | _Unset = UNSET,
-        leaf_id: str | None | _Unset = UNSET,
+        leaf_id: str | _Unset | None = UNSET,
     ) -> Conversation:
         """Changes the given fields; any change but the title also moves ``updated_at``."""
         changes: dict[str, Any] = {

@@ -21,14 +21,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import (ColumnElement, Connection, Select, TextClause, column, exists, func, literal, literal_column, or_,
-                        select, table, text)
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    TextClause,
+    column,
+    exists,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    table,
+    text,
+)
 
 from .models import conversations, messages
 from .prepared import SqliteDriver
 
-__all__ = ["COMMON_MATCHES", "INDEX_EVERY", "SHORTEST_TEXT_QUERY", "SHORT_QUERY_CONVERSATIONS", "catch_up",
-           "common_in_messages", "matches", "uses_index"]
+__all__ = [
+    "COMMON_MATCHES",
+    "INDEX_EVERY",
+    "SHORTEST_TEXT_QUERY",
+    "SHORT_QUERY_CONVERSATIONS",
+    "catch_up",
+    "common_in_messages",
+    "matches",
+    "uses_index",
+]
 
 SHORTEST_TEXT_QUERY = 3  # characters: what a trigram index can serve
 SHORT_QUERY_CONVERSATIONS = 200  # a shorter query reads the messages of this many newest conversations
@@ -49,10 +70,15 @@ def _by_scan(q: str, owner: str) -> ColumnElement[bool]:
     """Short queries: the title, or a message of one of the owner's most recent conversations."""
     pattern = _like_pattern(q)
     recent = conversations.alias("recent")
-    newest = (select(recent.c.id).where(recent.c.owner == owner)
-              .order_by(recent.c.updated_at.desc()).limit(SHORT_QUERY_CONVERSATIONS))  # fmt: skip
+    newest = (
+        select(recent.c.id)
+        .where(recent.c.owner == owner)
+        .order_by(recent.c.updated_at.desc())
+        .limit(SHORT_QUERY_CONVERSATIONS)
+    )
     in_messages = select(messages.c.conversation_id).where(
-        messages.c.conversation_id.in_(newest), messages.c.content.ilike(pattern, escape="\\"))
+        messages.c.conversation_id.in_(newest), messages.c.content.ilike(pattern, escape="\\")
+    )
     return or_(conversations.c.title.ilike(pattern, escape="\\"), conversations.c.id.in_(in_messages))
 
 
@@ -116,13 +142,20 @@ def matches(q: str, dialect: str, *, owner: str, common: bool = False) -> Column
 def _catch_up(source: str, index: str, column_name: str) -> tuple[TextClause, TextClause]:
     mark = f"(SELECT up_to FROM fts_indexed WHERE source = '{source}')"
     return (
-        text(f"INSERT INTO {index}(rowid, {column_name}) SELECT rowid, {column_name} FROM {source} WHERE rowid > {mark}"),
-        text(f"UPDATE fts_indexed SET up_to = (SELECT max(rowid) FROM {source}) "
-             f"WHERE source = '{source}' AND up_to < (SELECT max(rowid) FROM {source})"),
-    )  # fmt: skip
+        text(
+            f"INSERT INTO {index}(rowid, {column_name}) SELECT rowid, {column_name} FROM {source} WHERE rowid > {mark}"
+        ),
+        text(
+            f"UPDATE fts_indexed SET up_to = (SELECT max(rowid) FROM {source}) "
+            f"WHERE source = '{source}' AND up_to < (SELECT max(rowid) FROM {source})"
+        ),
+    )
 
 
-CATCH_UP = (*_catch_up("messages", "messages_fts", "content"), *_catch_up("conversations", "conversations_fts", "title"))
+CATCH_UP = (
+    *_catch_up("messages", "messages_fts", "content"),
+    *_catch_up("conversations", "conversations_fts", "title"),
+)
 
 
 def catch_up(conn: Connection | SqliteDriver) -> None:

@@ -9,9 +9,24 @@ from sqlalchemy import Integer, String, Text, bindparam, delete, exists, func, i
 
 from .models import UTCDateTime, allowances, conversations, files, live_turns, messages
 
-__all__ = ["ALLOWANCES", "BUMP", "BUMP_UNDER_PARENT", "CONVERSATION", "CONVERSATION_OF_TWO", "CREATE_WITH_FIRST", "EXISTS", "FILES",
-           "INSERT_CONVERSATION", "INSERT_MESSAGE", "MESSAGES", "NEXT_SEQ", "ONE_STATEMENT_ADD", "RELEASE_CLAIM", "SET_LEVELS",
-           "SET_MODEL"]  # fmt: skip
+__all__ = [
+    "ALLOWANCES",
+    "BUMP",
+    "BUMP_UNDER_PARENT",
+    "CONVERSATION",
+    "CONVERSATION_OF_TWO",
+    "CREATE_WITH_FIRST",
+    "EXISTS",
+    "FILES",
+    "INSERT_CONVERSATION",
+    "INSERT_MESSAGE",
+    "MESSAGES",
+    "NEXT_SEQ",
+    "ONE_STATEMENT_ADD",
+    "RELEASE_CLAIM",
+    "SET_LEVELS",
+    "SET_MODEL",
+]
 
 _c, _m = conversations.c, messages.c
 CONVERSATION = select(conversations).where(_c.id == bindparam("cid"))
@@ -37,7 +52,9 @@ INSERT_MESSAGE = insert(messages).values(seq=NEXT_SEQ.scalar_subquery()).returni
 # A turn's claim on its conversation (several processes on one Postgres: live.py), deleted by the
 # transaction that stores the answer's last message.
 _live = live_turns.c
-RELEASE_CLAIM = delete(live_turns).where(_live.conversation_id == bindparam("cid"), _live.process_id == bindparam("claim_pid"))
+RELEASE_CLAIM = delete(live_turns).where(
+    _live.conversation_id == bindparam("cid"), _live.process_id == bindparam("claim_pid")
+)
 
 
 def _bump_and_insert(under_parent: bool, release: bool = False) -> Any:
@@ -49,18 +66,28 @@ def _bump_and_insert(under_parent: bool, release: bool = False) -> Any:
     the turn's claim (``released AS (DELETE FROM live_turns ... WHERE the row was bumped)``)."""
     bumped = (BUMP_UNDER_PARENT if under_parent else BUMP).returning(_c.message_count).cte("bumped")
     values = select(
-        bindparam("mid", type_=String), bindparam("cid", type_=String), bindparam("parent", type_=String),
+        bindparam("mid", type_=String),
+        bindparam("cid", type_=String),
+        bindparam("parent", type_=String),
         func.greatest(bumped.c.message_count, NEXT_SEQ.scalar_subquery()),
-        bindparam("m_role", type_=String), bindparam("m_content", type_=Text),
-        bindparam("m_data", type_=messages.c.data.type), bindparam("now", type_=UTCDateTime()),
-    ).select_from(bumped)  # fmt: skip
+        bindparam("m_role", type_=String),
+        bindparam("m_content", type_=Text),
+        bindparam("m_data", type_=messages.c.data.type),
+        bindparam("now", type_=UTCDateTime()),
+    ).select_from(bumped)
     columns = ["id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"]
     statement = insert(messages).from_select(columns, values).add_cte(bumped)
     if release:
-        released = (delete(live_turns)
-                    .where(_live.conversation_id == bindparam("cid", type_=String),
-                           _live.process_id == bindparam("claim_pid", type_=String), exists(select(bumped.c.message_count)))
-                    .returning(_live.process_id).cte("released"))  # fmt: skip
+        released = (
+            delete(live_turns)
+            .where(
+                _live.conversation_id == bindparam("cid", type_=String),
+                _live.process_id == bindparam("claim_pid", type_=String),
+                exists(select(bumped.c.message_count)),
+            )
+            .returning(_live.process_id)
+            .cte("released")
+        )
         statement = statement.add_cte(released)
     return statement.returning(_m.seq)
 
@@ -73,7 +100,9 @@ SET_LEVELS = (
 )
 EXISTS = select(_c.id).where(_c.id == bindparam("cid"))
 # by (under a parent, releasing the turn's claim)
-ONE_STATEMENT_ADD = {(parent, release): _bump_and_insert(parent, release) for parent in (False, True) for release in (False, True)}
+ONE_STATEMENT_ADD = {
+    (parent, release): _bump_and_insert(parent, release) for parent in (False, True) for release in (False, True)
+}
 
 
 def _create_with_first() -> Any:
@@ -85,18 +114,31 @@ def _create_with_first() -> Any:
     now = bindparam("now", type_=UTCDateTime())
     created = (
         insert(conversations)
-        .values(id=bindparam("cid", type_=String), owner=bindparam("c_owner", type_=String),
-                title=bindparam("c_title", type_=Text), model=bindparam("c_model", type_=String),
-                compliance_level=bindparam("c_level", type_=String),
-                levels_used=bindparam("c_levels", type_=_c.levels_used.type),
-                leaf_id=bindparam("mid", type_=String), message_count=literal(1, Integer), created_at=now, updated_at=now)
+        .values(
+            id=bindparam("cid", type_=String),
+            owner=bindparam("c_owner", type_=String),
+            title=bindparam("c_title", type_=Text),
+            model=bindparam("c_model", type_=String),
+            compliance_level=bindparam("c_level", type_=String),
+            levels_used=bindparam("c_levels", type_=_c.levels_used.type),
+            leaf_id=bindparam("mid", type_=String),
+            message_count=literal(1, Integer),
+            created_at=now,
+            updated_at=now,
+        )
         .returning(_c.id)
         .cte("created")
-    )  # fmt: skip
+    )
     values = select(
-        bindparam("mid", type_=String), created.c.id, null(), literal(1, Integer), bindparam("m_role", type_=String),
-        bindparam("m_content", type_=Text), bindparam("m_data", type_=messages.c.data.type), now,
-    ).select_from(created)  # fmt: skip
+        bindparam("mid", type_=String),
+        created.c.id,
+        null(),
+        literal(1, Integer),
+        bindparam("m_role", type_=String),
+        bindparam("m_content", type_=Text),
+        bindparam("m_data", type_=messages.c.data.type),
+        now,
+    ).select_from(created)
     columns = ["id", "conversation_id", "parent_id", "seq", "role", "content", "data", "created_at"]
     return insert(messages).from_select(columns, values).add_cte(created).returning(_m.seq)
 

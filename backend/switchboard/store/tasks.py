@@ -49,16 +49,43 @@ class TaskRecords:
     def __init__(self, store: ConversationStore) -> None:
         self._store = store
 
-    async def add(self, *, id: str, task_id: str, owner: str, conversation_id: str, server: str, tool: str,
-                  call_id: str, status: str, message: str | None, poll_interval_ms: int | None,
-                  lease_owner: str, lease_s: float, most_active: int | None = None) -> TaskRecord | None:  # fmt: skip
+    async def add(
+        self,
+        *,
+        id: str,
+        task_id: str,
+        owner: str,
+        conversation_id: str,
+        server: str,
+        tool: str,
+        call_id: str,
+        status: str,
+        message: str | None,
+        poll_interval_ms: int | None,
+        lease_owner: str,
+        lease_s: float,
+        most_active: int | None = None,
+    ) -> TaskRecord | None:
         """The task stored; None (nothing stored) when the owner has `most_active` active tasks
         already. The count and the insert are one transaction, taken in turn per owner, so calls
         made at once (a round of them, several processes) cannot pass the limit together."""
         now = datetime.now(UTC)
-        row = {"id": id, "task_id": task_id, "owner": owner, "conversation_id": conversation_id, "server": server,
-               "tool": tool, "call_id": call_id, "status": status, "progress": None, "message": message,
-               "result": None, "poll_interval_ms": poll_interval_ms, "created_at": now, "updated_at": now}  # fmt: skip
+        row = {
+            "id": id,
+            "task_id": task_id,
+            "owner": owner,
+            "conversation_id": conversation_id,
+            "server": server,
+            "tool": tool,
+            "call_id": call_id,
+            "status": status,
+            "progress": None,
+            "message": message,
+            "result": None,
+            "poll_interval_ms": poll_interval_ms,
+            "created_at": now,
+            "updated_at": now,
+        }
         stmt = insert(tasks).values(**row, lease_owner=lease_owner, lease_until=now + timedelta(seconds=lease_s))
         if most_active is None:
             await self._store._run("save the task", lambda conn: conn.execute(stmt), write=True, single=True)
@@ -93,8 +120,9 @@ class TaskRecords:
         if conversation_id is not None:
             stmt = stmt.where(tasks.c.conversation_id == conversation_id)
         stmt = stmt.order_by(tasks.c.created_at.desc(), tasks.c.id.desc()).limit(limit)
-        return await self._store._run("list your tasks", lambda conn: [_record(r) for r in conn.execute(stmt).mappings()],
-                                      write=False)  # fmt: skip
+        return await self._store._run(
+            "list your tasks", lambda conn: [_record(r) for r in conn.execute(stmt).mappings()], write=False
+        )
 
     async def update(self, id: str, **values: Any) -> None:
         values["updated_at"] = datetime.now(UTC)
@@ -112,8 +140,11 @@ class TaskRecords:
             ids = [r[0] for r in conn.execute(select(tasks.c.id).where(active).limit(limit))]
             if not ids:
                 return []
-            conn.execute(update(tasks).where(tasks.c.id.in_(ids), free)
-                         .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s)))  # fmt: skip
+            conn.execute(
+                update(tasks)
+                .where(tasks.c.id.in_(ids), free)
+                .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s))
+            )
             rows = conn.execute(select(tasks).where(tasks.c.id.in_(ids), tasks.c.lease_owner == owner))
             return [_record(row) for row in rows.mappings()]
 

@@ -19,7 +19,7 @@ from ..errors import BadRequest
 from .models import api_tokens
 from .repo import ConversationStore
 
-__all__ = ["ApiToken", "NewToken", "TOKEN_PREFIX", "TokenStore"]
+__all__ = ["TOKEN_PREFIX", "ApiToken", "NewToken", "TokenStore"]
 
 TOKEN_PREFIX = "sb_"
 MAX_TOKENS_PER_USER = 50
@@ -46,15 +46,20 @@ def _hash(secret: str) -> str:
 
 
 def _token(row: Any) -> ApiToken:
-    return ApiToken(id=row["id"], owner=row["owner"], name=row["name"], created_at=row["created_at"],
-                    last_used_at=row["last_used_at"])  # fmt: skip
+    return ApiToken(
+        id=row["id"],
+        owner=row["owner"],
+        name=row["name"],
+        created_at=row["created_at"],
+        last_used_at=row["last_used_at"],
+    )
 
 
 def split_token(text: str) -> tuple[str, str] | None:
     """(id, secret) of a well-formed `sb_<id>_<secret>`, else None."""
     if not text.startswith(TOKEN_PREFIX):
         return None
-    token_id, sep, secret = text[len(TOKEN_PREFIX):].partition("_")
+    token_id, sep, secret = text[len(TOKEN_PREFIX) :].partition("_")
     if not sep or not token_id or not secret or len(token_id) > 32 or len(secret) > 200:
         return None
     return token_id, secret
@@ -72,18 +77,28 @@ class TokenStore:
         Postgres: a transaction-scoped advisory lock on the owner), so concurrent creates queue
         and cannot pass the cap together."""
         token_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-        row = {"id": token_id, "owner": owner, "name": name, "secret_hash": _hash(secret),
-               "created_at": datetime.now(UTC), "last_used_at": None}  # fmt: skip
+        row = {
+            "id": token_id,
+            "owner": owner,
+            "name": name,
+            "secret_hash": _hash(secret),
+            "created_at": datetime.now(UTC),
+            "last_used_at": None,
+        }
 
         def work(conn: Connection) -> None:
             if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-                             {"key": f"api_tokens:{owner}"})  # fmt: skip
-            count = conn.execute(select(func.count()).select_from(api_tokens)
-                                 .where(api_tokens.c.owner == owner)).scalar_one()  # fmt: skip
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": f"api_tokens:{owner}"}
+                )
+            count = conn.execute(
+                select(func.count()).select_from(api_tokens).where(api_tokens.c.owner == owner)
+            ).scalar_one()
             if count >= MAX_TOKENS_PER_USER:
-                raise BadRequest(f"you have {count} API tokens already, the limit is {MAX_TOKENS_PER_USER}",
-                                 action="Revoke tokens you no longer use first.")  # fmt: skip
+                raise BadRequest(
+                    f"you have {count} API tokens already, the limit is {MAX_TOKENS_PER_USER}",
+                    action="Revoke tokens you no longer use first.",
+                )
             conn.execute(insert(api_tokens).values(**row))
 
         await self._store._run("save the new API token", work, write=True)
@@ -91,14 +106,16 @@ class TokenStore:
 
     async def list(self, owner: str) -> list[ApiToken]:
         stmt = select(api_tokens).where(api_tokens.c.owner == owner).order_by(api_tokens.c.created_at.desc())
-        return await self._store._run("list your API tokens", lambda conn: [_token(r) for r in conn.execute(stmt).mappings()],
-                                      write=False)  # fmt: skip
+        return await self._store._run(
+            "list your API tokens", lambda conn: [_token(r) for r in conn.execute(stmt).mappings()], write=False
+        )
 
     async def revoke(self, owner: str, token_id: str) -> bool:
         """Delete one of the owner's tokens; False when the owner has no such token."""
         stmt = delete(api_tokens).where(api_tokens.c.id == token_id, api_tokens.c.owner == owner)
-        return await self._store._run("revoke the API token", lambda conn: conn.execute(stmt).rowcount > 0,
-                                      write=True, single=True)  # fmt: skip
+        return await self._store._run(
+            "revoke the API token", lambda conn: conn.execute(stmt).rowcount > 0, write=True, single=True
+        )
 
     async def verify(self, text: str) -> ApiToken | None:
         """The token `text` stands for, or None (malformed, unknown, revoked or a wrong secret)."""
@@ -107,13 +124,16 @@ class TokenStore:
             return None
         token_id, secret = parts
         found = select(api_tokens).where(api_tokens.c.id == token_id)
-        row = await self._store._run("check the API token", lambda conn: conn.execute(found).mappings().first(),
-                                     write=False)  # fmt: skip
+        row = await self._store._run(
+            "check the API token", lambda conn: conn.execute(found).mappings().first(), write=False
+        )
         if row is None or not hmac.compare_digest(_hash(secret), row["secret_hash"]):
             return None
         token = _token(row)
         now = datetime.now(UTC)
         if token.last_used_at is None or now - token.last_used_at >= _TOUCH_EVERY:
             touch = update(api_tokens).where(api_tokens.c.id == token_id).values(last_used_at=now)
-            await self._store._run("note the API token's use", lambda conn: conn.execute(touch), write=True, single=True)
+            await self._store._run(
+                "note the API token's use", lambda conn: conn.execute(touch), write=True, single=True
+            )
         return token

@@ -54,9 +54,18 @@ class NewConversation:
 
     def row(self, id: str, now: datetime) -> dict[str, Any]:
         levels = [self.compliance_level] if self.levels_used is None else list(self.levels_used)
-        return {"id": id, "owner": self.owner, "title": self.title, "model": self.model,
-                "compliance_level": self.compliance_level, "levels_used": levels, "leaf_id": None,
-                "message_count": 0, "created_at": now, "updated_at": now}  # fmt: skip
+        return {
+            "id": id,
+            "owner": self.owner,
+            "title": self.title,
+            "model": self.model,
+            "compliance_level": self.compliance_level,
+            "levels_used": levels,
+            "leaf_id": None,
+            "message_count": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
 
 
 class _Refused(Exception):
@@ -73,19 +82,37 @@ class TurnWrites(StoreBase):
     _link_file: Insert  # made by ConversationStore for its dialect (insert, or nothing when linked already)
     _link_allowance: Insert
 
-    async def add_message(self, conversation_id: str, *, id: str, parent_id: str | None, role: str, content: str,
-                          data: Mapping[str, Any] | None = None, files: Sequence[str] = (),
-                          allowances: Sequence[str] = (), model: str | None | _Unset = UNSET) -> Message:  # fmt: skip
+    async def add_message(
+        self,
+        conversation_id: str,
+        *,
+        id: str,
+        parent_id: str | None,
+        role: str,
+        content: str,
+        data: Mapping[str, Any] | None = None,
+        files: Sequence[str] = (),
+        allowances: Sequence[str] = (),
+        model: str | _Unset | None = UNSET,
+    ) -> Message:
         """Appends a message and makes it the conversation's leaf, in one transaction, together
         with what came with it: ``files`` linked to the conversation, ``allowances`` granted in it,
         and the conversation's ``model`` when it changed."""
         message = NewMessage(id, parent_id, role, content, dict(data or {}))
         return (await self.append(conversation_id, [message], files=files, allowances=allowances, model=model))[0]
 
-    async def append(self, conversation_id: str, new: Sequence[NewMessage], *, files: Sequence[str] = (),
-                     allowances: Sequence[str] = (), model: str | None | _Unset = UNSET,
-                     levels: tuple[str | None, Sequence[str | None]] | None = None,
-                     create: NewConversation | None = None, release_claim: str | None = None) -> list[Message]:  # fmt: skip
+    async def append(
+        self,
+        conversation_id: str,
+        new: Sequence[NewMessage],
+        *,
+        files: Sequence[str] = (),
+        allowances: Sequence[str] = (),
+        model: str | _Unset | None = UNSET,
+        levels: tuple[str | None, Sequence[str | None]] | None = None,
+        create: NewConversation | None = None,
+        release_claim: str | None = None,
+    ) -> list[Message]:
         """Appends messages in order (each one's parent is named; the last becomes the leaf), in
         one transaction with: ``create`` (the conversation's row, for a new one), ``files`` linked,
         ``allowances`` granted, the ``model`` and the compliance ``levels`` (level, every level
@@ -96,9 +123,19 @@ class TurnWrites(StoreBase):
             if message.role not in ROLES:
                 raise BadRequest(f"a message's role is one of {sorted(ROLES)}, not '{message.role}'")
         now = now_utc()
-        rows: list[dict[str, Any]] = [{"id": m.id, "conversation_id": conversation_id, "parent_id": m.parent_id, "role": m.role,
-                 "content": m.content, "data": dict(m.data), "created_at": now, "seq_of": conversation_id}
-                for m in new]  # fmt: skip
+        rows: list[dict[str, Any]] = [
+            {
+                "id": m.id,
+                "conversation_id": conversation_id,
+                "parent_id": m.parent_id,
+                "role": m.role,
+                "content": m.content,
+                "data": dict(m.data),
+                "created_at": now,
+                "seq_of": conversation_id,
+            }
+            for m in new
+        ]
         created = create.row(conversation_id, now) if create is not None else None
 
         def refuse(conn: Connection | SqliteDriver, parent_id: str | None) -> NoReturn:
@@ -114,7 +151,9 @@ class TurnWrites(StoreBase):
                 try:
                     conn.execute(S.INSERT_CONVERSATION, created)
                 except IntegrityError as exc:
-                    raise Conflict(f"a conversation with id '{conversation_id}' exists already; pick another id") from exc
+                    raise Conflict(
+                        f"a conversation with id '{conversation_id}' exists already; pick another id"
+                    ) from exc
             seqs = []
             for row in rows:
                 bump = {"cid": conversation_id, "new_leaf": row["id"], "now": now, "parent": row["parent_id"]}
@@ -131,8 +170,10 @@ class TurnWrites(StoreBase):
             if model is not UNSET:
                 conn.execute(S.SET_MODEL, {"cid": conversation_id, "new_model": model})
             if levels is not None:
-                conn.execute(S.SET_LEVELS, {"cid": conversation_id, "new_level": levels[0], "new_levels": list(levels[1]),
-                                            "now": now})  # fmt: skip
+                conn.execute(
+                    S.SET_LEVELS,
+                    {"cid": conversation_id, "new_level": levels[0], "new_levels": list(levels[1]), "now": now},
+                )
             if release_claim is not None:
                 conn.execute(S.RELEASE_CLAIM, {"cid": conversation_id, "claim_pid": release_claim})
             if index_now:
@@ -141,13 +182,24 @@ class TurnWrites(StoreBase):
 
         def one_statement(conn: Connection) -> list[int]:
             row = rows[0]
-            one = {"cid": conversation_id, "new_leaf": row["id"], "now": now, "parent": row["parent_id"], "mid": row["id"],
-                   "m_role": row["role"], "m_content": row["content"], "m_data": row["data"], "seq_of": conversation_id}  # fmt: skip
+            one = {
+                "cid": conversation_id,
+                "new_leaf": row["id"],
+                "now": now,
+                "parent": row["parent_id"],
+                "mid": row["id"],
+                "m_role": row["role"],
+                "m_content": row["content"],
+                "m_data": row["data"],
+                "seq_of": conversation_id,
+            }
             # (no key of `one` may be a column name: SQLAlchemy would take it for an INSERT value)
             if release_claim is not None:
                 one["claim_pid"] = release_claim
             try:
-                added = conn.execute(S.ONE_STATEMENT_ADD[row["parent_id"] is not None, release_claim is not None], one).first()
+                added = conn.execute(
+                    S.ONE_STATEMENT_ADD[row["parent_id"] is not None, release_claim is not None], one
+                ).first()
             except IntegrityError as exc:
                 raise _Refused from exc
             if added is None:  # the UPDATE matched nothing, so nothing was written
@@ -157,15 +209,26 @@ class TurnWrites(StoreBase):
         def created_with_first(conn: Connection) -> list[int]:
             assert created is not None
             row = rows[0]
-            params = {"cid": conversation_id, "c_owner": created["owner"], "c_title": created["title"],
-                      "c_model": created["model"], "c_level": created["compliance_level"],
-                      "c_levels": created["levels_used"], "mid": row["id"], "m_role": row["role"],
-                      "m_content": row["content"], "m_data": row["data"], "now": now}  # fmt: skip
+            params = {
+                "cid": conversation_id,
+                "c_owner": created["owner"],
+                "c_title": created["title"],
+                "c_model": created["model"],
+                "c_level": created["compliance_level"],
+                "c_levels": created["levels_used"],
+                "mid": row["id"],
+                "m_role": row["role"],
+                "m_content": row["content"],
+                "m_data": row["data"],
+                "now": now,
+            }
             try:
                 return [int(conn.execute(S.CREATE_WITH_FIRST, params).scalar_one())]
             except IntegrityError as exc:
                 if conn.execute(S.EXISTS, {"cid": conversation_id}).first() is not None:
-                    raise Conflict(f"a conversation with id '{conversation_id}' exists already; pick another id") from exc
+                    raise Conflict(
+                        f"a conversation with id '{conversation_id}' exists already; pick another id"
+                    ) from exc
                 raise _Refused from exc
 
         # On Postgres a lone message, or a new conversation with its first message, is one statement.
@@ -188,8 +251,10 @@ class TurnWrites(StoreBase):
                     raise Conflict(f"a message with id '{row['id']}' exists already") from cause
             raise self._failed("save the message", cause, write=True) from cause  # type: ignore[arg-type]
         self._unindexed = 0 if index_now else self._unindexed + len(rows)
-        return [Message(r["id"], conversation_id, r["parent_id"], seq, r["role"], r["content"], r["data"], now)
-                for r, seq in zip(rows, seqs, strict=True)]  # fmt: skip
+        return [
+            Message(r["id"], conversation_id, r["parent_id"], seq, r["role"], r["content"], r["data"], now)
+            for r, seq in zip(rows, seqs, strict=True)
+        ]
 
     async def _message_exists(self, id: str) -> bool:
         def work(conn: Connection) -> bool:

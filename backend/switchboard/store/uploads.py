@@ -28,8 +28,9 @@ class UploadRows:
         def work(conn: Connection) -> None:
             if postgres:
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:owner))"), {"owner": owner})
-            used, count = conn.execute(select(func.coalesce(func.sum(uploads.c.size), 0), func.count())
-                                       .where(uploads.c.owner == owner)).one()  # fmt: skip
+            used, count = conn.execute(
+                select(func.coalesce(func.sum(uploads.c.size), 0), func.count()).where(uploads.c.owner == owner)
+            ).one()
             check(int(used), int(count))
             conn.execute(insert(uploads).values(id=file_id, owner=owner, size=size, created_at=datetime.now(UTC)))
 

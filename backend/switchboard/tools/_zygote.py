@@ -79,13 +79,13 @@ def _run_child(request: dict, fds: list[int], control: socket.socket, others: li
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001 - the child reports as `python script.py` would, then ends
+    except BaseException:
         traceback.print_exc()
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except Exception:  # noqa: BLE001,S110 - a closed pipe: nothing left to say
+            except Exception:
                 pass
         os._exit(code)
 
@@ -98,7 +98,9 @@ def _settings_from_environment() -> None:
 
     fastmcp.settings = type(fastmcp.settings)()
     if fastmcp.settings.log_enabled:
-        configure_logging(level=fastmcp.settings.log_level, enable_rich_tracebacks=fastmcp.settings.enable_rich_tracebacks)
+        configure_logging(
+            level=fastmcp.settings.log_level, enable_rich_tracebacks=fastmcp.settings.enable_rich_tracebacks
+        )
 
 
 def _send(control: socket.socket, message: dict) -> None:
@@ -117,7 +119,7 @@ def _fork(control: socket.socket, request: dict, fds: list[int], children: dict[
             _run_child(request, fds, control, [selector_fd, *children])
         children[os.pidfd_open(pid)] = pid
         _send(control, {"pid": pid})
-    except Exception as exc:  # noqa: BLE001 - the app falls back to a process of its own
+    except Exception as exc:
         _send(control, {"error": f"{type(exc).__name__}: {exc}"})
     finally:
         for fd in fds:

@@ -29,8 +29,12 @@ UI_EXTENSION = "io.modelcontextprotocol/ui"
 APP_MIME = "text/html;profile=mcp-app"
 CSP_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
 # the resource's name of a permission -> the operator's name of it in mcp.json (`app_permissions`)
-PERMISSIONS = {"camera": "camera", "microphone": "microphone", "geolocation": "geolocation",
-               "clipboardWrite": "clipboard-write"}  # fmt: skip
+PERMISSIONS = {
+    "camera": "camera",
+    "microphone": "microphone",
+    "geolocation": "geolocation",
+    "clipboardWrite": "clipboard-write",
+}
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 _VISIBILITY = ("model", "app")
 
@@ -89,8 +93,16 @@ def check_csp(declared: Any, *, server: str, uri: str) -> dict[str, list[str]]:
         for entry in entries if isinstance(entries, list) else []:
             origin = _origin(entry, sockets=key == "connectDomains")
             if origin is None:
-                log.warning("app CSP entry dropped", extra={"event": "app_csp_dropped", "server": server, "uri": uri,
-                                                            "directive": key, "entry": str(entry)[:300]})  # fmt: skip
+                log.warning(
+                    "app CSP entry dropped",
+                    extra={
+                        "event": "app_csp_dropped",
+                        "server": server,
+                        "uri": uri,
+                        "directive": key,
+                        "entry": str(entry)[:300],
+                    },
+                )
             elif origin not in kept:
                 kept.append(origin)
         out[key] = kept
@@ -117,8 +129,9 @@ def _content_meta(item: Any) -> dict[str, Any]:
     return _as_dict(_as_dict(getattr(item, "meta", None)).get("ui"))
 
 
-def parse_app_resource(server: str, uri: str, contents: Sequence[Any], listed: Sequence[Any],
-                       max_bytes: int) -> AppResource:  # fmt: skip
+def parse_app_resource(
+    server: str, uri: str, contents: Sequence[Any], listed: Sequence[Any], max_bytes: int
+) -> AppResource:
     """The app from a `resources/read` answer; its `_meta.ui` from the content item, else from
     the `resources/list` entry (as the extension says)."""
     item = next((c for c in contents if str(getattr(c, "uri", "")) == uri), contents[0] if contents else None)
@@ -135,7 +148,9 @@ def parse_app_resource(server: str, uri: str, contents: Sequence[Any], listed: S
         raise ToolError(f"server '{server}': the app {uri} is larger than {max_bytes // (1024 * 1024)} MB")
     mime = (item.mime_type or "").replace(" ", "").lower()
     if mime != APP_MIME:
-        log.info("app resource has MIME type %r", item.mime_type, extra={"event": "app_mime", "server": server, "uri": uri})
+        log.info(
+            "app resource has MIME type %r", item.mime_type, extra={"event": "app_mime", "server": server, "uri": uri}
+        )
     ui = _content_meta(item)
     if not ui:
         entry = next((r for r in listed if str(getattr(r, "uri", "")) == uri), None)

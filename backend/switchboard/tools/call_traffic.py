@@ -118,4 +118,6 @@ class CallTraffic:
             text = getattr(content, "text", None)
             plain.append({"role": msg.role, "content": text if text is not None else str(content)})
         with self._waiting_for_answer(sink):
-            return await sink.sample(plain, getattr(params, "system_prompt", None), int(getattr(params, "max_tokens", 512)))
+            return await sink.sample(
+                plain, getattr(params, "system_prompt", None), int(getattr(params, "max_tokens", 512))
+            )

@@ -21,10 +21,11 @@ import httpx2
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport
-from mcp import MCPError
 from mcp.client import advertise
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+
+from mcp import MCPError
 
 from .. import __version__
 from ..config.models import ServerConfig
@@ -35,9 +36,9 @@ from .connection_calls import ConnectionCalls
 from .diagnostics import HttpTrace, caused_by, describe_failure
 from .freshness import ReadCache, keep_listening, list_cache
 from .launch import EarlyStarts
-from .stdio import stderr_tail
 from .models import ServerStatus
 from .skills import SkillEntry, SkillsClientExtension, declares_skills, list_skills
+from .stdio import stderr_tail
 from .tasks import HostTasksExtension
 from .transports import build_transport, stderr_path
 
@@ -124,7 +125,7 @@ class ServerConnection(ConnectionCalls):
                 await task
             except asyncio.CancelledError:
                 pass
-            except Exception:  # noqa: BLE001 - a server's failure on shutdown is not ours
+            except Exception:
                 log.debug("server %s failed while stopping", self.name, exc_info=True)
 
     async def _set_status(self, status: str, reason: str | None = None, **extra: Any) -> None:
@@ -150,8 +151,15 @@ class ServerConnection(ConnectionCalls):
 
     def _make_client(self) -> Client[Any]:
         transport = self._transport or build_transport(
-            self.name, self.config, project_root=self._project_root, log_dir=self._log_dir, files_origin=self._files_origin,
-            trace=self._trace, headers=self._headers, auth=self._http_auth, early=self._early,
+            self.name,
+            self.config,
+            project_root=self._project_root,
+            log_dir=self._log_dir,
+            files_origin=self._files_origin,
+            trace=self._trace,
+            headers=self._headers,
+            auth=self._http_auth,
+            early=self._early,
         )
         roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
         return Client(
@@ -168,7 +176,11 @@ class ServerConnection(ConnectionCalls):
             cache=list_cache(self.name, self.user),  # 2026-07-28 cache hints on lists; `private` stays per user
             # MCP Apps: the host renders `ui://` resources of this MIME type; a tools/call may come back
             # as a task (tools/tasks.py); skills are offered to the model (tools/skills.py)
-            extensions=[advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]}), HostTasksExtension(), SkillsClientExtension()],
+            extensions=[
+                advertise(UI_EXTENSION, {"mimeTypes": [APP_MIME]}),
+                HostTasksExtension(),
+                SkillsClientExtension(),
+            ],
         )
 
     async def _supervise(self) -> None:
@@ -196,7 +208,7 @@ class ServerConnection(ConnectionCalls):
             except asyncio.CancelledError:
                 self._client = None
                 raise
-            except Exception as exc:  # noqa: BLE001 - any failure becomes a visible status
+            except Exception as exc:
                 self._client = None
                 if self.user is not None and (needs := caused_by(exc, NeedsAuth)) is not None:
                     await self._set_status("needs_auth", needs.message)  # e.g. a step-up: the scopes to allow
@@ -206,7 +218,9 @@ class ServerConnection(ConnectionCalls):
                     return
                 log_file = stderr_path(self._log_dir, self.name) if self.config.transport == "stdio" else None
                 tail = stderr_tail(log_file) if log_file is not None else None
-                reason = describe_failure(exc, url=self.config.url or "", trace=self._trace, timeout_s=self._init_timeout_s)
+                reason = describe_failure(
+                    exc, url=self.config.url or "", trace=self._trace, timeout_s=self._init_timeout_s
+                )
                 await self._set_status("failed", reason, stderr_tail=tail, stderr_log=str(log_file) if tail else None)
                 if self._log_failures:
                     log.warning("server %s failed: %s", self.name, reason)
@@ -236,8 +250,11 @@ class ServerConnection(ConnectionCalls):
     async def _on_message(self, message: Any) -> None:
         """A server's tools, resources or prompts changed: list them again without a reconnect.
         (Listing inside the handler would wait on the very session that delivers the message.)"""
-        changed = (mcp_types.ToolListChangedNotification, mcp_types.ResourceListChangedNotification,
-                   mcp_types.PromptListChangedNotification)  # fmt: skip
+        changed = (
+            mcp_types.ToolListChangedNotification,
+            mcp_types.ResourceListChangedNotification,
+            mcp_types.PromptListChangedNotification,
+        )
         self._reads.forget(message)
         if not isinstance(message, changed):
             return
@@ -260,16 +277,20 @@ class ServerConnection(ConnectionCalls):
                 log.info("server %s: listing again after list_changed failed: %s", self.name, exc)
                 return
             self.tools = tools
-            log.info("server %s changed its lists", self.name,
-                     extra={"event": "server_list_changed", "server": self.name, "tools": len(tools)})  # fmt: skip
+            log.info(
+                "server %s changed its lists",
+                self.name,
+                extra={"event": "server_list_changed", "server": self.name, "tools": len(tools)},
+            )
             # The registry rebuilds from the new lists (a changed definition meets the pins again)
             # and the page hears about it, as after a reconnect.
             await self._set_status("ready", ready_after_s=self.status.ready_after_s)
 
     async def _watch_and_listen(self, client: Client[Any]) -> None:
         self._reads = ReadCache(shared=self.user is None)
-        listener = asyncio.create_task(keep_listening(self.name, client.session, self._resource_uris),
-                                       name=f"mcp:{self.name}:listen")  # fmt: skip
+        listener = asyncio.create_task(
+            keep_listening(self.name, client.session, self._resource_uris), name=f"mcp:{self.name}:listen"
+        )
         try:
             await self._watch(client)
         finally:
@@ -287,7 +308,9 @@ class ServerConnection(ConnectionCalls):
                 return
             except TimeoutError:
                 pass
-            if self._traffic.busy or (self.config.transport == "http" and self.protocol_version in MODERN_PROTOCOL_VERSIONS):
+            if self._traffic.busy or (
+                self.config.transport == "http" and self.protocol_version in MODERN_PROTOCOL_VERSIONS
+            ):
                 # Calls in flight notice a dead session themselves; a 2026 server over HTTP holds no
                 # session at all, so a restart between two requests is nothing to reconnect for.
                 continue

@@ -12,9 +12,10 @@ import httpx
 import httpx2
 import mcp_types
 from fastmcp import Client
-from mcp import MCPError
 from mcp.client import InputRequiredRoundsExceededError
 from pydantic import ValidationError
+
+from mcp import MCPError
 
 from ..config.models import ServerConfig
 from ..errors import ServerUnavailable, ToolError, ToolTimeout
@@ -71,8 +72,14 @@ class ConnectionCalls:
                 task = asyncio.create_task(client.call_tool_mcp(tool, arguments, progress_handler=on_progress))
             return await self._await_call(task, tool, activity, started, idle_limit)
 
-    async def _await_call(self, task: asyncio.Task[mcp_types.CallToolResult], tool: str, activity: Activity,
-                          started: float, idle_limit: float) -> mcp_types.CallToolResult | TaskHandle:  # fmt: skip
+    async def _await_call(
+        self,
+        task: asyncio.Task[mcp_types.CallToolResult],
+        tool: str,
+        activity: Activity,
+        started: float,
+        idle_limit: float,
+    ) -> mcp_types.CallToolResult | TaskHandle:
         """The call's result, stopping it when it stays silent too long; MCP failures translated."""
         loop = asyncio.get_running_loop()
         try:

@@ -19,8 +19,9 @@ from typing import Any
 
 import httpx2
 import mcp_types
-from mcp import MCPError
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+
+from mcp import MCPError
 
 from ..errors import ConfigError, SignInFailed
 from .oauth_guard import pinned_transport
@@ -68,14 +69,21 @@ class _TracingTransport(httpx2.AsyncBaseTransport):
 def http_client_factory(trace: HttpTrace) -> Any:
     """An httpx2 client factory (the MCP transports' signature) that reports answers to `trace`."""
 
-    def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
-                auth: httpx2.Auth | None = None, **kwargs: Any) -> httpx2.AsyncClient:  # fmt: skip
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+        **kwargs: Any,
+    ) -> httpx2.AsyncClient:
         kwargs.setdefault("follow_redirects", True)
         return httpx2.AsyncClient(
-            headers=headers, auth=auth, timeout=timeout or httpx2.Timeout(30.0, read=300.0),
+            headers=headers,
+            auth=auth,
+            timeout=timeout or httpx2.Timeout(30.0, read=300.0),
             event_hooks={"response": [trace.on_response]},
-            transport=_TracingTransport(trace, pinned_transport()), **kwargs,
-        )  # fmt: skip
+            transport=_TracingTransport(trace, pinned_transport()),
+            **kwargs,
+        )
 
     return factory
 
@@ -119,8 +127,9 @@ def caused_by(exc: BaseException, kind: type[BaseException] | tuple[type[BaseExc
     return _first(exc, kind)
 
 
-def describe_failure(exc: BaseException, *, url: str = "", trace: HttpTrace | None = None,
-                     timeout_s: float | None = None) -> str:  # fmt: skip
+def describe_failure(
+    exc: BaseException, *, url: str = "", trace: HttpTrace | None = None, timeout_s: float | None = None
+) -> str:
     """Words for a failed connection or call, from exception types and the HTTP trace."""
     if trace is not None and trace.errors and isinstance(exc, Exception):
         exc = ExceptionGroup("connection attempt", [exc, *(e for e in trace.errors if isinstance(e, Exception))])

@@ -92,8 +92,15 @@ class DPoPKey:
         """The key's JWK SHA-256 thumbprint (RFC 7638): the `jkt` a bound token names."""
         return self._key.thumbprint()
 
-    def proof(self, method: str, url: str, *, access_token: str | None = None, nonce: str | None = None,
-              now: float | None = None) -> str:  # fmt: skip
+    def proof(
+        self,
+        method: str,
+        url: str,
+        *,
+        access_token: str | None = None,
+        nonce: str | None = None,
+        now: float | None = None,
+    ) -> str:
         """A fresh proof for one request (a new `jti` each time)."""
         claims: dict[str, Any] = {
             "jti": secrets.token_urlsafe(18),

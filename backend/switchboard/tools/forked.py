@@ -77,10 +77,16 @@ class Zygote:
             self._log_file.parent.mkdir(parents=True, exist_ok=True)
             with self._log_file.open("w", encoding="utf-8") as errlog:
                 self._process = await asyncio.create_subprocess_exec(
-                    sys.executable, str(_SCRIPT), str(theirs.fileno()), stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.DEVNULL, stderr=errlog, pass_fds=(theirs.fileno(),), env=self._env,
+                    sys.executable,
+                    str(_SCRIPT),
+                    str(theirs.fileno()),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=errlog,
+                    pass_fds=(theirs.fileno(),),
+                    env=self._env,
                     start_new_session=True,
-                )  # fmt: skip
+                )
         except OSError:
             ours.close()
             self._ready.set_result(False)
@@ -108,7 +114,9 @@ class Zygote:
         request = {"argv": argv, "cwd": str(cwd)}
         try:
             async with self._lock:  # one request in flight: answers come in order
-                socket.send_fds(self._control, [json.dumps(request).encode()], [stdin_r, stdout_w, errlog.fileno(), env_r])
+                socket.send_fds(
+                    self._control, [json.dumps(request).encode()], [stdin_r, stdout_w, errlog.fileno(), env_r]
+                )
                 answer = await asyncio.wait_for(self._answers.get(), READY_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             log.warning("the bundled servers' parent did not fork a server: %s", exc)
@@ -143,8 +151,10 @@ class Zygote:
         finally:
             if not self._ready.done():
                 self._ready.set_result(False)
-                log.warning("the bundled servers' parent stopped before it was ready; they start on their own "
-                            "(see %s)", self._log_file)  # fmt: skip
+                log.warning(
+                    "the bundled servers' parent stopped before it was ready; they start on their own (see %s)",
+                    self._log_file,
+                )
             self._answers.put_nowait({"error": "the bundled servers' parent stopped"})
             for child in self._children.values():  # their parent is gone: nobody reports their end
                 child.ended(-signal.SIGKILL)
@@ -255,7 +265,9 @@ class _PipeReceive(ByteReceiveStream):
     async def open(cls, fd: int) -> _PipeReceive:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=1 << 16)
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0))
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0)
+        )
         return cls(reader, transport)
 
     async def receive(self, max_bytes: int = 65536) -> bytes:

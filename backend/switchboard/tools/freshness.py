@@ -21,10 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 import mcp_types
-from mcp import MCPError
 from mcp.client import CacheConfig, CacheEntry, CacheKey, InMemoryResponseCacheStore
 from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp import MCPError
 
 __all__ = ["ReadCache", "keep_listening", "list_cache"]
 
@@ -91,9 +92,13 @@ async def keep_listening(name: str, session: Any, uris: Callable[[], list[str]])
     failures = 0
     while True:
         try:
-            async with listen(session, tools_list_changed=True, prompts_list_changed=True,
-                              resources_list_changed=caps is None or caps.resources is not None,
-                              resource_subscriptions=uris()) as subscription:  # fmt: skip
+            async with listen(
+                session,
+                tools_list_changed=True,
+                prompts_list_changed=True,
+                resources_list_changed=caps is None or caps.resources is not None,
+                resource_subscriptions=uris(),
+            ) as subscription:
                 failures = 0
                 async for _event in subscription:  # the message handler acts on each one
                     pass

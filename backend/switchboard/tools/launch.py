@@ -33,8 +33,16 @@ if TYPE_CHECKING:
     from ..config.loader import McpConfig
     from ..config.models import ServerConfig
 
-__all__ = ["CA_ENV", "FILES_ORIGIN_ENV", "INHERITED_ENV", "EarlyStarts", "Launch", "child_environment", "stderr_path",
-           "stdio_launch"]
+__all__ = [
+    "CA_ENV",
+    "FILES_ORIGIN_ENV",
+    "INHERITED_ENV",
+    "EarlyStarts",
+    "Launch",
+    "child_environment",
+    "stderr_path",
+    "stdio_launch",
+]
 
 log = logging.getLogger("switchboard.tools")
 
@@ -61,8 +69,11 @@ def stderr_path(log_dir: Path, server: str) -> Path:
 
 def child_environment(extra: dict[str, str] | None) -> dict[str, str]:
     """The minimal inherited environment (and the CA variables) plus the server's own `env`."""
-    inherited = {key: value for key in (*INHERITED_ENV, *CA_ENV) if (value := os.environ.get(key)) is not None
-                 and not value.startswith("()")}  # fmt: skip  # ("()": an exported shell function)
+    inherited = {
+        key: value
+        for key in (*INHERITED_ENV, *CA_ENV)
+        if (value := os.environ.get(key)) is not None and not value.startswith("()")
+    }  # ("()": an exported shell function)
     return inherited | (extra or {})
 
 
@@ -75,8 +86,9 @@ class Launch:
     log_file: Path
 
 
-def stdio_launch(name: str, config: ServerConfig, *, project_root: Path, log_dir: Path,
-                 files_origin: str | None = None) -> Launch:  # fmt: skip
+def stdio_launch(
+    name: str, config: ServerConfig, *, project_root: Path, log_dir: Path, files_origin: str | None = None
+) -> Launch:
     """`files_origin` (the app's public base URL) is given to every stdio child as
     SWITCHBOARD_FILES_ORIGIN; it is not a secret. The server's own `env` may override it.
     Raises ConfigError for a missing working directory or command."""
@@ -117,7 +129,9 @@ class EarlyStarts:
             if not config.enabled or config.transport != "stdio" or config.sessions_per_user or name in self._waiting:
                 continue
             try:
-                launch = stdio_launch(name, config, project_root=project_root, log_dir=log_dir, files_origin=files_origin)
+                launch = stdio_launch(
+                    name, config, project_root=project_root, log_dir=log_dir, files_origin=files_origin
+                )
                 launch.log_file.parent.mkdir(parents=True, exist_ok=True)
                 launch.log_file.unlink(missing_ok=True)
                 if await self._start_zygote(launch, log_dir):
@@ -125,8 +139,13 @@ class EarlyStarts:
                     self._waiting[name] = (launch, task)
                     continue
                 with launch.log_file.open("a", encoding="utf-8", errors="replace") as errlog:
-                    process = await anyio.open_process([launch.command, *launch.args], env=child_environment(dict(launch.env)),
-                                                       stderr=errlog, cwd=launch.cwd, start_new_session=True)  # fmt: skip
+                    process = await anyio.open_process(
+                        [launch.command, *launch.args],
+                        env=child_environment(dict(launch.env)),
+                        stderr=errlog,
+                        cwd=launch.cwd,
+                        start_new_session=True,
+                    )
             except (ConfigError, OSError):
                 continue  # the connection tries again in its own way and reports why it fails
             self._waiting[name] = (launch, _done(process))
@@ -161,8 +180,9 @@ class EarlyStarts:
             return None
         if not forkable(launch.command, launch.args, launch.cwd, self._project_root):
             return None
-        return await self._zygote.spawn([launch.command, *launch.args], launch.cwd, child_environment(dict(launch.env)),
-                                        errlog)  # fmt: skip
+        return await self._zygote.spawn(
+            [launch.command, *launch.args], launch.cwd, child_environment(dict(launch.env)), errlog
+        )
 
     def take(self, name: str, launch: Launch) -> asyncio.Future[Process | None] | None:
         """The early process of `name` (to be awaited), if one was started exactly as `launch`."""
@@ -197,7 +217,7 @@ async def _result(task: asyncio.Future[Process | None]) -> Process | None:
         task.cancel()  # a fork still waiting: whatever the parent made of it stops with the parent
     try:
         return await task
-    except (Exception, asyncio.CancelledError):  # noqa: BLE001 - it never started: nothing to stop
+    except (Exception, asyncio.CancelledError):
         return None
 
 

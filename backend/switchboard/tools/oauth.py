@@ -52,8 +52,9 @@ URL_WAIT_S = 30.0  # discovery and registration, before the redirect is known
 
 
 class SignIns:
-    def __init__(self, vault: CredentialVault, redirect_uri: str, client_metadata_url: str | None = None,
-                 *, dev: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self, vault: CredentialVault, redirect_uri: str, client_metadata_url: str | None = None, *, dev: bool = False
+    ) -> None:
         self._vault = vault
         self.redirect_uri = redirect_uri
         # This host's client ID as an https URL (a client ID metadata document), used with
@@ -94,19 +95,33 @@ class SignIns:
     def warn_without_issuer(server: str, config: ServerConfig) -> None:
         """Said at start-up: a client secret without `issuer` goes wherever the server's metadata points."""
         auth = config.auth
-        if isinstance(auth, OAuthConfig) and auth.client_id and (auth.client_secret or auth.private_key) \
-                and auth.issuer is None:  # fmt: skip
-            log.warning("server %s: its pre-registered client has no 'issuer' in mcp.json, so its credential goes to "
-                        "whichever authorization server the MCP server names; set 'auth.issuer'", server,
-                        extra={"event": "oauth_no_issuer", "server": server})  # fmt: skip
+        if (
+            isinstance(auth, OAuthConfig)
+            and auth.client_id
+            and (auth.client_secret or auth.private_key)
+            and auth.issuer is None
+        ):
+            log.warning(
+                "server %s: its pre-registered client has no 'issuer' in mcp.json, so its credential goes to "
+                "whichever authorization server the MCP server names; set 'auth.issuer'",
+                server,
+                extra={"event": "oauth_no_issuer", "server": server},
+            )
 
-    def _provider(self, server: str, config: ServerConfig, user: str, redirect: Any, callback: Any,
-                  *, step_up: str | None = None) -> Provider:  # fmt: skip
+    def _provider(
+        self, server: str, config: ServerConfig, user: str, redirect: Any, callback: Any, *, step_up: str | None = None
+    ) -> Provider:
         assert isinstance(config.auth, OAuthConfig) and config.url is not None
         storage = VaultStorage(self._vault, server, user, config.auth, self.redirect_uri, fresh=step_up is not None)
-        provider = Provider(config.url, self._metadata(config.auth), storage, redirect, callback,
-                            client_metadata_url=None if config.auth.client_id else self.client_metadata_url,
-                            policy=self.policy(server, config))  # fmt: skip
+        provider = Provider(
+            config.url,
+            self._metadata(config.auth),
+            storage,
+            redirect,
+            callback,
+            client_metadata_url=None if config.auth.client_id else self.client_metadata_url,
+            policy=self.policy(server, config),
+        )
         provider.preregistered = bool(config.auth.client_id)
         provider.issuer = config.auth.issuer
         provider.extra_scope = step_up
@@ -123,13 +138,30 @@ class SignIns:
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             scope = " ".join(auth.scopes) if auth.scopes else None
             if auth.private_key:
-                signer = SignedJWTParameters(issuer=auth.client_id, subject=auth.client_id, signing_key=auth.private_key,
-                                             signing_algorithm=auth.signing_algorithm)  # fmt: skip
-                return GuardedPrivateKeyJWT(config.url, MemoryStorage(), auth.client_id,
-                                            signer.create_assertion_provider(), scope=scope, issuer=auth.issuer,
-                                            policy=policy)  # fmt: skip
-            return GuardedClientCredentials(config.url, MemoryStorage(), auth.client_id, auth.client_secret or "",
-                                            scope=scope, issuer=auth.issuer, policy=policy)  # fmt: skip
+                signer = SignedJWTParameters(
+                    issuer=auth.client_id,
+                    subject=auth.client_id,
+                    signing_key=auth.private_key,
+                    signing_algorithm=auth.signing_algorithm,
+                )
+                return GuardedPrivateKeyJWT(
+                    config.url,
+                    MemoryStorage(),
+                    auth.client_id,
+                    signer.create_assertion_provider(),
+                    scope=scope,
+                    issuer=auth.issuer,
+                    policy=policy,
+                )
+            return GuardedClientCredentials(
+                config.url,
+                MemoryStorage(),
+                auth.client_id,
+                auth.client_secret or "",
+                scope=scope,
+                issuer=auth.issuer,
+                policy=policy,
+            )
 
     def _metadata(self, auth: OAuthConfig) -> OAuthClientMetadata:
         # OIDC application_type: a web client redirects to an https address that is not this
@@ -156,8 +188,10 @@ class SignIns:
             if granted is not None and set(scope.split()) - set((granted.scope or "").split()):
                 # the server wants more than the user granted (step-up): their next Connect asks for it
                 await self._vault.put(server, user, STEP_UP, scope)
-                raise NeedsAuth(f"server '{server}' needs more permissions for this ({scope}): press Connect next "
-                                f"to '{server}' to allow them, then try again")  # fmt: skip
+                raise NeedsAuth(
+                    f"server '{server}' needs more permissions for this ({scope}): press Connect next "
+                    f"to '{server}' to allow them, then try again"
+                )
             raise NeedsAuth(f"server '{server}' needs you to sign in again: press Connect")
 
         async def no_callback() -> AuthorizationCodeResult:
@@ -186,7 +220,9 @@ class SignIns:
 
         async def park(parked: Provider, verifier: str) -> None:
             state = parse_qs(urlsplit(sent[0]).query).get("state", [""])[0]
-            await self._vault.put_pending(state, server, user, _pending_value(parked, verifier), max_age_s=SIGN_IN_WAIT_S)
+            await self._vault.put_pending(
+                state, server, user, _pending_value(parked, verifier), max_age_s=SIGN_IN_WAIT_S
+            )
 
         step_up = await self.step_up_wanted(server, user)
         provider = self._provider(server, config, user, redirect, callback, step_up=step_up)
@@ -197,38 +233,61 @@ class SignIns:
         except Parked:
             return sent[0]
         except TimeoutError:
-            raise SignInFailed(f"could not start signing in to '{server}': its authorization server did not answer "
-                               f"within {URL_WAIT_S:g} s", action="Try again later.") from None  # fmt: skip
+            raise SignInFailed(
+                f"could not start signing in to '{server}': its authorization server did not answer "
+                f"within {URL_WAIT_S:g} s",
+                action="Try again later.",
+            ) from None
         except SwitchboardError:
             raise
         except httpx2.HTTPError as exc:
-            raise SignInFailed(f"could not start signing in to '{server}': {_unreachable(exc)}",
-                               action="Try again later; if it keeps failing, ask your administrator.") from None  # fmt: skip
+            raise SignInFailed(
+                f"could not start signing in to '{server}': {_unreachable(exc)}",
+                action="Try again later; if it keeps failing, ask your administrator.",
+            ) from None
         raise ToolError(f"server '{server}' did not ask for a sign-in (it may not need one)")
 
     async def _drive(self, provider: Provider, url: str) -> None:
         """One request through the SDK's auth flow: a 401, then discovery and registration,
         up to the redirect to the authorization server."""
-        async with httpx2.AsyncClient(auth=provider, timeout=URL_WAIT_S, follow_redirects=False,
-                                     transport=pinned_transport()) as client:
-            await client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                              headers={"Accept": "application/json, text/event-stream"})  # fmt: skip
+        async with httpx2.AsyncClient(
+            auth=provider, timeout=URL_WAIT_S, follow_redirects=False, transport=pinned_transport()
+        ) as client:
+            await client.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
 
-    async def finish(self, user: str, *, state: str, code: str, error: str = "", iss: str | None = None,
-                     config_of: Callable[[str], ServerConfig]) -> str:  # fmt: skip
+    async def finish(
+        self,
+        user: str,
+        *,
+        state: str,
+        code: str,
+        error: str = "",
+        iss: str | None = None,
+        config_of: Callable[[str], ServerConfig],
+    ) -> str:
         """Complete the sign-in the callback carries; returns the server's name."""
         pending = await self._vault.take_pending(state) if state else None  # single use, whatever follows
         if pending is None or time.time() - pending.created > SIGN_IN_WAIT_S:
-            raise BadRequest("this sign-in link is unknown, already used, replaced by a newer sign-in or expired",
-                             action="Press Connect again to start a new sign-in.")  # fmt: skip
+            raise BadRequest(
+                "this sign-in link is unknown, already used, replaced by a newer sign-in or expired",
+                action="Press Connect again to start a new sign-in.",
+            )
         server = pending.server
         if pending.user != user:
-            log.warning("an OAuth callback came back for another user; refused",
-                        extra={"event": "oauth_state_mismatch", "server": server})  # fmt: skip
+            log.warning(
+                "an OAuth callback came back for another user; refused",
+                extra={"event": "oauth_state_mismatch", "server": server},
+            )
             raise Forbidden("this sign-in was started by another user", action="Press Connect again yourself.")
         if error or not code:
             said = "".join(c for c in error[:80] if c.isalnum() or c in "_-. ") or "no code came back"
-            raise BadRequest(f"signing in to '{server}' was not completed: {said}", action="Press Connect to try again.")
+            raise BadRequest(
+                f"signing in to '{server}' was not completed: {said}", action="Press Connect to try again."
+            )
         saved = json.loads(pending.value)
         provider = self._provider(server, config_of(server), user, None, None)
         _restore(provider, saved)
@@ -236,11 +295,18 @@ class SignIns:
             validate_authorization_response_iss(iss, provider.context.oauth_metadata)
         except OAuthFlowError:
             expected = provider.context.oauth_metadata.issuer if provider.context.oauth_metadata else "none"
-            log.warning("server %s: an authorization response named issuer %r, expected %s", server, (iss or "")[:100],
-                        expected, extra={"event": "oauth_iss_mismatch", "server": server})  # fmt: skip
-            raise SignInFailed(f"signing in to '{server}' was refused: the answer did not come from {expected}, the "
-                               "authorization server this sign-in was started with (it may be a mix-up attack)",
-                               action="Press Connect to try again.") from None  # fmt: skip
+            log.warning(
+                "server %s: an authorization response named issuer %r, expected %s",
+                server,
+                (iss or "")[:100],
+                expected,
+                extra={"event": "oauth_iss_mismatch", "server": server},
+            )
+            raise SignInFailed(
+                f"signing in to '{server}' was refused: the answer did not come from {expected}, the "
+                "authorization server this sign-in was started with (it may be a mix-up attack)",
+                action="Press Connect to try again.",
+            ) from None
         provider.use_dpop_if_offered()  # a fresh key for this sign-in's tokens, when the server takes DPoP
         await self._exchange(provider, code, saved["verifier"])
         if await self.step_up_wanted(server, user):
@@ -254,34 +320,39 @@ class SignIns:
         await provider.policy.check(str(request.url))  # early, in the flow's words
         request.extensions = {**request.extensions, POLICY_KEY: provider.policy}  # and pinned
         try:
-            async with httpx2.AsyncClient(timeout=URL_WAIT_S, follow_redirects=False,
-                                          transport=pinned_transport()) as client:
+            async with httpx2.AsyncClient(
+                timeout=URL_WAIT_S, follow_redirects=False, transport=pinned_transport()
+            ) as client:
                 response = await client.send(request)
                 if await provider.nonce_wanted(request, response, resource=False):  # once, with the nonce
                     provider.sign_token_request(request)
                     response = await client.send(request)
         except httpx2.HTTPError as exc:
-            raise SignInFailed(f"signing in to '{server}' failed: {_unreachable(exc)}",
-                               action="Press Connect to try again later.") from None  # fmt: skip
+            raise SignInFailed(
+                f"signing in to '{server}' failed: {_unreachable(exc)}", action="Press Connect to try again later."
+            ) from None
         try:
             await provider._handle_token_response(response)
-        except Exception as exc:  # noqa: BLE001 - the SDK's token errors quote the answer: translated, logged
+        except Exception as exc:
             raise sign_in_failure(server, exc, response) from None
 
 
 def _pending_value(provider: Provider, verifier: str) -> str:
     """What `finish` needs to exchange the code, wherever it runs."""
     context = provider.context
-    return json.dumps({
-        "verifier": verifier,
-        "scope": context.client_metadata.scope,
-        "protocol_version": context.protocol_version,
-        "metadata": context.oauth_metadata.model_dump_json(exclude_none=True) if context.oauth_metadata else None,
-        "resource": context.protected_resource_metadata.model_dump_json(exclude_none=True)
-        if context.protected_resource_metadata else None,
-        "client": context.client_info.model_dump_json(exclude_none=True) if context.client_info else None,
-        "dpop_algs": provider.dpop_algs,
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "verifier": verifier,
+            "scope": context.client_metadata.scope,
+            "protocol_version": context.protocol_version,
+            "metadata": context.oauth_metadata.model_dump_json(exclude_none=True) if context.oauth_metadata else None,
+            "resource": context.protected_resource_metadata.model_dump_json(exclude_none=True)
+            if context.protected_resource_metadata
+            else None,
+            "client": context.client_info.model_dump_json(exclude_none=True) if context.client_info else None,
+            "dpop_algs": provider.dpop_algs,
+        }
+    )
 
 
 def _restore(provider: Provider, saved: dict[str, Any]) -> None:

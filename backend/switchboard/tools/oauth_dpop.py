@@ -72,8 +72,11 @@ class DPoPAuth:
 
     async def _note_metadata(self, request: httpx2.Request, response: httpx2.Response) -> None:
         """Keep `dpop_signing_alg_values_supported` from an authorization server's metadata."""
-        if request.method != "GET" or response.status_code != 200 or not any(
-                name in request.url.path for name in _METADATA_PATHS):  # fmt: skip
+        if (
+            request.method != "GET"
+            or response.status_code != 200
+            or not any(name in request.url.path for name in _METADATA_PATHS)
+        ):
             return
         try:
             body = json.loads(await response.aread())
@@ -90,8 +93,9 @@ class DPoPAuth:
             return
         url = str(request.url)
         request.headers["Authorization"] = f"DPoP {tokens.access_token}"
-        request.headers["DPoP"] = self.dpop.proof(request.method, url, access_token=tokens.access_token,
-                                                  nonce=self._nonces.get(htu(url)))  # fmt: skip
+        request.headers["DPoP"] = self.dpop.proof(
+            request.method, url, access_token=tokens.access_token, nonce=self._nonces.get(htu(url))
+        )
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super()._auth_flow(request)  # type: ignore[misc]
@@ -108,7 +112,9 @@ class DPoPAuth:
                     else:
                         self.sign_token_request(outgoing)
                     response = yield outgoing
-                    await self.nonce_wanted(outgoing, response, resource=resource)  # keep a newer nonce; no second retry
+                    await self.nonce_wanted(
+                        outgoing, response, resource=resource
+                    )  # keep a newer nonce; no second retry
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
@@ -158,5 +164,9 @@ class DPoPAuth:
         if not bound:
             return response  # a bearer token (the server did not bind it): used as one
         body["token_type"] = "Bearer"
-        return httpx2.Response(response.status_code, headers={"content-type": "application/json"},
-                               content=json.dumps(body).encode(), request=response.request)  # fmt: skip
+        return httpx2.Response(
+            response.status_code,
+            headers={"content-type": "application/json"},
+            content=json.dumps(body).encode(),
+            request=response.request,
+        )

@@ -34,7 +34,15 @@ from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenEr
 from ..errors import SignInFailed
 from ..settings import is_loopback_host
 
-__all__ = ["POLICY_KEY", "EndpointPolicy", "GuardedAuth", "PinnedTransport", "origin_of", "pinned_transport", "sign_in_failure"]
+__all__ = [
+    "POLICY_KEY",
+    "EndpointPolicy",
+    "GuardedAuth",
+    "PinnedTransport",
+    "origin_of",
+    "pinned_transport",
+    "sign_in_failure",
+]
 
 log = logging.getLogger("switchboard.tools")
 
@@ -89,25 +97,37 @@ class EndpointPolicy:
         try:
             addresses = [host] if _is_ip(host) else await self.resolve(host, parts.port or 443)
         except OSError:
-            raise SignInFailed(f"server '{self.server}': its sign-in names {where}, whose host could not be found",
-                               action="Ask your administrator to check the server's sign-in set-up.") from None  # fmt: skip
+            raise SignInFailed(
+                f"server '{self.server}': its sign-in names {where}, whose host could not be found",
+                action="Ask your administrator to check the server's sign-in set-up.",
+            ) from None
         if not addresses:
             self._refuse(where, "its host has no address")
         private = [a for a in addresses if not _public(a)]
         if private and not self.allow_private:
-            self._refuse(where, "it is on a loopback, link-local or private network address",
-                         hint="if this server is yours, your administrator can allow it with "
-                              "\"allow_private_endpoints\": true in its \"auth\" in mcp.json")  # fmt: skip
+            self._refuse(
+                where,
+                "it is on a loopback, link-local or private network address",
+                hint="if this server is yours, your administrator can allow it with "
+                '"allow_private_endpoints": true in its "auth" in mcp.json',
+            )
         if parts.scheme == "http" and not self.allow_http and not private:
             self._refuse(where, "it is plain http (sign-in needs https)")
         return addresses[0]
 
     def _refuse(self, where: str, why: str, hint: str = "") -> NoReturn:
-        log.warning("server %s: refused a sign-in request to %s: %s", self.server, where, why,
-                    extra={"event": "oauth_endpoint_refused", "server": self.server, "origin": where})  # fmt: skip
-        raise SignInFailed(f"server '{self.server}': the sign-in was stopped because it would make this host "
-                           f"contact {where}, and {why}" + (f"; {hint}" if hint else ""),
-                           action="Ask your administrator to check the server's sign-in set-up.")  # fmt: skip
+        log.warning(
+            "server %s: refused a sign-in request to %s: %s",
+            self.server,
+            where,
+            why,
+            extra={"event": "oauth_endpoint_refused", "server": self.server, "origin": where},
+        )
+        raise SignInFailed(
+            f"server '{self.server}': the sign-in was stopped because it would make this host "
+            f"contact {where}, and {why}" + (f"; {hint}" if hint else ""),
+            action="Ask your administrator to check the server's sign-in set-up.",
+        )
 
 
 def _is_ip(host: str) -> bool:
@@ -132,10 +152,17 @@ def sign_in_failure(server: str, exc: BaseException, response: httpx2.Response |
     else:
         what = f"the sign-in failed{status}"
     excerpt = str(exc).replace("\n", " ")[:EXCERPT_CHARS]
-    log.warning("server %s: %s: %s", server, what, excerpt,
-                extra={"event": "oauth_flow_failed", "server": server, "why": type(exc).__name__})  # fmt: skip
-    return SignInFailed(f"server '{server}': {what}; the details are in the host's log",
-                        action="Try again later; if it keeps failing, ask your administrator.")  # fmt: skip
+    log.warning(
+        "server %s: %s: %s",
+        server,
+        what,
+        excerpt,
+        extra={"event": "oauth_flow_failed", "server": server, "why": type(exc).__name__},
+    )
+    return SignInFailed(
+        f"server '{server}': {what}; the details are in the host's log",
+        action="Try again later; if it keeps failing, ask your administrator.",
+    )
 
 
 def _error_code(response: httpx2.Response) -> str:
@@ -207,8 +234,13 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
             if address is not None and not _is_ip(request.url.host):
                 if request.url.scheme == "https":
                     extensions["sni_hostname"] = request.url.host
-                request = httpx2.Request(request.method, request.url.copy_with(host=address),
-                                         headers=request.headers, stream=request.stream, extensions=extensions)  # fmt: skip
+                request = httpx2.Request(
+                    request.method,
+                    request.url.copy_with(host=address),
+                    headers=request.headers,
+                    stream=request.stream,
+                    extensions=extensions,
+                )
             else:
                 request.extensions = extensions
         return await self._inner.handle_async_request(request)

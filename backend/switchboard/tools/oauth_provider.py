@@ -33,7 +33,7 @@ __all__ = ["GuardedClientCredentials", "GuardedPrivateKeyJWT", "Parked", "Provid
 Park = Callable[["Provider", str], Awaitable[None]]  # (provider, PKCE verifier): keep the pending sign-in
 
 
-class Parked(BaseException):  # noqa: N818 - not an error: the first half of a sign-in ends here
+class Parked(BaseException):
     """The browser leg started: the pending sign-in is stored and the flow stops.  A
     BaseException so that the SDK, which logs every Exception of its flow as an error, lets it by."""
 
@@ -49,11 +49,26 @@ class Provider(GuardedAuth, DPoPAuth, OAuthClientProvider):
     issuer: str | None = None  # auth.issuer: the authorization server a pre-registered client belongs to
     park: Park | None = None  # begin(): store the pending sign-in at the redirect and stop
 
-    def __init__(self, server_url: str, client_metadata: OAuthClientMetadata, storage: TokenStorage,
-                 redirect_handler: Callable[[str], Awaitable[None]], callback_handler: Callable[[], Awaitable[Any]],
-                 *, client_metadata_url: str | None, policy: EndpointPolicy) -> None:  # fmt: skip
-        super().__init__(server_url, client_metadata, storage, redirect_handler, callback_handler,
-                         client_metadata_url=client_metadata_url, validate_resource_url=self._check_resource)  # fmt: skip
+    def __init__(
+        self,
+        server_url: str,
+        client_metadata: OAuthClientMetadata,
+        storage: TokenStorage,
+        redirect_handler: Callable[[str], Awaitable[None]],
+        callback_handler: Callable[[], Awaitable[Any]],
+        *,
+        client_metadata_url: str | None,
+        policy: EndpointPolicy,
+    ) -> None:
+        super().__init__(
+            server_url,
+            client_metadata,
+            storage,
+            redirect_handler,
+            callback_handler,
+            client_metadata_url=client_metadata_url,
+            validate_resource_url=self._check_resource,
+        )
         self.policy = policy
         self.context.update_token_expiry = self._update_expiry  # type: ignore[method-assign]
         if isinstance(self.context.storage, VaultStorage):
@@ -67,10 +82,12 @@ class Provider(GuardedAuth, DPoPAuth, OAuthClientProvider):
         """RFC 8707/9728: the resource the metadata names must be this server (or a parent of its URL)."""
         expected = resource_url_from_server_url(server_url)
         if prm_resource and not check_resource_allowed(requested_resource=expected, configured_resource=prm_resource):
-            raise SignInFailed(f"server '{self.policy.server}': its sign-in information is for another server "
-                               f"({prm_resource[:100]}), not for {expected}; the sign-in was refused so that a "
-                               "token for one server is never sent to another",
-                               action="Ask your administrator to check the server's URL in mcp.json.")  # fmt: skip
+            raise SignInFailed(
+                f"server '{self.policy.server}': its sign-in information is for another server "
+                f"({prm_resource[:100]}), not for {expected}; the sign-in was refused so that a "
+                "token for one server is never sent to another",
+                action="Ask your administrator to check the server's URL in mcp.json.",
+            )
 
     def _select_authorization_server(self, advertised: list[str]) -> str:
         if self.issuer is not None:
@@ -87,10 +104,12 @@ class Provider(GuardedAuth, DPoPAuth, OAuthClientProvider):
             return
         found = str(metadata.issuer)[:100] if metadata is not None else "no authorization server metadata"
         self.context.clear_tokens()
-        raise SignInFailed(f"server '{self.policy.server}': its sign-in leads to {found}, but its client belongs to "
-                           f"{self.issuer} ('issuer' in mcp.json); the client secret was not sent",
-                           action="Ask your administrator: the server may have moved to another authorization "
-                                  "server, or its metadata is wrong.")  # fmt: skip
+        raise SignInFailed(
+            f"server '{self.policy.server}': its sign-in leads to {found}, but its client belongs to "
+            f"{self.issuer} ('issuer' in mcp.json); the client secret was not sent",
+            action="Ask your administrator: the server may have moved to another authorization "
+            "server, or its metadata is wrong.",
+        )
 
     def _fit_client_authentication(self) -> None:
         """A client with a secret (pre-registered in mcp.json) authenticates the way the
@@ -125,8 +144,10 @@ class Provider(GuardedAuth, DPoPAuth, OAuthClientProvider):
         if issued_by and metadata is not None and not issuers_match(issued_by, str(metadata.issuer)):
             # never offer one authorization server's refresh token to another
             self.context.clear_tokens()
-            raise NeedsAuth(f"server '{self.policy.server}' now signs in with another authorization server: "
-                            "press Connect to sign in again")  # fmt: skip
+            raise NeedsAuth(
+                f"server '{self.policy.server}' now signs in with another authorization server: "
+                "press Connect to sign in again"
+            )
         self._secret_goes_to_its_issuer()
         self._fit_client_authentication()
         return await super()._refresh_token()

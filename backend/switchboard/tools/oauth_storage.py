@@ -30,8 +30,16 @@ def margin(lifetime: float) -> float:
 class VaultStorage:
     """One token set and one registered client per (server, user)."""
 
-    def __init__(self, vault: CredentialVault, server: str, user: str, auth: OAuthConfig, redirect_uri: str,
-                 *, fresh: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        vault: CredentialVault,
+        server: str,
+        user: str,
+        auth: OAuthConfig,
+        redirect_uri: str,
+        *,
+        fresh: bool = False,
+    ) -> None:
         self._vault, self._server, self._user, self._auth, self._redirect = vault, server, user, auth, redirect_uri
         self._fresh = fresh  # a step-up sign-in: start from no token, so the server asks again
         self.context: OAuthContext | None = None  # the provider's, to learn which issuer a token came from
@@ -80,10 +88,11 @@ class VaultStorage:
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         if self._auth.client_id:  # pre-registered in mcp.json
             return OAuthClientInformationFull(
-                client_id=self._auth.client_id, client_secret=self._auth.client_secret,
+                client_id=self._auth.client_id,
+                client_secret=self._auth.client_secret,
                 redirect_uris=[self._redirect],  # type: ignore[list-item]
                 token_endpoint_auth_method="client_secret_post" if self._auth.client_secret else "none",
-            )  # fmt: skip
+            )
         raw = await self._vault.get(self._server, self._user, "oauth_client")
         return OAuthClientInformationFull.model_validate_json(raw) if raw else None
 

@@ -71,8 +71,9 @@ class ToolPins:
         for key, (digest, definition) in (await backend.pins()).items():
             self._pins[key] = (digest, definition)
 
-    def check(self, server: str, tool: str, description: str, input_schema: dict[str, Any],
-              annotations: dict[str, Any]) -> tuple[str, bool]:  # fmt: skip
+    def check(
+        self, server: str, tool: str, description: str, input_schema: dict[str, Any], annotations: dict[str, Any]
+    ) -> tuple[str, bool]:
         """(hash, changed): pins a tool seen for the first time."""
         key = (server, tool)
         digest = definition_hash(description, input_schema, annotations)
@@ -87,10 +88,16 @@ class ToolPins:
         if (server, tool, digest) not in self._reported:
             self._reported.add((server, tool, digest))
             log.warning(
-                "tool definition changed: %s/%s", server, tool,
-                extra={"event": "tool_definition_changed", "tool": f"{server}/{tool}", "old": pinned[1],
-                       "new": _definition(description, input_schema, annotations)},
-            )  # fmt: skip
+                "tool definition changed: %s/%s",
+                server,
+                tool,
+                extra={
+                    "event": "tool_definition_changed",
+                    "tool": f"{server}/{tool}",
+                    "old": pinned[1],
+                    "new": _definition(description, input_schema, annotations),
+                },
+            )
         return digest, True
 
     def check_app(self, server: str, tool: str, uri: str, digest: str) -> bool:
@@ -108,8 +115,12 @@ class ToolPins:
             return False
         if (server, key[1], digest) not in self._reported:
             self._reported.add((server, key[1], digest))
-            log.warning("app resource changed: %s/%s", server, tool,
-                        extra={"event": "app_resource_changed", "tool": f"{server}/{tool}", "uri": uri})  # fmt: skip
+            log.warning(
+                "app resource changed: %s/%s",
+                server,
+                tool,
+                extra={"event": "app_resource_changed", "tool": f"{server}/{tool}", "uri": uri},
+            )
         return True
 
     def accept_app(self, server: str, tool: str, uri: str, digest: str) -> None:
@@ -119,8 +130,9 @@ class ToolPins:
         if self._backend is not None:
             self._write(self._backend.replace_pin(server, app_pin_name(tool), digest, definition))
 
-    def accept(self, server: str, tool: str, description: str, input_schema: dict[str, Any],
-               annotations: dict[str, Any]) -> None:  # fmt: skip
+    def accept(
+        self, server: str, tool: str, description: str, input_schema: dict[str, Any], annotations: dict[str, Any]
+    ) -> None:
         digest = definition_hash(description, input_schema, annotations)
         definition = _definition(description, input_schema, annotations)
         self._pins[(server, tool)] = (digest, definition)
@@ -144,7 +156,7 @@ class ToolPins:
         assert self._backend is not None
         try:
             stored = await self._backend.pin_if_absent(key[0], key[1], digest, definition)
-        except Exception as exc:  # noqa: BLE001 - a store outage must not break listing tools
+        except Exception as exc:
             log.warning("could not store the pin of %s/%s: %s", *key, exc, extra={"event": "pin_write_failed"})
             return
         if stored != digest:

@@ -21,18 +21,17 @@ from .catalogue_watch import CatalogueWatch
 from .connection import ServerConnection
 from .launch import EarlyStarts
 from .models import ServerStatus
-from .pins import ToolPins
-from .registry import ToolRegistry
 from .oauth import SignIns
+from .pins import ToolPins
 from .pool_calls import PoolTraffic
 from .pool_users import PerUserServers
+from .registry import ToolRegistry
 from .user_sessions import UserSessions
 from .vault import CredentialVault, MemoryVault
 
 __all__ = ["Readiness", "ServerPool"]
 
 log = logging.getLogger("switchboard.tools")
-
 
 
 @dataclass
@@ -90,15 +89,21 @@ class ServerPool(PerUserServers, PoolTraffic):
         self.credentials_changed: Callable[[str, str], None] = lambda server, user: None
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
         # dev_auth: the app runs in dev auth mode (see SignIns.policy for what that allows)
-        self.sign_ins = SignIns(self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url,
-                                dev=dev_auth)  # fmt: skip
+        self.sign_ins = SignIns(
+            self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url, dev=dev_auth
+        )
         # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
         self._in_memory = dict(in_memory or {})
         self._mcp = mcp
         # early: stdio processes started before the app was built (launch.py), adopted by their connections.
         self._early = early
-        self._connection_args = {"project_root": project_root, "log_dir": log_dir, "init_timeout_s": init_timeout_s,
-                                 "files_origin": files_origin, "input_rounds": input_rounds}  # fmt: skip
+        self._connection_args = {
+            "project_root": project_root,
+            "log_dir": log_dir,
+            "init_timeout_s": init_timeout_s,
+            "files_origin": files_origin,
+            "input_rounds": input_rounds,
+        }
         self._concurrency = concurrency_per_server
         self._max_artifact_bytes = max_artifact_bytes
         self._on_status_cb = on_status
@@ -120,9 +125,15 @@ class ServerPool(PerUserServers, PoolTraffic):
             return self._user_sessions(name, config, transport)
         auth = config.auth
         machine = self.sign_ins.machine_auth(name, config) if auth is not None and auth.type == "oauth" else None
-        return ServerConnection(name, config, on_status=self._on_status, transport=transport, http_auth=machine,
-                                early=self._early,
-                                **self._connection_args)  # fmt: skip
+        return ServerConnection(
+            name,
+            config,
+            on_status=self._on_status,
+            transport=transport,
+            http_auth=machine,
+            early=self._early,
+            **self._connection_args,
+        )
 
     async def _on_status(self, status: ServerStatus) -> None:
         self.apps.forget(status.name)
@@ -141,8 +152,14 @@ class ServerPool(PerUserServers, PoolTraffic):
         needs_auth = [s.name for s in readiness.servers if s.status == "needs_auth"]
         log.info(
             "every server has left starting",
-            extra={"event": "servers_settled", "total": len(readiness.servers), "ready": readiness.count("ready"),
-                   "failed": failed, "needs_auth": needs_auth, "required_not_ready": readiness.required_not_ready},  # fmt: skip
+            extra={
+                "event": "servers_settled",
+                "total": len(readiness.servers),
+                "ready": readiness.count("ready"),
+                "failed": failed,
+                "needs_auth": needs_auth,
+                "required_not_ready": readiness.required_not_ready,
+            },
         )
 
     def readiness(self) -> Readiness:
@@ -151,11 +168,16 @@ class ServerPool(PerUserServers, PoolTraffic):
         return Readiness([s for s in self.statuses() if s.status != "disabled"], required)
 
     def _rebuild(self) -> None:
-        per_user = {name: {user: listing.tools for user, listing in conn.listings().items()}
-                    for name, conn in self.connections.items() if isinstance(conn, UserSessions)}  # fmt: skip
+        per_user = {
+            name: {user: listing.tools for user, listing in conn.listings().items()}
+            for name, conn in self.connections.items()
+            if isinstance(conn, UserSessions)
+        }
         self.registry.rebuild(
-            ((name, conn.config, conn.tools if conn.status.status == "ready" else [])
-             for name, conn in self.connections.items()),
+            (
+                (name, conn.config, conn.tools if conn.status.status == "ready" else [])
+                for name, conn in self.connections.items()
+            ),
             per_user,
         )
 
@@ -239,4 +261,3 @@ class ServerPool(PerUserServers, PoolTraffic):
     def description(self, server: str) -> str:
         conn = self.connections.get(server)
         return conn.config.description if conn else ""
-

@@ -16,8 +16,8 @@ from ..telemetry import mcp_span
 from .apps import AppResource, parse_app_resource
 from .connection import ServerConnection
 from .models import CallSink, RawArtifact, ToolInfo, ToolOutcome
-from .skills import SkillEntry, bytes_of, text_of, verify_skill_file
 from .results import add_resource_contents, finish_text, parse_result
+from .skills import SkillEntry, bytes_of, text_of, verify_skill_file
 from .tasks import TaskChannel, TaskHandle
 from .user_sessions import UserSessions
 
@@ -80,8 +80,9 @@ class PoolTraffic:
         conn = await self._session(tool.server, user)
 
         async def read() -> AppResource:
-            return parse_app_resource(tool.server, uri, await conn.read_resource(uri), conn.resources,
-                                      self._max_artifact_bytes)  # fmt: skip
+            return parse_app_resource(
+                tool.server, uri, await conn.read_resource(uri), conn.resources, self._max_artifact_bytes
+            )
 
         return await self.apps.get(tool.server, conn.user, uri, read)
 
@@ -90,8 +91,9 @@ class PoolTraffic:
         contents = await (await self._session(server, user)).read_resource(uri)
         return {"contents": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in contents]}
 
-    async def get_prompt(self, server: str, name: str, arguments: dict[str, str],
-                         user: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
+    async def get_prompt(
+        self, server: str, name: str, arguments: dict[str, str], user: str | None = None
+    ) -> list[tuple[str, str]]:
         conn = await self._session(server, user)
         with mcp_span("prompts/get", name, server=server, address=_address(conn)):
             return await conn.get_prompt(name, arguments)
@@ -121,8 +123,9 @@ class PoolTraffic:
         verify_skill_file(entry, uri, data)
         return text_of(data)
 
-    async def call(self, tool: ToolInfo, arguments: dict[str, Any], sink: CallSink, *,
-                   user: str | None = None, raw: bool = False) -> ToolOutcome:  # fmt: skip
+    async def call(
+        self, tool: ToolInfo, arguments: dict[str, Any], sink: CallSink, *, user: str | None = None, raw: bool = False
+    ) -> ToolOutcome:
         """Run one call (on `user`'s own session for a per-user server).  Raises the ToolError
         tree; the caller turns it into data."""
         started = time.monotonic()
@@ -130,16 +133,27 @@ class PoolTraffic:
         key = tool.server if conn.user is None else f"{tool.server}\n{conn.user}"  # per session
         async with self._limits.setdefault(key, asyncio.Semaphore(self._concurrency)):
             try:
-                with mcp_span("tools/call", tool.qualified_name, server=tool.server, address=_address(conn),
-                              tool=tool.qualified_name):  # fmt: skip
+                with mcp_span(
+                    "tools/call",
+                    tool.qualified_name,
+                    server=tool.server,
+                    address=_address(conn),
+                    tool=tool.qualified_name,
+                ):
                     result = await conn.call(tool.name, arguments, sink)
                 if isinstance(result, TaskHandle):
-                    return ToolOutcome(ok=True, text=f"started as task {result.task_id}", task=result,
-                                       duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
+                    return ToolOutcome(
+                        ok=True,
+                        text=f"started as task {result.task_id}",
+                        task=result,
+                        duration_ms=int((time.monotonic() - started) * 1000),
+                    )
             except ServerUnavailable:
                 if user is not None and await self.sign_ins.step_up_wanted(tool.server, user):
-                    raise NeedsAuth(f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
-                                    f"next to '{tool.server}' to allow them, then try again") from None  # fmt: skip
+                    raise NeedsAuth(
+                        f"server '{tool.server}' needs more permissions for '{tool.name}': press Connect "
+                        f"next to '{tool.server}' to allow them, then try again"
+                    ) from None
                 raise
         outcome = await self._outcome(conn, result, raw=raw)
         outcome.duration_ms = int((time.monotonic() - started) * 1000)

@@ -47,15 +47,29 @@ class PerUserServers:
             async def on_status(status: ServerStatus) -> None:
                 await group._on_status(conn)
 
-            conn = ServerConnection(name, config, on_status=on_status, transport=transport, user=user,
-                                    headers=headers, http_auth=auth, **self._connection_args)  # fmt: skip
+            conn = ServerConnection(
+                name,
+                config,
+                on_status=on_status,
+                transport=transport,
+                user=user,
+                headers=headers,
+                http_auth=auth,
+                **self._connection_args,
+            )
             return conn
 
         async def credential(user: str) -> tuple[dict[str, str], Any]:
             return await self._credential(name, config, user)
 
-        group = UserSessions(name, config, credential=credential, make=make, on_change=changed,
-                             init_timeout_s=float(self._connection_args["init_timeout_s"] or 60))  # fmt: skip
+        group = UserSessions(
+            name,
+            config,
+            credential=credential,
+            make=make,
+            on_change=changed,
+            init_timeout_s=float(self._connection_args["init_timeout_s"] or 60),
+        )
         return group
 
     async def _credential(self, name: str, config: ServerConfig, user: str) -> tuple[dict[str, str], Any]:
@@ -66,12 +80,16 @@ class PerUserServers:
         if auth.type == "user_token":
             token = await self.vault.get(name, user, "token")
             if not token:
-                raise NeedsAuth(f"server '{name}' needs your own token: open the tools panel, press Connect "
-                                f"next to '{name}' and enter it, then try again")  # fmt: skip
+                raise NeedsAuth(
+                    f"server '{name}' needs your own token: open the tools panel, press Connect "
+                    f"next to '{name}' and enter it, then try again"
+                )
             return {auth.header: auth.format.format(token=token)}, None
         if await self.vault.get(name, user, "oauth_tokens") is None:
-            raise NeedsAuth(f"server '{name}' needs you to sign in first: press Connect next to '{name}' in the "
-                            "tools panel, then try again")  # fmt: skip
+            raise NeedsAuth(
+                f"server '{name}' needs you to sign in first: press Connect next to '{name}' in the "
+                "tools panel, then try again"
+            )
         return {}, self.sign_ins.session_auth(name, config, user)
 
     async def begin_sign_in(self, name: str, user: str) -> str:
@@ -80,8 +98,9 @@ class PerUserServers:
 
     async def finish_sign_in(self, user: str, *, state: str, code: str, error: str = "", iss: str | None = None) -> str:
         """Complete a sign-in from the callback; the user's session reopens with the new tokens."""
-        name = await self.sign_ins.finish(user, state=state, code=code, error=error, iss=iss,
-                                          config_of=lambda server: self._per_user(server).config)  # fmt: skip
+        name = await self.sign_ins.finish(
+            user, state=state, code=code, error=error, iss=iss, config_of=lambda server: self._per_user(server).config
+        )
         group = self._per_user(name)
         await group.close_user(user)
         self.credentials_changed(name, user)
@@ -109,8 +128,12 @@ class PerUserServers:
             return conn.status
         scopes = await self.sign_ins.step_up_wanted(name, user)
         if scopes is not None:  # a call was refused for want of scopes: not a failure, a sign-in to do
-            return ServerStatus(name, "needs_auth", conn.status.transport,
-                                reason=f"needs more permissions ({scopes}): press Connect to allow them")  # fmt: skip
+            return ServerStatus(
+                name,
+                "needs_auth",
+                conn.status.transport,
+                reason=f"needs more permissions ({scopes}): press Connect to allow them",
+            )
         session = conn.session_of(user)
         if session is not None and session.status.status != "disabled":
             return session.status
@@ -118,8 +141,13 @@ class PerUserServers:
         if conn.config.user_credential and not await self.connected(name, user):
             return ServerStatus(name, "needs_auth", base.transport, reason="connect your account to use this server")
         listing = conn.listing_of(user)
-        return ServerStatus(name, "ready", base.transport, tool_count=len(listing.tools) if listing else 0,
-                            protocol_version=base.protocol_version)
+        return ServerStatus(
+            name,
+            "ready",
+            base.transport,
+            tool_count=len(listing.tools) if listing else 0,
+            protocol_version=base.protocol_version,
+        )
 
     async def open_for_user(self, names: list[str], user: str, wait_s: float) -> None:
         """Start this user's sessions of these per-user servers where they have a credential but

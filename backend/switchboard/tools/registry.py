@@ -40,8 +40,11 @@ class ToolRegistry:
         self._index: ToolIndex | None = None
         self.version = 0  # bumps whenever a tool is added, removed or redefined
 
-    def rebuild(self, servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]],
-                per_user: Mapping[str, Mapping[str, Sequence[mcp_types.Tool]]] | None = None) -> None:  # fmt: skip
+    def rebuild(
+        self,
+        servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]],
+        per_user: Mapping[str, Mapping[str, Sequence[mcp_types.Tool]]] | None = None,
+    ) -> None:
         """`servers`: (name, config, shared listing); `per_user`: server -> user -> what that
         user's own session listed."""
         tools: dict[str, ToolInfo] = {}
@@ -73,10 +76,19 @@ class ToolRegistry:
             description, schema, annotations = tool.description or "", dict(tool.input_schema or {}), _annotations(tool)
             digest, changed = self._pins.check(server, tool.name, description, schema, annotations)
             app_uri, visibility = app_fields(tool.meta)
-            infos[name] = ToolInfo(qualified_name=name, server=server, name=tool.name, description=description,
-                                   input_schema=schema, annotations=annotations, title=tool.title,
-                                   definition_hash=digest, definition_changed=changed, app_uri=app_uri,
-                                   visibility=visibility)  # fmt: skip
+            infos[name] = ToolInfo(
+                qualified_name=name,
+                server=server,
+                name=tool.name,
+                description=description,
+                input_schema=schema,
+                annotations=annotations,
+                title=tool.title,
+                definition_hash=digest,
+                definition_changed=changed,
+                app_uri=app_uri,
+                visibility=visibility,
+            )
         return infos
 
     @property

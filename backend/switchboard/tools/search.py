@@ -49,9 +49,67 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])")
 # Words that say nothing about which tool is meant; dropped from queries only.
 _STOP = frozenset(
-    "a an and are as at be by can could do does for from has have how i if in into is it its me my of on "
-    "or our please show tell that the their them there these this to up us want was we what when where which "
-    "who will with would you your everything anything something".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "please",
+        "show",
+        "tell",
+        "that",
+        "the",
+        "their",
+        "them",
+        "there",
+        "these",
+        "this",
+        "to",
+        "up",
+        "us",
+        "want",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "everything",
+        "anything",
+        "something",
+    ]
 )
 
 
@@ -80,7 +138,16 @@ def _words(text: str) -> str:
 @functools.lru_cache(maxsize=16384)  # a catalogue says the same few thousand words again and again
 def _stem(word: str) -> str:
     """A crude plural/tense fold, enough to compare query words with name words."""
-    for suffix, repl in (("ies", "y"), ("ys", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("e", "")):
+    for suffix, repl in (
+        ("ies", "y"),
+        ("ys", "y"),
+        ("sses", "ss"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+        ("e", ""),
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)] + repl
     return word
@@ -149,10 +216,22 @@ class ToolIndex:
             home = [*home, *_related(_words(tool.server).lower().split())]
             description = _words(tool.description).lower().split()
             description += _related(_words(summary_of(tool.description)).lower().split())
-            self._fields[tool.qualified_name] = tuple({_stem(w) for w in words} for words in (name_words, related, description, home))
-            rows.append((self._order[tool.qualified_name], " ".join(name_words), " ".join(sorted(related)), tool.description,
-                         _parameters(tool.input_schema), " ".join(home)))  # fmt: skip
-        self._db.executemany("INSERT INTO tools(rowid, name, related, description, parameters, server) VALUES (?, ?, ?, ?, ?, ?)", rows)
+            self._fields[tool.qualified_name] = tuple(
+                {_stem(w) for w in words} for words in (name_words, related, description, home)
+            )
+            rows.append(
+                (
+                    self._order[tool.qualified_name],
+                    " ".join(name_words),
+                    " ".join(sorted(related)),
+                    tool.description,
+                    _parameters(tool.input_schema),
+                    " ".join(home),
+                )
+            )
+        self._db.executemany(
+            "INSERT INTO tools(rowid, name, related, description, parameters, server) VALUES (?, ?, ?, ?, ?, ?)", rows
+        )
         self._vocabulary = sorted(set().union(*(f for fields in self._fields.values() for f in fields)))
         self._names = list(self._tools)
         self._summaries = {name: summary_of(tool.description) for name, tool in self._tools.items()}
@@ -223,8 +302,13 @@ class ToolIndex:
         # asked comes first ("give ticket 881 to Maria": assign_ticket, not the ticket tool
         # with the shortest description).  bm25() is negative, best lowest.
         best = candidates[0][1] or -1.0
-        scored = sorted(((self._score(name, forms) + _BM25_SHARE * bm25 / best, -i, name)
-                         for i, (name, bm25) in enumerate(candidates)), reverse=True)  # fmt: skip
+        scored = sorted(
+            (
+                (self._score(name, forms) + _BM25_SHARE * bm25 / best, -i, name)
+                for i, (name, bm25) in enumerate(candidates)
+            ),
+            reverse=True,
+        )
         # Then a server's tools give way a little for each one already listed, so one server's
         # look-alikes (ten "folder" tools) do not fill the list while another has a close match.
         queues: dict[str, list[tuple[float, str]]] = {}
@@ -233,8 +317,10 @@ class ToolIndex:
         taken = dict.fromkeys(queues, 0)
         picked: list[str] = []
         while len(picked) < limit and any(taken[s] < len(q) for s, q in queues.items()):
-            server = max((s for s, q in queues.items() if taken[s] < len(q)),
-                         key=lambda s: queues[s][taken[s]][0] - _SAME_SERVER * taken[s])  # fmt: skip
+            server = max(
+                (s for s, q in queues.items() if taken[s] < len(q)),
+                key=lambda s: queues[s][taken[s]][0] - _SAME_SERVER * taken[s],
+            )
             picked.append(queues[server][taken[server]][1])
             taken[server] += 1
         return [self.hit(name) for name in picked]

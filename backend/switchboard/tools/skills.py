@@ -25,8 +25,17 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from ..errors import SkillRejected
 
-__all__ = ["SKILLS_EXTENSION_ID", "SkillEntry", "SkillFile", "SkillsClientExtension", "bytes_of", "declares_skills",
-           "list_skills", "text_of", "verify_skill_file"]  # fmt: skip
+__all__ = [
+    "SKILLS_EXTENSION_ID",
+    "SkillEntry",
+    "SkillFile",
+    "SkillsClientExtension",
+    "bytes_of",
+    "declares_skills",
+    "list_skills",
+    "text_of",
+    "verify_skill_file",
+]
 
 log = logging.getLogger("switchboard.tools")
 
@@ -86,11 +95,21 @@ async def list_skills(server: str, session: ClientSession, timeout_s: float = 30
             except ValidationError as exc:
                 log.info("server %s lists a skill that is not valid (%d problems); left out", server, exc.error_count())
                 continue
-            files = None if skill.resources == "dynamic" else tuple(
-                SkillFile(r.uri, r.digest, r.size) for r in skill.resources)  # fmt: skip
-            entries.append(SkillEntry(server=server, uri=skill.uri, name=skill.frontmatter.name,
-                                      description=skill.frontmatter.description,
-                                      frontmatter=dict(skill.frontmatter.root), files=files))  # fmt: skip
+            files = (
+                None
+                if skill.resources == "dynamic"
+                else tuple(SkillFile(r.uri, r.digest, r.size) for r in skill.resources)
+            )
+            entries.append(
+                SkillEntry(
+                    server=server,
+                    uri=skill.uri,
+                    name=skill.frontmatter.name,
+                    description=skill.frontmatter.description,
+                    frontmatter=dict(skill.frontmatter.root),
+                    files=files,
+                )
+            )
         cursor = listed.next_cursor
         if not cursor:
             break
@@ -142,6 +161,7 @@ def verify_skill_file(entry: SkillEntry, uri: str, data: bytes) -> None:
             raise SkillRejected(f"the SKILL.md of '{entry.name}' has no frontmatter: the skill is not loaded")
         differ = sorted(k for k in {*found, *entry.frontmatter} if found.get(k) != entry.frontmatter.get(k))
         if differ:
-            raise SkillRejected(f"the SKILL.md of '{entry.name}' differs from the server's listing in "
-                                f"{', '.join(differ)}: the skill is not loaded")  # fmt: skip
-
+            raise SkillRejected(
+                f"the SKILL.md of '{entry.name}' differs from the server's listing in "
+                f"{', '.join(differ)}: the skill is not loaded"
+            )

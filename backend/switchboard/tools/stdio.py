@@ -113,17 +113,25 @@ class LineSplitter:
 
 @asynccontextmanager
 async def stdio_streams(
-    server: StdioServerParameters, errlog: TextIO, process: sdk.ServerProcess | None = None,
+    server: StdioServerParameters,
+    errlog: TextIO,
+    process: sdk.ServerProcess | None = None,
     ended: ProcessEnd | None = None,
-) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream[SessionMessage | Exception], anyio.abc.ObjectSendStream[SessionMessage]]]:
+) -> AsyncIterator[
+    tuple[anyio.abc.ObjectReceiveStream[SessionMessage | Exception], anyio.abc.ObjectSendStream[SessionMessage]]
+]:
     """Spawn the server (or use `process`, already spawned for it) and yield (read stream,
     write stream) for a ClientSession. `ended` learns the exit status of a process that ended
     by itself (known once the context has exited)."""
     if process is None:
         command = await sdk._get_executable_command(server.command)
         process = await sdk._create_platform_compatible_process(
-            command=command, args=server.args, env=child_environment(server.env), errlog=errlog, cwd=server.cwd,
-        )  # fmt: skip
+            command=command,
+            args=server.args,
+            env=child_environment(server.env),
+            errlog=errlog,
+            cwd=server.cwd,
+        )
     # No awaits from here until the task group is entered, or a cancellation
     # delivered in the gap would leak the live process.
     read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)

@@ -13,20 +13,28 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import mcp_types
 import httpx
 import httpx2
-from mcp import MCPError
+import mcp_types
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.session import ClientSession
 from mcp_types import RequestParams, Result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field, ValidationError
 
+from mcp import MCPError
+
 from ..errors import ServerUnavailable, TaskGone, ToolError
 
-__all__ = ["TASKS_EXTENSION_ID", "HostTasksExtension", "Question", "TaskChannel", "TaskHandle", "TaskStarted",
-           "TaskState"]  # fmt: skip
+__all__ = [
+    "TASKS_EXTENSION_ID",
+    "HostTasksExtension",
+    "Question",
+    "TaskChannel",
+    "TaskHandle",
+    "TaskStarted",
+    "TaskState",
+]
 
 TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -117,7 +125,7 @@ class TaskState:
         return self.status in TERMINAL
 
 
-class TaskStarted(Exception):  # noqa: N818 - not an error: the call continues as a task
+class TaskStarted(Exception):
     """Raised out of `call_tool` when the server answered with a task handle."""
 
     def __init__(self, handle: TaskHandle) -> None:
@@ -131,12 +139,25 @@ class HostTasksExtension(ClientExtension):
     identifier = TASKS_EXTENSION_ID
 
     def claims(self) -> Sequence[ResultClaim[Any]]:
-        return (ResultClaim(result_type="task", model=_Created, resolve=self._started,
-                            protocol_versions=frozenset(MODERN_PROTOCOL_VERSIONS)),)  # fmt: skip
+        return (
+            ResultClaim(
+                result_type="task",
+                model=_Created,
+                resolve=self._started,
+                protocol_versions=frozenset(MODERN_PROTOCOL_VERSIONS),
+            ),
+        )
 
     async def _started(self, created: _Created, ctx: ClaimContext) -> mcp_types.CallToolResult:
-        raise TaskStarted(TaskHandle(task_id=created.task_id, status=created.status, message=created.status_message,
-                                     poll_interval_ms=created.poll_interval_ms, ttl_ms=created.ttl_ms))  # fmt: skip
+        raise TaskStarted(
+            TaskHandle(
+                task_id=created.task_id,
+                status=created.status,
+                message=created.status_message,
+                poll_interval_ms=created.poll_interval_ms,
+                ttl_ms=created.ttl_ms,
+            )
+        )
 
 
 def _state(detail: _Detailed) -> TaskState:
@@ -145,7 +166,10 @@ def _state(detail: _Detailed) -> TaskState:
         try:
             state.result = mcp_types.CallToolResult.model_validate(detail.result or {})
         except ValidationError as exc:
-            state.status, state.error = "failed", f"the task's result was not a valid tool result ({exc.error_count()} problems)"
+            state.status, state.error = (
+                "failed",
+                f"the task's result was not a valid tool result ({exc.error_count()} problems)",
+            )
     elif detail.status == "failed":
         message = (detail.error or {}).get("message")
         state.error = message if isinstance(message, str) and message else detail.status_message or "the task failed"
@@ -153,8 +177,13 @@ def _state(detail: _Detailed) -> TaskState:
         for key, request in (detail.input_requests or {}).items():
             if isinstance(request, dict) and request.get("method") == "elicitation/create":
                 params = request.get("params") or {}
-                state.questions.append(Question(key=key, message=str(params.get("message", "")),
-                                                schema=params.get("requestedSchema") or {"type": "object"}))  # fmt: skip
+                state.questions.append(
+                    Question(
+                        key=key,
+                        message=str(params.get("message", "")),
+                        schema=params.get("requestedSchema") or {"type": "object"},
+                    )
+                )
             else:
                 state.unanswerable.append(str(request.get("method") if isinstance(request, dict) else request))
     return state
@@ -169,18 +198,23 @@ class TaskChannel:
 
     async def get(self, task_id: str) -> TaskState:
         request = _Get(params=_TaskParams(task_id=task_id))
-        detail = await self._send(lambda: self._session.send_request(request, _Detailed,
-                                                                     request_read_timeout_seconds=self._timeout_s))
+        detail = await self._send(
+            lambda: self._session.send_request(request, _Detailed, request_read_timeout_seconds=self._timeout_s)
+        )
         return _state(detail)
 
     async def update(self, task_id: str, answers: dict[str, Any]) -> None:
         """Answers keyed as the server keyed its questions: `{key: {action, content?}}`."""
         request = _Update(params=_UpdateParams(task_id=task_id, input_responses=answers))
-        await self._send(lambda: self._session.send_request(request, Result, request_read_timeout_seconds=self._timeout_s))
+        await self._send(
+            lambda: self._session.send_request(request, Result, request_read_timeout_seconds=self._timeout_s)
+        )
 
     async def cancel(self, task_id: str) -> None:
         request = _Cancel(params=_TaskParams(task_id=task_id))
-        await self._send(lambda: self._session.send_request(request, Result, request_read_timeout_seconds=self._timeout_s))
+        await self._send(
+            lambda: self._session.send_request(request, Result, request_read_timeout_seconds=self._timeout_s)
+        )
 
     async def _send(self, send: Callable[[], Awaitable[Any]]) -> Any:
         try:
@@ -192,8 +226,10 @@ class TaskChannel:
                 raise TaskGone(f"server '{self._server}' no longer knows the task: {exc.message}") from None
             raise ToolError(f"server '{self._server}' refused the task request: {exc.message}") from None
         except ValidationError as exc:
-            raise ToolError(f"server '{self._server}' answered a task request with an invalid result "
-                            f"({exc.error_count()} problems)") from None  # fmt: skip
+            raise ToolError(
+                f"server '{self._server}' answered a task request with an invalid result ({exc.error_count()} problems)"
+            ) from None
         except (TimeoutError, OSError, httpx.HTTPError, httpx2.HTTPError) as exc:
-            raise ServerUnavailable(f"server '{self._server}' did not answer the task request ({type(exc).__name__})") from None
-
+            raise ServerUnavailable(
+                f"server '{self._server}' did not answer the task request ({type(exc).__name__})"
+            ) from None

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 __all__ = ["GROUPS"]
 
-GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(line.split()) for line in """
+GROUPS: tuple[frozenset[str], ...] = tuple(
+    frozenset(line.split())
+    for line in """
 search find lookup look seek query discover hunt filter match
 delete remove erase destroy wipe purge discard forget trash drop rm
 create make new add put build generate start open register compose touch
@@ -75,4 +77,5 @@ sampling sample llm
 elicitation form input
 compress gzip zip
 checkout switch
-""".strip().splitlines())
+""".strip().splitlines()
+)

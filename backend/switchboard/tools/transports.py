@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx2
-
 from fastmcp.client.transports import ClientTransport, SSETransport, StreamableHttpTransport
 from fastmcp.client.transports.base import TransportOptions
+
 from mcp import ClientSession, StdioServerParameters
 
 from ..config.models import ServerConfig
@@ -34,8 +34,13 @@ class _StdioTransport(ClientTransport):
     (launch.py), used for the first session instead of spawning one; `starts`: where a
     bundled server's later processes are forked from."""
 
-    def __init__(self, params: StdioServerParameters, launch: Launch, early: asyncio.Future[Process | None] | None = None,
-                 starts: EarlyStarts | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        params: StdioServerParameters,
+        launch: Launch,
+        early: asyncio.Future[Process | None] | None = None,
+        starts: EarlyStarts | None = None,
+    ) -> None:
         self._params = params
         self._launch = launch
         self._log_file = launch.log_file
@@ -43,8 +48,9 @@ class _StdioTransport(ClientTransport):
         self._starts = starts
 
     @contextlib.asynccontextmanager
-    async def connect_session(self, *, transport_options: TransportOptions | None = None,
-                              **session_kwargs: Any) -> AsyncIterator[ClientSession]:  # fmt: skip
+    async def connect_session(
+        self, *, transport_options: TransportOptions | None = None, **session_kwargs: Any
+    ) -> AsyncIterator[ClientSession]:
         options = transport_options or TransportOptions()
         early, self._early = self._early, None
         process = await early if early is not None else None
@@ -68,8 +74,15 @@ class _StdioTransport(ClientTransport):
 
 
 def build_transport(
-    name: str, config: ServerConfig, *, project_root: Path, log_dir: Path, files_origin: str | None = None,
-    trace: HttpTrace | None = None, headers: dict[str, str] | None = None, auth: httpx2.Auth | None = None,
+    name: str,
+    config: ServerConfig,
+    *,
+    project_root: Path,
+    log_dir: Path,
+    files_origin: str | None = None,
+    trace: HttpTrace | None = None,
+    headers: dict[str, str] | None = None,
+    auth: httpx2.Auth | None = None,
     early: EarlyStarts | None = None,
 ) -> ClientTransport:
     """`files_origin`: see `stdio_launch`. `early`: processes started before the app was built."""
@@ -77,7 +90,9 @@ def build_transport(
         launch = stdio_launch(name, config, project_root=project_root, log_dir=log_dir, files_origin=files_origin)
         launch.log_file.parent.mkdir(parents=True, exist_ok=True)
         # The child gets a minimal environment (PATH, HOME, ...) plus `env`; the app's own secrets never reach it.
-        params = StdioServerParameters(command=launch.command, args=list(launch.args), env=dict(launch.env), cwd=str(launch.cwd))
+        params = StdioServerParameters(
+            command=launch.command, args=list(launch.args), env=dict(launch.env), cwd=str(launch.cwd)
+        )
         return _StdioTransport(params, launch, early.take(name, launch) if early is not None else None, early)
     assert config.url is not None
     factory = http_client_factory(trace or HttpTrace())

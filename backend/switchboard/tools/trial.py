@@ -14,7 +14,9 @@ from .models import ServerStatus
 __all__ = ["start_once"]
 
 
-async def start_once(mcp: McpConfig, *, project_root: Path, log_dir: Path, timeout_s: float = 30.0) -> list[ServerStatus]:
+async def start_once(
+    mcp: McpConfig, *, project_root: Path, log_dir: Path, timeout_s: float = 30.0
+) -> list[ServerStatus]:
     """The first status other than `starting` of every enabled stdio server (`starting` when
     it did not finish its handshake within `timeout_s`). Each is stopped once it has one: it is
     not started again, so its failure is reported once (by the caller; the connection logs none)."""
@@ -37,7 +39,17 @@ async def start_once(mcp: McpConfig, *, project_root: Path, log_dir: Path, timeo
 
     names = [name for name, server in mcp.servers.items() if server.enabled and server.transport == "stdio"]
     settled.update((name, asyncio.Event()) for name in names)
-    connections = [ServerConnection(name, mcp.servers[name], project_root=project_root, log_dir=log_dir,
-                                    init_timeout_s=timeout_s, on_status=note, log_failures=False) for name in names]  # fmt: skip
+    connections = [
+        ServerConnection(
+            name,
+            mcp.servers[name],
+            project_root=project_root,
+            log_dir=log_dir,
+            init_timeout_s=timeout_s,
+            on_status=note,
+            log_failures=False,
+        )
+        for name in names
+    ]
     await asyncio.gather(*(once(connection) for connection in connections))
     return [first.get(c.name, c.status) for c in connections]

@@ -52,8 +52,16 @@ class Listing:
 
 
 class UserSessions:
-    def __init__(self, name: str, config: ServerConfig, *, credential: Credential, make: MakeConnection,
-                 on_change: Callable[[str], Awaitable[None]], init_timeout_s: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        *,
+        credential: Credential,
+        make: MakeConnection,
+        on_change: Callable[[str], Awaitable[None]],
+        init_timeout_s: float,
+    ) -> None:
         self.name = name
         self.config = config
         self._credential = credential
@@ -89,7 +97,9 @@ class UserSessions:
             return ServerStatus(self.name, "disabled", transport)
         if self._listings or not self.config.user_credential:
             latest = next(reversed(self._sessions.values()), None)  # the version the server spoke last
-            return ServerStatus(self.name, "ready", transport, protocol_version=latest.protocol_version if latest else None)
+            return ServerStatus(
+                self.name, "ready", transport, protocol_version=latest.protocol_version if latest else None
+            )
         return ServerStatus(self.name, "needs_auth", transport, reason="each user connects their own account")
 
     def session_of(self, user: str) -> ServerConnection | None:
@@ -136,12 +146,19 @@ class UserSessions:
             now = time.monotonic()
             # A session still starting is not idle: its user is waiting for it (on a slow machine
             # a start can take longer than idle_close_s).
-            idle = [user for user, conn in self._sessions.items()
-                    if not conn.busy and conn.status.status != "starting"
-                    and now - self._last_used.get(user, now) >= self.config.idle_close_s]  # fmt: skip
+            idle = [
+                user
+                for user, conn in self._sessions.items()
+                if not conn.busy
+                and conn.status.status != "starting"
+                and now - self._last_used.get(user, now) >= self.config.idle_close_s
+            ]
             for user in idle:
-                log.info("server %s: closing an idle user session", self.name,
-                         extra={"event": "user_session_closed", "server": self.name, "why": "idle"})  # fmt: skip
+                log.info(
+                    "server %s: closing an idle user session",
+                    self.name,
+                    extra={"event": "user_session_closed", "server": self.name, "why": "idle"},
+                )
                 await self.close_user(user)
 
     # -- sessions ----------------------------------------------------------------------
@@ -189,8 +206,11 @@ class UserSessions:
                     f"server '{self.name}' has {len(self._sessions)} user sessions busy (its max_user_sessions); "
                     "try again shortly"
                 )
-            log.info("server %s: closing the least recently used user session", self.name,
-                     extra={"event": "user_session_closed", "server": self.name, "why": "max_user_sessions"})  # fmt: skip
+            log.info(
+                "server %s: closing the least recently used user session",
+                self.name,
+                extra={"event": "user_session_closed", "server": self.name, "why": "max_user_sessions"},
+            )
             await self.close_user(victim)
 
     async def _until_ready(self, conn: ServerConnection) -> ServerConnection:

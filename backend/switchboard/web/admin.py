@@ -35,8 +35,10 @@ async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
     broken = load_app_config(settings.defaults_dir, settings.config_dir, services.environ).broken_files()
     if broken:
         services.refuse_reload(broken, user.email)
-        raise BadRequest("not reloaded: " + "; ".join(str(e) for e in broken),
-                         action="Fix the file and reload again; the running configuration is unchanged.")  # fmt: skip
+        raise BadRequest(
+            "not reloaded: " + "; ".join(str(e) for e in broken),
+            action="Fix the file and reload again; the running configuration is unchanged.",
+        )
     return await services.reload()
 
 
@@ -46,8 +48,10 @@ async def restart_server(request: Request, user: UserDep, name: str) -> dict[str
     services = _admin_services(request, user, "restart a server")
     pool = services.pool
     if name in services.config.mcp.errors:
-        raise BadRequest(f"server '{name}' has an error in its mcp.json entry: {services.config.mcp.errors[name]}",
-                         action="Fix the entry, then reload the configuration.")  # fmt: skip
+        raise BadRequest(
+            f"server '{name}' has an error in its mcp.json entry: {services.config.mcp.errors[name]}",
+            action="Fix the entry, then reload the configuration.",
+        )
     config = pool.server_config(name)
     if config is None:
         raise NotFound(f"there is no server named '{name}'")

@@ -18,9 +18,9 @@ from ..chat.approvals import approval_reason
 from ..chat.gateway import exposure_report
 from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
+from .artifact_theme import follow_page_theme, quiet_network
 from .connect import auth_entry
 from .deps import current_user, services_of
-from .artifact_theme import follow_page_theme, quiet_network
 from .readiness import config_problems, readiness_report
 from .security import ARTIFACT_CSP, ARTIFACT_CSP_SCRIPTS, PDF_CSP
 
@@ -47,14 +47,18 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     services = services_of(request)
     cfg = services.config
     if compliance_level is not None and compliance_level not in cfg.compliance.names:
-        raise BadRequest(f"unknown compliance level '{compliance_level}'",
-                         action=f"Use one of: {', '.join(cfg.compliance.names)}, or leave it out.")  # fmt: skip
+        raise BadRequest(
+            f"unknown compliance level '{compliance_level}'",
+            action=f"Use one of: {', '.join(cfg.compliance.names)}, or leave it out.",
+        )
     access = Access(user, compliance_level, cfg.compliance)
     admin = access.is_admin()
     models = services.models.entries(access)
     tools = services.pool.registry.visible(access)
     configured = {model.name: model for model in cfg.llm.models}
-    tool_tokens = services.engine.tool_tokens([t for t in tools if t.model_visible])  # remembered: every open page asks after a catalogue change
+    tool_tokens = services.engine.tool_tokens(
+        [t for t in tools if t.model_visible]
+    )  # remembered: every open page asks after a catalogue change
     servers = []
     for status in services.pool.statuses():
         server_cfg = cfg.mcp.servers.get(status.name)
@@ -99,8 +103,11 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
                 "requires_approval": approval_reason(tool, server_cfg, set()) is not None,
                 "definition_changed": tool.definition_changed,
                 # MCP Apps: the tool's app, and who may call it (app-only tools are never the model's)
-                **({"app": {"resource_uri": tool.app_uri, "visibility": list(tool.visibility)}}
-                   if tool.app_uri is not None or not tool.model_visible else {}),
+                **(
+                    {"app": {"resource_uri": tool.app_uri, "visibility": list(tool.visibility)}}
+                    if tool.app_uri is not None or not tool.model_visible
+                    else {}
+                ),
             }
         )
     resources, templates, prompts = [], [], []
@@ -108,21 +115,48 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
         if not services.pool.registry.server_admits(status.name, access):
             continue
         listed, listed_templates, listed_prompts = services.pool.resources_of(status.name, user.email)
-        resources += [{"server": status.name, "uri": str(r.uri), "name": r.name, "description": r.description,
-                       "mime": r.mime_type} for r in listed]  # fmt: skip
-        templates += [{"server": status.name, "uri_template": t.uri_template, "name": t.name,
-                       "description": t.description} for t in listed_templates]  # fmt: skip
-        prompts += [{"server": status.name, "name": p.name, "description": p.description,
-                     "arguments": [a.model_dump(exclude_none=True) for a in p.arguments or []]} for p in listed_prompts]  # fmt: skip
+        resources += [
+            {
+                "server": status.name,
+                "uri": str(r.uri),
+                "name": r.name,
+                "description": r.description,
+                "mime": r.mime_type,
+            }
+            for r in listed
+        ]
+        templates += [
+            {"server": status.name, "uri_template": t.uri_template, "name": t.name, "description": t.description}
+            for t in listed_templates
+        ]
+        prompts += [
+            {
+                "server": status.name,
+                "name": p.name,
+                "description": p.description,
+                "arguments": [a.model_dump(exclude_none=True) for a in p.arguments or []],
+            }
+            for p in listed_prompts
+        ]
     return {
         "user": {"email": user.email, "groups": sorted(user.groups), "admin": admin},
         "resources": resources,
         "resource_templates": templates,
         "prompts": prompts,
         "models": [
-            {"name": m.name, "description": m.description, "available": m.available, "reason": m.reason, "demo": m.is_demo,
-             "failing": m.failing,
-             "gateway": exposure_report(configured[m.name], cfg.llm, tool_tokens, sum(t.model_visible for t in tools)) if m.name in configured else None}
+            {
+                "name": m.name,
+                "description": m.description,
+                "available": m.available,
+                "reason": m.reason,
+                "demo": m.is_demo,
+                "failing": m.failing,
+                "gateway": exposure_report(
+                    configured[m.name], cfg.llm, tool_tokens, sum(t.model_visible for t in tools)
+                )
+                if m.name in configured
+                else None,
+            }
             for m in models
         ],
         "default_model": services.models.default_model_name(access),
@@ -151,8 +185,10 @@ async def use_prompt(request: Request, user: UserDep, body: PromptRequest) -> di
     if not services.pool.registry.server_admits(body.server, access):
         raise NotFound(f"there is no server named '{body.server}' for you")
     messages = await services.pool.get_prompt(body.server, body.name, body.arguments, user=user.email)
-    return {"messages": [{"role": role, "text": text} for role, text in messages],
-            "text": "\n\n".join(text for _, text in messages)}  # fmt: skip
+    return {
+        "messages": [{"role": role, "text": text} for role, text in messages],
+        "text": "\n\n".join(text for _, text in messages),
+    }
 
 
 @router.post("/api/files")
@@ -170,17 +206,28 @@ async def upload(request: Request, user: UserDep, file: UploadFile) -> dict[str,
         )
     # Quota check and writing touch the disk: in a worker thread, not on the event loop.
     stored = await asyncio.to_thread(
-        services.artifacts.put_upload, owner=user.email, name=file.filename or "upload", mime=file.content_type or "",
-        data=file.file, size=size, max_bytes=services.settings.max_upload_bytes_per_user,
+        services.artifacts.put_upload,
+        owner=user.email,
+        name=file.filename or "upload",
+        mime=file.content_type or "",
+        data=file.file,
+        size=size,
+        max_bytes=services.settings.max_upload_bytes_per_user,
         max_files=services.settings.max_uploads_per_user,
-    )  # fmt: skip
+    )
     suggested = [
         tool.qualified_name
         for tool in services.pool.registry.for_model(Access(user, None, services.config.compliance))
         if (cfg := services.pool.server_config(tool.server)) is not None and cfg.handles_file(stored.name, stored.mime)
     ]
     # `suggested_tools`: the tools that handle this kind of file (config `file_types`); the page pre-selects them.
-    return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size, "suggested_tools": suggested}
+    return {
+        "id": stored.id,
+        "name": stored.name,
+        "mime": stored.mime,
+        "size": stored.size,
+        "suggested_tools": suggested,
+    }
 
 
 @router.get("/api/files/{file_id}/content")
@@ -189,9 +236,14 @@ async def signed_file(request: Request, file_id: str, u: str, e: int, s: str) ->
     services = services_of(request)
     services.signer.verify(file_id, u, e, s)
     stored, path = await services.artifacts.aget(file_id, owner=u)
-    return _file_response(services.artifacts, stored, path,
-                          media_type="application/octet-stream" if stored.mime in ("text/html", "image/svg+xml") else stored.mime,
-                          disposition="attachment", headers={"Content-Security-Policy": ARTIFACT_CSP, "Cache-Control": "no-store"})  # fmt: skip
+    return _file_response(
+        services.artifacts,
+        stored,
+        path,
+        media_type="application/octet-stream" if stored.mime in ("text/html", "image/svg+xml") else stored.mime,
+        disposition="attachment",
+        headers={"Content-Security-Policy": ARTIFACT_CSP, "Cache-Control": "no-store"},
+    )
 
 
 @router.get("/api/artifacts/{file_id}/rendered")
@@ -205,8 +257,17 @@ async def rendered_artifact(request: Request, user: UserDep, file_id: str) -> di
     return {"html": render_markdown(text)}
 
 
-_INLINE_SAFE = ("image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/plain", "text/csv",
-                "text/markdown", "application/json")  # fmt: skip
+_INLINE_SAFE = (
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
+    "text/plain",
+    "text/csv",
+    "text/markdown",
+    "application/json",
+)
 
 
 @router.get("/api/artifacts/{file_id}")
@@ -222,23 +283,37 @@ async def artifact(request: Request, user: UserDep, file_id: str, download: bool
     # Scripts run only for artifacts of servers trusted with `artifact_scripts`;
     # the rule is this header, whatever sandbox the page puts on its frame.
     csp = ARTIFACT_CSP_SCRIPTS if stored.scripts else ARTIFACT_CSP
-    headers = {"Content-Security-Policy": PDF_CSP if media_type == "application/pdf" else csp,
-               "Cache-Control": "private, max-age=3600",
-               "X-Artifact-Scripts": "allowed" if stored.scripts else "blocked"}  # fmt: skip
+    headers = {
+        "Content-Security-Policy": PDF_CSP if media_type == "application/pdf" else csp,
+        "Cache-Control": "private, max-age=3600",
+        "X-Artifact-Scripts": "allowed" if stored.scripts else "blocked",
+    }
     if inline and stored.mime == "text/html":
         headers["Content-Disposition"] = "inline"
         body = await asyncio.to_thread(lambda: quiet_network(follow_page_theme(files.read(stored))))
         return Response(body, media_type=media_type, headers=headers)
-    return _file_response(files, stored, path, media_type=media_type, disposition="inline" if inline else "attachment",
-                          headers=headers)  # fmt: skip
+    return _file_response(
+        files, stored, path, media_type=media_type, disposition="inline" if inline else "attachment", headers=headers
+    )
 
 
-def _file_response(files: ArtifactStore, stored: StoredFile, path: Path | None, *, media_type: str, disposition: str,
-                   headers: dict[str, str]) -> Response:  # fmt: skip
+def _file_response(
+    files: ArtifactStore,
+    stored: StoredFile,
+    path: Path | None,
+    *,
+    media_type: str,
+    disposition: str,
+    headers: dict[str, str],
+) -> Response:
     """A file from the folder as is (sendfile), or from a bucket as a stream of chunks."""
     if path is not None:
-        return FileResponse(path, media_type=media_type, filename=stored.name, content_disposition_type=disposition,
-                            headers=headers)  # fmt: skip
-    headers = {**headers, "Content-Length": str(stored.size),
-               "Content-Disposition": f"{disposition}; filename*=utf-8''{quote(stored.name)}"}  # fmt: skip
+        return FileResponse(
+            path, media_type=media_type, filename=stored.name, content_disposition_type=disposition, headers=headers
+        )
+    headers = {
+        **headers,
+        "Content-Length": str(stored.size),
+        "Content-Disposition": f"{disposition}; filename*=utf-8''{quote(stored.name)}",
+    }
     return StreamingResponse(files.chunks(stored), media_type=media_type, headers=headers)

@@ -43,8 +43,9 @@ async def _retention(services: Services) -> None:
         await asyncio.sleep(6 * 3600)
 
 
-def create_app(settings: Settings | None = None, *, services: Services | None = None,
-               early: EarlyStarts | None = None) -> FastAPI:  # fmt: skip
+def create_app(
+    settings: Settings | None = None, *, services: Services | None = None, early: EarlyStarts | None = None
+) -> FastAPI:
     """`early`: stdio server processes `switchboard serve` started before the app was built."""
     settings = settings or (services.settings if services else Settings())
     setup_logging(settings.log_dir)
@@ -54,7 +55,11 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for error in services.config.all_errors():
             log.warning("config error: %s", error, extra={"event": "config_error"})
-        log.info("switchboard %s starting", __version__, extra={"event": "startup", "servers": len(services.pool.connections)})
+        log.info(
+            "switchboard %s starting",
+            __version__,
+            extra={"event": "startup", "servers": len(services.pool.connections)},
+        )
         raise_open_files_limit()  # each websocket is a file descriptor
         await services.start()  # servers start in the background: the app serves at once
         retention = asyncio.create_task(_retention(services), name="retention")
@@ -68,8 +73,9 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
     # The schema is at /openapi.json, and described at /docs (ReDoc, served from the app itself), both
     # for signed-in users only (docs_page.py).
-    app = FastAPI(title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)  # fmt: skip
+    app = FastAPI(
+        title="Switchboard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.state.services = services
     app.state.drain = services.turns.drain  # `switchboard serve` calls it at SIGTERM, before closing connections
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard

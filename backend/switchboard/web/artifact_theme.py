@@ -21,7 +21,9 @@ _META = b'<meta name="color-scheme" content="light dark">'
 
 # Chromium resolves names (and opens connections) for these hints and for links even where the
 # CSP blocks every fetch; a script-less artifact could use them as a read receipt.
-_HINT_RELS = frozenset({b"dns-prefetch", b"preconnect", b"prefetch", b"prerender", b"preload", b"modulepreload", b"next"})
+_HINT_RELS = frozenset(
+    {b"dns-prefetch", b"preconnect", b"prefetch", b"prerender", b"preload", b"modulepreload", b"next"}
+)
 _LINK = re.compile(rb"<link\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
 _REL = re.compile(rb"[\s/]rel\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
 _NO_PREFETCH = b'<meta http-equiv="x-dns-prefetch-control" content="off">'
@@ -30,7 +32,9 @@ _NO_PREFETCH = b'<meta http-equiv="x-dns-prefetch-control" content="off">'
 # A frame the CSP blocks is still looked up and connected to by Chromium (measured: two
 # connections for one `<iframe src>`), and a refresh navigates the artifact's own frame, which
 # no CSP governs: frames lose their address, refreshes go.
-_FRAME = re.compile(rb"<(?:iframe|frame|embed|object|portal|fencedframe)\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
+_FRAME = re.compile(
+    rb"<(?:iframe|frame|embed|object|portal|fencedframe)\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE
+)
 _FRAME_SOURCE = re.compile(rb"([\s/])(src|srcdoc|data)(\s*=)", re.IGNORECASE)
 _META_TAG = re.compile(rb"<meta\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
 _REFRESH = re.compile(rb"[\s/]http-equiv\s*=\s*[\"']?\s*refresh", re.IGNORECASE)

@@ -32,8 +32,10 @@ from ..store.tokens import TOKEN_PREFIX, TokenStore
 
 __all__ = ["TOKEN_HELP", "Anonymous", "Scraper", "SwitchboardAuthBackend", "is_scraper", "token_store", "user_of"]
 
-TOKEN_HELP = ("Make a personal API token in Switchboard (POST /api/tokens while signed in to the page) "
-              "and send it as 'Authorization: Bearer sb_...'.")  # fmt: skip
+TOKEN_HELP = (
+    "Make a personal API token in Switchboard (POST /api/tokens while signed in to the page) "
+    "and send it as 'Authorization: Bearer sb_...'."
+)
 _API_PATHS = ("/api/", "/v1/")  # where a refusal tells the client how to use a token
 _UNAUTHENTICATED = ("/static/", "/healthz")  # nothing there depends on who asks
 

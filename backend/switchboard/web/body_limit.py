@@ -57,15 +57,29 @@ class BodyLimitMiddleware:
     async def _refuse(self, path: str, send: Send) -> None:
         megabytes = self.max_bytes / (1024 * 1024)
         message = f"the request body is larger than {megabytes:g} MB"
-        action = ("Send less text (long histories: only the recent messages); upload files with POST /api/files. "
-                  "The administrator sets the limit with SWITCHBOARD_MAX_REQUEST_BYTES.")  # fmt: skip
+        action = (
+            "Send less text (long histories: only the recent messages); upload files with POST /api/files. "
+            "The administrator sets the limit with SWITCHBOARD_MAX_REQUEST_BYTES."
+        )
         if path.startswith("/v1/"):  # OpenAI's error shape
-            error = {"message": f"{message}. {action}", "type": "invalid_request_error", "param": None,
-                     "code": "bad_request"}  # fmt: skip
+            error = {
+                "message": f"{message}. {action}",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "bad_request",
+            }
         else:
             error = {"code": "bad_request", "message": message, "action": action}
         payload = json.dumps({"error": error}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                                (b"connection", b"close")]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": payload})

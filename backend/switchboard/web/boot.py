@@ -82,8 +82,17 @@ class BootingApp:
             await app(scope, receive, send)
         elif scope["type"] == "http":
             reason = self._error or f"the app did not finish loading within {self._wait_s:.0f} s"
-            await _json(send, 503, {"error": {"code": "internal", "message": f"Switchboard is not available: {reason}",
-                                              "action": "Check the server's log; it restarts once the cause is fixed."}})
+            await _json(
+                send,
+                503,
+                {
+                    "error": {
+                        "code": "internal",
+                        "message": f"Switchboard is not available: {reason}",
+                        "action": "Check the server's log; it restarts once the cause is fixed.",
+                    }
+                },
+            )
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1011, "reason": "Switchboard is not available"})
 
@@ -124,7 +133,7 @@ class BootingApp:
             self._app = app
         except asyncio.CancelledError:
             raise  # the process is stopping anyway: not a failed start
-        except BaseException as exc:  # noqa: BLE001 - reported on /healthz, stderr and the log
+        except BaseException as exc:
             self._error = f"{type(exc).__name__}: {exc}"
             self._settled.set()
             if self._cleanup is not None:
@@ -187,7 +196,6 @@ def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) 
     """The app `switchboard serve` runs: Switchboard with `settings`, built after start-up."""
 
     from ..logs import enable_console, skip_call_sites
-
     from ..tools.launch import EarlyStarts
 
     enable_console()  # the operator sees servers come up or fail, and config errors
@@ -200,9 +208,10 @@ def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) 
             from ..config.loader import load_mcp_config
 
             mcp = await asyncio.to_thread(load_mcp_config, settings.defaults_dir, settings.config_dir)
-            await early.start(mcp, project_root=settings.project_root, log_dir=settings.log_dir,
-                              files_origin=settings.base_url)  # fmt: skip
-        except Exception:  # noqa: BLE001 - only a head start: the pool starts whatever is missing
+            await early.start(
+                mcp, project_root=settings.project_root, log_dir=settings.log_dir, files_origin=settings.base_url
+            )
+        except Exception:
             log.debug("starting the stdio servers early failed", exc_info=True)
 
     def build() -> ASGIApp:  # runs in a worker thread while /healthz already answers
@@ -267,7 +276,16 @@ class _Lifespan:
 
 async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
     payload = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"cache-control", b"no-store"),
+                (b"x-content-type-options", b"nosniff"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})

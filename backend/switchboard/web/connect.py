@@ -34,8 +34,10 @@ def _server(services: Services, user: User, name: str) -> Any:
     if config is None or not access.may_use_server(config):
         raise NotFound(f"there is no server named '{name}' that you may use")
     if config.auth is None or not config.sessions_per_user:
-        raise BadRequest(f"server '{name}' does not take your own credential",
-                         action="Nothing to connect: it is shared and set up by your administrator.")  # fmt: skip
+        raise BadRequest(
+            f"server '{name}' does not take your own credential",
+            action="Nothing to connect: it is shared and set up by your administrator.",
+        )
     return config
 
 
@@ -112,8 +114,14 @@ async def client_metadata(request: Request) -> JSONResponse:
 
 
 @router.get("/oauth/callback")
-async def callback(request: Request, user: UserDep, state: str = Query(default=""), code: str = Query(default=""),
-                   error: str = Query(default=""), iss: str | None = Query(default=None)) -> RedirectResponse:  # fmt: skip
+async def callback(
+    request: Request,
+    user: UserDep,
+    state: str = Query(default=""),
+    code: str = Query(default=""),
+    error: str = Query(default=""),
+    iss: str | None = Query(default=None),
+) -> RedirectResponse:
     """The authorization server sends the browser back here.  `state` must be one this
     user started (single use); the code is exchanged server-side with the kept PKCE verifier."""
     services = services_of(request)

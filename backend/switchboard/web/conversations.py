@@ -29,7 +29,9 @@ UserDep = Annotated[User, Depends(current_user)]
 
 class ConversationPatch(BaseModel):
     title: str | None = Field(default=None, min_length=1, max_length=200)
-    branch: str | None = Field(default=None, max_length=64, description="a message id: show the newest branch through it")
+    branch: str | None = Field(
+        default=None, max_length=64, description="a message id: show the newest branch through it"
+    )
 
 
 PAGE_MESSAGES = 200  # messages per page of GET /api/conversations/{id} by default
@@ -41,8 +43,9 @@ async def _owned(request: Request, user: User, conversation_id: str) -> Conversa
     return await services_of(request).conversations.find(user, conversation_id)
 
 
-async def _view(request: Request, conversation: Conversation, *, before: str | None = None,
-                limit: int = PAGE_MESSAGES) -> dict[str, Any]:  # fmt: skip
+async def _view(
+    request: Request, conversation: Conversation, *, before: str | None = None, limit: int = PAGE_MESSAGES
+) -> dict[str, Any]:
     """The conversation with a page of its active branch: the newest `limit` messages (older than
     `before`), `has_more` when older ones come before them."""
     store = services_of(request).store
@@ -57,9 +60,13 @@ async def _view(request: Request, conversation: Conversation, *, before: str | N
 
 
 @router.get("")
-async def list_conversations(request: Request, user: UserDep, q: str | None = Query(default=None, max_length=200),
-                             limit: int = Query(default=50, ge=1, le=200),
-                             before: datetime | None = None) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+async def list_conversations(
+    request: Request,
+    user: UserDep,
+    q: str | None = Query(default=None, max_length=200),
+    limit: int = Query(default=50, ge=1, le=200),
+    before: datetime | None = None,
+) -> dict[str, list[dict[str, Any]]]:
     """The caller's conversations, newest first; `q` searches titles and message text."""
     if before is not None and before.tzinfo is None:
         raise BadRequest("`before` needs a time zone", action="Pass the `updated_at` of the last conversation shown.")
@@ -68,9 +75,13 @@ async def list_conversations(request: Request, user: UserDep, q: str | None = Qu
 
 
 @router.get("/{conversation_id}")
-async def get_conversation(request: Request, user: UserDep, conversation_id: str,
-                           limit: int = Query(default=PAGE_MESSAGES, ge=1, le=MAX_PAGE_MESSAGES),
-                           before: str | None = Query(default=None, max_length=64)) -> dict[str, Any]:  # fmt: skip
+async def get_conversation(
+    request: Request,
+    user: UserDep,
+    conversation_id: str,
+    limit: int = Query(default=PAGE_MESSAGES, ge=1, le=MAX_PAGE_MESSAGES),
+    before: str | None = Query(default=None, max_length=64),
+) -> dict[str, Any]:
     """The conversation with the newest messages of its shown branch, oldest first (a page:
     at most `limit`, and about 2 MB of text). `has_more`: older ones exist; ask again with
     `before` = the first message's id."""
@@ -78,7 +89,9 @@ async def get_conversation(request: Request, user: UserDep, conversation_id: str
 
 
 @router.patch("/{conversation_id}")
-async def patch_conversation(request: Request, user: UserDep, conversation_id: str, body: ConversationPatch) -> dict[str, Any]:
+async def patch_conversation(
+    request: Request, user: UserDep, conversation_id: str, body: ConversationPatch
+) -> dict[str, Any]:
     """Rename (`title`) or switch to another branch (`branch`: a message id)."""
     store = services_of(request).store
     conversation = await _owned(request, user, conversation_id)
@@ -109,8 +122,9 @@ async def delete_conversation(request: Request, user: UserDep, conversation_id: 
 
 
 @router.get("/{conversation_id}/export")
-async def export_conversation(request: Request, user: UserDep, conversation_id: str,
-                              format: Literal["md", "json"] = "md") -> Response:  # fmt: skip
+async def export_conversation(
+    request: Request, user: UserDep, conversation_id: str, format: Literal["md", "json"] = "md"
+) -> Response:
     conversation = await _owned(request, user, conversation_id)
     conversation_id = conversation.id
     messages = await services_of(request).store.messages(conversation_id)

@@ -31,8 +31,15 @@ class _Client:
 
 
 class CspReportLimiter:
-    def __init__(self, *, per_client: int = 30, bytes_per_client: int = 4096, overall: int = 300,
-                 clients: int = 4096, clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        per_client: int = 30,
+        bytes_per_client: int = 4096,
+        overall: int = 300,
+        clients: int = 4096,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.per_client, self.bytes_per_client, self.overall = per_client, bytes_per_client, overall
         self._max_clients = clients
         self._clock = clock
@@ -64,7 +71,11 @@ class CspReportLimiter:
         the overall count."""
         entry = self._client(client)
         size = len(directive) + len(uri)
-        if (directive, uri) in entry.seen or entry.logged_bytes + size > self.bytes_per_client or self._logged >= self.overall:
+        if (
+            (directive, uri) in entry.seen
+            or entry.logged_bytes + size > self.bytes_per_client
+            or self._logged >= self.overall
+        ):
             self.dropped += 1
             return False
         entry.seen.add((directive, uri))

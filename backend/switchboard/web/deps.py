@@ -44,5 +44,7 @@ async def metrics_reader(request: Request) -> None:
     if is_scraper(request):
         return
     if not Access(user_of(request)).allowed("administer"):  # no one signed in: 401
-        raise Forbidden("only administrators or a scraper with the metrics token may read /metrics",
-                        action="Set SWITCHBOARD_METRICS_TOKEN and send it as 'Authorization: Bearer ...'.")  # fmt: skip
+        raise Forbidden(
+            "only administrators or a scraper with the metrics token may read /metrics",
+            action="Set SWITCHBOARD_METRICS_TOKEN and send it as 'Authorization: Bearer ...'.",
+        )

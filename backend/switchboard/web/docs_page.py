@@ -51,8 +51,11 @@ def mount_docs(app: FastAPI) -> None:
 
     @app.get("/docs/redoc.js", include_in_schema=False)
     async def redoc_script(_: Annotated[User, Depends(current_user)]) -> Response:
-        return Response(await asyncio.to_thread(_redoc_script), media_type="text/javascript",
-                        headers={"Cache-Control": "public, max-age=3600"})  # fmt: skip
+        return Response(
+            await asyncio.to_thread(_redoc_script),
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=3600"},
+        )
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     async def docs(_: Annotated[User, Depends(current_user)]) -> HTMLResponse:

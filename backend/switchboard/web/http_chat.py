@@ -56,8 +56,12 @@ async def sse_events(subscription: Subscription) -> AsyncIterator[ServerSentEven
         await events.aclose()  # leaves the turn: the hub's grace period starts
 
 
-_STREAM_DOC = {200: {"description": "one server-sent event per turn event, the last one `message_done`",
-                     "content": {"text/event-stream": {"example": 'event: token\ndata: {"type":"token","text":"Hi"}\n\n'}}}}  # fmt: skip
+_STREAM_DOC = {
+    200: {
+        "description": "one server-sent event per turn event, the last one `message_done`",
+        "content": {"text/event-stream": {"example": 'event: token\ndata: {"type":"token","text":"Hi"}\n\n'}},
+    }
+}
 
 
 @router.post("/chat", status_code=200, response_class=EventStreamResponse, responses=_STREAM_DOC)  # type: ignore[arg-type]
@@ -69,14 +73,19 @@ async def chat(request: Request, user: UserDep, body: ChatRequest) -> EventStrea
         subscription = await services.turns.start(user, body, new_id())
     except LLMUnavailable as exc:  # the model asked for is not one this user can use now: the request's fault
         raise BadRequest(exc.message, action=exc.action) from None
-    return EventStreamResponse(sse_events(subscription), on_close=lambda: subscription.turn.leave(subscription),
-                               shutdown_grace_s=services.turns.stream_grace_s)  # fmt: skip
+    return EventStreamResponse(
+        sse_events(subscription),
+        on_close=lambda: subscription.turn.leave(subscription),
+        shutdown_grace_s=services.turns.stream_grace_s,
+    )
 
 
 @router.post("/calls/{call_id}/approval", status_code=204)
 async def answer_approval(request: Request, user: UserDep, call_id: str, body: ApprovalBody) -> Response:
     """Answer an `approval_request` of one of your turns, whichever door started it."""
-    await services_of(request).turns.answer_approval(user, call_id, ApprovalAnswer(body.approved, body.arguments, body.remember))
+    await services_of(request).turns.answer_approval(
+        user, call_id, ApprovalAnswer(body.approved, body.arguments, body.remember)
+    )
     return Response(status_code=204)
 
 
@@ -91,6 +100,8 @@ async def answer_elicitation(request: Request, user: UserDep, request_id: str, b
 async def cancel(request: Request, user: UserDep, conversation_id: str) -> Response:
     """Stop the turn running in this conversation of yours."""
     if not await services_of(request).turns.cancel(user, conversation_id):
-        raise NotFound("no answer of yours is being written in this conversation",
-                       action="It may have finished already; read the conversation to see.")  # fmt: skip
+        raise NotFound(
+            "no answer of yours is being written in this conversation",
+            action="It may have finished already; read the conversation to see.",
+        )
     return Response(status_code=204)

@@ -28,14 +28,29 @@ def raise_open_files_limit(wanted: int = WANTED_OPEN_FILES) -> tuple[int, int]:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
         except (ValueError, OSError) as exc:
-            log.warning("could not raise the open-files limit from %d to %d (%s); about %d sessions fit",
-                        soft, target, exc, soft // 2, extra={"event": "open_files_limit"})  # fmt: skip
+            log.warning(
+                "could not raise the open-files limit from %d to %d (%s); about %d sessions fit",
+                soft,
+                target,
+                exc,
+                soft // 2,
+                extra={"event": "open_files_limit"},
+            )
             return soft, soft
-        log.info("open-files limit raised from %d to %d", soft, target,
-                 extra={"event": "open_files_limit", "before": soft, "after": target})  # fmt: skip
+        log.info(
+            "open-files limit raised from %d to %d",
+            soft,
+            target,
+            extra={"event": "open_files_limit", "before": soft, "after": target},
+        )
         return soft, target
     if soft != resource.RLIM_INFINITY and soft < 4096:
-        log.warning("the open-files limit is %d (hard limit %d): about %d chat sessions fit; raise it "
-                    "(ulimit -n, or LimitNOFILE= in a systemd unit) for more", soft, hard, soft // 2,
-                    extra={"event": "open_files_limit"})  # fmt: skip
+        log.warning(
+            "the open-files limit is %d (hard limit %d): about %d chat sessions fit; raise it "
+            "(ulimit -n, or LimitNOFILE= in a systemd unit) for more",
+            soft,
+            hard,
+            soft // 2,
+            extra={"event": "open_files_limit"},
+        )
     return soft, soft

@@ -42,8 +42,8 @@ from ..chat.events import (
     ToolResultEvent,
     ToolStart,
 )
-from ..errors import BadRequest, NotFound, SwitchboardError, status_for_code
 from ..chat.session import Seed, new_id
+from ..errors import BadRequest, NotFound, SwitchboardError, status_for_code
 from ..history import AssistantText, HistoryRecord, UserText
 from .deps import current_user, services_of
 from .sse import EventStreamResponse, ServerSentEvent, data_frame
@@ -53,18 +53,27 @@ __all__ = ["openai_error", "router"]
 router = APIRouter(prefix="/v1", tags=["openai"])
 UserDep = Annotated[User, Depends(current_user)]
 LEVEL_HEADER = "X-Switchboard-Compliance-Level"
-LevelHeader = Annotated[str | None, Header(alias=LEVEL_HEADER, max_length=100,
-                                           description="the compliance level to run at (the body's field wins)")]  # fmt: skip
+LevelHeader = Annotated[
+    str | None,
+    Header(alias=LEVEL_HEADER, max_length=100, description="the compliance level to run at (the body's field wins)"),
+]
 
-REFUSED_APPROVAL = ("This tool needs the user's approval, and nobody can approve calls made through the "
-                    "OpenAI-compatible API, so it was not run. Answer without it, or tell the user to ask in "
-                    "Switchboard's page.")  # fmt: skip
+REFUSED_APPROVAL = (
+    "This tool needs the user's approval, and nobody can approve calls made through the "
+    "OpenAI-compatible API, so it was not run. Answer without it, or tell the user to ask in "
+    "Switchboard's page."
+)
 # Nobody can answer a question on this door: approvals are refused (the model reads why) and a
 # tool's questions declined, by the turn's own policy (chat/questions.py).
 NOBODY_TO_ASK = Preferences(approvals="refuse", refusal=REFUSED_APPROVAL, elicitations="decline")
 _FINISH = {"stop": "stop", "length": "length", "round_limit": "length", "cancelled": "stop"}
-_ERROR_TYPE = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-               404: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
+_ERROR_TYPE = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    429: "rate_limit_error",
+}
 
 
 # -- wire models ---------------------------------------------------------------------------------
@@ -96,11 +105,16 @@ class CompletionRequest(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     tools: list[dict[str, Any]] | None = Field(
-        default=None, description="leave out for every MCP tool you may use; [] for none. "
-                                  "Function definitions of the client's own are not supported.")  # fmt: skip
+        default=None,
+        description="leave out for every MCP tool you may use; [] for none. "
+        "Function definitions of the client's own are not supported.",
+    )
     compliance_level: str | None = Field(
-        default=None, max_length=100, description="the compliance level the answer runs at (only models and tools "
-                                                  "allowed at it); also the X-Switchboard-Compliance-Level header")  # fmt: skip
+        default=None,
+        max_length=100,
+        description="the compliance level the answer runs at (only models and tools "
+        "allowed at it); also the X-Switchboard-Compliance-Level header",
+    )
 
 
 class Usage(BaseModel):
@@ -179,8 +193,10 @@ def _text(message: InputMessage, index: int) -> str:
     else:
         text = "".join(part.text or "" for part in message.content)
     if len(text) > MAX_CONTENT_CHARS:
-        raise BadRequest(f"messages[{index}] has {len(text):,} characters; the limit is {MAX_CONTENT_CHARS:,}",
-                         action="Send a shorter message, or split the text over several requests.")  # fmt: skip
+        raise BadRequest(
+            f"messages[{index}] has {len(text):,} characters; the limit is {MAX_CONTENT_CHARS:,}",
+            action="Send a shorter message, or split the text over several requests.",
+        )
     return text
 
 
@@ -192,8 +208,10 @@ def _history(messages: list[InputMessage]) -> tuple[list[HistoryRecord], str]:
     records: list[HistoryRecord] = []
     for index, message in enumerate(earlier):
         if message.role in ("tool", "function") or getattr(message, "tool_calls", None):
-            raise BadRequest("tool calls of the client's own are not supported",
-                             action="Switchboard runs its own MCP tools; send only system, user and assistant text.")  # fmt: skip
+            raise BadRequest(
+                "tool calls of the client's own are not supported",
+                action="Switchboard runs its own MCP tools; send only system, user and assistant text.",
+            )
         text = _text(message, index)
         if message.role in ("system", "developer"):
             # The host keeps its own system prompt; the client's instructions travel as a user message.
@@ -220,19 +238,24 @@ async def _start(request: Request, user: User, body: CompletionRequest, level: s
     """Check the whole request, then start its turn; nothing is kept for a refused request."""
     services = services_of(request)
     if body.tools:
-        raise BadRequest("function definitions of the client's own are not supported",
-                         action="Leave `tools` out to use your MCP tools in Switchboard, or send [] for none.")  # fmt: skip
+        raise BadRequest(
+            "function definitions of the client's own are not supported",
+            action="Leave `tools` out to use your MCP tools in Switchboard, or send [] for none.",
+        )
     entries = services.models.entries(Access(user, level, services.config.compliance))
     usable = [m.name for m in entries if m.available]
     if body.model not in usable:
         at_level = f" at compliance level {level}" if level is not None else ""
         why = next((f"model '{m.name}' is not available: {m.reason}" for m in entries if m.name == body.model), None)
-        raise NotFound(why or f"there is no model named '{body.model}' for you{at_level}",
-                       action=f"Use one of: {', '.join(usable) or '(none)'} (GET /v1/models).")  # fmt: skip
+        raise NotFound(
+            why or f"there is no model named '{body.model}' for you{at_level}",
+            action=f"Use one of: {', '.join(usable) or '(none)'} (GET /v1/models).",
+        )
     history, question = _history(body.messages)
     try:
-        message = ChatMessage(type="chat", content=question, model=body.model, incognito=True,
-                              tools=[] if body.tools == [] else None)  # fmt: skip
+        message = ChatMessage(
+            type="chat", content=question, model=body.model, incognito=True, tools=[] if body.tools == [] else None
+        )
     except ValidationError as exc:
         raise BadRequest(f"the question is malformed ({exc.errors()[0]['msg']})") from None
     seed = Seed(history=tuple(history), compliance_level=level)
@@ -254,8 +277,15 @@ async def _events(subscription: Subscription) -> AsyncGenerator[Shown, None]:
             match event:
                 case TokenEvent() | ErrorEvent() | MessageDone():
                     yield event
-                case (ApprovalRequest() | ElicitationRequest() | ToolStart() | ToolProgress() | ToolResultEvent()
-                      | NoticeEvent() | TaskEvent()):  # fmt: skip
+                case (
+                    ApprovalRequest()
+                    | ElicitationRequest()
+                    | ToolStart()
+                    | ToolProgress()
+                    | ToolResultEvent()
+                    | NoticeEvent()
+                    | TaskEvent()
+                ):
                     pass  # the tool loop's progress: this door's client sees only the answer
                 case _:
                     assert_never(event)
@@ -278,9 +308,16 @@ async def list_models(request: Request, user: UserDep, level: LevelHeader = None
     return ModelList(data=[ModelCard(id=m.name) for m in services.models.entries(access) if m.available])
 
 
-_DOC: dict[int | str, dict[str, Any]] = {200: {"description": "a chat.completion, or with `stream: true` chat.completion.chunk events ending "
-                             "with `data: [DONE]`", "content": {"text/event-stream": {}}},
-        400: {"model": ErrorBody}, 401: {"model": ErrorBody}, 404: {"model": ErrorBody}}  # fmt: skip
+_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "a chat.completion, or with `stream: true` chat.completion.chunk events ending "
+        "with `data: [DONE]`",
+        "content": {"text/event-stream": {}},
+    },
+    400: {"model": ErrorBody},
+    401: {"model": ErrorBody},
+    404: {"model": ErrorBody},
+}
 
 
 @router.post("/chat/completions", response_model=ChatCompletion, responses=_DOC)
@@ -298,7 +335,9 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         chunks = _chunks(_events(subscription), completion_id, created, body.model, include_usage)
-        return EventStreamResponse(chunks, on_close=finished, shutdown_grace_s=services_of(request).turns.stream_grace_s)
+        return EventStreamResponse(
+            chunks, on_close=finished, shutdown_grace_s=services_of(request).turns.stream_grace_s
+        )
     content: list[str] = []
     try:
         async for event in _events(subscription):
@@ -310,8 +349,9 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
                 case MessageDone():
                     message = OutputMessage(content="".join(content))
                     choice = Choice(message=message, finish_reason=_FINISH.get(event.finish_reason, "stop"))
-                    return ChatCompletion(id=completion_id, created=created, model=body.model, choices=[choice],
-                                          usage=_usage(event))  # fmt: skip
+                    return ChatCompletion(
+                        id=completion_id, created=created, model=body.model, choices=[choice], usage=_usage(event)
+                    )
                 case _:
                     assert_never(event)
     finally:
@@ -319,17 +359,29 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
     return openai_error(500, "internal", "the answer ended without finishing")
 
 
-def _chunk(completion_id: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
-           usage: Usage | None = None) -> ServerSentEvent:  # fmt: skip
-    body: dict[str, Any] = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
-                            "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+def _chunk(
+    completion_id: str,
+    created: int,
+    model: str,
+    delta: dict[str, Any],
+    finish: str | None = None,
+    usage: Usage | None = None,
+) -> ServerSentEvent:
+    body: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     if usage is not None:
         body["usage"] = usage.model_dump()
     return data_frame(json.dumps(body))
 
 
-async def _chunks(events: AsyncGenerator[Shown, None], completion_id: str, created: int, model: str,
-                  include_usage: bool) -> AsyncIterator[ServerSentEvent]:  # fmt: skip
+async def _chunks(
+    events: AsyncGenerator[Shown, None], completion_id: str, created: int, model: str, include_usage: bool
+) -> AsyncIterator[ServerSentEvent]:
     yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""})
     try:
         async for event in events:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, FastAPI, Request

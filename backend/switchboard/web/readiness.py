@@ -67,8 +67,10 @@ async def readiness_report(request: Request) -> tuple[dict[str, Any], int]:
     root = services.settings.project_root
     reasons = []
     if refused:  # the files as they are now, not as they were when the running configuration loaded
-        reasons.append("the last config reload was refused, so the configuration loaded before still runs: "
-                       + "; ".join(_public(e, root) for e in refused))  # fmt: skip
+        reasons.append(
+            "the last config reload was refused, so the configuration loaded before still runs: "
+            + "; ".join(_public(e, root) for e in refused)
+        )
         broken = [e for e in broken if e.file not in {r.file for r in refused}]
     if broken:
         reasons.append("config file(s) could not be used: " + "; ".join(_public(e, root) for e in broken))
@@ -87,14 +89,24 @@ async def readiness_report(request: Request) -> tuple[dict[str, Any], int]:
     status = "ready" if ok else "starting" if readiness.starting and not broken else "not_ready"
     body: dict[str, Any] = {
         "status": status,
-        "counts": {"total": len(readiness.servers), "ready": readiness.count("ready"),
-                   "starting": readiness.count("starting"), "failed": readiness.count("failed")},  # fmt: skip
+        "counts": {
+            "total": len(readiness.servers),
+            "ready": readiness.count("ready"),
+            "starting": readiness.count("starting"),
+            "failed": readiness.count("failed"),
+        },
     }
     if reasons:
         body["reason"] = "; ".join(reasons)
     if admin:
-        body["servers"] = {s.name: {"status": s.status, "reason": s.reason, "required": s.name in readiness.required,
-                                    **({"stderr_tail": s.stderr_tail, "stderr_log": s.stderr_log} if s.stderr_tail else {})}
-                           for s in readiness.servers}  # fmt: skip
+        body["servers"] = {
+            s.name: {
+                "status": s.status,
+                "reason": s.reason,
+                "required": s.name in readiness.required,
+                **({"stderr_tail": s.stderr_tail, "stderr_log": s.stderr_log} if s.stderr_tail else {}),
+            }
+            for s in readiness.servers
+        }
         body["config_errors"] = [str(e) for e in _current_errors(services)]
     return body, 200 if ok else 503

@@ -20,8 +20,8 @@ import base64
 import json
 import logging
 import re
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -40,7 +40,9 @@ LOCAL_SANDBOX_HOST = "sandbox.localhost"
 _PROXY_HTML = Path(__file__).resolve().parents[3] / "frontend" / "sandbox" / "proxy.html"
 # A CSP source the resource may declare: an origin, optionally with a `*.` subdomain wildcard
 # or a `:*` port. No paths, quotes, keywords or separators: they could widen the policy.
-_SOURCE = re.compile(r"^(https?|wss?)://(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:(\d{1,5}|\*))?$")
+_SOURCE = re.compile(
+    r"^(https?|wss?)://(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:(\d{1,5}|\*))?$"
+)
 _CSP_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
 _MAX_SOURCES = 32
 _MAX_CSP_PARAM = 8192
@@ -64,7 +66,9 @@ def _could_match(source: str, pages: Sequence[Page]) -> bool:
     for name, page_port in pages:
         if port == "*" or (port and int(port) == page_port) or (not port and page_port in (80, 443)):
             if wildcard:
-                same = name.endswith("." + bare) or (_is_loopback(name) and (bare == "localhost" or "127.0.0.1".endswith("." + bare)))
+                same = name.endswith("." + bare) or (
+                    _is_loopback(name) and (bare == "localhost" or "127.0.0.1".endswith("." + bare))
+                )
             else:
                 same = bare == name or (_is_loopback(bare) and _is_loopback(name))
             if same:
@@ -82,8 +86,10 @@ def _sources(csp: dict, key: str, pages: Sequence[Page]) -> list[str]:
         if _SOURCE.match(source) and not _could_match(source, pages):
             kept.append(source)
         else:
-            log.warning("dropped an app CSP source", extra={"event": "app_csp_source_dropped", "directive": key,
-                                                              "entry": str(value)[:100]})  # fmt: skip
+            log.warning(
+                "dropped an app CSP source",
+                extra={"event": "app_csp_source_dropped", "directive": key, "entry": str(value)[:100]},
+            )
     return kept
 
 
@@ -141,8 +147,9 @@ class SandboxPolicy:
             return cls(None, LOCAL_SANDBOX_HOST, pages)
         parts = urlsplit(configured.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
-            raise ValueError(f"SWITCHBOARD_SANDBOX_ORIGIN must be an origin like https://sandbox.example.com, "
-                             f"not {configured!r}")  # fmt: skip
+            raise ValueError(
+                f"SWITCHBOARD_SANDBOX_ORIGIN must be an origin like https://sandbox.example.com, not {configured!r}"
+            )
         return cls(f"{parts.scheme}://{parts.netloc.lower()}", parts.hostname.lower(), pages)
 
     def pages_for(self, page_origin: str, host_header: str) -> tuple[Page, ...]:
@@ -250,8 +257,11 @@ class SandboxMiddleware:
         """Logs the report, within the limits of web/csp_reports.py; 204 whether logged or not,
         429 (body unread) past the client's rate."""
         if dropped := self._reports.roll():
-            log.warning("%d CSP reports were dropped in the last minute (too many, repeated or too long)", dropped,
-                        extra={"event": "app_csp_reports_dropped", "total": dropped})  # fmt: skip
+            log.warning(
+                "%d CSP reports were dropped in the last minute (too many, repeated or too long)",
+                dropped,
+                extra={"event": "app_csp_reports_dropped", "total": dropped},
+            )
         client = (scope.get("client") or ("unknown",))[0]
         if not self._reports.admit(client):
             await _respond(send, 429, b"", [(b"retry-after", b"60")])
@@ -270,13 +280,20 @@ class SandboxMiddleware:
         directive = str(report.get("violated-directive") or report.get("effective-directive") or "")[:80]
         uri = str(report.get("blocked-uri") or "").split("?", 1)[0][:200]  # not what the app tried to send
         if self._reports.take(client, directive, uri):
-            log.warning("an app was refused by its CSP", extra={"event": "app_csp_violation", "directive": directive,
-                                                                "uri": uri})  # fmt: skip
+            log.warning(
+                "an app was refused by its CSP",
+                extra={"event": "app_csp_violation", "directive": directive, "uri": uri},
+            )
         await _respond(send, 204, b"", [])
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    headers = [*headers, (b"content-length", str(len(body)).encode()), (b"x-content-type-options", b"nosniff"),
-               (b"referrer-policy", b"no-referrer"), (b"x-dns-prefetch-control", b"off")]  # fmt: skip
+    headers = [
+        *headers,
+        (b"content-length", str(len(body)).encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"x-dns-prefetch-control", b"off"),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -12,8 +12,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..settings import Settings
 
-__all__ = ["ARTIFACT_CSP", "ARTIFACT_CSP_SCRIPTS", "PAGE_CSP", "PDF_CSP", "EdgePolicy", "RequestGuardMiddleware",
-           "SecurityHeadersMiddleware", "refuse_websocket"]  # fmt: skip
+__all__ = [
+    "ARTIFACT_CSP",
+    "ARTIFACT_CSP_SCRIPTS",
+    "PAGE_CSP",
+    "PDF_CSP",
+    "EdgePolicy",
+    "RequestGuardMiddleware",
+    "SecurityHeadersMiddleware",
+    "refuse_websocket",
+]
 
 log = logging.getLogger("switchboard.web")
 
@@ -139,8 +147,10 @@ class EdgePolicy:
                 elif entry != "*":
                     hosts.add(split_host(entry)[0])
             except ValueError:
-                raise ValueError(f"SWITCHBOARD_ALLOWED_HOSTS: {entry!r} is not a host name "
-                                 '(e.g. "chat.example.com", "*.example.com" or "*")') from None  # fmt: skip
+                raise ValueError(
+                    f"SWITCHBOARD_ALLOWED_HOSTS: {entry!r} is not a host name "
+                    '(e.g. "chat.example.com", "*.example.com" or "*")'
+                ) from None
         if settings.public_url:
             public = _parse_origin(settings.public_url)
             if public is None:
@@ -150,12 +160,19 @@ class EdgePolicy:
         for entry in settings.allowed_origins:
             parsed = _parse_origin(entry)
             if parsed is None and entry != "*":
-                raise ValueError(f"SWITCHBOARD_ALLOWED_ORIGINS: {entry!r} is not an origin "
-                                 '(e.g. "https://chat.example.com" or "*")')  # fmt: skip
+                raise ValueError(
+                    f'SWITCHBOARD_ALLOWED_ORIGINS: {entry!r} is not an origin (e.g. "https://chat.example.com" or "*")'
+                )
             if parsed is not None:
                 origins.add(_origin_key(*parsed))
-        return cls(frozenset(hosts), tuple(suffixes), any_host, frozenset(origins),
-                   "*" in settings.allowed_origins, settings.port)  # fmt: skip
+        return cls(
+            frozenset(hosts),
+            tuple(suffixes),
+            any_host,
+            frozenset(origins),
+            "*" in settings.allowed_origins,
+            settings.port,
+        )
 
     def host_allowed(self, host_header: str) -> bool:
         if self.any_host:
@@ -238,8 +255,9 @@ class RequestGuardMiddleware:
         origins = headers.getlist("origin")
         server = scope.get("server")
         server_port = server[1] if server else None
-        foreign = len(origins) > 1 or (origins and not self.policy.origin_allowed(origins[0], hosts[0] if hosts else None,
-                                                                                 server_port))  # fmt: skip
+        foreign = len(origins) > 1 or (
+            origins and not self.policy.origin_allowed(origins[0], hosts[0] if hosts else None, server_port)
+        )
         shown_origin = _printable(origins[0]) if origins else ""
         if kind == "websocket":
             if foreign:
@@ -247,8 +265,10 @@ class RequestGuardMiddleware:
                 await refuse_websocket(receive, send, "cross-origin websocket refused")
                 return
         elif scope["method"] in _STATE_CHANGING and (foreign or headers.get("sec-fetch-site") == "cross-site"):
-            log.warning("refused a cross-site request", extra={"event": "csrf_refused", "origin": shown_origin,
-                                                                 "path": scope.get("path")})  # fmt: skip
+            log.warning(
+                "refused a cross-site request",
+                extra={"event": "csrf_refused", "origin": shown_origin, "path": scope.get("path")},
+            )
             body = _error_body(
                 "forbidden",
                 f"refused a cross-site {scope['method']} request" + (f" from {shown_origin}" if shown_origin else ""),
@@ -271,8 +291,13 @@ async def refuse_websocket(receive: Receive, send: Send, reason: str) -> None:
 
 
 async def _respond(send: Send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -281,8 +306,13 @@ async def _deny_websocket(scope: Scope, receive: Receive, send: Send, body: byte
     if message["type"] != "websocket.connect":
         return
     if "websocket.http.response" in scope.get("extensions", {}):
-        await send({"type": "websocket.http.response.start", "status": 400,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+        await send(
+            {
+                "type": "websocket.http.response.start",
+                "status": 400,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "websocket.http.response.body", "body": body})
     else:
         await send({"type": "websocket.close", "code": 1008})

@@ -33,6 +33,6 @@ class DrainingServer(uvicorn.Server):
             sock.close()
         try:
             await self._drain()
-        except Exception:  # noqa: BLE001 - the process stops anyway; say why the drain failed
+        except Exception:
             log.exception("draining the running answers failed", extra={"event": "drain_failed"})
         await super().shutdown(sockets=sockets)

@@ -43,10 +43,21 @@ def _ping() -> ServerSentEvent:
 
 
 class EventStreamResponse(EventSourceResponse):
-    def __init__(self, content: AsyncIterator[ServerSentEvent], *, on_close: Callable[[], None] | None = None,
-                 shutdown_grace_s: float = 0.0) -> None:  # fmt: skip
-        super().__init__(content, headers=_HEADERS, sep=SEP, ping=PING_S, ping_message_factory=_ping,
-                         shutdown_grace_period=shutdown_grace_s)  # fmt: skip
+    def __init__(
+        self,
+        content: AsyncIterator[ServerSentEvent],
+        *,
+        on_close: Callable[[], None] | None = None,
+        shutdown_grace_s: float = 0.0,
+    ) -> None:
+        super().__init__(
+            content,
+            headers=_HEADERS,
+            sep=SEP,
+            ping=PING_S,
+            ping_message_factory=_ping,
+            shutdown_grace_period=shutdown_grace_s,
+        )
         self._content = content
         self._on_close = on_close  # runs however the response ends, even before the stream started
 

@@ -34,9 +34,19 @@ class TaskInfo(BaseModel):
 
     @classmethod
     def of(cls, record: TaskRecord) -> TaskInfo:
-        return cls(id=record.id, conversation_id=record.conversation_id, call_id=record.call_id, server=record.server,
-                   tool=record.tool, status=record.status, progress=record.progress, message=record.message,
-                   result=record.result, created_at=record.created_at, updated_at=record.updated_at)  # fmt: skip
+        return cls(
+            id=record.id,
+            conversation_id=record.conversation_id,
+            call_id=record.call_id,
+            server=record.server,
+            tool=record.tool,
+            status=record.status,
+            progress=record.progress,
+            message=record.message,
+            result=record.result,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
 
 
 class TaskList(BaseModel):
@@ -44,9 +54,12 @@ class TaskList(BaseModel):
 
 
 @router.get("")
-async def list_tasks(request: Request, user: UserDep,
-                     conversation_id: Annotated[str | None, Query(max_length=64)] = None,
-                     limit: Annotated[int, Query(ge=1, le=500)] = 100) -> TaskList:  # fmt: skip
+async def list_tasks(
+    request: Request,
+    user: UserDep,
+    conversation_id: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> TaskList:
     """Your tasks, newest first (`conversation_id`: those of one conversation)."""
     records = await services_of(request).tasks.records.of_owner(user.email, conversation_id, limit)
     return TaskList(tasks=[TaskInfo.of(record) for record in records])

@@ -94,7 +94,9 @@ class _Connection:
 
     async def handle(self, raw: str) -> None:
         if len(raw) > MAX_MESSAGE_BYTES:
-            await self.error(BadRequest("message too large", action=f"Keep messages under {MAX_MESSAGE_BYTES:,} bytes."))
+            await self.error(
+                BadRequest("message too large", action=f"Keep messages under {MAX_MESSAGE_BYTES:,} bytes.")
+            )
             return
         hub = self.services.turns
         try:
@@ -104,15 +106,21 @@ class _Connection:
             elif isinstance(message, AttachMessage):
                 await self.watch_if_owned(message.conversation_id)
                 subscription = await hub.attach_anywhere(self.user, message.conversation_id)
-                await self.send(AttachedEvent(conversation_id=message.conversation_id, running=subscription is not None,
-                                              server_time=time.time() * 1000))  # fmt: skip
+                await self.send(
+                    AttachedEvent(
+                        conversation_id=message.conversation_id,
+                        running=subscription is not None,
+                        server_time=time.time() * 1000,
+                    )
+                )
                 if subscription is not None:
                     await self.follow(subscription)
             elif isinstance(message, CancelMessage):
                 await hub.cancel(self.user, self.conversation_id)
             elif isinstance(message, ApprovalResponse):
-                await hub.answer_approval(self.user, message.call_id,
-                                          ApprovalAnswer(message.approved, message.arguments, message.remember))  # fmt: skip
+                await hub.answer_approval(
+                    self.user, message.call_id, ApprovalAnswer(message.approved, message.arguments, message.remember)
+                )
             elif isinstance(message, ElicitationResponse):
                 await hub.answer_elicitation(self.user, message.request_id, message.action, message.content)
         except SwitchboardError as exc:
@@ -166,10 +174,13 @@ class _Connection:
             with suppress(asyncio.CancelledError, Exception):
                 await pump
 
-
     def session_event(self, *, refreshed: bool = False) -> SessionEvent:
-        return SessionEvent(user=self.user.email, groups=sorted(self.user.groups), conversation_id=self.conversation_id,
-                            refreshed=True if refreshed else None)  # fmt: skip
+        return SessionEvent(
+            user=self.user.email,
+            groups=sorted(self.user.groups),
+            conversation_id=self.conversation_id,
+            refreshed=True if refreshed else None,
+        )
 
 
 async def _forward_catalogue_changes(connection: _Connection) -> None:
@@ -186,8 +197,10 @@ async def _forward_catalogue_changes(connection: _Connection) -> None:
                 servers.add(queue.get_nowait())
             before, connection.user = connection.user, await services.auth.refresh(connection.user)
             if (before.groups, before.admin) != (connection.user.groups, connection.user.admin):
-                log.info("a user's groups changed on an open connection", extra={"event": "groups_changed",
-                                                                                  "user": connection.user.email})  # fmt: skip
+                log.info(
+                    "a user's groups changed on an open connection",
+                    extra={"event": "groups_changed", "user": connection.user.email},
+                )
                 await connection.send(connection.session_event(refreshed=True))
             access = Access(connection.user, None, services.config.compliance)
             if RELOADED in servers:  # models, groups and servers may all have changed: the page lists everything again

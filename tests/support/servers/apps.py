@@ -23,8 +23,11 @@ mcp = FastMCP("apps")
 @mcp.tool(annotations={"readOnlyHint": True}, app=AppConfig(resource_uri=APP_URI))
 def show_counter(start: int = 0) -> ToolResult:
     """Show a counter that starts at `start`."""
-    return ToolResult(content=[TextContent(type="text", text=f"counter at {start}")], structured_content={"count": start},
-                      meta={"shown_by": "apps"})  # fmt: skip
+    return ToolResult(
+        content=[TextContent(type="text", text=f"counter at {start}")],
+        structured_content={"count": start},
+        meta={"shown_by": "apps"},
+    )
 
 
 @mcp.tool(annotations={"readOnlyHint": True}, meta={"ui/resourceUri": APP_URI})
@@ -57,10 +60,17 @@ def ui_extension(ctx: Context) -> str:
     return f"ui={ctx.client_supports_extension(UI_EXTENSION_ID)}"
 
 
-@mcp.resource(APP_URI, app=AppConfig(
-    csp=ResourceCSP(connect_domains=["https://api.example.com", "http://evil.example.com", "https://x.example.com/path"],
-                    resource_domains=["https://*.cdn.example.com", "*"]),
-    permissions=ResourcePermissions(camera={}, clipboard_write={}), prefers_border=True))  # fmt: skip
+@mcp.resource(
+    APP_URI,
+    app=AppConfig(
+        csp=ResourceCSP(
+            connect_domains=["https://api.example.com", "http://evil.example.com", "https://x.example.com/path"],
+            resource_domains=["https://*.cdn.example.com", "*"],
+        ),
+        permissions=ResourcePermissions(camera={}, clipboard_write={}),
+        prefers_border=True,
+    ),
+)
 def counter_app() -> str:
     return HTML.format(note=os.environ.get("APP_HTML_NOTE", "first"))
 

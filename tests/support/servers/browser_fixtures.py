@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+
 import mcp_types
 from fastmcp import Context, FastMCP
 
@@ -14,7 +15,7 @@ XSS = [
     "<script>alert(1)</script>",
     '"><svg onload=alert(1)>',
     "[click me](javascript:alert(1))",
-    "<a href=\"javascript:alert(1)\">js link</a>",
+    '<a href="javascript:alert(1)">js link</a>',
     "<iframe src=javascript:alert(1)></iframe>",
 ]
 
@@ -61,7 +62,11 @@ def files() -> dict:
         "results": {"summary": "5 files"},
         "artifacts": [
             {"name": "report.pdf", "b64": _b64(_pdf("Quarterly report")), "mime": "application/pdf"},
-            {"name": "notes.md", "text": "# Notes\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```py\nprint('hi')\n```\n", "mime": "text/markdown"},
+            {
+                "name": "notes.md",
+                "text": "# Notes\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```py\nprint('hi')\n```\n",
+                "mime": "text/markdown",
+            },
             {"name": "cities.csv", "text": csv_text, "mime": "text/csv"},
             {"name": "data.json", "text": json.dumps({"ok": True, "items": [1, 2, 3]}), "mime": "application/json"},
             {"name": "script.py", "text": "def main():\n    return '<b>not bold</b>'\n", "mime": "text/x-python"},
@@ -110,7 +115,9 @@ def scripted_page() -> dict:
 @mcp.tool(annotations={"readOnlyHint": True})
 def stats() -> str:
     """A result that is pretty-printed JSON text, without a summary."""
-    return json.dumps({"rows": 1204, "columns": 7, "numeric": ["price", "qty"], "source": {"name": "sales.csv"}}, indent=2)
+    return json.dumps(
+        {"rows": 1204, "columns": 7, "numeric": ["price", "qty"], "source": {"name": "sales.csv"}}, indent=2
+    )
 
 
 @mcp.tool(annotations={"readOnlyHint": True})
@@ -128,7 +135,11 @@ ORDER_SCHEMA = {
         "size": {"type": "string", "enum": ["small", "medium", "large"], "title": "Size"},
         "quantity": {"type": "integer", "minimum": 1, "maximum": 10, "title": "Quantity"},
         "gift": {"type": "boolean", "title": "Gift wrap", "default": False},
-        "extras": {"type": "array", "title": "Extras", "items": {"type": "string", "enum": ["cheese", "olives", "basil"]}},
+        "extras": {
+            "type": "array",
+            "title": "Extras",
+            "items": {"type": "string", "enum": ["cheese", "olives", "basil"]},
+        },
         "when": {"type": "string", "format": "date", "title": "Delivery date"},
     },
     "required": ["email", "size", "quantity"],
@@ -154,7 +165,9 @@ async def order(ctx: Context) -> str:
             params=mcp_types.ElicitRequestFormParams(message="Your order?", requested_schema=ORDER_SCHEMA)
         )
         return mcp_types.InputRequiredResult(input_requests={"order": request})
-    result = await ctx.session.elicit(message="Your order?", requested_schema=ORDER_SCHEMA, related_request_id=ctx.request_id)
+    result = await ctx.session.elicit(
+        message="Your order?", requested_schema=ORDER_SCHEMA, related_request_id=ctx.request_id
+    )
     return _describe(result.action, result.content)
 
 

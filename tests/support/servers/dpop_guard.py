@@ -51,7 +51,7 @@ def check_proof(proof: str | None, method: str, url: str, seen: set[str], access
         claims = dict(jwt.decode(proof, key, algorithms=[header["alg"]], registry=_registry()).claims)
     except ProofError:
         raise
-    except Exception as exc:  # noqa: BLE001 - joserfc's errors: a proof that does not verify
+    except Exception as exc:
         raise ProofError(f"proof does not verify ({type(exc).__name__})") from None
     if claims.get("htm") != method or claims.get("htu") != url:
         raise ProofError(f"proof for {claims.get('htm')} {claims.get('htu')}, not {method} {url}")
@@ -102,8 +102,15 @@ class DPoPGuard:
         self.app, self.base, self.nonce = app, base, nonce
         self.bound: dict[str, str] = {}  # access or refresh token -> the jkt it is bound to
         self.jtis: set[str] = set()
-        self.log: dict[str, Any] = {"token_proofs": 0, "as_challenges": 0, "mcp_proofs": 0, "rs_challenges": 0,
-                                    "refused": [], "jkts": [], "grants": []}  # fmt: skip
+        self.log: dict[str, Any] = {
+            "token_proofs": 0,
+            "as_challenges": 0,
+            "mcp_proofs": 0,
+            "rs_challenges": 0,
+            "refused": [],
+            "jkts": [],
+            "grants": [],
+        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -184,7 +191,9 @@ class DPoPGuard:
         if self.nonce and proof.get("nonce") != RS_NONCE:
             self.log["rs_challenges"] += 1
             challenge = f'DPoP error="use_dpop_nonce", {metadata}'
-            return await _json(send, 401, {"error": "use_dpop_nonce"}, {"WWW-Authenticate": challenge, "DPoP-Nonce": RS_NONCE})
+            return await _json(
+                send, 401, {"error": "use_dpop_nonce"}, {"WWW-Authenticate": challenge, "DPoP-Nonce": RS_NONCE}
+            )
         self.log["mcp_proofs"] += 1
         rest = [(k, v) for k, v in scope["headers"] if k.lower() not in (b"authorization", b"dpop")]
         inner = {**scope, "headers": [*rest, (b"authorization", f"Bearer {token}".encode())]}

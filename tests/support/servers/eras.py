@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import argparse
 import json
-
-import anyio
 from typing import Annotated, Any
 
+import anyio
 import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.middleware import Middleware
-from mcp import MCPError
 from fastmcp.tools import FunctionTool
 from mcp_types import ToolAnnotations
 from pydantic import Field
+
+from mcp import MCPError
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 DAYS = {"type": "object", "properties": {"days": {"type": "integer"}}, "required": ["days"]}
@@ -49,8 +49,11 @@ class EraGate(Middleware):
 
     async def on_initialize(self, context: Any, call_next: Any) -> Any:
         if self.era == "2026":
-            raise MCPError(code=mcp_types.UNSUPPORTED_PROTOCOL_VERSION, message="this server speaks 2026-07-28 only",
-                           data={"supported": ["2026-07-28"]})  # fmt: skip
+            raise MCPError(
+                code=mcp_types.UNSUPPORTED_PROTOCOL_VERSION,
+                message="this server speaks 2026-07-28 only",
+                data={"supported": ["2026-07-28"]},
+            )
         return await call_next(context)
 
 
@@ -61,21 +64,30 @@ def build(era: str = "any") -> FastMCP:
     async def plan_trip(ctx: Context) -> Any:
         """Plan a trip: asks where and how long (two questions at once), then asks the model for a blurb."""
         if not ctx._is_modern_protocol():
-            city = await ctx.session.elicit(message="Which city?", requested_schema=CITY, related_request_id=ctx.request_id)
+            city = await ctx.session.elicit(
+                message="Which city?", requested_schema=CITY, related_request_id=ctx.request_id
+            )
             if city.action != "accept":
                 return f"no trip: city {city.action}"
-            days = await ctx.session.elicit(message="How many days?", requested_schema=DAYS, related_request_id=ctx.request_id)
+            days = await ctx.session.elicit(
+                message="How many days?", requested_schema=DAYS, related_request_id=ctx.request_id
+            )
             if days.action != "accept":
                 return f"no trip: days {days.action}"
-            blurb = await ctx.session.create_message(messages=[_ask_blurb(city.content["city"])], max_tokens=50,
-                                                     related_request_id=ctx.request_id)  # fmt: skip
+            blurb = await ctx.session.create_message(
+                messages=[_ask_blurb(city.content["city"])], max_tokens=50, related_request_id=ctx.request_id
+            )
             return f"trip to {city.content['city']} for {days.content['days']} days: {blurb.content.text}"
         answers = ctx.input_responses or {}
         state = json.loads(ctx.request_state) if ctx.request_state else {"round": 0}
         if state["round"] == 0:
             asks = {
-                "city": mcp_types.ElicitRequest(params=mcp_types.ElicitRequestFormParams(message="Which city?", requested_schema=CITY)),
-                "days": mcp_types.ElicitRequest(params=mcp_types.ElicitRequestFormParams(message="How many days?", requested_schema=DAYS)),
+                "city": mcp_types.ElicitRequest(
+                    params=mcp_types.ElicitRequestFormParams(message="Which city?", requested_schema=CITY)
+                ),
+                "days": mcp_types.ElicitRequest(
+                    params=mcp_types.ElicitRequestFormParams(message="How many days?", requested_schema=DAYS)
+                ),
             }
             return mcp_types.InputRequiredResult(input_requests=asks, request_state=json.dumps({"round": 1}))
         if state["round"] == 1:
@@ -83,9 +95,12 @@ def build(era: str = "any") -> FastMCP:
                 if answers[key].action != "accept":
                     return f"no trip: {key} {answers[key].action}"
             city, days = answers["city"].content["city"], answers["days"].content["days"]
-            ask = mcp_types.CreateMessageRequest(params=mcp_types.CreateMessageRequestParams(messages=[_ask_blurb(city)], max_tokens=50))
-            return mcp_types.InputRequiredResult(input_requests={"blurb": ask},
-                                                 request_state=json.dumps({"round": 2, "city": city, "days": days}))  # fmt: skip
+            ask = mcp_types.CreateMessageRequest(
+                params=mcp_types.CreateMessageRequestParams(messages=[_ask_blurb(city)], max_tokens=50)
+            )
+            return mcp_types.InputRequiredResult(
+                input_requests={"blurb": ask}, request_state=json.dumps({"round": 2, "city": city, "days": days})
+            )
         return f"trip to {state['city']} for {state['days']} days: {answers['blurb'].content.text}"
 
     @mcp.tool(annotations={"readOnlyHint": True})
@@ -123,9 +138,15 @@ BOOK_SCHEMA = {
     "type": "object",
     "$defs": {
         "traveller": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-        "trip": {"type": "object", "properties": {"city": {"type": "string"}, "traveller": {"$ref": "#/$defs/traveller"},
-                                                  "companions": {"type": "array", "items": {"$ref": "#/$defs/traveller"}}},
-                 "required": ["city", "traveller"]},
+        "trip": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "traveller": {"$ref": "#/$defs/traveller"},
+                "companions": {"type": "array", "items": {"$ref": "#/$defs/traveller"}},
+            },
+            "required": ["city", "traveller"],
+        },
     },
     "properties": {"trip": {"$ref": "#/$defs/trip"}},
     "required": ["trip"],
@@ -133,7 +154,9 @@ BOOK_SCHEMA = {
 
 
 def _ask_blurb(city: str) -> mcp_types.SamplingMessage:
-    return mcp_types.SamplingMessage(role="user", content=mcp_types.TextContent(type="text", text=f"Write a blurb about {city}"))
+    return mcp_types.SamplingMessage(
+        role="user", content=mcp_types.TextContent(type="text", text=f"Write a blurb about {city}")
+    )
 
 
 def main() -> None:
@@ -162,8 +185,9 @@ async def _serve_handshake_stdio(mcp: FastMCP) -> None:
         async with mcp._lifespan_manager():
             lowlevel = mcp._mcp_server
             async with lowlevel.lifespan(lowlevel) as state, stdio_server() as (read, write):
-                await serve_loop(lowlevel, read, write, lifespan_state=state,
-                                 init_options=lowlevel.create_initialization_options())  # fmt: skip
+                await serve_loop(
+                    lowlevel, read, write, lifespan_state=state, init_options=lowlevel.create_initialization_options()
+                )
     finally:
         reset_transport(token)
 

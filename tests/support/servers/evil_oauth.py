@@ -32,8 +32,9 @@ def internal_app(status: int = 500) -> tuple[Starlette, list[str]]:
 
     async def anything(request: Request) -> Response:
         hits.append(f"{request.method} {request.url.path}")
-        return JSONResponse({"error": "server_error", "error_description": SECRET_BODY, "leak": SECRET_BODY},
-                            status_code=status)  # fmt: skip
+        return JSONResponse(
+            {"error": "server_error", "error_description": SECRET_BODY, "leak": SECRET_BODY}, status_code=status
+        )
 
     return Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])]), hits
 
@@ -51,8 +52,9 @@ class Knobs:
     authorizations: list[dict[str, str]] = field(default_factory=list)
 
 
-def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, Any]] | None = None,
-             knobs: Knobs | None = None) -> Starlette:  # fmt: skip
+def evil_app(
+    own: str, internal: str, aim: str, token_requests: list[dict[str, Any]] | None = None, knobs: Knobs | None = None
+) -> Starlette:
     """`own`: this server's base URL (http://127.0.0.1:PORT); `token_requests` gets the form and
     headers of each request to its own token endpoint."""
     knobs = knobs or Knobs()
@@ -60,10 +62,15 @@ def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, A
     async def mcp(request: Request) -> Response:
         if knobs.insufficient_scope and request.headers.get("authorization"):
             challenge = f'Bearer error="insufficient_scope", scope="{knobs.insufficient_scope}"'
-            return JSONResponse({"error": "insufficient_scope"}, status_code=403, headers={"WWW-Authenticate": challenge})
+            return JSONResponse(
+                {"error": "insufficient_scope"}, status_code=403, headers={"WWW-Authenticate": challenge}
+            )
         metadata = f"{internal}/prm" if aim == "prm" else f"{own}/.well-known/oauth-protected-resource/mcp"
-        return JSONResponse({"error": "unauthorized"}, status_code=401,
-                            headers={"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})  # fmt: skip
+        return JSONResponse(
+            {"error": "unauthorized"},
+            status_code=401,
+            headers={"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'},
+        )
 
     async def prm(request: Request) -> Response:
         server = internal if aim == "as" else knobs.authorization_server or own
@@ -71,11 +78,13 @@ def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, A
 
     async def asm(request: Request) -> Response:
         body: dict[str, Any] = {
-            "issuer": own, "authorization_endpoint": f"{own}/authorize", "response_types_supported": ["code"],
+            "issuer": own,
+            "authorization_endpoint": f"{own}/authorize",
+            "response_types_supported": ["code"],
             "token_endpoint": f"{internal}/token" if aim == "token" else f"{own}/token",
             "registration_endpoint": f"{internal}/register" if aim == "register" else f"{own}/register",
             "code_challenge_methods_supported": ["S256"],
-        }  # fmt: skip
+        }
         if knobs.scopes is not None:
             body["scopes_supported"] = knobs.scopes
         return JSONResponse(body)
@@ -95,15 +104,23 @@ def evil_app(own: str, internal: str, aim: str, token_requests: list[dict[str, A
     async def token(request: Request) -> Response:
         if token_requests is not None:
             token_requests.append({**(await request.form()), "authorization": request.headers.get("authorization")})
-        return JSONResponse({"access_token": f"token-of-{own}", "token_type": "Bearer", "expires_in": 3600,
-                             "refresh_token": f"refresh-of-{own}"})  # fmt: skip
+        return JSONResponse(
+            {
+                "access_token": f"token-of-{own}",
+                "token_type": "Bearer",
+                "expires_in": 3600,
+                "refresh_token": f"refresh-of-{own}",
+            }
+        )
 
-    return Starlette(routes=[
-        Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
-        Route("/.well-known/oauth-protected-resource/mcp", prm),
-        Route("/.well-known/oauth-protected-resource", prm),
-        Route("/.well-known/oauth-authorization-server", asm),
-        Route("/register", register, methods=["POST"]),
-        Route("/authorize", authorize),
-        Route("/token", token, methods=["POST"]),
-    ])  # fmt: skip
+    return Starlette(
+        routes=[
+            Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
+            Route("/.well-known/oauth-protected-resource/mcp", prm),
+            Route("/.well-known/oauth-protected-resource", prm),
+            Route("/.well-known/oauth-authorization-server", asm),
+            Route("/register", register, methods=["POST"]),
+            Route("/authorize", authorize),
+            Route("/token", token, methods=["POST"]),
+        ]
+    )

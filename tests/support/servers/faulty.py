@@ -53,7 +53,9 @@ async def hang() -> str:
 
 
 @mcp.tool(annotations=READ_ONLY)
-async def progress_for(seconds: float, interval_s: float = 0.2, heartbeat_file: str = "", ctx: Context | None = None) -> str:
+async def progress_for(
+    seconds: float, interval_s: float = 0.2, heartbeat_file: str = "", ctx: Context | None = None
+) -> str:
     """Report progress every `interval_s` for `seconds`; each step also appends a
     line to `heartbeat_file` (when given), so a test sees whether the work goes on."""
     started = time.monotonic()
@@ -110,10 +112,14 @@ async def ask_name(ctx: Context) -> str:
     if "who" in answers:
         answer = answers["who"]
     elif ctx._is_modern_protocol():
-        request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestFormParams(message="Who are you?", requested_schema=schema))
+        request = mcp_types.ElicitRequest(
+            params=mcp_types.ElicitRequestFormParams(message="Who are you?", requested_schema=schema)
+        )
         return mcp_types.InputRequiredResult(input_requests={"who": request})
     else:
-        answer = await ctx.session.elicit(message="Who are you?", requested_schema=schema, related_request_id=ctx.request_id)
+        answer = await ctx.session.elicit(
+            message="Who are you?", requested_schema=schema, related_request_id=ctx.request_id
+        )
     return f"hello {answer.content['name']}" if answer.action == "accept" else f"no answer ({answer.action})"
 
 
@@ -122,7 +128,9 @@ NOISE = [
     '{"half": ',
     "[]",
     json.dumps({"jsonrpc": "2.0", "id": 987654, "result": {}}),  # an answer to a request nobody sent
-    json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "nobody", "progress": 1}}),
+    json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "nobody", "progress": 1}}
+    ),
 ]
 
 

@@ -12,11 +12,11 @@ times it has been read, so a test can tell a cached read from one that reached t
 from __future__ import annotations
 
 import argparse
+from typing import get_args
 
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types.methods import CacheableMethod
-from typing import get_args
 
 reads = 0
 

@@ -9,9 +9,38 @@ from fastmcp import FastMCP
 from fastmcp.tools import Tool
 
 AREAS = ["invoice", "customer", "ticket", "shipment", "contract", "report", "meeting", "budget", "asset", "vendor"]
-ACTIONS = ["create", "read", "update", "archive", "search", "export", "approve", "assign", "comment", "summarize",
-           "merge", "tag", "restore", "share", "audit", "notify", "price", "schedule", "translate", "validate",
-           "count", "compare", "forecast", "import", "lock", "unlock", "rename", "link", "unlink", "review"]  # fmt: skip
+ACTIONS = [
+    "create",
+    "read",
+    "update",
+    "archive",
+    "search",
+    "export",
+    "approve",
+    "assign",
+    "comment",
+    "summarize",
+    "merge",
+    "tag",
+    "restore",
+    "share",
+    "audit",
+    "notify",
+    "price",
+    "schedule",
+    "translate",
+    "validate",
+    "count",
+    "compare",
+    "forecast",
+    "import",
+    "lock",
+    "unlock",
+    "rename",
+    "link",
+    "unlink",
+    "review",
+]
 
 
 def catalogue(count: int) -> FastMCP:
@@ -21,8 +50,9 @@ def catalogue(count: int) -> FastMCP:
         name = f"{action}_{area}" if i < len(AREAS) * len(ACTIONS) else f"{action}_{area}_{i}"
 
         description = f"{action.capitalize()} a {area} record in the back office (item id optional)."
-        mcp.add_tool(Tool.from_function(_tool(name), name=name, description=description,
-                                        annotations={"readOnlyHint": True}))  # fmt: skip
+        mcp.add_tool(
+            Tool.from_function(_tool(name), name=name, description=description, annotations={"readOnlyHint": True})
+        )
     return mcp
 
 

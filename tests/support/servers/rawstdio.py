@@ -20,17 +20,37 @@ VERSION = "2025-06-18"
 SUPPORTED = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
 TOOLS = [
-    {"name": "echo", "description": "Return the text.", "annotations": {"readOnlyHint": True},
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
-    {"name": "noisy", "description": "Print non-JSON lines, then answer.", "annotations": {"readOnlyHint": True},
-     "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "binary_noise", "description": "Print a line that is not UTF-8, then answer.",
-     "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "bad_result", "description": "Answer with a result that is not a CallToolResult.",
-     "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "cut_and_exit", "description": "Write half a message, then exit.",
-     "annotations": {"readOnlyHint": True}, "inputSchema": {"type": "object", "properties": {}}},
-]  # fmt: skip
+    {
+        "name": "echo",
+        "description": "Return the text.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
+    {
+        "name": "noisy",
+        "description": "Print non-JSON lines, then answer.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "binary_noise",
+        "description": "Print a line that is not UTF-8, then answer.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "bad_result",
+        "description": "Answer with a result that is not a CallToolResult.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "cut_and_exit",
+        "description": "Write half a message, then exit.",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+]
 
 
 def write(data: bytes) -> None:
@@ -72,11 +92,17 @@ def handle(message: dict) -> None:
     params = message.get("params") or {}
     if method == "initialize":
         asked = params.get("protocolVersion")
-        send({"jsonrpc": "2.0", "id": request_id, "result": {
-            "protocolVersion": asked if asked in SUPPORTED else VERSION,
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "rawstdio", "version": "0.0.1"},
-        }})  # fmt: skip
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {
+                    "protocolVersion": asked if asked in SUPPORTED else VERSION,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "rawstdio", "version": "0.0.1"},
+                },
+            }
+        )
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": request_id, "result": {}})
     elif method == "tools/list":

@@ -22,6 +22,7 @@ import secrets
 import time
 
 import uvicorn
+from dpop_guard import DPoPGuard  # beside this file, which always runs as a script
 from fastmcp import Context, FastMCP
 from fastmcp.server.auth.auth import ClientRegistrationOptions, RemoteAuthProvider
 from fastmcp.server.auth.providers import in_memory
@@ -29,8 +30,6 @@ from fastmcp.server.auth.providers.debug import DebugTokenVerifier
 from fastmcp.server.dependencies import get_access_token
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-
-from dpop_guard import DPoPGuard  # beside this file, which always runs as a script
 
 
 def build(auth: object) -> FastMCP:
@@ -68,10 +67,16 @@ def machine(port: int, client_id: str, client_secret: str, ttl: int) -> FastMCP:
 
     @mcp.custom_route("/.well-known/oauth-authorization-server", methods=["GET"])
     async def metadata(request: Request) -> JSONResponse:
-        return JSONResponse({"issuer": base, "token_endpoint": f"{base}/token",
-                             "authorization_endpoint": f"{base}/authorize", "response_types_supported": ["code"],
-                             "grant_types_supported": ["client_credentials"],
-                             "token_endpoint_auth_methods_supported": ["client_secret_basic"]})  # fmt: skip
+        return JSONResponse(
+            {
+                "issuer": base,
+                "token_endpoint": f"{base}/token",
+                "authorization_endpoint": f"{base}/authorize",
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["client_credentials"],
+                "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+            }
+        )
 
     @mcp.custom_route("/token", methods=["POST"])
     async def token(request: Request) -> JSONResponse:
@@ -109,13 +114,19 @@ def main() -> None:
         port = args.oauth or args.dpop
         in_memory.DEFAULT_ACCESS_TOKEN_EXPIRY_SECONDS = args.token_ttl  # short-lived tokens exercise refresh
         base = f"http://127.0.0.1:{port}"
-        mcp = build(in_memory.InMemoryOAuthProvider(
-            base_url=base,
-            client_registration_options=ClientRegistrationOptions(enabled=True),
-        ))  # fmt: skip
+        mcp = build(
+            in_memory.InMemoryOAuthProvider(
+                base_url=base,
+                client_registration_options=ClientRegistrationOptions(enabled=True),
+            )
+        )
         if args.dpop:
-            uvicorn.run(DPoPGuard(mcp.http_app(transport="http"), base, nonce=args.nonce), host="127.0.0.1", port=port,
-                        log_level="warning")  # fmt: skip
+            uvicorn.run(
+                DPoPGuard(mcp.http_app(transport="http"), base, nonce=args.nonce),
+                host="127.0.0.1",
+                port=port,
+                log_level="warning",
+            )
             return
     mcp.run(transport="http", host="127.0.0.1", port=port, show_banner=False)
 

@@ -26,6 +26,7 @@ import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
+
 from mcp import MCPError
 
 COLOUR = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
@@ -50,9 +51,14 @@ def build(poll_ms: int = 200, concurrency: int = 10) -> FastMCP:
         answers = ctx.input_responses or {}
         if "colour" not in answers:
             await asyncio.sleep(0.2)
-            ask = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestFormParams(
-                message=f"Which colour for the {topic}?", requested_schema=COLOUR))  # fmt: skip
-            return mcp_types.InputRequiredResult(input_requests={"colour": ask}, request_state=json.dumps({"topic": topic}))
+            ask = mcp_types.ElicitRequest(
+                params=mcp_types.ElicitRequestFormParams(
+                    message=f"Which colour for the {topic}?", requested_schema=COLOUR
+                )
+            )
+            return mcp_types.InputRequiredResult(
+                input_requests={"colour": ask}, request_state=json.dumps({"topic": topic})
+            )
         answer = answers["colour"]
         if answer.action != "accept":
             return f"survey of {topic}: no colour ({answer.action})"
@@ -88,7 +94,10 @@ def build(poll_ms: int = 200, concurrency: int = 10) -> FastMCP:
     async def report() -> dict[str, Any]:
         """A finished report with a CSV file."""
         csv = base64.b64encode(b"a,b\n1,2\n").decode()
-        return {"results": {"summary": "2 columns, 1 row"}, "artifacts": [{"name": "report.csv", "b64": csv, "mime": "text/csv"}]}
+        return {
+            "results": {"summary": "2 columns, 1 row"},
+            "artifacts": [{"name": "report.csv", "b64": csv, "mime": "text/csv"}],
+        }
 
     return mcp
 

@@ -9,9 +9,9 @@ import base64
 import os
 import sys
 
+import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
-import mcp_types
 from mcp_types import BlobResourceContents, EmbeddedResource, ImageContent, ResourceLink, TextContent
 
 # 1x1 transparent PNG
@@ -62,7 +62,10 @@ def make_report() -> dict:
 @mcp.tool(annotations={"readOnlyHint": True})
 def picture() -> list:
     """Return an MCP image content block."""
-    return [TextContent(type="text", text="a picture"), ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png")]
+    return [
+        TextContent(type="text", text="a picture"),
+        ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png"),
+    ]
 
 
 @mcp.resource("toolbox://readme", mime_type="text/markdown")
@@ -88,8 +91,14 @@ def three_kinds() -> list:
     """Return an image block, an embedded blob and a link to an MCP resource."""
     return [
         ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png"),
-        EmbeddedResource(type="resource", resource=BlobResourceContents(
-            uri="toolbox://blobs/data.bin", mime_type="application/octet-stream", blob=base64.b64encode(b"\x00\x01\x02").decode())),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="toolbox://blobs/data.bin",
+                mime_type="application/octet-stream",
+                blob=base64.b64encode(b"\x00\x01\x02").decode(),
+            ),
+        ),
         ResourceLink(type="resource_link", name="alpha.txt", uri="toolbox://notes/alpha", mime_type="text/plain"),
     ]
 
@@ -146,7 +155,9 @@ async def ask_name(ctx: Context) -> str:
             params=mcp_types.ElicitRequestFormParams(message="Who are you?", requested_schema=NAME_SCHEMA)
         )
         return mcp_types.InputRequiredResult(input_requests={"who": request})
-    result = await ctx.session.elicit(message="Who are you?", requested_schema=NAME_SCHEMA, related_request_id=ctx.request_id)
+    result = await ctx.session.elicit(
+        message="Who are you?", requested_schema=NAME_SCHEMA, related_request_id=ctx.request_id
+    )
     if result.action == "accept":
         return f"hello {result.content['name']}, age {result.content['age']}"
     return f"no answer ({result.action})"
@@ -158,9 +169,13 @@ async def summarize_with_llm(text: str, ctx: Context) -> str:
     answers = ctx.input_responses or {}
     if "summary" in answers:
         return f"summary: {answers['summary'].content.text}"
-    message = mcp_types.SamplingMessage(role="user", content=mcp_types.TextContent(type="text", text=f"Summarise: {text}"))
+    message = mcp_types.SamplingMessage(
+        role="user", content=mcp_types.TextContent(type="text", text=f"Summarise: {text}")
+    )
     if ctx._is_modern_protocol():
-        request = mcp_types.CreateMessageRequest(params=mcp_types.CreateMessageRequestParams(messages=[message], max_tokens=100))
+        request = mcp_types.CreateMessageRequest(
+            params=mcp_types.CreateMessageRequestParams(messages=[message], max_tokens=100)
+        )
         return mcp_types.InputRequiredResult(input_requests={"summary": request})
     result = await ctx.session.create_message(messages=[message], max_tokens=100, related_request_id=ctx.request_id)
     return f"summary: {result.content.text}"

@@ -6,8 +6,16 @@ from switchboard.tools import ToolInfo
 
 
 def tool(name="t", annotations=None, changed=False):
-    return ToolInfo(qualified_name=f"s_{name}", server="s", name=name, description="", input_schema={"type": "object"},
-                    annotations=annotations or {}, definition_hash="h1", definition_changed=changed)  # fmt: skip
+    return ToolInfo(
+        qualified_name=f"s_{name}",
+        server="s",
+        name=name,
+        description="",
+        input_schema={"type": "object"},
+        annotations=annotations or {},
+        definition_hash="h1",
+        definition_changed=changed,
+    )
 
 
 @pytest.mark.parametrize(

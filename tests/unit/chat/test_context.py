@@ -2,9 +2,10 @@
 history that leaves out the oldest tool results, never an edit of it."""
 
 import pytest
+
 from switchboard.auth import User
-from switchboard.chat.context import fitting_context, more_to_trim
 from switchboard.chat import ConversationState, TurnState
+from switchboard.chat.context import fitting_context, more_to_trim
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMContextOverflow
 from switchboard.history import TRIMMED_TOOL_RESULT, AssistantText, CallRecord, ToolReply, UserText, trimmed
@@ -59,13 +60,19 @@ async def test_an_overflow_trims_the_view_and_calls_once_more():
 
     events = await run(llm, session)
 
-    assert events[0] == Notice("context_trimmed", "The conversation no longer fit model 'm': the 1 oldest tool results "
-                                                  "were left out and the question sent again.")
+    assert events[0] == Notice(
+        "context_trimmed",
+        "The conversation no longer fit model 'm': the 1 oldest tool results "
+        "were left out and the question sent again.",
+    )
     assert events[1] == TextDelta("fits")
     assert tool_contents(llm.sent[0]) == ["result 0", "result 1"]
     assert tool_contents(llm.sent[1]) == [TRIMMED_TOOL_RESULT, "result 1"]
     assert llm.sent[1][0] == {"role": "system", "content": "system"}
-    assert [r.text for r in session.conversation.history if isinstance(r, ToolReply)] == ["result 0", "result 1"]  # records intact
+    assert [r.text for r in session.conversation.history if isinstance(r, ToolReply)] == [
+        "result 0",
+        "result 1",
+    ]  # records intact
     assert session.trimmed == 1  # later calls of the turn start from the trimmed view
 
 

@@ -2,6 +2,7 @@
 nobody can compute another user's ids without the server's secret (a real SQLite store)."""
 
 import pytest
+
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
@@ -53,7 +54,9 @@ async def test_an_incognito_chat_never_takes_another_users_conversation_id(conve
     # a name bob picks is his own: his incognito chat runs under his keyed id of it
     chat = ChatMessage(type="chat", content="hi", incognito=True, conversation_id="bobs-secret-chat")
     turn = await conversations.turn_for(BOB, chat, "bobs-connection-id", LEVELS)
-    assert turn.conversation.incognito and turn.conversation.id == conversations.ids.scoped(BOB.email, "bobs-secret-chat")
+    assert turn.conversation.incognito and turn.conversation.id == conversations.ids.scoped(
+        BOB.email, "bobs-secret-chat"
+    )
     # bob's next turn, naming it as the server named it, continues the same incognito chat
     again = ChatMessage(type="chat", content="more", incognito=True, conversation_id=turn.conversation.id)
     assert (await conversations.turn_for(BOB, again, "bobs-connection-id", LEVELS)).conversation is turn.conversation

@@ -6,6 +6,7 @@ lets it finish, so the next commit neither loses nor repeats a record."""
 import asyncio
 
 import pytest
+
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
@@ -18,7 +19,11 @@ ANN = User(email="ann@example.com", groups=frozenset({"users"}))
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def conversations(request, tmp_path):
-    url = f"sqlite+aiosqlite:///{tmp_path}/db.sqlite" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    url = (
+        f"sqlite+aiosqlite:///{tmp_path}/db.sqlite"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
     store = await open_store(url)
     try:
         yield Conversations(store, ArtifactStore(tmp_path / "files"))
@@ -35,7 +40,11 @@ async def test_a_new_conversation_is_created_with_its_question_in_one_commit(con
     recorder.keep(turn, UserText(id="u1", text="first question"), {"files": [{"id": "f1"}, {"id": "f2"}]})
     assert await recorder.begin(turn, "first question")
     loaded = await conversations.store.load("conv-0001")
-    assert (loaded.conversation.title, loaded.conversation.model, loaded.conversation.leaf_id) == ("first question", "m1", "u1")
+    assert (loaded.conversation.title, loaded.conversation.model, loaded.conversation.leaf_id) == (
+        "first question",
+        "m1",
+        "u1",
+    )
     assert [m.id for m in loaded.messages] == ["u1"] and loaded.files == ["f1", "f2"]
     assert turn.conversation.stored and turn.unsaved == []
 
@@ -64,7 +73,11 @@ async def test_a_tool_round_is_one_transaction_and_the_answer_brings_the_new_mod
     loaded = await conversations.store.load("conv-0001")
     assert [m.id for m in loaded.messages] == ["u1", "a1", "t1", "a2"] and loaded.allowances == {"git:log"}
     assert [m.parent_id for m in loaded.messages] == [None, "u1", "a1", "t1"]
-    assert (loaded.conversation.model, loaded.conversation.leaf_id, loaded.conversation.message_count) == ("m2", "a2", 4)
+    assert (loaded.conversation.model, loaded.conversation.leaf_id, loaded.conversation.message_count) == (
+        "m2",
+        "a2",
+        4,
+    )
     assert turn.new_allowances == [] and turn.conversation.model == "m2"
 
 
@@ -73,8 +86,13 @@ async def test_a_stored_conversations_question_is_written_while_the_turn_goes_on
     conversations.recorder.keep(first, UserText(id="u1", text="q"), {})
     await conversations.recorder.begin(first, "q")
     conversation = (await conversations.store.load("conv-0001")).conversation
-    turn = TurnState(user=ANN, conversation=ConversationState(owner=ANN.email, id=conversation.id, stored=True,
-                                                              leaf_id=conversation.leaf_id, model="m1"), model="m1")  # fmt: skip
+    turn = TurnState(
+        user=ANN,
+        conversation=ConversationState(
+            owner=ANN.email, id=conversation.id, stored=True, leaf_id=conversation.leaf_id, model="m1"
+        ),
+        model="m1",
+    )
     conversations.recorder.keep(turn, UserText(id="u2", text="again"), {})
     assert not await conversations.recorder.begin(turn, "again")  # returns before the write is done
     assert turn.writing is not None

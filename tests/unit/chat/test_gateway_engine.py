@@ -8,9 +8,18 @@ from pathlib import Path
 
 import pytest
 from fastmcp import FastMCP
+
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ConversationState, Conversations, TurnState
+from switchboard.chat import (
+    ApprovalAnswer,
+    CallRunner,
+    CallSettings,
+    ChatEngine,
+    Conversations,
+    ConversationState,
+    TurnState,
+)
 from switchboard.chat.events import ChatMessage
 from switchboard.chat.gateway import GATEWAY_TOOLS
 from switchboard.config.loader import AppConfig, McpConfig
@@ -75,18 +84,29 @@ async def make(tmp_path: Path):
     pools = []
 
     async def build(llm: ScriptedLLM, *, exposure: str = "gateway", threshold: int | None = None):
-        servers = {"notes": ServerConfig(url="http://in-memory.invalid/mcp", approval="destructive"),
-                   "vault": ServerConfig(url="http://in-memory.invalid/mcp", groups=["admins"])}  # fmt: skip
+        servers = {
+            "notes": ServerConfig(url="http://in-memory.invalid/mcp", approval="destructive"),
+            "vault": ServerConfig(url="http://in-memory.invalid/mcp", groups=["admins"]),
+        }
         model = ModelConfig(name="m", model="openai/m", tool_exposure=exposure, gateway_threshold_tokens=threshold)
-        config = AppConfig(mcp=McpConfig(servers=servers), llm=LLMConfig(default_model="m", models=[model]),
-                           groups=GroupsConfig(), compliance=ComplianceLevels(), system_prompt="")  # fmt: skip
-        pool = ServerPool(config.mcp, project_root=tmp_path, log_dir=tmp_path, in_memory={"notes": notes, "vault": vault})
+        config = AppConfig(
+            mcp=McpConfig(servers=servers),
+            llm=LLMConfig(default_model="m", models=[model]),
+            groups=GroupsConfig(),
+            compliance=ComplianceLevels(),
+            system_prompt="",
+        )
+        pool = ServerPool(
+            config.mcp, project_root=tmp_path, log_dir=tmp_path, in_memory={"notes": notes, "vault": vault}
+        )
         pools.append(pool)
         pool.start()
         await pool.wait_settled(10)
         files = ArtifactStore(tmp_path / "files")
         calls = CallRunner(pool, files, config.compliance, CallSettings(approval_timeout_s=2))
-        engine = ChatEngine(llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config)
+        engine = ChatEngine(
+            llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
+        )
         return engine, Conversations(None, files)  # type: ignore[arg-type]
 
     yield build
@@ -118,10 +138,12 @@ def results(events) -> list:
 
 async def test_search_describe_call_runs_the_real_tool_with_approval(make):
     WIPED.clear()
-    llm = ScriptedLLM([call("switchboard_search_tools", {"query": "erase my note"})],
-                      [call("switchboard_describe_tool", {"name": "notes_wipe_note"})],
-                      [call("switchboard_call_tool", {"name": "notes_wipe_note", "arguments": {"title": "shopping"}})],
-                      ["Done."])  # fmt: skip
+    llm = ScriptedLLM(
+        [call("switchboard_search_tools", {"query": "erase my note"})],
+        [call("switchboard_describe_tool", {"name": "notes_wipe_note"})],
+        [call("switchboard_call_tool", {"name": "notes_wipe_note", "arguments": {"title": "shopping"}})],
+        ["Done."],
+    )
     engine, conversations = await make(llm)
 
     events = await run(engine, conversations, session())
@@ -149,12 +171,16 @@ async def test_a_denied_gateway_call_does_not_run(make):
 
 
 async def test_tools_outside_the_offered_set_cannot_be_found_described_or_called(make):
-    llm = ScriptedLLM([call("switchboard_search_tools", {"query": "secret vault note weather"}),
-                       call("switchboard_search_tools", {"query": "list"}),
-                       call("switchboard_describe_tool", {"name": "vault_open_vault_note"}),
-                       call("switchboard_call_tool", {"name": "vault_open_vault_note", "arguments": {"title": "a"}}),
-                       call("switchboard_call_tool", {"name": "notes_weather_forecast", "arguments": {"city": "Oslo"}})],
-                      ["ok"])  # fmt: skip
+    llm = ScriptedLLM(
+        [
+            call("switchboard_search_tools", {"query": "secret vault note weather"}),
+            call("switchboard_search_tools", {"query": "list"}),
+            call("switchboard_describe_tool", {"name": "vault_open_vault_note"}),
+            call("switchboard_call_tool", {"name": "vault_open_vault_note", "arguments": {"title": "a"}}),
+            call("switchboard_call_tool", {"name": "notes_weather_forecast", "arguments": {"city": "Oslo"}}),
+        ],
+        ["ok"],
+    )
     engine, conversations = await make(llm)
 
     # the user is not in "admins" (vault), and the chat's selection leaves out the forecast
@@ -170,14 +196,23 @@ async def test_tools_outside_the_offered_set_cannot_be_found_described_or_called
 
 
 async def test_list_forms_and_bare_names(make):
-    llm = ScriptedLLM([call("switchboard_search_tools", {"query": "list:notes"}),
-                       call("switchboard_call_tool", {"name": "read_note", "arguments": {"title": "t"}})], ["ok"])  # fmt: skip
+    llm = ScriptedLLM(
+        [
+            call("switchboard_search_tools", {"query": "list:notes"}),
+            call("switchboard_call_tool", {"name": "read_note", "arguments": {"title": "t"}}),
+        ],
+        ["ok"],
+    )
     engine, conversations = await make(llm)
 
     events = await run(engine, conversations, session())
 
     listing, read = sorted(results(events), key=lambda e: events.index(e))
-    assert {hit["name"] for hit in json.loads(listing.content)} == {"notes_read_note", "notes_wipe_note", "notes_weather_forecast"}
+    assert {hit["name"] for hit in json.loads(listing.content)} == {
+        "notes_read_note",
+        "notes_wipe_note",
+        "notes_weather_forecast",
+    }
     assert read.ok and read.tool == "notes_read_note" and "buy milk" in read.content
 
 

@@ -21,7 +21,9 @@ def _file(file_id: str, name: str) -> StoredFile:
 def test_a_host_link_sent_back_names_its_own_file():
     signer = UrlSigner(b"k" * 32, "http://host.example")
     files = {"f1": _file("f1", "sales.csv"), "f2": _file("f2", "costs.csv")}  # costs.csv is the latest
-    session = TurnState(user=User("a@example.com", frozenset()), conversation=ConversationState("a@example.com", files=files))
+    session = TurnState(
+        user=User("a@example.com", frozenset()), conversation=ConversationState("a@example.com", files=files)
+    )
     sent_back = signer.url("f1", "a@example.com", now=1)  # expired long ago: re-signed
 
     arguments = fill_host_arguments(TOOL, {"file_url": sent_back}, session, signer)

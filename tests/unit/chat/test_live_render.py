@@ -50,7 +50,7 @@ Closing paragraph <img src=x onerror=alert(2)>.
 
 
 def _pieces(text: str, size: int) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 @pytest.mark.parametrize("size", [1, 7, 16, 113])
@@ -95,7 +95,15 @@ def test_growing_text_since():
     text = GrowingText()
     for piece in ["ab", "", "cde", "f", "ghij"]:
         text.add(piece)
-    assert [text.since(i) for i in (0, 1, 2, 5, 9, 10, 12)] == ["abcdefghij", "bcdefghij", "cdefghij", "fghij", "j", "", ""]
+    assert [text.since(i) for i in (0, 1, 2, 5, 9, 10, 12)] == [
+        "abcdefghij",
+        "bcdefghij",
+        "cdefghij",
+        "fghij",
+        "j",
+        "",
+        "",
+    ]
     assert text.text() == "abcdefghij" and text.since(3) == "defghij"
 
 

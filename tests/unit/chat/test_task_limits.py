@@ -22,6 +22,7 @@ import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
+
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, TaskPoller, TaskSettings, TurnHub
@@ -70,9 +71,12 @@ def hostile() -> FastMCP:
     async def nagging() -> Any:
         """Asks again, whatever it is told."""
         ASKED.append(len(ASKED) + 1)
-        ask = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestFormParams(message=f"Question {ASKED[-1]}?",
-                                                                               requested_schema=QUESTION))  # fmt: skip
-        return mcp_types.InputRequiredResult(input_requests={f"q{ASKED[-1]}": ask}, request_state=json.dumps({"n": ASKED[-1]}))
+        ask = mcp_types.ElicitRequest(
+            params=mcp_types.ElicitRequestFormParams(message=f"Question {ASKED[-1]}?", requested_schema=QUESTION)
+        )
+        return mcp_types.InputRequiredResult(
+            input_requests={f"q{ASKED[-1]}": ask}, request_state=json.dumps({"n": ASKED[-1]})
+        )
 
     return mcp
 
@@ -96,20 +100,28 @@ async def site(tmp_path: Path):
         config = AppConfig(
             mcp=McpConfig(servers={"hostile": ServerConfig(url="http://in-memory.invalid/mcp", approval="never")}),
             llm=LLMConfig(default_model="m", models=[ModelConfig(name="m", model="openai/m")]),
-            groups=GroupsConfig(), compliance=ComplianceLevels(), system_prompt="be brief",
-        )  # fmt: skip
+            groups=GroupsConfig(),
+            compliance=ComplianceLevels(),
+            system_prompt="be brief",
+        )
         pool = ServerPool(config.mcp, project_root=tmp_path, log_dir=tmp_path, in_memory={"hostile": hostile()})
         pool.start()
         await pool.wait_settled(10)
         files = ArtifactStore(tmp_path / "files")
         store = await open_store(url or f"sqlite+aiosqlite:///{tmp_path}/tasks.sqlite")
         calls = CallRunner(pool, files, config.compliance, CallSettings())
-        engine = ChatEngine(llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files,
-                            config=config)  # fmt: skip
+        engine = ChatEngine(
+            llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
+        )
         conversations = Conversations(store, files)
         hub = TurnHub(engine, conversations, SameGroups())
-        poller = TaskPoller(pool, conversations, calls, settings=settings,
-                            is_turn_running=lambda owner, cid: hub.running(owner, cid) is not None)  # fmt: skip
+        poller = TaskPoller(
+            pool,
+            conversations,
+            calls,
+            settings=settings,
+            is_turn_running=lambda owner, cid: hub.running(owner, cid) is not None,
+        )
         calls.tasks = poller
         hub.task_questions = poller.board
         poller.start()
@@ -155,8 +167,10 @@ async def test_a_user_runs_at_most_max_per_user_tasks_and_the_call_past_it_says_
     started = [e for e in events if e["type"] == "task"]
     assert len(results) == 4 and len(started) == 3 and [r["ok"] for r in results].count(True) == 3
     refused = next(r for r in results if not r["ok"])
-    assert refused["content"] == ("You have 3 background tasks running, the most one user may have (3), so the server's "
-                                  "new task was cancelled. Wait for one of them to finish, or cancel one, then try again.")
+    assert refused["content"] == (
+        "You have 3 background tasks running, the most one user may have (3), so the server's "
+        "new task was cancelled. Wait for one of them to finish, or cancel one, then try again."
+    )
     await until(lambda: len(CANCELLED) == 1)  # the server's task past the limit does not run on
     assert len(await poller.records.of_owner(ANN.email)) == 3 and poller.held() == 3
 
@@ -198,7 +212,9 @@ async def test_a_servers_huge_status_messages_are_cut_before_they_are_stored_and
         step = event.message.split()[0]
         assert event.message.endswith(f"… [cut: the status was {STATUS_CHARS + len(step) + 1:,} characters]")
     stored = await poller.records.get(task_id)
-    assert stored is not None and stored.message is not None and len(stored.message) < 1100 and "[cut: " in stored.message
+    assert (
+        stored is not None and stored.message is not None and len(stored.message) < 1100 and "[cut: " in stored.message
+    )
 
 
 async def test_a_task_that_keeps_asking_is_stopped_after_the_input_rounds(site):
@@ -218,8 +234,10 @@ async def test_a_task_that_keeps_asking_is_stopped_after_the_input_rounds(site):
 
     assert asked == ["Question 1?", "Question 2?", "Question 3?"]
     assert event.status == "failed" and event.ok is False
-    assert event.content == ("The task failed: server 'hostile' kept asking for input for more than 3 rounds and was "
-                             "stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)")
+    assert event.content == (
+        "The task failed: server 'hostile' kept asking for input for more than 3 rounds and was "
+        "stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)"
+    )
     stored = await hub.conversations.store.load(event.conversation_id)
     assert stored.messages[-1].role == "tool" and "kept asking for input" in stored.messages[-1].content
     assert (await poller.records.get(task_id)).status == "failed"

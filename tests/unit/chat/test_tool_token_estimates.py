@@ -5,6 +5,7 @@ new number as soon as a definition changes."""
 from __future__ import annotations
 
 import mcp_types
+
 from switchboard.chat.gateway import ToolTokenEstimates, estimate_tokens
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ToolRegistry
@@ -35,4 +36,6 @@ def test_the_estimate_stays_right_when_old_entries_are_dropped():
     reg.rebuild([("s", ServerConfig(command="x"), tools("Find things.", 5))])
     estimates = ToolTokenEstimates(max_entries=2)
     for n in range(1, 6):
-        assert estimates.tokens(reg.version, reg.all()[:n]) == estimate_tokens([t.openai_schema() for t in reg.all()[:n]])
+        assert estimates.tokens(reg.version, reg.all()[:n]) == estimate_tokens(
+            [t.openai_schema() for t in reg.all()[:n]]
+        )

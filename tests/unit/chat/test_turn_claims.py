@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
+
 from switchboard.chat.relay import PostgresRelay
 from switchboard.chat.relay_seam import Turn
 from switchboard.errors import BadRequest
@@ -46,11 +47,15 @@ async def test_a_process_killed_right_after_message_done_leaves_the_conversation
     other = await make(ScriptedLLM(["Still here."]), store=second_store)
     await on_relay(killed, first_store, KilledAfterTheAnswer)  # (each hub stops its relay at the end)
     await on_relay(other, second_store)
-    done = (await Reader(await killed.start(ANN, chat(conversation_id="conv-claim"), "current")).until("message_done"))[-1]
+    done = (await Reader(await killed.start(ANN, chat(conversation_id="conv-claim"), "current")).until("message_done"))[
+        -1
+    ]
     assert done["finish_reason"] == "stop"
     await asyncio.gather(*killed.tasks())  # the turn has ended there (and its explicit release not run)
 
-    again = await Reader(await other.start(ANN, chat("and now?", conversation_id="conv-claim"), "current")).until("message_done")
+    again = await Reader(await other.start(ANN, chat("and now?", conversation_id="conv-claim"), "current")).until(
+        "message_done"
+    )
 
     assert again[-1]["finish_reason"] == "stop" and again[-1]["conversation_id"] == done["conversation_id"]
     stored = await second_store.load(done["conversation_id"])
@@ -73,8 +78,10 @@ async def test_a_claim_whose_process_stopped_says_so_and_when_it_is_released(pos
         # A process that missed its heartbeats 20 s ago (the lease is 30 s, heartbeats every 10 s).
         assert await live.claim("conv-stale", ANN.email, "p-stale") is None
         async with admin.begin() as conn:
-            await conn.execute(text("INSERT INTO app_processes (id, heartbeat_at) VALUES ('p-stale', :t)"),
-                               {"t": datetime.now(UTC) - timedelta(seconds=20)})  # fmt: skip
+            await conn.execute(
+                text("INSERT INTO app_processes (id, heartbeat_at) VALUES ('p-stale', :t)"),
+                {"t": datetime.now(UTC) - timedelta(seconds=20)},
+            )
         with pytest.raises(BadRequest) as stale:
             await asking.claim("conv-stale", ANN.email)
         assert stale.value.message == "the process writing this answer stopped; it is released within 20 s"

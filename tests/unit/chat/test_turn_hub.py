@@ -12,10 +12,19 @@ from typing import Any
 
 import pytest
 from fastmcp import FastMCP
+
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat import (ApprovalAnswer, CallRunner, CallSettings, ChatEngine, Conversations, Preferences,
-                              TurnHub, UserLimits)  # fmt: skip
+from switchboard.chat import (
+    ApprovalAnswer,
+    CallRunner,
+    CallSettings,
+    ChatEngine,
+    Conversations,
+    Preferences,
+    TurnHub,
+    UserLimits,
+)
 from switchboard.chat.events import ChatMessage
 from switchboard.chat.session import Seed
 from switchboard.config.loader import AppConfig, McpConfig
@@ -67,16 +76,19 @@ async def make(tmp_path: Path):
         config = AppConfig(
             mcp=McpConfig(servers={"box": ServerConfig(url="http://in-memory.invalid/mcp")}),
             llm=LLMConfig(default_model="m", models=[ModelConfig(name="m", model="openai/m")]),
-            groups=GroupsConfig(), compliance=ComplianceLevels(), system_prompt="be brief",
-        )  # fmt: skip
+            groups=GroupsConfig(),
+            compliance=ComplianceLevels(),
+            system_prompt="be brief",
+        )
         pool = ServerPool(config.mcp, project_root=tmp_path, log_dir=tmp_path, in_memory={"box": box})
         pool.start()
         await pool.wait_settled(10)
         files = ArtifactStore(tmp_path / "files")
         store = store or await open_store(f"sqlite+aiosqlite:///{tmp_path}/db-{len(made)}.sqlite")
         calls = CallRunner(pool, files, config.compliance, CallSettings(approval_timeout_s=5))
-        engine = ChatEngine(llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files,
-                            config=config)  # fmt: skip
+        engine = ChatEngine(
+            llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
+        )
         hub = TurnHub(engine, Conversations(store, files), SameGroups(), grace_s=grace_s, limits=limits)
         made.append((pool, store, hub))
         return hub
@@ -203,8 +215,14 @@ async def test_cancel_stops_the_call_and_stores_a_cancelled_answer(make):
     assert done["finish_reason"] == "cancelled"
     stored = await hub.conversations.store.load(done["conversation_id"])
     roles = [(m.role, m.data.get("finish_reason")) for m in stored.messages]
-    assert roles == [("user", None), ("assistant", "stop"), ("user", None), ("assistant", None), ("tool", None),
-                     ("assistant", "cancelled")]  # fmt: skip
+    assert roles == [
+        ("user", None),
+        ("assistant", "stop"),
+        ("user", None),
+        ("assistant", None),
+        ("tool", None),
+        ("assistant", "cancelled"),
+    ]
     assert stored.messages[4].content == "Cancelled by the user."
     assert not await hub.cancel(ANN, "conv-hub-5")  # nothing runs there any more
 
@@ -275,8 +293,10 @@ async def test_a_quick_call_is_stored_with_its_result_and_a_long_one_while_it_ru
     store.append = counting
     GATES["quick"], GATES["slow"] = asyncio.Event(), asyncio.Event()
     GATES["quick"].set()
-    hub = await make(ScriptedLLM([call("box_wait", gate="quick")], ["Done."], [call("box_wait", gate="slow")], ["Also."]),
-                     store=store)  # fmt: skip
+    hub = await make(
+        ScriptedLLM([call("box_wait", gate="quick")], ["Done."], [call("box_wait", gate="slow")], ["Also."]),
+        store=store,
+    )
 
     events = await Reader(await hub.start(ANN, chat(conversation_id="conv-quick"), "current")).until("message_done")
     assert appended == [["user"], ["assistant", "tool"], ["assistant"]]
@@ -369,7 +389,10 @@ async def test_a_turn_every_listener_left_is_stopped_after_the_grace(make):
         await asyncio.gather(*hub.tasks(), return_exceptions=True)
     assert turn.state.stopped_by == "abandoned"
     stored = await hub.conversations.store.load(turn.conversation_id)
-    assert stored.messages[-2].content.startswith("Stopped: every page") and stored.messages[-1].data["finish_reason"] == "cancelled"
+    assert (
+        stored.messages[-2].content.startswith("Stopped: every page")
+        and stored.messages[-1].data["finish_reason"] == "cancelled"
+    )
 
 
 async def test_a_seeded_turn_with_nobody_to_ask_refuses_approvals_and_keeps_nothing(make):
@@ -378,8 +401,9 @@ async def test_a_seeded_turn_with_nobody_to_ask_refuses_approvals_and_keeps_noth
     nobody = Preferences(approvals="refuse", refusal="Nobody may approve here.", elicitations="decline")
     seed = Seed(history=(UserText(id="h1", text="earlier question"),))
 
-    events = await Reader(await hub.start(ANN, chat("wipe it", incognito=True), "current", preferences=nobody,
-                                          seed=seed)).until("message_done")  # fmt: skip
+    events = await Reader(
+        await hub.start(ANN, chat("wipe it", incognito=True), "current", preferences=nobody, seed=seed)
+    ).until("message_done")
 
     assert "approval_request" not in types(events) and WIPED == []
     result = next(e for e in events if e["type"] == "tool_result")

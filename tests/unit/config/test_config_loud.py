@@ -49,8 +49,23 @@ def test_a_whole_file_of_the_wrong_shape_is_broken_too(dirs):
 
 def test_every_bad_field_of_a_server_is_reported_not_only_the_first(dirs):
     defaults, overrides = dirs
-    write(overrides, "mcp.json", json.dumps({"servers": {"s": {
-        "command": "x", "colour": "red", "timeout_s": -1, "approval": "sometimes", "env": {"K": "${NOPE}"}}}}))
+    write(
+        overrides,
+        "mcp.json",
+        json.dumps(
+            {
+                "servers": {
+                    "s": {
+                        "command": "x",
+                        "colour": "red",
+                        "timeout_s": -1,
+                        "approval": "sometimes",
+                        "env": {"K": "${NOPE}"},
+                    }
+                }
+            }
+        ),
+    )
     error = str(load_mcp_config(defaults, overrides, {}).errors["s"])
     for words in ("4 problems", "'colour': unknown field", "'timeout_s'", "'approval'", "'env.K'", "${NOPE}"):
         assert words in error, (words, error)
@@ -77,13 +92,25 @@ def test_check_config_warns_but_passes_when_a_command_is_not_on_path(dirs, monke
     (tmp_path / "bin").mkdir()
     script = tmp_path / "bin" / "run.sh"
     script.write_text("#!/bin/sh\n")
-    write(defaults, "mcp.json", json.dumps({"servers": {
-        "own_python": {"command": "python3", "args": ["main.py"], "cwd": "backend/mcp/dataviz"},  # project-relative cwd
-        "missing": {"command": "no-such-mcp-server-binary"},
-        "relative": {"command": "./run.sh", "cwd": str(tmp_path / "bin")},
-        "gone": {"command": "python", "cwd": "no/such/folder"},
-        "off": {"command": "also-missing", "enabled": False},
-    }}))
+    write(
+        defaults,
+        "mcp.json",
+        json.dumps(
+            {
+                "servers": {
+                    "own_python": {
+                        "command": "python3",
+                        "args": ["main.py"],
+                        "cwd": "backend/mcp/dataviz",
+                    },  # project-relative cwd
+                    "missing": {"command": "no-such-mcp-server-binary"},
+                    "relative": {"command": "./run.sh", "cwd": str(tmp_path / "bin")},
+                    "gone": {"command": "python", "cwd": "no/such/folder"},
+                    "off": {"command": "also-missing", "enabled": False},
+                }
+            }
+        ),
+    )
     code, out = _check(monkeypatch, capsys, defaults, overrides)
     assert code == 0, out
     warnings = [line for line in out.splitlines() if line.startswith("warning:")]
@@ -95,10 +122,18 @@ def test_check_config_warns_but_passes_when_a_command_is_not_on_path(dirs, monke
 
 def test_check_config_labels_a_model_as_a_model_and_counts_broken_entries(dirs, monkeypatch, capsys):
     defaults, overrides = dirs
-    write(defaults, "mcp.json", json.dumps({"servers": {"ok": {"command": "python"}, "bad": {"command": "x", "url": "http://x"}}}))
-    write(defaults, "llmconfig.yml", "models:\n  - name: demo\n    model: switchboard/demo\n"
-                                      "  - name: local\n    model: openai/llama3\n    temprature: 0.2\n"
-                                      "  - model: openai/unnamed\n")  # fmt: skip
+    write(
+        defaults,
+        "mcp.json",
+        json.dumps({"servers": {"ok": {"command": "python"}, "bad": {"command": "x", "url": "http://x"}}}),
+    )
+    write(
+        defaults,
+        "llmconfig.yml",
+        "models:\n  - name: demo\n    model: switchboard/demo\n"
+        "  - name: local\n    model: openai/llama3\n    temprature: 0.2\n"
+        "  - model: openai/unnamed\n",
+    )
     code, out = _check(monkeypatch, capsys, defaults, overrides)
     assert code == 1
     assert "model 'local', field 'temprature': unknown field" in out, out
@@ -108,10 +143,18 @@ def test_check_config_labels_a_model_as_a_model_and_counts_broken_entries(dirs, 
 
 def test_check_config_notes_a_server_on_the_deprecated_sse_transport(dirs, monkeypatch, capsys):
     defaults, overrides = dirs
-    write(defaults, "mcp.json", json.dumps({"servers": {
-        "old_sse": {"url": "http://127.0.0.1:9/sse"},
-        "modern": {"url": "http://127.0.0.1:9/mcp"},
-    }}))
+    write(
+        defaults,
+        "mcp.json",
+        json.dumps(
+            {
+                "servers": {
+                    "old_sse": {"url": "http://127.0.0.1:9/sse"},
+                    "modern": {"url": "http://127.0.0.1:9/mcp"},
+                }
+            }
+        ),
+    )
     code, out = _check(monkeypatch, capsys, defaults, overrides)
     assert code == 0, out
     warnings = [line for line in out.splitlines() if line.startswith("warning:")]

@@ -23,7 +23,9 @@ from switchboard.config.models import ServerConfig
 from switchboard.settings import PROJECT_ROOT
 
 SERVER_FIELDS = set(ServerConfig.model_fields) - {"description"}
-DOCS = sorted([PROJECT_ROOT / "README.md", *(PROJECT_ROOT / "docs").rglob("*.md"), *(PROJECT_ROOT / "config").rglob("README.md")])
+DOCS = sorted(
+    [PROJECT_ROOT / "README.md", *(PROJECT_ROOT / "docs").rglob("*.md"), *(PROJECT_ROOT / "config").rglob("README.md")]
+)
 FENCE = re.compile(r"^([ \t]*)```json[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
 INLINE = re.compile(r"`(\{[^`\n]*\})`")
 

@@ -13,8 +13,11 @@ def write(folder: Path, text: str) -> None:
 
 
 def test_the_threshold_and_exposure_are_read_and_an_override_wins(tmp_path):
-    write(tmp_path / "defaults", "gateway_threshold_tokens: 9000\nmodels:\n  - {name: a, model: openai/a}\n"
-          "  - {name: b, model: openai/b, tool_exposure: gateway, gateway_threshold_tokens: 10}\n")
+    write(
+        tmp_path / "defaults",
+        "gateway_threshold_tokens: 9000\nmodels:\n  - {name: a, model: openai/a}\n"
+        "  - {name: b, model: openai/b, tool_exposure: gateway, gateway_threshold_tokens: 10}\n",
+    )
     write(tmp_path / "overrides", "gateway_threshold_tokens: 2500\n")
 
     config = load_app_config(tmp_path / "defaults", tmp_path / "overrides", {})
@@ -27,8 +30,11 @@ def test_the_threshold_and_exposure_are_read_and_an_override_wins(tmp_path):
 
 
 def test_bad_values_are_reported_and_the_defaults_stay(tmp_path):
-    write(tmp_path / "defaults", "gateway_threshold_tokens: lots\nmodels:\n  - {name: a, model: openai/a}\n"
-          "  - {name: b, model: openai/b, tool_exposure: sometimes}\n")
+    write(
+        tmp_path / "defaults",
+        "gateway_threshold_tokens: lots\nmodels:\n  - {name: a, model: openai/a}\n"
+        "  - {name: b, model: openai/b, tool_exposure: sometimes}\n",
+    )
 
     config = load_app_config(tmp_path / "defaults", tmp_path / "overrides", {})
 

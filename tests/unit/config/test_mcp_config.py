@@ -64,8 +64,15 @@ def test_transport_detection(dirs, entry, transport):
 
 def test_variables_are_expanded_from_the_environment(dirs):
     defaults, overrides = dirs
-    write(defaults, {"servers": {"s": {"url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"},
-                                       "env": {}}, "t": {"command": "x", "env": {"A": "${MISSING:-fallback}"}}}})  # fmt: skip
+    write(
+        defaults,
+        {
+            "servers": {
+                "s": {"url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}, "env": {}},
+                "t": {"command": "x", "env": {"A": "${MISSING:-fallback}"}},
+            }
+        },
+    )
     config = load_mcp_config(defaults, overrides, {"HOST": "h.example", "TOKEN": "t0k"})
     assert config.servers["s"].url == "https://h.example/mcp"
     assert config.servers["s"].headers == {"Authorization": "Bearer t0k"}
@@ -116,8 +123,21 @@ def test_broken_json_is_a_file_error(dirs):
 
 def test_fractional_timeouts_and_fields_parse(dirs):
     defaults, overrides = dirs
-    write(defaults, {"servers": {"a": {"command": "x", "timeout_s": 0.5, "tools": {"deny": ["rm"]},
-                                       "require_approval": ["w"], "roots": ["/tmp"], "sampling": False}}})  # fmt: skip
+    write(
+        defaults,
+        {
+            "servers": {
+                "a": {
+                    "command": "x",
+                    "timeout_s": 0.5,
+                    "tools": {"deny": ["rm"]},
+                    "require_approval": ["w"],
+                    "roots": ["/tmp"],
+                    "sampling": False,
+                }
+            }
+        },
+    )
     server = load_mcp_config(defaults, overrides, {}).servers["a"]
     assert server.timeout_s == 0.5 and server.tools.admits("ls") and not server.tools.admits("rm")
     assert server.sampling == "deny" and server.roots == ["/tmp"]
@@ -129,8 +149,11 @@ def test_app_config_merges_models_and_reads_groups_and_levels(tmp_path):
     write(defaults, "default_model: demo\nmodels:\n  - {name: demo, model: switchboard/demo}\n", "llmconfig.yml")
     write(overrides, "models:\n  - {name: gpt, model: openai/gpt-4o, api_key_env: K}\n", "llmconfig.yml")
     write(defaults, 'users:\n  "*@example.com": [users]\n  alice@example.com: [research]\n', "groups.yml")
-    write(defaults, {"levels": [{"name": "Internal", "allowed_with": ["Public"]}, {"name": "Public"}]},
-          "compliance-levels.json")  # fmt: skip
+    write(
+        defaults,
+        {"levels": [{"name": "Internal", "allowed_with": ["Public"]}, {"name": "Public"}]},
+        "compliance-levels.json",
+    )
     config = load_app_config(defaults, overrides, {})
     assert [m.name for m in config.llm.models] == ["demo", "gpt"]
     assert config.llm.default_model == "demo"

@@ -21,9 +21,15 @@ def test_auth_makes_sessions_per_user_by_default():
     ("entry", "words"),
     [
         ({"command": "python", "auth": {"type": "user_token"}}, "never gets a user's credential"),
-        ({"url": "https://x/mcp", "auth": {"type": "user_token"}, "per_user": False}, "one user's session would serve another"),
+        (
+            {"url": "https://x/mcp", "auth": {"type": "user_token"}, "per_user": False},
+            "one user's session would serve another",
+        ),
         ({"url": "https://x/mcp", "auth": {"type": "user_token", "format": "Bearer"}}, "must contain {token}"),
-        ({"url": "https://x/mcp", "auth": {"type": "oauth", "grant": "client_credentials"}}, "needs .client_id. and .client_secret."),
+        (
+            {"url": "https://x/mcp", "auth": {"type": "oauth", "grant": "client_credentials"}},
+            "needs .client_id. and .client_secret.",
+        ),
         ({"url": "https://x/mcp", "auth": {"type": "password"}}, "does not match any of the expected tags"),
         ({"url": "https://x/mcp", "idle_close_s": 0}, "greater than 0"),
     ],

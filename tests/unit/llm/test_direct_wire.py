@@ -5,11 +5,11 @@ import json
 
 import httpx
 import pytest
+
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMError
 from switchboard.llm import LLMClient
 from switchboard.llm.direct_wire import _EventParser, _proxy_for
-
 from tests.support.llm_double import ErrorReply, OddReply, TextReply, ToolCall, ToolCallReply
 
 
@@ -28,16 +28,16 @@ def test_events_split_anywhere_are_put_back_together():
 
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
 def test_every_line_ending_and_a_cr_lf_split_across_reads(newline):
-    stream = b"data: {\"x\": 1}" + newline + newline + b"data: {\"y\": 2}" + newline + newline
+    stream = b'data: {"x": 1}' + newline + newline + b'data: {"y": 2}' + newline + newline
     assert parse(stream) == [b'{"x": 1}', b'{"y": 2}']
     for cut in range(1, len(stream)):
         assert parse(stream[:cut], stream[cut:]) == [b'{"x": 1}', b'{"y": 2}'], cut
 
 
 def test_comments_other_fields_and_multi_line_data():
-    stream = b": keep-alive\n\nevent: chunk\nid: 7\ndata: {\"a\":\ndata:  1}\n\nretry: 10\n\n"
+    stream = b': keep-alive\n\nevent: chunk\nid: 7\ndata: {"a":\ndata:  1}\n\nretry: 10\n\n'
     assert [json.loads(d) for d in parse(stream)] == [{"a": 1}]
-    assert parse(b"data: {\"a\": 1}\n") == []  # not complete until the blank line
+    assert parse(b'data: {"a": 1}\n') == []  # not complete until the blank line
 
 
 def test_the_proxy_the_environment_names():
@@ -102,8 +102,15 @@ def test_a_tool_hands_out_one_definition_until_it_changes():
     from switchboard.tools.models import ToolInfo
 
     def tool(description: str, digest: str) -> ToolInfo:
-        return ToolInfo(qualified_name="a_b", server="a", name="b", description=description, input_schema={},
-                        annotations={}, definition_hash=digest)  # fmt: skip
+        return ToolInfo(
+            qualified_name="a_b",
+            server="a",
+            name="b",
+            description=description,
+            input_schema={},
+            annotations={},
+            definition_hash=digest,
+        )
 
     assert tool("first", "h1").openai_schema() is tool("first", "h1").openai_schema()
     assert tool("second", "h2").openai_schema()["function"]["description"] == "second"
@@ -177,16 +184,23 @@ def _self_signed(folder):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))  # fmt: skip
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_file, key_file = folder / "cert.pem", folder / "key.pem"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))  # fmt: skip
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_file, key_file
 
 
@@ -205,10 +219,14 @@ async def test_certificates_are_checked_and_ssl_cert_file_is_honoured(tmp_path, 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+            length = next(
+                int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+            )
             await reader.readexactly(length)
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                         b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"content-length: %d\r\n\r\n%s" % (len(body), body)
+            )
             await writer.drain()
         except (ssl.SSLError, ConnectionError, asyncio.IncompleteReadError):
             pass  # the client refused the certificate

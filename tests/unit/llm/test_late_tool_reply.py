@@ -12,7 +12,9 @@ def test_a_late_task_result_is_a_note_and_the_call_keeps_one_tool_message():
         AssistantText(id="a1", text="", calls=(CallRecord("c1", "tasker_crunch", "{}"),)),
         ToolReply(id="t1", call_id="c1", tool="tasker_crunch", server="tasker", ok=True, text="started as a task"),
         AssistantText(id="a2", text="It runs in the background.", finish_reason="stop"),
-        ToolReply(id="t2", call_id="c1", tool="tasker_crunch", server="tasker", ok=True, text="crunched 3 steps", late=True),
+        ToolReply(
+            id="t2", call_id="c1", tool="tasker_crunch", server="tasker", ok=True, text="crunched 3 steps", late=True
+        ),
         UserText(id="u2", text="what came of it?"),
     ]
     messages = to_openai("", history)

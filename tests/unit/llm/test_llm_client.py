@@ -7,10 +7,10 @@ import json
 import socket
 
 import pytest
+
 from switchboard.config.models import ModelConfig
 from switchboard.errors import Cancelled, LLMError, LLMRateLimited, LLMStreamCut, LLMTimeout, LLMUnavailable
 from switchboard.llm import Completed, LLMClient, TextDelta, Usage
-
 from tests.support.llm_double import CutReply, ErrorReply, TextReply, ToolCall, ToolCallReply
 
 SECRET = "sk-test-double-0123456789"
@@ -217,7 +217,9 @@ async def test_unreachable_provider_becomes_llm_unavailable(client):
 
     with pytest.raises(LLMUnavailable) as raised:
         await collect(client.stream(model, HELLO, None))
-    assert raised.value.message.startswith(f"Model 'gone': nothing answers at http://127.0.0.1:{port}/v1 (connection refused)")
+    assert raised.value.message.startswith(
+        f"Model 'gone': nothing answers at http://127.0.0.1:{port}/v1 (connection refused)"
+    )
 
 
 async def test_provider_sdk_without_credentials_is_unavailable(client, llm, monkeypatch):

@@ -4,6 +4,7 @@ LLMClient and litellm's custom-provider streaming."""
 import json
 
 import pytest
+
 from switchboard.chat.calls import frame_for_model
 from switchboard.config.models import ModelConfig
 from switchboard.llm import Completed, LLMClient, TextDelta
@@ -176,7 +177,9 @@ BUNDLED = ["pdfbasic_analyze_pdf", "pdfbasic_extract_pdf_text", "dataviz_describ
 
 
 def test_the_attached_files_note_names_no_tool():
-    note = "\n\n[Attached files: text.pdf (text/plain, 12 bytes). Tools with a file parameter receive them automatically.]"
+    note = (
+        "\n\n[Attached files: text.pdf (text/plain, 12 bytes). Tools with a file parameter receive them automatically.]"
+    )
 
     assert calls_for("what is in this file?" + note, names=BUNDLED) == []
     assert calls_for("analyze_pdf please" + note, names=BUNDLED) == [("pdfbasic_analyze_pdf", {})]
@@ -185,7 +188,7 @@ def test_the_attached_files_note_names_no_tool():
 def test_attached_resource_text_names_no_tool():
     resource = (
         '\n\n<resource server="notes" uri="notes://todo">\n'
-        "run git_git_add, analyze_pdf, extract_pdf_text and describe_csv {\"csv_text\": \"a\"}\n"
+        'run git_git_add, analyze_pdf, extract_pdf_text and describe_csv {"csv_text": "a"}\n'
         "</resource>\n\nmore text after: analyze_pdf"
         "\n\n[resource notes://img from notes: image/png, 10 bytes, not text]"
     )

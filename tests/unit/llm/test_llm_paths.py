@@ -7,25 +7,34 @@ import json
 import socket
 
 import pytest
+
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMError
 from switchboard.llm import Completed, LLMClient, Notice, TextDelta
-
 from tests.support.llm_double import CutReply, ErrorReply, TextReply, ToolCall, ToolCallReply
 from tests.unit.llm.conftest import path_taken
 
 SECRET = "sk-test-double-0123456789"
 HELLO = [{"role": "user", "content": "Hello"}]
-TOOLS = [{"type": "function", "function": {"name": "time_now", "description": "The time",
-                                           "parameters": {"type": "object", "properties": {}}}}]  # fmt: skip
-OVERFLOW = ErrorReply(400, "This model's maximum context length is 128000 tokens. However, your messages resulted "
-                      "in 131000 tokens.", code="context_length_exceeded")  # fmt: skip
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "time_now", "description": "The time", "parameters": {"type": "object", "properties": {}}},
+    }
+]
+OVERFLOW = ErrorReply(
+    400,
+    "This model's maximum context length is 128000 tokens. However, your messages resulted in 131000 tokens.",
+    code="context_length_exceeded",
+)
 
 
 @pytest.fixture
 async def clients():
-    made = {path: LLMClient(environ={"DOUBLE_KEY": SECRET}, direct=path == "direct", base_delay_s=0.001, max_delay_s=2.0)
-            for path in ("direct", "litellm")}  # fmt: skip
+    made = {
+        path: LLMClient(environ={"DOUBLE_KEY": SECRET}, direct=path == "direct", base_delay_s=0.001, max_delay_s=2.0)
+        for path in ("direct", "litellm")
+    }
     yield made
     for client in made.values():
         await client.aclose()
@@ -55,11 +64,14 @@ async def outcome(client, model, llm, replies, *, response_delay_s=0.0, chunk_de
 
 SCENARIOS = {
     "text": [TextReply("The quick brown fox", chunks=4)],
-    "text with usage": [TextReply("Counted", usage={"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168})],
+    "text with usage": [
+        TextReply("Counted", usage={"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168})
+    ],
     "length": [TextReply("cut short", finish_reason="length")],
     "tool call": [ToolCallReply([ToolCall("time_now", json.dumps({"tz": "UTC"}), id="call_abc")], fragments=4)],
-    "parallel tool calls with text": [ToolCallReply([ToolCall("time_now", "{}", id="call_1"), ToolCall("time_now", '{"a": 1}')],
-                                                    text="Let me check.")],  # fmt: skip
+    "parallel tool calls with text": [
+        ToolCallReply([ToolCall("time_now", "{}", id="call_1"), ToolCall("time_now", '{"a": 1}')], text="Let me check.")
+    ],
     "tool call said stop": [ToolCallReply([ToolCall("time_now", "{}")], finish_reason="stop")],
     "400": [ErrorReply(400, "bad request")],
     "401": [ErrorReply(401, f"Incorrect API key provided: {SECRET}", code="invalid_api_key")],
@@ -99,8 +111,9 @@ async def test_both_paths_time_out_per_wait_alike(clients, llm):
     for path, client in clients.items():
         _, slow, _ = await outcome(client, model, llm, [], response_delay_s=2, timeout_s=0.3)
         # a slow answer whose every wait is shorter than the limit is fine
-        events, error, _ = await outcome(client, model, llm, [TextReply("one two three four", chunks=4)],
-                                         chunk_delay_s=0.1, timeout_s=0.3)  # fmt: skip
+        events, error, _ = await outcome(
+            client, model, llm, [TextReply("one two three four", chunks=4)], chunk_delay_s=0.1, timeout_s=0.3
+        )
         found[path] = (slow, error, "".join(e.text for e in events[:-1]))
     assert found["direct"] == found["litellm"]
     assert found["direct"][0][0] == "LLMTimeout" and found["direct"][1:] == (None, "one two three four")
@@ -122,7 +135,9 @@ async def test_both_paths_report_an_unreachable_provider_alike(clients):
 
 
 async def test_both_paths_send_the_same_request(clients, llm):
-    model = entry(llm, temperature=0.2, max_tokens=99, extra={"top_p": 0.5, "seed": 7, "extra_headers": {"X-Team": "blue"}})
+    model = entry(
+        llm, temperature=0.2, max_tokens=99, extra={"top_p": 0.5, "seed": 7, "extra_headers": {"X-Team": "blue"}}
+    )
     bodies, headers = {}, {}
     for path, client in clients.items():
         await outcome(client, model, llm, [TextReply("hi")])
@@ -212,8 +227,9 @@ async def test_the_setting_switches_the_app_s_client_to_litellm(llm, tmp_path, m
         monkeypatch.delenv("SWITCHBOARD_LLM_DIRECT", raising=False)
     else:
         monkeypatch.setenv("SWITCHBOARD_LLM_DIRECT", value)
-    settings = Settings(_env_file=None, data_dir=tmp_path / "data", log_dir=tmp_path / "logs",
-                        config_dir=tmp_path / "overrides")  # fmt: skip
+    settings = Settings(
+        _env_file=None, data_dir=tmp_path / "data", log_dir=tmp_path / "logs", config_dir=tmp_path / "overrides"
+    )
     services = build_services(settings, environ={"DOUBLE_KEY": SECRET})
     try:
         assert await services.llm.complete(entry(llm), HELLO) == "This is the LLM double."

@@ -11,11 +11,11 @@ import time
 import httpx
 import pytest
 from litellm import exceptions as lx
+
 from switchboard.config.models import ModelConfig
 from switchboard.errors import Cancelled, LLMContextOverflow, LLMError, LLMRateLimited, LLMStreamCut, LLMUnavailable
 from switchboard.llm import LLMClient, TextDelta
 from switchboard.llm.retry import RetryPolicy
-
 from tests.support.llm_double import CutReply, ErrorReply, TextReply
 
 SECRET = "sk-test-double-0123456789"
@@ -43,8 +43,12 @@ def calls():
 def make_client(path):
     def make(calls, **retry):
         retry = {"base_delay_s": 0.001, "max_delay_s": 5.0, **retry}
-        return LLMClient(on_call=lambda *report: calls.append(report), environ={"DOUBLE_KEY": SECRET},
-                         direct=path == "direct", **retry)  # fmt: skip
+        return LLMClient(
+            on_call=lambda *report: calls.append(report),
+            environ={"DOUBLE_KEY": SECRET},
+            direct=path == "direct",
+            **retry,
+        )
 
     return make
 

@@ -81,9 +81,7 @@ async def test_chart_from_file_url_with_chosen_columns(client, file_server):
     csv = "x;y;label\n3;9;c\n1;1;a\n2;4;b\n"  # semicolons, unsorted x
     url = file_server.add("f7", csv.encode(), "text/csv", "squares.csv")
 
-    out = _v2(
-        await client.call_tool("chart_csv", {"file_url": url, "x": "x", "y": "y", "kind": "line"})
-    )
+    out = _v2(await client.call_tool("chart_csv", {"file_url": url, "x": "x", "y": "y", "kind": "line"}))
 
     assert out["results"]["columns"] == ["x", "y", "label"]
     assert (out["results"]["x"], out["results"]["y"]) == ("x", ["y"])
@@ -163,9 +161,14 @@ async def test_describe_csv_gives_results_only(client):
     assert results["summary"] == "3 rows, 4 columns (2 numeric)"
     by_name = {c["name"]: c for c in results["columns"]}
     assert by_name["sales"] == {
-        "name": "sales", "type": "number", "count": 2, "missing": 1,
-        "min": 10, "max": 12.5, "mean": 11.25,
-    }  # fmt: skip
+        "name": "sales",
+        "type": "number",
+        "count": 2,
+        "missing": 1,
+        "min": 10,
+        "max": 12.5,
+        "mean": 11.25,
+    }
     assert by_name["region"]["type"] == "text"
     assert by_name["region"]["distinct"] == 2
     assert by_name["region"]["top"][0] == "north"
@@ -193,9 +196,7 @@ async def test_slow_count_reports_every_step(test_tools_client):
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, total, message))
 
-    result = await client.call_tool(
-        "slow_count", {"n": 3, "delay_s": 0.01}, progress_handler=on_progress
-    )
+    result = await client.call_tool("slow_count", {"n": 3, "delay_s": 0.01}, progress_handler=on_progress)
 
     assert progress == [(n, 3, f"counted {n} of 3") for n in (1, 2, 3)]
     assert result.structured_content is None
@@ -212,15 +213,27 @@ async def test_the_chart_result_carries_the_interactive_charts_data_beside_the_v
     assert "chart.png" in {a["name"] for a in _v2(result)["artifacts"]}  # clients without apps keep the V2 files
     chart = result.meta["dataviz/chart"]
     assert (chart["x"], chart["kind"], chart["numeric"]) == ("month", "line", ["sales", "cost"])
-    assert chart["series"] == [{"x": "month", "y": "sales", "aggregate": "none", "rows": 3,
-                                "labels": ["Jan", "Feb", "Mar"], "values": [10, 12.5, None]}]
+    assert chart["series"] == [
+        {
+            "x": "month",
+            "y": "sales",
+            "aggregate": "none",
+            "rows": 3,
+            "labels": ["Jan", "Feb", "Mar"],
+            "values": [10, 12.5, None],
+        }
+    ]
 
 
 async def test_chart_series_switches_and_groups_a_series_for_the_app(client):
     rows = "day,kind,amount\n1,a,2\n1,b,3\n2,a,5\n"
-    out = (await client.call_tool("chart_series", {"csv_text": rows, "y": "amount", "aggregate": "sum"})).structured_content
+    out = (
+        await client.call_tool("chart_series", {"csv_text": rows, "y": "amount", "aggregate": "sum"})
+    ).structured_content
     assert (out["labels"], out["values"]) == (["1", "2"], [5, 5])
-    out = (await client.call_tool("chart_series", {"csv_text": rows, "y": "amount", "aggregate": "count"})).structured_content
+    out = (
+        await client.call_tool("chart_series", {"csv_text": rows, "y": "amount", "aggregate": "count"})
+    ).structured_content
     assert out["values"] == [2, 1]
     assert "not numeric" in await _error(client, "chart_series", {"csv_text": rows, "y": "kind"})
 

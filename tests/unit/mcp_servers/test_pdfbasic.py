@@ -58,17 +58,13 @@ async def test_analyze_pdf_over_http(client, file_server, make_pdf):
 
 
 async def test_extract_text_gives_text_artifact_and_progress(client, file_server, make_pdf):
-    url = file_server.add(
-        "q", make_pdf(REPORT_PAGES), "application/pdf", "Quarterly Report.pdf"
-    )
+    url = file_server.add("q", make_pdf(REPORT_PAGES), "application/pdf", "Quarterly Report.pdf")
     progress: list[tuple[float, float | None]] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, total))
 
-    result = await client.call_tool(
-        "extract_pdf_text", {"file_url": url}, progress_handler=on_progress
-    )
+    result = await client.call_tool("extract_pdf_text", {"file_url": url}, progress_handler=on_progress)
 
     out = _v2(result)
     assert progress == [(1, 3), (2, 3), (3, 3)]
@@ -85,18 +81,14 @@ async def test_extract_text_gives_text_artifact_and_progress(client, file_server
 async def test_extract_stops_at_max_pages(client, file_server, make_pdf):
     url = file_server.add("doc", make_pdf(REPORT_PAGES), "application/pdf")
 
-    results = _v2(await client.call_tool("extract_pdf_text", {"file_url": url, "max_pages": 1}))[
-        "results"
-    ]
+    results = _v2(await client.call_tool("extract_pdf_text", {"file_url": url, "max_pages": 1}))["results"]
 
     assert (results["pages"], results["pages_extracted"]) == (3, 1)
     assert "page 2" not in results["text"]
     assert "first 1 of 3 pages" in results["note"]
 
 
-async def test_long_text_is_cut_for_the_model_but_whole_in_the_artifact(
-    client, file_server, make_pdf
-):
+async def test_long_text_is_cut_for_the_model_but_whole_in_the_artifact(client, file_server, make_pdf):
     line = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
     pages = ["\n".join(f"{n} {line}" for n in range(90)) for _ in range(4)]
     url = file_server.add("long", make_pdf(pages), "application/pdf", "long.pdf")
@@ -118,9 +110,7 @@ async def test_expired_link_says_attach_again(client, file_server):
     result = await client.call_tool("analyze_pdf", {"file_url": url}, raise_on_error=False)
 
     assert result.is_error
-    assert result.content[0].text == (
-        "the file link expired or is invalid (HTTP 403); attach the file again"
-    )
+    assert result.content[0].text == ("the file link expired or is invalid (HTTP 403); attach the file again")
 
 
 async def test_not_a_pdf(client, file_server):
@@ -157,9 +147,7 @@ async def test_local_path_refused_unless_allowed(client, tmp_path, monkeypatch, 
 
 
 async def test_other_schemes_refused(client):
-    result = await client.call_tool(
-        "analyze_pdf", {"file_url": "ftp://example.com/a.pdf"}, raise_on_error=False
-    )
+    result = await client.call_tool("analyze_pdf", {"file_url": "ftp://example.com/a.pdf"}, raise_on_error=False)
 
     assert result.is_error
     assert "expected the http(s) URL" in result.content[0].text

@@ -1,4 +1,5 @@
 import pytest
+
 from switchboard.store import open_store
 
 

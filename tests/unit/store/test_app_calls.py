@@ -4,15 +4,27 @@
 from __future__ import annotations
 
 import pytest
+
 from switchboard.errors import NotFound
 
 
 async def _conversation(store, cid: str, owner: str) -> None:
     await store.create_conversation(id=cid, owner=owner, title="t", model=None, compliance_level=None)
     await store.add_message(cid, id=f"{cid}-u", parent_id=None, role="user", content="show", data={})
-    await store.add_message(cid, id=f"{cid}-t", parent_id=f"{cid}-u", role="tool", content="counter at 1",
-                            data={"call_id": f"call_{cid}", "tool": "counter_show", "server": "counter", "ok": True,
-                                  "app": {"resource_uri": "ui://counter/app.html"}})  # fmt: skip
+    await store.add_message(
+        cid,
+        id=f"{cid}-t",
+        parent_id=f"{cid}-u",
+        role="tool",
+        content="counter at 1",
+        data={
+            "call_id": f"call_{cid}",
+            "tool": "counter_show",
+            "server": "counter",
+            "ok": True,
+            "app": {"resource_uri": "ui://counter/app.html"},
+        },
+    )
 
 
 async def test_a_tool_call_is_found_for_its_owner_only(store):

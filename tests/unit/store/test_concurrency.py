@@ -70,9 +70,11 @@ async def test_writes_that_read_first_do_not_fail_under_concurrent_writers(store
                 await store.add_message("busy", id=f"{name}{i}", parent_id=None, role="user", content="x")
 
         results = await asyncio.gather(
-            delete(first, [f"c{n}" for n in range(0, 40, 2)]), delete(second, [f"c{n}" for n in range(1, 40, 2)]),
-            add(first, "a"), add(second, "b"),
-        )  # fmt: skip
+            delete(first, [f"c{n}" for n in range(0, 40, 2)]),
+            delete(second, [f"c{n}" for n in range(1, 40, 2)]),
+            add(first, "a"),
+            add(second, "b"),
+        )
         assert results[0] == [[f"file{n}"] for n in range(0, 40, 2)]
         assert results[1] == [[f"file{n}"] for n in range(1, 40, 2)]
         assert (await second.get_conversation("busy")).message_count == 40

@@ -5,11 +5,11 @@ import asyncio
 import asyncpg
 import pytest
 from sqlalchemy import func, select, text
+
 from switchboard.errors import StoreError, StoreUnavailable
 from switchboard.store import open_store
 from switchboard.store.engine import WRITE, make_engine
 from switchboard.store.pg_driver import pg_call
-
 from tests.support.postgres import PostgresCluster
 
 SQLITE_REFUSE = "CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'secret driver text'); END"
@@ -59,12 +59,16 @@ async def test_connections_the_server_closed_are_replaced_without_an_error(postg
         await store.add_message("c1", id="m1", parent_id=None, role="user", content="one")
         admin = await asyncpg.connect(postgres_url.replace("postgresql+asyncpg://", "postgresql://"))
         try:
-            ended = await admin.fetchval("SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                         "WHERE datname = current_database() AND pid <> pg_backend_pid()) AS t")  # fmt: skip
+            ended = await admin.fetchval(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()) AS t"
+            )
             assert ended >= 1  # the pool's connections
             for _ in range(200):  # until the server has ended them
-                others = await admin.fetchval("SELECT count(*) FROM pg_stat_activity "
-                                              "WHERE datname = current_database() AND pid <> pg_backend_pid()")  # fmt: skip
+                others = await admin.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
                 if others == 0:
                     break
                 await asyncio.sleep(0.01)
@@ -85,8 +89,9 @@ async def test_a_call_cancelled_while_postgres_runs_it_leaves_the_pool_usable(po
     try:
         await store.create_conversation(id="c1", owner="a", title="t", model=None, compliance_level=None)
         slow = select(func.pg_sleep(5))
-        call = asyncio.ensure_future(pg_call(store._engine.sync_engine, store._pg_prepared,
-                                             lambda driver: driver.execute(slow, {}).first()))  # fmt: skip
+        call = asyncio.ensure_future(
+            pg_call(store._engine.sync_engine, store._pg_prepared, lambda driver: driver.execute(slow, {}).first())
+        )
         await asyncio.sleep(0.3)  # the statement is on the server
         call.cancel()
         with pytest.raises(asyncio.CancelledError):

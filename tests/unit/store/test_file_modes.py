@@ -28,7 +28,9 @@ async def test_a_new_database_and_its_folder_are_private(tmp_path, open_umask):
     data = tmp_path / "data"
     store = await open_store(f"sqlite+aiosqlite:///{data}/switchboard.db")
     try:
-        await store.create_conversation(id="c1", owner="ann@example.com", title="secret plans", model=None, compliance_level=None)
+        await store.create_conversation(
+            id="c1", owner="ann@example.com", title="secret plans", model=None, compliance_level=None
+        )
         files = [data / name for name in ("switchboard.db", "switchboard.db-wal", "switchboard.db-shm")]
         assert all(f.exists() for f in files), sorted(p.name for p in data.iterdir())
         assert {f.name: _mode(f) for f in files} == {f.name: 0o600 for f in files}
@@ -45,7 +47,9 @@ async def test_an_older_readable_database_is_made_private(tmp_path, open_umask):
         path.chmod(0o644)
     store = await open_store(f"sqlite+aiosqlite:///{data}/switchboard.db")
     try:
-        await store.create_conversation(id="c2", owner="ann@example.com", title="more", model=None, compliance_level=None)
+        await store.create_conversation(
+            id="c2", owner="ann@example.com", title="more", model=None, compliance_level=None
+        )
         assert {p.name: _mode(p) for p in data.iterdir()} == {p.name: 0o600 for p in data.iterdir()}
     finally:
         await store.close()

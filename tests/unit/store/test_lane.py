@@ -14,6 +14,7 @@ async def test_results_errors_and_order_on_the_lanes_own_thread():
     lane = Lane(1, "test-lane")
     ran: list[int] = []
     try:
+
         def work(n: int) -> str:
             ran.append(n)
             return threading.current_thread().name
@@ -42,6 +43,7 @@ async def test_a_job_whose_caller_gave_up_before_it_started_does_not_run():
     started, release = threading.Event(), threading.Event()
     ran: list[str] = []
     try:
+
         def blocking(_: object) -> None:
             started.set()
             release.wait(5)

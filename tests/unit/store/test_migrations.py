@@ -8,6 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
+
 from switchboard.__main__ import main
 from switchboard.errors import StoreUnavailable
 from switchboard.store import open_store, upgrade
@@ -167,8 +168,12 @@ def test_a_database_at_the_newest_revision_opens_without_loading_alembic(tmp_pat
     import sys
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite'}"
-    code = ("import asyncio, sys; from switchboard.store import open_store\n"
-            "async def main():\n    store = await open_store(sys.argv[1]); await store.close()\n"
-            "asyncio.run(main()); print('alembic' in sys.modules)")  # fmt: skip
-    runs = [subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=60) for _ in range(2)]
+    code = (
+        "import asyncio, sys; from switchboard.store import open_store\n"
+        "async def main():\n    store = await open_store(sys.argv[1]); await store.close()\n"
+        "asyncio.run(main()); print('alembic' in sys.modules)"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=60) for _ in range(2)
+    ]
     assert [r.stdout.strip() for r in runs] == ["True", "False"], [r.stderr[-500:] for r in runs]

@@ -6,7 +6,6 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from alembic import command
 from sqlalchemy import select
 
@@ -29,23 +28,52 @@ def _rows_before_0007(conn) -> None:
     command.upgrade(_config(conn), "0006")
     named = legacy_scoped_id("Alice@Example.com", "my-notes")  # a conversation the client named "my-notes"
     for cid, owner in (("c-alice", "Alice@Example.com "), ("c-plain", "bob@example.com"), (named, "Alice@Example.com")):
-        conn.execute(m.conversations.insert().values(id=cid, owner=owner, title=cid, levels_used=[], message_count=0,
-                                                     created_at=T0, updated_at=T0))  # fmt: skip
-    conn.execute(m.api_tokens.insert().values(id="t1", owner="ALICE@example.com", name="cli", secret_hash="0" * 64,
-                                              created_at=T0))  # fmt: skip
+        conn.execute(
+            m.conversations.insert().values(
+                id=cid, owner=owner, title=cid, levels_used=[], message_count=0, created_at=T0, updated_at=T0
+            )
+        )
+    conn.execute(
+        m.api_tokens.insert().values(
+            id="t1", owner="ALICE@example.com", name="cli", secret_hash="0" * 64, created_at=T0
+        )
+    )
     # two spellings hold a credential for the same server and kind: the newer one wins
-    for user, value, age in (("Alice@Example.com", "older", 2), ("alice@example.com", "newer", 1),
-                             ("ALICE@EXAMPLE.COM", "oldest", 3)):  # fmt: skip
-        conn.execute(m.user_credentials.insert().values(server="git", user=user, kind="oauth", value=value,
-                                                        updated_at=T0 - timedelta(hours=age)))  # fmt: skip
-    conn.execute(m.user_credentials.insert().values(server="wiki", user="Alice@Example.com", kind="token", value="only",
-                                                    updated_at=T0))  # fmt: skip
+    for user, value, age in (
+        ("Alice@Example.com", "older", 2),
+        ("alice@example.com", "newer", 1),
+        ("ALICE@EXAMPLE.COM", "oldest", 3),
+    ):
+        conn.execute(
+            m.user_credentials.insert().values(
+                server="git", user=user, kind="oauth", value=value, updated_at=T0 - timedelta(hours=age)
+            )
+        )
+    conn.execute(
+        m.user_credentials.insert().values(
+            server="wiki", user="Alice@Example.com", kind="token", value="only", updated_at=T0
+        )
+    )
     for state, user, age in (("s-old", "alice@example.com", 2), ("s-new", "Alice@Example.com", 1)):
-        conn.execute(m.oauth_pending.insert().values(state_hash=state, server="git", user=user, value="v",
-                                                     created_at=T0 - timedelta(hours=age)))  # fmt: skip
-    conn.execute(m.tasks.insert().values(id="k1", task_id="x", owner="Alice@Example.com", conversation_id="c-alice",
-                                         server="git", tool="git_log", call_id="c1", status="working",
-                                         created_at=T0, updated_at=T0))  # fmt: skip
+        conn.execute(
+            m.oauth_pending.insert().values(
+                state_hash=state, server="git", user=user, value="v", created_at=T0 - timedelta(hours=age)
+            )
+        )
+    conn.execute(
+        m.tasks.insert().values(
+            id="k1",
+            task_id="x",
+            owner="Alice@Example.com",
+            conversation_id="c-alice",
+            server="git",
+            tool="git_log",
+            call_id="c1",
+            status="working",
+            created_at=T0,
+            updated_at=T0,
+        )
+    )
 
 
 async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_colliding_rows(store_url, tmp_path):
@@ -57,8 +85,13 @@ async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_col
         async with engine.connect() as conn:
             owners = dict((await conn.execute(select(m.conversations.c.id, m.conversations.c.owner))).all())
             tokens = (await conn.execute(select(m.api_tokens.c.owner))).scalars().all()
-            creds = sorted((await conn.execute(select(m.user_credentials.c.server, m.user_credentials.c.user,
-                                                      m.user_credentials.c.value))).all())  # fmt: skip
+            creds = sorted(
+                (
+                    await conn.execute(
+                        select(m.user_credentials.c.server, m.user_credentials.c.user, m.user_credentials.c.value)
+                    )
+                ).all()
+            )
             pending = (await conn.execute(select(m.oauth_pending.c.state_hash, m.oauth_pending.c.user))).all()
             task_owners = (await conn.execute(select(m.tasks.c.owner))).scalars().all()
     finally:
@@ -88,8 +121,9 @@ async def test_the_migration_lower_cases_every_owner_and_keeps_the_newest_of_col
 
 def test_files_stored_under_a_mixed_case_owner_belong_to_the_normalized_address(tmp_path):
     files = ArtifactStore(tmp_path / "files")
-    stored = files.put_upload(owner="alice@example.com", name="a.txt", mime="text/plain", data=b"x",
-                              max_bytes=1024, max_files=10)  # fmt: skip
+    stored = files.put_upload(
+        owner="alice@example.com", name="a.txt", mime="text/plain", data=b"x", max_bytes=1024, max_files=10
+    )
     meta = tmp_path / "files" / f"{stored.id}.json"
     meta.write_text(json.dumps({**json.loads(meta.read_text()), "owner": "Alice@Example.com "}))  # an old file
 

@@ -22,7 +22,12 @@ async def branched(store):
 async def test_the_outline_has_every_message_without_its_text(branched):
     outline = await branched.outline("conv-pages")
     assert [(m.id, m.parent_id, m.seq) for m in outline] == [
-        ("m0", None, 1), ("m1", "m0", 2), ("m2b", "m1", 3), ("m2", "m1", 4), ("m3", "m2", 5)]
+        ("m0", None, 1),
+        ("m1", "m0", 2),
+        ("m2b", "m1", 3),
+        ("m2", "m1", 4),
+        ("m3", "m2", 5),
+    ]
     sizes = {m.id: m.size for m in outline}
     assert sizes["m0"] >= 10 and sizes["m3"] >= 40 and sizes["m1"] > 20  # text and data
 

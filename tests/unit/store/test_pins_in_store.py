@@ -39,7 +39,10 @@ async def test_the_first_writer_wins_and_the_later_process_learns_the_change(sto
         await late.use(two)  # loaded before either pinned anything
         early.check("s", "t", "the trusted one", SCHEMA, {})
         await early.flush()
-        assert late.check("s", "t", "a different one", SCHEMA, {}) == (definition_hash("a different one", SCHEMA, {}), False)
+        assert late.check("s", "t", "a different one", SCHEMA, {}) == (
+            definition_hash("a different one", SCHEMA, {}),
+            False,
+        )
         await late.flush()
         assert changes == ["rebuild"]
         assert late.check("s", "t", "a different one", SCHEMA, {})[1] is True

@@ -12,8 +12,15 @@ def msg(id, parent, seq, role="user", data=None):
 # a tree:  u1 -> a1 -> u2 -> a2          (first branch)
 #                 a1 -> u2b -> a2b       (u2 edited: second branch)
 #                              a2b -> u3b (newest)
-TREE = [msg("u1", None, 1), msg("a1", "u1", 2, "assistant"), msg("u2", "a1", 3), msg("a2", "u2", 4, "assistant"),
-        msg("u2b", "a1", 5), msg("a2b", "u2b", 6, "assistant"), msg("u3b", "a2b", 7)]  # fmt: skip
+TREE = [
+    msg("u1", None, 1),
+    msg("a1", "u1", 2, "assistant"),
+    msg("u2", "a1", 3),
+    msg("a2", "u2", 4, "assistant"),
+    msg("u2b", "a1", 5),
+    msg("a2b", "u2b", 6, "assistant"),
+    msg("u3b", "a2b", 7),
+]
 
 
 def test_active_path_follows_parents_from_the_root():
@@ -49,14 +56,24 @@ def test_latest_leaf_prefers_seq_over_list_order():
 def test_conversation_to_api():
     c = Conversation("c1", "ann@x", "Plans", "gpt", "internal", ("internal", None), "m9", 4, T, T)
     assert c.to_api() == {
-        "id": "c1", "title": "Plans", "model": "gpt", "compliance_level": "internal",
-        "created_at": "2026-01-02T03:04:05+00:00", "updated_at": "2026-01-02T03:04:05+00:00", "message_count": 4,
-    }  # fmt: skip
+        "id": "c1",
+        "title": "Plans",
+        "model": "gpt",
+        "compliance_level": "internal",
+        "created_at": "2026-01-02T03:04:05+00:00",
+        "updated_at": "2026-01-02T03:04:05+00:00",
+        "message_count": 4,
+    }
 
 
 def test_message_to_api_spreads_data_but_keeps_its_own_fields():
     m = msg("a1", "u1", 2, "assistant", {"tool_calls": [{"id": "k"}], "finish_reason": "stop", "id": "spoof"})
     assert m.to_api() == {
-        "id": "a1", "parent_id": "u1", "role": "assistant", "content": "text of a1",
-        "created_at": "2026-01-02T03:04:05+00:00", "tool_calls": [{"id": "k"}], "finish_reason": "stop",
-    }  # fmt: skip
+        "id": "a1",
+        "parent_id": "u1",
+        "role": "assistant",
+        "content": "text of a1",
+        "created_at": "2026-01-02T03:04:05+00:00",
+        "tool_calls": [{"id": "k"}],
+        "finish_reason": "stop",
+    }

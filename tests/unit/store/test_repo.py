@@ -4,6 +4,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from switchboard.errors import BadRequest, Conflict, NotFound
 from switchboard.store import UNSET, active_path, latest_leaf, open_store
 
@@ -58,8 +59,11 @@ async def test_update_fields_and_updated_at(store):
         "conv-1", model="gpt-y", compliance_level=None, levels_used=["internal", None], leaf_id="m7"
     )
     assert (changed.model, changed.compliance_level, changed.levels_used, changed.leaf_id) == (
-        "gpt-y", None, ("internal", None), "m7",
-    )  # fmt: skip
+        "gpt-y",
+        None,
+        ("internal", None),
+        "m7",
+    )
     assert changed.updated_at > made.updated_at
     assert await store.get_conversation("conv-1") == changed
     assert await store.update_conversation("conv-1") == changed  # nothing given: nothing changes
@@ -73,9 +77,13 @@ async def test_add_message_commits_and_moves_the_leaf(store, store_url):
     await asyncio.sleep(0.002)
     u1 = await store.add_message("conv-1", id="u1", parent_id=None, role="user", content="Plan a trip")
     a1 = await store.add_message(
-        "conv-1", id="a1", parent_id="u1", role="assistant", content="Where to?",
+        "conv-1",
+        id="a1",
+        parent_id="u1",
+        role="assistant",
+        content="Where to?",
         data={"tool_calls": [], "finish_reason": "stop"},
-    )  # fmt: skip
+    )
     assert (u1.seq, a1.seq) == (1, 2)
     # visible at once from another store instance: committed when add_message returned
     other = await open_store(store_url, migrate=False)

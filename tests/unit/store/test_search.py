@@ -77,6 +77,7 @@ async def test_blank_query_lists_everything(filled):
 async def test_plans_for_few_and_many_matches_agree(store_url):
     """Each backend picks one of two plans by how many messages match; both must find the same."""
     from sqlalchemy import select
+
     from switchboard.store import open_store
     from switchboard.store.engine import make_engine
     from switchboard.store.models import conversations
@@ -84,10 +85,12 @@ async def test_plans_for_few_and_many_matches_agree(store_url):
 
     store = await open_store(store_url)
     for n in range(30):
-        await store.create_conversation(id=f"c{n:02d}", owner=ANN if n % 3 else BOB, title=f"title {n}", model=None,
-                                        compliance_level=None)  # fmt: skip
-        await store.add_message(f"c{n:02d}", id=f"m{n}", parent_id=None, role="user",
-                                content="weekly meeting" if n % 2 else "lunch")  # fmt: skip
+        await store.create_conversation(
+            id=f"c{n:02d}", owner=ANN if n % 3 else BOB, title=f"title {n}", model=None, compliance_level=None
+        )
+        await store.add_message(
+            f"c{n:02d}", id=f"m{n}", parent_id=None, role="user", content="weekly meeting" if n % 2 else "lunch"
+        )
     await store.list_conversations(ANN, q="meeting")  # a search first brings SQLite's index up to date
     await store.close()
     engine = make_engine(store_url)
@@ -131,6 +134,7 @@ async def _index_state(url):
     """(the marks in fts_indexed, whether FTS5's integrity check passes, what the index holds)."""
     from sqlalchemy import text
     from sqlalchemy.exc import DatabaseError
+
     from switchboard.store.engine import make_engine
 
     engine = make_engine(url)
@@ -189,15 +193,18 @@ async def test_sqlite_search_finds_rows_the_index_has_not_taken_yet_and_stays_wh
         marks, whole, held = await _index_state(sqlite_url)
         assert whole  # the reused rowids were indexed as they were written, the old text removed
         assert await ids(store, "lighthouse") == ["a"] and await ids(store, "harbour") == []
-        assert await ids(store, "foghorn") == [] and await ids(store, "buoy") == ["d"] and await ids(store, "fourth") == ["d"]
+        assert (
+            await ids(store, "foghorn") == []
+            and await ids(store, "buoy") == ["d"]
+            and await ids(store, "fourth") == ["d"]
+        )
         assert (await _index_state(sqlite_url))[1]
     finally:
         await store.close()
 
 
 async def test_sqlite_turn_writes_index_the_waiting_rows_now_and_then(sqlite_url, monkeypatch):
-    from switchboard.store import NewConversation, NewMessage, open_store
-    from switchboard.store import turn_writes
+    from switchboard.store import NewConversation, NewMessage, open_store, turn_writes
 
     monkeypatch.setattr(turn_writes, "INDEX_EVERY", 5)
     store = await open_store(sqlite_url)
@@ -223,6 +230,7 @@ async def test_the_migration_keeps_what_the_index_held_before(sqlite_url):
     """Rows written before 0009 (indexed by the old triggers) stay found; the mark starts above them."""
     from alembic import command
     from sqlalchemy import text
+
     from switchboard.store import open_store
     from switchboard.store.engine import make_engine
     from switchboard.store.migrate import _config, migrate
@@ -230,13 +238,23 @@ async def test_the_migration_keeps_what_the_index_held_before(sqlite_url):
     engine = make_engine(sqlite_url)
     try:
         async with engine.begin() as conn:
+
             def before(sync):
                 command.upgrade(_config(sync), "0008")
-                sync.execute(text("INSERT INTO conversations (id, owner, title, levels_used, message_count, created_at, "
-                                  "updated_at) VALUES ('old', :o, 'Old title', '[]', 1, '2026-01-01 00:00:00', "
-                                  "'2026-01-01 00:00:00')"), {"o": ANN})  # fmt: skip
-                sync.execute(text("INSERT INTO messages (id, conversation_id, seq, role, content, data, created_at) "
-                                  "VALUES ('old-1', 'old', 1, 'user', 'written long ago', '{}', '2026-01-01 00:00:00')"))
+                sync.execute(
+                    text(
+                        "INSERT INTO conversations (id, owner, title, levels_used, message_count, created_at, "
+                        "updated_at) VALUES ('old', :o, 'Old title', '[]', 1, '2026-01-01 00:00:00', "
+                        "'2026-01-01 00:00:00')"
+                    ),
+                    {"o": ANN},
+                )
+                sync.execute(
+                    text(
+                        "INSERT INTO messages (id, conversation_id, seq, role, content, data, created_at) "
+                        "VALUES ('old-1', 'old', 1, 'user', 'written long ago', '{}', '2026-01-01 00:00:00')"
+                    )
+                )
 
             await conn.run_sync(before)
         await migrate(engine)

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from sqlalchemy import text
+
 from switchboard.errors import BadRequest, Conflict, NotFound
 from switchboard.store import open_store
 from switchboard.store.engine import make_engine
@@ -17,16 +18,28 @@ async def new(store, id="conv-1"):
 
 async def test_a_message_is_stored_with_its_files_allowances_and_model(store):
     await new(store)
-    await store.add_message("conv-1", id="u1", parent_id=None, role="user", content="q", data={"files": [{"id": "f1"}]},
-                            files=["f1", "f2"])  # fmt: skip
-    await store.add_message("conv-1", id="a1", parent_id="u1", role="assistant", content="a",
-                            allowances=["git:log", "files:read"], model="m2")  # fmt: skip
+    await store.add_message(
+        "conv-1", id="u1", parent_id=None, role="user", content="q", data={"files": [{"id": "f1"}]}, files=["f1", "f2"]
+    )
+    await store.add_message(
+        "conv-1",
+        id="a1",
+        parent_id="u1",
+        role="assistant",
+        content="a",
+        allowances=["git:log", "files:read"],
+        model="m2",
+    )
     loaded = await store.load("conv-1")
     assert [m.id for m in loaded.messages] == ["u1", "a1"] and [m.seq for m in loaded.messages] == [1, 2]
     assert loaded.messages[0].data == {"files": [{"id": "f1"}]}
     assert loaded.files == ["f1", "f2"]
     assert loaded.allowances == {"git:log", "files:read"}
-    assert (loaded.conversation.model, loaded.conversation.leaf_id, loaded.conversation.message_count) == ("m2", "a1", 2)
+    assert (loaded.conversation.model, loaded.conversation.leaf_id, loaded.conversation.message_count) == (
+        "m2",
+        "a1",
+        2,
+    )
 
 
 @pytest.mark.parametrize("refusal", ["taken id", "parent elsewhere", "no conversation"])
@@ -40,16 +53,29 @@ async def test_a_refused_message_stores_none_of_what_came_with_it(store, refusal
         "no conversation": ("missing", "x1", None, NotFound),
     }[refusal]
     with pytest.raises(error):
-        await store.add_message(conversation, id=message_id, parent_id=parent, role="user", content="q",
-                                files=["f9"], allowances=["k"], model="m9")  # fmt: skip
+        await store.add_message(
+            conversation,
+            id=message_id,
+            parent_id=parent,
+            role="user",
+            content="q",
+            files=["f9"],
+            allowances=["k"],
+            model="m9",
+        )
     loaded = await store.load("conv-2")
     assert (loaded.messages, loaded.files, loaded.allowances) == ([], [], set())
-    assert (loaded.conversation.model, loaded.conversation.message_count, loaded.conversation.leaf_id) == ("m1", 0, None)
+    assert (loaded.conversation.model, loaded.conversation.message_count, loaded.conversation.leaf_id) == (
+        "m1",
+        0,
+        None,
+    )
 
 
 async def test_a_conversation_is_created_with_every_level_it_ran_at(store):
-    made = await store.create_conversation(id="conv-1", owner="ann@example.com", title="t", model=None,
-                                           compliance_level="b", levels_used=["a", None, "b"])  # fmt: skip
+    made = await store.create_conversation(
+        id="conv-1", owner="ann@example.com", title="t", model=None, compliance_level="b", levels_used=["a", None, "b"]
+    )
     assert made.levels_used == ("a", None, "b")
     assert (await store.get_conversation("conv-1")).levels_used == ("a", None, "b")
     await new(store, id="conv-2")
@@ -90,8 +116,12 @@ async def test_a_connection_the_server_closed_is_replaced_before_use(postgres_ur
         await new(store)
         await asyncio.gather(*(store.get_conversation("conv-1") for _ in range(3)))  # several pooled connections
         async with admin.connect() as conn:
-            ended = await conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                            "WHERE datname = current_database() AND pid <> pg_backend_pid()"))  # fmt: skip
+            ended = await conn.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
             assert len(ended.all()) >= 1
         await asyncio.sleep(0.2)  # the closed sockets reach the event loop
         for n in range(3):
@@ -109,14 +139,33 @@ async def test_append_stores_a_new_conversation_with_its_messages_in_one_transac
     stored = await store.append("conv-new", [NewMessage("u1", None, "user", "q")], create=made)
     assert [m.seq for m in stored] == [1]
     loaded = await store.load("conv-new")
-    assert (loaded.conversation.leaf_id, loaded.conversation.message_count, loaded.conversation.levels_used) == ("u1", 1, ("a",))
-    await store.append("conv-new", [NewMessage("a1", "u1", "assistant", "", {"tool_calls": []}),
-                                    NewMessage("t1", "a1", "tool", "r"), NewMessage("a2", "t1", "assistant", "done")],
-                       allowances=["k"], model="m2")  # fmt: skip
+    assert (loaded.conversation.leaf_id, loaded.conversation.message_count, loaded.conversation.levels_used) == (
+        "u1",
+        1,
+        ("a",),
+    )
+    await store.append(
+        "conv-new",
+        [
+            NewMessage("a1", "u1", "assistant", "", {"tool_calls": []}),
+            NewMessage("t1", "a1", "tool", "r"),
+            NewMessage("a2", "t1", "assistant", "done"),
+        ],
+        allowances=["k"],
+        model="m2",
+    )
     loaded = await store.load("conv-new")
-    assert [(m.id, m.seq, m.parent_id) for m in loaded.messages] == [("u1", 1, None), ("a1", 2, "u1"), ("t1", 3, "a1"),
-                                                                     ("a2", 4, "t1")]  # fmt: skip
-    assert (loaded.conversation.leaf_id, loaded.conversation.message_count, loaded.conversation.model) == ("a2", 4, "m2")
+    assert [(m.id, m.seq, m.parent_id) for m in loaded.messages] == [
+        ("u1", 1, None),
+        ("a1", 2, "u1"),
+        ("t1", 3, "a1"),
+        ("a2", 4, "t1"),
+    ]
+    assert (loaded.conversation.leaf_id, loaded.conversation.message_count, loaded.conversation.model) == (
+        "a2",
+        4,
+        "m2",
+    )
     assert loaded.allowances == {"k"}
 
 
@@ -130,9 +179,13 @@ async def test_a_refused_append_stores_nothing_of_it(store, refusal):
     conversation, create, batch, error = {
         "taken conversation id": ("conv-1", made, [NewMessage("x1", None, "user", "q")], Conflict),
         "taken message id": ("conv-2", made, [NewMessage("u1", None, "user", "q")], Conflict),
-        "parent elsewhere": ("conv-1", None, [NewMessage("x1", "u1", "assistant", "a"), NewMessage("x2", "nowhere", "tool", "r")],
-                             BadRequest),
-    }[refusal]  # fmt: skip
+        "parent elsewhere": (
+            "conv-1",
+            None,
+            [NewMessage("x1", "u1", "assistant", "a"), NewMessage("x2", "nowhere", "tool", "r")],
+            BadRequest,
+        ),
+    }[refusal]
     with pytest.raises(error):
         await store.append(conversation, batch, create=create, allowances=["k"])
     assert await store.get_conversation("conv-2") is None

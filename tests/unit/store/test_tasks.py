@@ -7,9 +7,20 @@ from switchboard.store.tasks import TaskRecords
 
 
 async def add(records, id, owner="ann@example.com", conversation="conv-aaaa1", lease_owner="p-1", lease_s=30.0):
-    return await records.add(id=id, task_id=f"server-{id}", owner=owner, conversation_id=conversation, server="tasker",
-                             tool="tasker_crunch", call_id=f"call-{id}", status="working", message=None,
-                             poll_interval_ms=200, lease_owner=lease_owner, lease_s=lease_s)
+    return await records.add(
+        id=id,
+        task_id=f"server-{id}",
+        owner=owner,
+        conversation_id=conversation,
+        server="tasker",
+        tool="tasker_crunch",
+        call_id=f"call-{id}",
+        status="working",
+        message=None,
+        poll_interval_ms=200,
+        lease_owner=lease_owner,
+        lease_s=lease_s,
+    )
 
 
 async def test_tasks_are_listed_for_their_owner_newest_first_and_updated(store):
@@ -52,9 +63,21 @@ async def test_an_owner_gets_at_most_most_active_tasks_however_many_are_added_at
     await add(records, "bobs", owner="bob@example.com")  # nor another user's
 
     async def one(n: int):
-        return await records.add(id=f"t{n}", task_id=f"s{n}", owner="ann@example.com", conversation_id="conv-aaaa1",
-                                 server="tasker", tool="tasker_crunch", call_id=f"c{n}", status="working", message=None,
-                                 poll_interval_ms=None, lease_owner="p-1", lease_s=30, most_active=3)  # fmt: skip
+        return await records.add(
+            id=f"t{n}",
+            task_id=f"s{n}",
+            owner="ann@example.com",
+            conversation_id="conv-aaaa1",
+            server="tasker",
+            tool="tasker_crunch",
+            call_id=f"c{n}",
+            status="working",
+            message=None,
+            poll_interval_ms=None,
+            lease_owner="p-1",
+            lease_s=30,
+            most_active=3,
+        )
 
     added = await asyncio.gather(*(one(n) for n in range(8)))
 

@@ -38,8 +38,16 @@ async def test_wrong_malformed_and_unknown_tokens_are_refused(store):
     tokens = TokenStore(store)
     made = await tokens.create("ann@example.com", "x")
     token_id = made.token.id
-    for text in (f"sb_{token_id}_wrong-secret", f"sb_{token_id}_", "sb_", "sb_nounderscore", made.secret[3:],
-                 f"sb_{'0' * 16}_{split_token(made.secret)[1]}", made.secret + "x", ""):  # fmt: skip
+    for text in (
+        f"sb_{token_id}_wrong-secret",
+        f"sb_{token_id}_",
+        "sb_",
+        "sb_nounderscore",
+        made.secret[3:],
+        f"sb_{'0' * 16}_{split_token(made.secret)[1]}",
+        made.secret + "x",
+        "",
+    ):
         assert await tokens.verify(text) is None, text
     assert await tokens.verify(made.secret) is not None
 
@@ -55,9 +63,11 @@ async def test_a_store_made_before_tokens_is_migrated_and_keeps_its_conversation
     try:
         async with engine.begin() as conn:
             await conn.run_sync(lambda c: command.upgrade(_config(c), "0001"))
-            await conn.exec_driver_sql("INSERT INTO conversations (id, owner, title, levels_used, message_count, "
-                                       "created_at, updated_at) VALUES ('old', 'ann', 'before tokens', '[]', 0, "
-                                       "'2026-01-01 00:00:00', '2026-01-01 00:00:00')")  # fmt: skip
+            await conn.exec_driver_sql(
+                "INSERT INTO conversations (id, owner, title, levels_used, message_count, "
+                "created_at, updated_at) VALUES ('old', 'ann', 'before tokens', '[]', 0, "
+                "'2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            )
     finally:
         await engine.dispose()
     store = await open_store(store_url)
@@ -78,8 +88,9 @@ async def test_concurrent_creates_never_pass_the_cap(store):
 
     tokens = TokenStore(store)
     await tokens.create("bob@example.com", "someone else's")
-    outcomes = await asyncio.gather(*(tokens.create("ann@example.com", f"t{i}") for i in range(120)),
-                                    return_exceptions=True)  # fmt: skip
+    outcomes = await asyncio.gather(
+        *(tokens.create("ann@example.com", f"t{i}") for i in range(120)), return_exceptions=True
+    )
     refused = [o for o in outcomes if isinstance(o, BadRequest)]
     assert not [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, BadRequest)]
     assert len(await tokens.list("ann@example.com")) == MAX_TOKENS_PER_USER == 120 - len(refused)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import text
+
 from switchboard.errors import BadRequest
 from switchboard.store import NewMessage
 from switchboard.store.engine import make_engine
@@ -26,9 +27,13 @@ async def claim(url: str, conversation_id: str, process_id: str) -> None:
     engine = make_engine(url)
     try:
         async with engine.begin() as conn:
-            await conn.execute(text("INSERT INTO live_turns (conversation_id, owner, process_id, started_at) "
-                                    "VALUES (:c, 'ann@example.com', :p, :t)"),
-                               {"c": conversation_id, "p": process_id, "t": datetime.now(UTC)})  # fmt: skip
+            await conn.execute(
+                text(
+                    "INSERT INTO live_turns (conversation_id, owner, process_id, started_at) "
+                    "VALUES (:c, 'ann@example.com', :p, :t)"
+                ),
+                {"c": conversation_id, "p": process_id, "t": datetime.now(UTC)},
+            )
     finally:
         await engine.dispose()
 
@@ -45,8 +50,11 @@ async def test_the_answers_last_write_deletes_its_processes_claim_and_no_other(s
         await claim(store_url, cid, process)
     answer = [NewMessage("a1", "conv-1-q", "assistant", "done", {"finish_reason": "stop"})]
     if batch != "alone":  # (Postgres: a transaction, where one message alone is one statement)
-        answer = [NewMessage("c1", "conv-1-q", "assistant", "", {"tool_calls": []}), NewMessage("t1", "c1", "tool", "r"),
-                  NewMessage("a1", "t1", "assistant", "done", {"finish_reason": "stop"})]  # fmt: skip
+        answer = [
+            NewMessage("c1", "conv-1-q", "assistant", "", {"tool_calls": []}),
+            NewMessage("t1", "c1", "tool", "r"),
+            NewMessage("a1", "t1", "assistant", "done", {"finish_reason": "stop"}),
+        ]
 
     await store.append("conv-1", answer, release_claim="p-1")
 
@@ -54,8 +62,9 @@ async def test_the_answers_last_write_deletes_its_processes_claim_and_no_other(s
     assert (await store.get_conversation("conv-1")).leaf_id == "a1"
     # Another process's claim (a turn that started there since) stays.
     await claim(store_url, "conv-1", "p-3")
-    await store.append("conv-2", [NewMessage("a2", "conv-2-q", "assistant", "x", {"finish_reason": "stop"})],
-                       release_claim="p-9")  # fmt: skip
+    await store.append(
+        "conv-2", [NewMessage("a2", "conv-2-q", "assistant", "x", {"finish_reason": "stop"})], release_claim="p-9"
+    )
     assert await claims(store_url) == {"conv-1": "p-3", "conv-2": "p-2"}
 
 

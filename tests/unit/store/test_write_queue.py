@@ -27,8 +27,13 @@ async def test_waiting_sqlite_writers_hold_no_pooled_connection(tmp_path):
                 await asyncio.sleep(0)
 
         watcher = asyncio.create_task(watch())
-        await asyncio.gather(*(records.put(f"server-{k}", f"user-{n}@example.com", "token", f"sealed-{n}-{k}")
-                               for n in range(WRITERS) for k in range(3)))  # fmt: skip
+        await asyncio.gather(
+            *(
+                records.put(f"server-{k}", f"user-{n}@example.com", "token", f"sealed-{n}-{k}")
+                for n in range(WRITERS)
+                for k in range(3)
+            )
+        )
         watcher.cancel()
         # the writer thread's own connection and the one the warm-up read left on its reader thread
         # (each store thread keeps one open); without the one path, every waiting writer held one

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
+
 from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ServerPool
@@ -23,8 +24,12 @@ class _Sink:
 
 @pytest.fixture
 async def pool(tmp_path: Path):
-    pool = ServerPool(McpConfig(servers={"apps": ServerConfig(url="http://in-memory.invalid/mcp")}),
-                      project_root=tmp_path, log_dir=tmp_path, in_memory={"apps": apps_server})  # fmt: skip
+    pool = ServerPool(
+        McpConfig(servers={"apps": ServerConfig(url="http://in-memory.invalid/mcp")}),
+        project_root=tmp_path,
+        log_dir=tmp_path,
+        in_memory={"apps": apps_server},
+    )
     pool.start()
     await pool.wait_settled(10)
     yield pool
@@ -42,12 +47,22 @@ def test_both_meta_forms_name_the_app_and_visibility_defaults_to_both():
 
 def test_csp_keeps_origins_only_and_logs_what_it_drops(caplog):
     declared = {
-        "connectDomains": ["https://api.example.com", "wss://live.example.com:8443", "http://localhost:5173",
-                           "http://evil.example.com", "https://x.example.com/path", "*", "'unsafe-eval'",
-                           "https://user:pw@example.com", "javascript:alert(1)", "https://a.example.com?q=1", 7],
+        "connectDomains": [
+            "https://api.example.com",
+            "wss://live.example.com:8443",
+            "http://localhost:5173",
+            "http://evil.example.com",
+            "https://x.example.com/path",
+            "*",
+            "'unsafe-eval'",
+            "https://user:pw@example.com",
+            "javascript:alert(1)",
+            "https://a.example.com?q=1",
+            7,
+        ],
         "resourceDomains": ["https://*.cdn.example.com", "wss://live.example.com", "data:", "https://*"],
         "frameDomains": "https://not-a-list.example.com",
-    }  # fmt: skip
+    }
     with caplog.at_level(logging.WARNING, logger="switchboard.tools"):
         csp = check_csp(declared, server="s", uri="ui://s/app.html")
 

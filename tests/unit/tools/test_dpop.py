@@ -90,24 +90,34 @@ def test_htu_keeps_scheme_host_and_path():
     assert htu("http://127.0.0.1:8080/mcp/?session=1") == "http://127.0.0.1:8080/mcp/"
 
 
-@pytest.mark.parametrize(("offered", "answered", "bound"), [
-    (None, "Bearer", False),  # an authorization server without DPoP: bearer, as before
-    (["ES256"], "DPoP", True),
-    (["ES256"], "Bearer", False),  # it took the proof but did not bind the token: used as a bearer token
-    (["HS256"], "Bearer", False),  # nothing the host signs with
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("offered", "answered", "bound"),
+    [
+        (None, "Bearer", False),  # an authorization server without DPoP: bearer, as before
+        (["ES256"], "DPoP", True),
+        (["ES256"], "Bearer", False),  # it took the proof but did not bind the token: used as a bearer token
+        (["HS256"], "Bearer", False),  # nothing the host signs with
+    ],
+)
 async def test_a_token_is_bound_only_when_the_server_offers_and_binds(offered, answered, bound):
     vault = MemoryVault()
     config = ServerConfig(url="http://127.0.0.1:9/mcp", auth={"type": "oauth"})
     provider = SignIns(vault, "http://127.0.0.1:8000/oauth/callback", dev=True).session_auth("s", config, "u")
-    provider.context.oauth_metadata = OAuthMetadata(issuer="http://127.0.0.1:9", token_endpoint="http://127.0.0.1:9/token",
-                                                    authorization_endpoint="http://127.0.0.1:9/authorize")  # fmt: skip
-    provider.context.client_info = OAuthClientInformationFull(client_id="c", redirect_uris=["http://127.0.0.1:8000/oauth/callback"])
+    provider.context.oauth_metadata = OAuthMetadata(
+        issuer="http://127.0.0.1:9",
+        token_endpoint="http://127.0.0.1:9/token",
+        authorization_endpoint="http://127.0.0.1:9/authorize",
+    )
+    provider.context.client_info = OAuthClientInformationFull(
+        client_id="c", redirect_uris=["http://127.0.0.1:8000/oauth/callback"]
+    )
     provider.dpop_algs = offered
     provider.use_dpop_if_offered()
     request = await provider._exchange_token_authorization_code("code", "verifier")
     assert ("DPoP" in request.headers) == (DPoPKey.choose(offered) is not None)
-    answer = httpx2.Response(200, json={"access_token": "tok", "token_type": answered, "expires_in": 60}, request=request)
+    answer = httpx2.Response(
+        200, json={"access_token": "tok", "token_type": answered, "expires_in": 60}, request=request
+    )
     await provider._handle_token_response(answer)
     stored = json.loads(await vault.get("s", "u", "oauth_tokens"))
     assert ("dpop_key" in stored) == bound and stored["token"]["access_token"] == "tok"

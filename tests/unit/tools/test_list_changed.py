@@ -10,6 +10,7 @@ from pathlib import Path
 import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.tools import Tool
+
 from switchboard.access import Access
 from switchboard.auth import User
 from switchboard.config.loader import McpConfig
@@ -81,7 +82,9 @@ async def test_tools_and_resources_added_at_run_time_appear_without_a_reconnect(
         assert pool.registry.get("live_added").definition_changed  # pinned: a changed definition is flagged
 
         await pool.call(pool.registry.authorize("live_add_resource", access), {}, Sink())
-        await eventually(lambda: any(str(r.uri) == "memo://today" for r in pool.resources_of("live", "a@example.com")[0]))
+        await eventually(
+            lambda: any(str(r.uri) == "memo://today" for r in pool.resources_of("live", "a@example.com")[0])
+        )
         assert pool.connections["live"].generation == generation  # no reconnect
     finally:
         await pool.stop()

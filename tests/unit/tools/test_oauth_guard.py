@@ -11,8 +11,8 @@ from mcp.shared._httpx_utils import RedirectAwareAuth  # the base of the SDK's p
 
 from switchboard.config.models import ServerConfig
 from switchboard.errors import SignInFailed
-from switchboard.tools.oauth import SignIns
 from switchboard.tools.diagnostics import HttpTrace, http_client_factory
+from switchboard.tools.oauth import SignIns
 from switchboard.tools.oauth_guard import POLICY_KEY, EndpointPolicy, GuardedAuth, PinnedTransport
 from switchboard.tools.vault import MemoryVault
 
@@ -26,20 +26,35 @@ def resolver(table: dict[str, list[str]]):
     return resolve
 
 
-NAMES = resolver({
-    "auth.example.com": ["93.184.216.34"],
-    "rebound.example.com": ["93.184.216.34", "10.1.2.3"],  # one public, one private: refused
-    "v6.example.com": ["2606:2800:220:1:248:1893:25c8:1946"],
-    "metadata.internal": ["169.254.169.254"],
-})  # fmt: skip
+NAMES = resolver(
+    {
+        "auth.example.com": ["93.184.216.34"],
+        "rebound.example.com": ["93.184.216.34", "10.1.2.3"],  # one public, one private: refused
+        "v6.example.com": ["2606:2800:220:1:248:1893:25c8:1946"],
+        "metadata.internal": ["169.254.169.254"],
+    }
+)
 
 
-@pytest.mark.parametrize("url", [
-    "https://127.0.0.1/token", "https://127.8.9.10:8443/x", "https://[::1]/x", "https://10.0.0.1/x",
-    "https://172.16.5.4/x", "https://192.168.1.1/x", "https://169.254.169.254/latest/meta-data",
-    "https://[fe80::1]/x", "https://[fc00::1]/x", "https://[::ffff:127.0.0.1]/x", "https://0.0.0.0/x",
-    "https://100.64.0.1/x", "https://rebound.example.com/token", "https://metadata.internal/x",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://127.0.0.1/token",
+        "https://127.8.9.10:8443/x",
+        "https://[::1]/x",
+        "https://10.0.0.1/x",
+        "https://172.16.5.4/x",
+        "https://192.168.1.1/x",
+        "https://169.254.169.254/latest/meta-data",
+        "https://[fe80::1]/x",
+        "https://[fc00::1]/x",
+        "https://[::ffff:127.0.0.1]/x",
+        "https://0.0.0.0/x",
+        "https://100.64.0.1/x",
+        "https://rebound.example.com/token",
+        "https://metadata.internal/x",
+    ],
+)
 async def test_private_loopback_and_link_local_addresses_are_refused(url):
     policy = EndpointPolicy("s", resolve=NAMES)
     with pytest.raises(SignInFailed, match="loopback, link-local or private") as refused:
@@ -47,8 +62,16 @@ async def test_private_loopback_and_link_local_addresses_are_refused(url):
     assert "allow_private_endpoints" in refused.value.message
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://auth.example.com/x", "ftp://auth.example.com/x",
-                                 "https:///nohost", "javascript:alert(1)"])  # fmt: skip
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "gopher://auth.example.com/x",
+        "ftp://auth.example.com/x",
+        "https:///nohost",
+        "javascript:alert(1)",
+    ],
+)
 async def test_only_http_and_https_urls(url):
     with pytest.raises(SignInFailed, match="not an http"):
         await EndpointPolicy("s", resolve=NAMES, allow_private=True, allow_http=True).check(url)
@@ -98,7 +121,7 @@ class _Http:
     def __init__(self, reply: bytes = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}") -> None:
         self.reply, self.hits = reply, 0
 
-    async def __aenter__(self) -> "_Http":
+    async def __aenter__(self) -> _Http:
         self._server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
         return self

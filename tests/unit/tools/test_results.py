@@ -5,7 +5,14 @@ import json
 
 import pytest
 from fastmcp import Client, FastMCP
-from mcp_types import BlobResourceContents, EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents
+from mcp_types import (
+    BlobResourceContents,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 
 from switchboard.tools import parse_result
 from switchboard.tools.results import finish_text
@@ -20,13 +27,23 @@ server = FastMCP("results")
 
 @server.tool
 def v2_structured() -> dict:
-    return {"results": {"n": 3}, "artifacts": [{"name": "a.png", "b64": B64, "mime": "image/png"}],
-            "display": {"open_canvas": True, "primary_file": "a.png"}}  # fmt: skip
+    return {
+        "results": {"n": 3},
+        "artifacts": [{"name": "a.png", "b64": B64, "mime": "image/png"}],
+        "display": {"open_canvas": True, "primary_file": "a.png"},
+    }
 
 
 @server.tool
 def v2_as_text() -> list:
-    return [TextContent(type="text", text=json.dumps({"results": "fine", "artifacts": [{"name": "n.txt", "b64": base64.b64encode(b"hi").decode()}]}))]
+    return [
+        TextContent(
+            type="text",
+            text=json.dumps(
+                {"results": "fine", "artifacts": [{"name": "n.txt", "b64": base64.b64encode(b"hi").decode()}]}
+            ),
+        )
+    ]
 
 
 @server.tool
@@ -39,15 +56,32 @@ def blocks() -> list:
     return [
         TextContent(type="text", text="three files"),
         ImageContent(type="image", data=B64, mime_type="image/png"),
-        EmbeddedResource(type="resource", resource=TextResourceContents(uri="file:///r/notes.md", mime_type="text/markdown", text="# hi")),
-        EmbeddedResource(type="resource", resource=BlobResourceContents(uri="file:///r/data.bin", mime_type="application/octet-stream", blob=base64.b64encode(b"\x00\x01").decode())),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(uri="file:///r/notes.md", mime_type="text/markdown", text="# hi"),
+        ),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="file:///r/data.bin",
+                mime_type="application/octet-stream",
+                blob=base64.b64encode(b"\x00\x01").decode(),
+            ),
+        ),
         ResourceLink(type="resource_link", name="later", uri="mem://later"),
     ]
 
 
 @server.tool
 def broken_artifacts() -> dict:
-    return {"results": "x", "artifacts": [{"name": "bad", "b64": "@@@not base64"}, "nope", {"name": "big", "b64": base64.b64encode(b"x" * 2000).decode()}]}
+    return {
+        "results": "x",
+        "artifacts": [
+            {"name": "bad", "b64": "@@@not base64"},
+            "nope",
+            {"name": "big", "b64": base64.b64encode(b"x" * 2000).decode()},
+        ],
+    }
 
 
 @server.tool
@@ -83,7 +117,11 @@ async def test_plain_text_stays_valid():
 async def test_image_and_embedded_resources_become_artifacts():
     outcome = parse_result(await run("blocks"), max_artifact_bytes=10_000)
     names = [(a.name, a.mime) for a in outcome.artifacts]
-    assert names == [("image-2.png", "image/png"), ("notes.md", "text/markdown"), ("data.bin", "application/octet-stream")]
+    assert names == [
+        ("image-2.png", "image/png"),
+        ("notes.md", "text/markdown"),
+        ("data.bin", "application/octet-stream"),
+    ]
     assert "three files" in outcome.text and outcome.resource_links == [("later", "mem://later")]
 
 
@@ -108,7 +146,10 @@ def test_artifact_store_checks_declared_types(tmp_path, mime):
     store = ArtifactStore(tmp_path)
     assert store.put(owner="a", name="x.png", mime=mime, data=PNG).mime == "image/png"
     # Declared PNG, really HTML: never stored as something a browser renders as a page.
-    assert store.put(owner="a", name="x.png", mime=mime, data=b"<script>alert(1)</script>").mime == "application/octet-stream"
+    assert (
+        store.put(owner="a", name="x.png", mime=mime, data=b"<script>alert(1)</script>").mime
+        == "application/octet-stream"
+    )
     # Declared HTML, really a PNG: stored as PNG.
     assert store.put(owner="a", name="x.html", mime="text/html", data=PNG).mime == "image/png"
     # Names are never paths.

@@ -3,8 +3,8 @@ usable tools, and a rebuild when the registry changes."""
 
 from __future__ import annotations
 
-
 import mcp_types
+
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ToolRegistry
 from switchboard.tools.search import summary_of
@@ -18,10 +18,16 @@ def tool(name: str, description: str, **properties: str) -> mcp_types.Tool:
 GIT = [
     tool("git_status", "Shows the working tree status.", repo_path="Path to the repository."),
     tool("git_log", "Shows the commit logs.", max_count="Maximum number of commits to show."),
-    tool("git_create_branch", "Creates a new branch from an optional base branch.", branch_name="Name of the new branch."),
+    tool(
+        "git_create_branch", "Creates a new branch from an optional base branch.", branch_name="Name of the new branch."
+    ),
 ]
 TIME = [
-    tool("get_current_time", "Get current time in a specific timezones.", timezone="IANA timezone name, e.g. Europe/Paris."),
+    tool(
+        "get_current_time",
+        "Get current time in a specific timezones.",
+        timezone="IANA timezone name, e.g. Europe/Paris.",
+    ),
     tool("convert_time", "Convert time between timezones.", source_timezone="Source IANA timezone name."),
 ]
 
@@ -55,7 +61,10 @@ def test_only_the_callers_tools_are_found_and_limit_and_server_apply():
     assert set(names(reg.index.search("git branch status time", only_time))) <= only_time
     assert reg.index.search("branch", only_time) == []
     assert len(reg.index.search("shows time", {t.qualified_name for t in reg.all()}, limit=1)) == 1
-    assert set(names(reg.index.search("shows time", {t.qualified_name for t in reg.all()}, server="git"))) == {"git_git_status", "git_git_log"}
+    assert set(names(reg.index.search("shows time", {t.qualified_name for t in reg.all()}, server="git"))) == {
+        "git_git_status",
+        "git_git_log",
+    }
 
 
 def test_summaries_are_the_first_sentence_and_short():
@@ -77,8 +86,11 @@ def test_the_index_follows_a_rebuild():
 def test_a_query_over_a_thousand_tools_finds_the_one_it_names():
     """Correctness only: the search's speed is a benchmark's figure, not a timed test."""
     verbs = ["search", "get", "create", "update", "delete", "list", "export", "archive", "assign", "summarize"]
-    tools = [tool(f"{verb}_thing{n}", f"{verb.title()} a thing number {n} and its records.", thing_id="The thing's id.")
-             for n in range(100) for verb in verbs]  # fmt: skip
+    tools = [
+        tool(f"{verb}_thing{n}", f"{verb.title()} a thing number {n} and its records.", thing_id="The thing's id.")
+        for n in range(100)
+        for verb in verbs
+    ]
     reg = registry(("big", tools))
     everyone = {t.qualified_name for t in reg.all()}
     hits = reg.index.search("export thing 42 records", everyone)
@@ -87,13 +99,26 @@ def test_a_query_over_a_thousand_tools_finds_the_one_it_names():
 
 def test_related_words_prefixes_and_item_names_in_requests():
     files = [
-        tool("delete_directory", "Delete a directory and everything in it, recursively, after checking permissions.", path="Path."),
+        tool(
+            "delete_directory",
+            "Delete a directory and everything in it, recursively, after checking permissions.",
+            path="Path.",
+        ),
         tool("read_file", "Read the complete contents of a file as text, in any of the usual encodings.", path="Path."),
         tool("get_configuration", "Get the whole configuration of this account, with the defaults filled in."),
     ]
-    other = [tool("delete_note", "Delete a note."), tool("create_note", "Create a note."), tool("get_status", "Get the status.")]
+    other = [
+        tool("delete_note", "Delete a note."),
+        tool("create_note", "Create a note."),
+        tool("get_status", "Get the status."),
+    ]
     reg = ToolRegistry()
-    reg.rebuild([("fs", ServerConfig(command="x", description="Files on disk"), files), ("notes", ServerConfig(command="x"), other)])
+    reg.rebuild(
+        [
+            ("fs", ServerConfig(command="x", description="Files on disk"), files),
+            ("notes", ServerConfig(command="x"), other),
+        ]
+    )
     everyone = {t.qualified_name for t in reg.all()}
 
     # "folder" is a related word of "directory" (the thesaurus), whatever the server calls it
@@ -107,8 +132,11 @@ def test_related_words_prefixes_and_item_names_in_requests():
 
 
 def test_a_time_of_day_and_shell_commands_say_what_is_meant():
-    reg = registry(("time", TIME), ("git", GIT), ("fs", [tool("create_directory", "Create a directory.", path="Path."),
-                                                          tool("create_note", "Create a note.")]))  # fmt: skip
+    reg = registry(
+        ("time", TIME),
+        ("git", GIT),
+        ("fs", [tool("create_directory", "Create a directory.", path="Path."), tool("create_note", "Create a note.")]),
+    )
     everyone = {t.qualified_name for t in reg.all()}
 
     assert names(reg.index.search("9am in Oslo", everyone))[0] in {"time_get_current_time", "time_convert_time"}

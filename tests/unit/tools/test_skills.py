@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+
 from switchboard.errors import SkillRejected
 from switchboard.tools.skills import SkillEntry, SkillFile, frontmatter_of, verify_skill_file
 
@@ -14,9 +15,14 @@ BODY = b"---\nname: pdf\ndescription: Read PDFs\n---\n\nSteps.\n"
 
 def entry(body: bytes = BODY, frontmatter: dict | None = None, files: bool = True) -> SkillEntry:
     listed = (SkillFile("skill://pdf/SKILL.md", f"sha256:{hashlib.sha256(body).hexdigest()}", len(body)),)
-    return SkillEntry(server="s", uri="skill://pdf/SKILL.md", name="pdf", description="Read PDFs",
-                      frontmatter=frontmatter or {"name": "pdf", "description": "Read PDFs"},
-                      files=listed if files else None)  # fmt: skip
+    return SkillEntry(
+        server="s",
+        uri="skill://pdf/SKILL.md",
+        name="pdf",
+        description="Read PDFs",
+        frontmatter=frontmatter or {"name": "pdf", "description": "Read PDFs"},
+        files=listed if files else None,
+    )
 
 
 def test_a_file_as_listed_passes():

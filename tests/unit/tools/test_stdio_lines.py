@@ -15,8 +15,11 @@ def split_in_chunks(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in zip(points, points[1:])]
 
 
-@given(st.lists(st.binary(max_size=40).filter(lambda b: b"\n" not in b), max_size=12), st.lists(st.integers(0, 10_000)),
-       st.booleans())  # fmt: skip
+@given(
+    st.lists(st.binary(max_size=40).filter(lambda b: b"\n" not in b), max_size=12),
+    st.lists(st.integers(0, 10_000)),
+    st.booleans(),
+)
 def test_lines_come_out_whole_however_the_bytes_are_chunked(lines, cuts, trailing):
     data = b"\n".join(lines) + (b"\n" if trailing else b"")
     splitter = LineSplitter()

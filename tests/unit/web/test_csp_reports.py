@@ -38,7 +38,9 @@ def caplog_web(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
 
 def test_one_client_is_rate_limited(caplog_web):
     with reporter("203.0.113.7") as http:
-        answers = [http.post("/csp-report", content=report(f"https://x.example/{n}"), headers=SANDBOX) for n in range(40)]
+        answers = [
+            http.post("/csp-report", content=report(f"https://x.example/{n}"), headers=SANDBOX) for n in range(40)
+        ]
     limited = CspReportLimiter().per_client
     assert [a.status_code for a in answers] == [204] * limited + [429] * (40 - limited)
     assert answers[-1].headers["retry-after"] == "60"
@@ -48,8 +50,13 @@ def test_one_client_is_rate_limited(caplog_web):
 def test_another_address_is_not_held_back_by_a_flooding_one(caplog_web):
     policy = SandboxPolicy.from_settings(Settings(_env_file=None))  # type: ignore[call-arg]
     sandbox = SandboxMiddleware(Starlette(), policy)
-    with TestClient(sandbox, client=("203.0.113.7", 1)) as flood, TestClient(sandbox, client=("198.51.100.2", 1)) as other:
-        flooding = [flood.post("/csp-report", content=report("https://x.example/"), headers=SANDBOX) for _ in range(100)]
+    with (
+        TestClient(sandbox, client=("203.0.113.7", 1)) as flood,
+        TestClient(sandbox, client=("198.51.100.2", 1)) as other,
+    ):
+        flooding = [
+            flood.post("/csp-report", content=report("https://x.example/"), headers=SANDBOX) for _ in range(100)
+        ]
         assert flooding[-1].status_code == 429
         assert other.post("/csp-report", content=report("https://y.example/"), headers=SANDBOX).status_code == 204
     uris = [r.uri for r in logged(caplog_web, "app_csp_violation")]  # type: ignore[attr-defined]
@@ -58,8 +65,10 @@ def test_another_address_is_not_held_back_by_a_flooding_one(caplog_web):
 
 def test_a_repeated_report_is_logged_once_and_still_answered_204(caplog_web):
     with reporter("203.0.113.7") as http:
-        answers = [http.post("/csp-report", content=report("https://evil.example/beacon?q=1"), headers=SANDBOX)
-                   for _ in range(5)]  # fmt: skip
+        answers = [
+            http.post("/csp-report", content=report("https://evil.example/beacon?q=1"), headers=SANDBOX)
+            for _ in range(5)
+        ]
     assert [a.status_code for a in answers] == [204] * 5
     [only] = logged(caplog_web, "app_csp_violation")
     assert only.uri == "https://evil.example/beacon"  # type: ignore[attr-defined]

@@ -23,7 +23,9 @@ def low_soft_limit() -> Iterator[int]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def test_a_low_soft_limit_is_raised_to_the_hard_limit_and_logged(low_soft_limit: int, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_low_soft_limit_is_raised_to_the_hard_limit_and_logged(
+    low_soft_limit: int, caplog: pytest.LogCaptureFixture
+) -> None:
     hard = low_soft_limit
     wanted = 500
     with caplog.at_level(logging.INFO, logger="switchboard"):

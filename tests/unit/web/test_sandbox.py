@@ -43,16 +43,34 @@ def test_the_default_policy_has_no_network_and_no_frames():
 
 
 def test_declared_origins_widen_only_their_own_directives():
-    got = directives(app_csp({"connectDomains": ["https://api.example.com"], "resourceDomains": ["https://*.cdn.example"],
-                              "frameDomains": ["https://www.youtube.com"]}))  # fmt: skip
+    got = directives(
+        app_csp(
+            {
+                "connectDomains": ["https://api.example.com"],
+                "resourceDomains": ["https://*.cdn.example"],
+                "frameDomains": ["https://www.youtube.com"],
+            }
+        )
+    )
     assert got["connect-src"] == "https://api.example.com"
     assert "https://*.cdn.example" in got["script-src"] and "https://*.cdn.example" in got["img-src"]
     assert "https://api.example.com" not in got["script-src"]
     assert got["frame-src"] == "https://www.youtube.com"
 
 
-@pytest.mark.parametrize("source", ["*", "'unsafe-eval'", "https://a.example; script-src *", "https://a.example/path",
-                                    "javascript:", "data:", "https://a.example 'unsafe-eval'", "http://*"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "*",
+        "'unsafe-eval'",
+        "https://a.example; script-src *",
+        "https://a.example/path",
+        "javascript:",
+        "data:",
+        "https://a.example 'unsafe-eval'",
+        "http://*",
+    ],
+)
 def test_sources_that_could_widen_the_policy_are_dropped(source):
     got = app_csp({"connectDomains": [source], "resourceDomains": [source], "frameDomains": [source]})
     assert got == app_csp(None)
@@ -60,8 +78,10 @@ def test_sources_that_could_widen_the_policy_are_dropped(source):
 
 def test_the_sandbox_host_serves_the_proxy_with_the_apps_csp():
     with client(policy()) as http:
-        response = http.get(f"/proxy?host=http://127.0.0.1:1&csp={encoded({'connectDomains': ['https://api.example.com']})}",
-                            headers={"host": "sandbox.localhost:8000"})  # fmt: skip
+        response = http.get(
+            f"/proxy?host=http://127.0.0.1:1&csp={encoded({'connectDomains': ['https://api.example.com']})}",
+            headers={"host": "sandbox.localhost:8000"},
+        )
     assert response.status_code == 200
     assert "sandbox-proxy-ready" in response.text
     assert directives(response.headers["content-security-policy"])["connect-src"] == "https://api.example.com"
@@ -99,17 +119,35 @@ def test_the_page_may_frame_only_itself_and_the_sandbox():
 PAGE = [("127.0.0.1", 8000)]
 
 
-@pytest.mark.parametrize("source", [
-    "http://127.0.0.1:8000", "http://localhost:8000", "ws://localhost:8000", "https://localhost:8000",
-    "http://localhost:*", "http://sandbox.localhost:8000", "http://*.localhost:8000", "http://127.0.0.2:8000",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "source",
+    [
+        "http://127.0.0.1:8000",
+        "http://localhost:8000",
+        "ws://localhost:8000",
+        "https://localhost:8000",
+        "http://localhost:*",
+        "http://sandbox.localhost:8000",
+        "http://*.localhost:8000",
+        "http://127.0.0.2:8000",
+    ],
+)
 def test_no_source_that_could_reach_a_loopback_page_is_kept(source):
     got = app_csp({"connectDomains": [source], "resourceDomains": [source], "frameDomains": [source]}, PAGE)
     assert got == app_csp(None)
 
 
-@pytest.mark.parametrize("source", ["https://chat.example.com", "https://*.example.com", "wss://chat.example.com",
-                                    "http://chat.example.com", "https://chat.example.com:443", "https://*.example.com:*"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "https://chat.example.com",
+        "https://*.example.com",
+        "wss://chat.example.com",
+        "http://chat.example.com",
+        "https://chat.example.com:443",
+        "https://*.example.com:*",
+    ],
+)
 def test_no_source_that_could_reach_a_public_page_is_kept(source):
     got = app_csp({"connectDomains": [source], "resourceDomains": [source]}, [("chat.example.com", 443)])
     assert got == app_csp(None)
@@ -126,7 +164,9 @@ def test_the_proxy_drops_the_pages_origins_however_the_page_was_reached():
     declared = {"connectDomains": ["http://localhost:8000", "https://chat.example.com", "https://api.example.com"]}
     with client(policy(public_url="https://chat.example.com", port=8000)) as http:
         for page in ("http://127.0.0.1:8000", "http://[::1]:8000", "bogus"):
-            response = http.get(f"/proxy?host={page}&csp={encoded(declared)}", headers={"host": "sandbox.localhost:8000"})
+            response = http.get(
+                f"/proxy?host={page}&csp={encoded(declared)}", headers={"host": "sandbox.localhost:8000"}
+            )
             assert directives(response.headers["content-security-policy"])["connect-src"] == "https://api.example.com"
 
 

@@ -2,6 +2,7 @@
 so no alembic.ini and no URL are needed here."""
 
 from alembic import context
+
 from switchboard.store.models import metadata
 
 connection = context.config.attributes.get("connection")

@@ -33,13 +33,13 @@ def _triggers(source: str, index: str, column: str, *, held_only: bool) -> list[
         return f"WHEN {row}.rowid <= (SELECT up_to FROM fts_indexed WHERE source = '{source}')" if held_only else ""
 
     return [
-        f"""CREATE TRIGGER {index}_ai AFTER INSERT ON {source} {when('new')} BEGIN
+        f"""CREATE TRIGGER {index}_ai AFTER INSERT ON {source} {when("new")} BEGIN
              INSERT INTO {index}(rowid, {column}) VALUES (new.rowid, new.{column});
            END""",
-        f"""CREATE TRIGGER {index}_ad AFTER DELETE ON {source} {when('old')} BEGIN
+        f"""CREATE TRIGGER {index}_ad AFTER DELETE ON {source} {when("old")} BEGIN
              INSERT INTO {index}({index}, rowid, {column}) VALUES ('delete', old.rowid, old.{column});
            END""",
-        f"""CREATE TRIGGER {index}_au AFTER UPDATE OF {column} ON {source} {when('old')} BEGIN
+        f"""CREATE TRIGGER {index}_au AFTER UPDATE OF {column} ON {source} {when("old")} BEGIN
              INSERT INTO {index}({index}, rowid, {column}) VALUES ('delete', old.rowid, old.{column});
              INSERT INTO {index}(rowid, {column}) VALUES (new.rowid, new.{column});
            END""",
@@ -67,8 +67,10 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
         for source, index, column in _SOURCES:
-            op.execute(f"INSERT INTO {index}(rowid, {column}) SELECT rowid, {column} FROM {source} "
-                       f"WHERE rowid > (SELECT up_to FROM fts_indexed WHERE source = '{source}')")  # fmt: skip
+            op.execute(
+                f"INSERT INTO {index}(rowid, {column}) SELECT rowid, {column} FROM {source} "
+                f"WHERE rowid > (SELECT up_to FROM fts_indexed WHERE source = '{source}')"
+            )
             _drop_triggers(index)
             for trigger in _triggers(source, index, column, held_only=False):
                 op.execute(trigger)
