@@ -23,7 +23,19 @@ export function el(tag, props = {}, ...children) {
  * /rendered) and make its links safe to follow. */
 export function setSanitizedHtml(node, html) {
   node.innerHTML = html;
-  for (const link of node.querySelectorAll("a[href]")) {
+  safeLinks(node);
+}
+
+/** The same, as a fragment to insert (parsed in an inert template: nothing loads or runs). */
+export function sanitizedFragment(html) {
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  safeLinks(template.content);
+  return template.content;
+}
+
+function safeLinks(root) {
+  for (const link of root.querySelectorAll("a[href]")) {
     link.target = "_blank";
     link.rel = "noopener noreferrer nofollow";
   }

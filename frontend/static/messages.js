@@ -1,9 +1,11 @@
 // The conversation: user messages and assistant turns.  A turn's answer
 // streams in as raw text (textContent); `render` and `message_done` carry
-// server-sanitized HTML that replaces it.  Tool cards sit between the text
-// blocks of the rounds they came from.
+// server-sanitized HTML that replaces it: a `render` only the round's
+// top-level blocks finished since the last one (added once) and its last,
+// growing block (redrawn), so a long answer costs the page the same per token.
+// Tool cards sit between the text blocks of the rounds they came from.
 
-import { copyText, el, formatBytes, setSanitizedHtml } from "./dom.js";
+import { copyText, el, formatBytes, sanitizedFragment, setSanitizedHtml } from "./dom.js";
 
 const FINISH_NOTES = {
   length: "The answer was cut off: the model reached its length limit.",
@@ -31,22 +33,70 @@ export function decorateCode(root) {
 class TextBlock {
   constructor() {
     this.raw = "";
+    this.settled = []; // the server's HTML of this text's finished blocks, as drawn
+    this.open = ""; // ...and of its last block
+    this.openNodes = [];
     this.node = el("div", { class: "answer-text" });
     this.rendered = el("div", { class: "markdown" });
-    this.tail = el("span", { class: "streaming-text" });
+    this.tailText = document.createTextNode("");
+    this.tail = el("span", { class: "streaming-text" }, this.tailText);
     this.node.append(this.rendered, this.tail);
   }
 
   append(text) {
     this.raw += text;
-    this.tail.textContent += text;
+    this.tailText.appendData(text);
+  }
+
+  get settledHtml() {
+    return this.settled.join("");
+  }
+
+  get html() {
+    return this.settledHtml + this.open;
+  }
+
+  /** A live render: the blocks it finished go after the others, its last block replaces the last one drawn. */
+  grow(settled, open) {
+    for (const node of this.openNodes) node.remove();
+    if (settled) {
+      this.settled.push(settled);
+      this.rendered.append(fragment(settled));
+    }
+    this._drawOpen(open);
+  }
+
+  _drawOpen(open) {
+    this.open = open;
+    const nodes = fragment(open);
+    this.openNodes = [...nodes.childNodes];
+    this.rendered.append(nodes);
+    this.tailText.data = "";
+  }
+
+  /** The final HTML, when it begins with the finished blocks drawn: only its rest is drawn again. */
+  finishWith(rest) {
+    if (rest !== this.open) {
+      for (const node of this.openNodes) node.remove();
+      this._drawOpen(rest);
+    }
+    this.tailText.data = "";
   }
 
   setHtml(html) {
     setSanitizedHtml(this.rendered, html);
     decorateCode(this.rendered);
-    this.tail.textContent = "";
+    this.settled = [html];
+    this.open = "";
+    this.openNodes = [];
+    this.tailText.data = "";
   }
+}
+
+function fragment(html) {
+  const nodes = sanitizedFragment(html);
+  decorateCode(nodes);
+  return nodes;
 }
 
 export class Turn {
@@ -96,9 +146,11 @@ export class Turn {
     this.view.changed();
   }
 
+  /** A live render of the round now streaming: its text block is the one tokens go to. */
   render(event) {
     this.messageId ??= event.message_id;
-    this._applyHtml(event.html, event.segments, false);
+    if (!this.current) return; // not this round's text (message_done brings the whole answer)
+    this.current.grow(event.settled ?? "", event.open ?? "");
     this.view.changed();
   }
 
@@ -108,6 +160,7 @@ export class Turn {
       this.texts.forEach((block, i) => block.setHtml(segments[i] ?? ""));
       return;
     }
+    if (final && written.length && this._finishLive(written, html)) return;
     if (written.length <= 1) {
       const target = written[0] || this.texts[this.texts.length - 1];
       if (target) target.setHtml(html);
@@ -117,12 +170,24 @@ export class Turn {
       }
       return;
     }
-    // The HTML covers several rounds' text; until the server sends one piece
-    // per round, the whole answer goes after the last tool card.
+    // The HTML covers several rounds' text and differs from their live renders:
+    // the whole answer goes after the last tool card.
     if (!final) return;
     const last = written[written.length - 1];
     for (const block of written.slice(0, -1)) block.node.remove();
     last.setHtml(html);
+  }
+
+  /** The whole answer's HTML, when it begins with what the live renders drew (the usual case):
+   * only the last block's rest is drawn again, not the whole answer. */
+  _finishLive(written, html) {
+    if (!written.some((block) => block.settled.length || block.open)) return false;
+    const last = written[written.length - 1];
+    const drawn = written.slice(0, -1).map((block) => block.html).join("") + last.settledHtml;
+    if (!html.startsWith(drawn)) return false;
+    for (const block of written.slice(0, -1)) block.tailText.data = "";
+    last.finishWith(html.slice(drawn.length));
+    return true;
   }
 
   done(event) {

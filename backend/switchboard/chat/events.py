@@ -244,9 +244,14 @@ class AppEvent(_Event):
 
 
 class RenderEvent(_Event):
+    """The text of the round now streaming, rendered so far in top-level blocks: `settled` holds the
+    blocks finished since this round's previous render (append it, once), `open` the last block,
+    still growing (it replaces the previous render's `open`)."""
+
     type: Literal["render"] = "render"
     message_id: str
-    html: str
+    settled: str
+    open: str
 
 
 class MessageDone(_Event):

@@ -28,6 +28,18 @@ class GrowingText:
     def endswith(self, suffix: str) -> bool:
         return bool(self._parts) and self.text().endswith(suffix)
 
+    def since(self, start: int) -> str:
+        """The text after its first `start` characters, copying only the pieces that hold it (a
+        live render reads only the part of the answer not yet rendered for good)."""
+        pieces: list[str] = []
+        end = self._length
+        for part in reversed(self._parts):
+            if end <= start:
+                break
+            end -= len(part)
+            pieces.append(part[start - end :] if end < start else part)
+        return "".join(reversed(pieces))
+
     def text(self) -> str:
         if len(self._parts) > 1:
             self._parts[:] = ["".join(self._parts)]

@@ -43,6 +43,7 @@ from .events import (
 )
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .growing import GrowingText
+from .live_render import LiveRender
 from .render import INLINE_CHARS, render_markdown, rendered
 from .session import new_id
 from .skills import SKILL_TOOLS, SkillShelf
@@ -266,8 +267,9 @@ class ChatEngine:
         """One model call: tokens (cut at the answer limit), notices and now and then a live
         render; its last event goes to `turn.completed`."""
         turn.round_answer = GrowingText()
+        live = LiveRender()
         try:
-            rendered_at, rendered_len = time.monotonic(), 0
+            rendered_at = time.monotonic()
             system = self._config.system_prompt.strip() + app_context_text(turn.conversation.app_context)
             stream = fitting_context(self._llm, model, system, turn, tools)
             async with aclosing(stream) as events:  # closed (the provider's stream too) when cut short
@@ -292,15 +294,16 @@ class ChatEngine:
                         )
                         turn.completed = Completed(finish_reason="length")
                         break
-                    # Re-rendering the whole answer costs time in its length: render only when it has
-                    # grown by a quarter (linear in all), and off the event loop once long (`rendered`).
+                    # Only the round's unfinished last block is rendered again (`LiveRender`).
                     now = time.monotonic()
-                    if (
-                        now - rendered_at >= self._limits.render_interval_s
-                        and len(turn.answer) >= rendered_len * 1.25 + 64
-                    ):
-                        rendered_at, rendered_len = now, len(turn.answer)
-                        yield RenderEvent(message_id=turn.message_id, html=await rendered(turn.text))
+                    if live.due(len(turn.round_answer), waited=now - rendered_at >= self._limits.render_interval_s):
+                        rendered_at = now
+                        yield await _live_render(turn, live)
+            # The round's text shown whole before what follows: a tool card, or the final HTML (which
+            # then changes nothing on the page). A short answer's final HTML is enough.
+            asked = turn.completed is not None and bool(turn.completed.tool_calls)
+            if live.behind(len(turn.round_answer)) and (live.started or asked):
+                yield await _live_render(turn, live)
         except LLMUnavailable as exc:  # not usable as configured: never picked as the default meanwhile
             self._models.note_outcome(model.name, exc.message)
             raise
@@ -386,6 +389,11 @@ async def _announced(turn: TurnState) -> list[ServerEvent]:
     events = await announcement.due()  # a failed commit stays: the loop's end finds it again
     turn.announcement = None
     return events
+
+
+async def _live_render(turn: TurnState, live: LiveRender) -> RenderEvent:
+    settled, last = await live.render(turn.round_answer.since(live.settled))
+    return RenderEvent(message_id=turn.message_id, settled=settled, open=last)
 
 
 def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:

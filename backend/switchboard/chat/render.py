@@ -5,15 +5,16 @@ is a classic way to leak conversation data through its URL."""
 from __future__ import annotations
 
 import asyncio
+import re
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import nh3
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-__all__ = ["INLINE_CHARS", "markdown_parser", "render_markdown", "rendered"]
+__all__ = ["INLINE_CHARS", "markdown_parser", "render_blocks", "render_markdown", "rendered"]
 
 # Up to this length an answer renders in well under a millisecond (~40 µs for one sentence, ~0.3 ms for
 # 256 characters of dense markdown): on the event loop, where a thread's hop alone costs ~0.1 ms of CPU.
@@ -84,6 +85,30 @@ def _cleaner() -> nh3.Cleaner:
 
 def render_markdown(text: str) -> str:
     return _cleaner().clean(markdown_parser().render(text))
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # the line breaks the parser counts lines by
+
+
+def render_blocks(text: str) -> tuple[int, str, str]:
+    """`text` rendered in two parts: its top-level blocks but the last, finished (more text cannot
+    change them: a block ends only where the next one starts), and the last one, which may still
+    grow. Returns (how many characters of `text` the first part covers, its HTML, the last block's
+    HTML), both sanitized; together they are `render_markdown(text)`, but for a link whose
+    reference is defined in another part."""
+    md, env = markdown_parser(), dict[str, Any]()
+    tokens = md.parse(text, env)
+    starts = [i for i, token in enumerate(tokens) if token.level == 0 and token.nesting >= 0 and token.map]
+    if len(starts) < 2:
+        return 0, "", _cleaner().clean(md.renderer.render(tokens, md.options, env))
+    last = starts[-1]
+    line, offset = tokens[last].map[0], 0  # type: ignore[index]  # (`starts` has only tokens with a map)
+    for count, newline in enumerate(_NEWLINE.finditer(text), 1):
+        if count == line:
+            offset = newline.end()
+            break
+    done = md.renderer.render(tokens[:last], md.options, env)
+    return offset, _cleaner().clean(done), _cleaner().clean(md.renderer.render(tokens[last:], md.options, env))
 
 
 async def rendered(text: str) -> str:

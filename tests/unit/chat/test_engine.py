@@ -220,20 +220,25 @@ async def test_sampling_asks_the_user_first_and_a_no_is_the_servers_answer(make)
     assert len(llm.sent) == 2  # the model was never asked for the server
 
 
-async def test_live_rendering_costs_time_linear_in_the_answer(make):
+@pytest.mark.parametrize("blocks", [True, False])
+async def test_live_rendering_costs_time_linear_in_the_answer(make, blocks):
     # Rendering the whole answer for every piece costs time quadratic in its length (a long
-    # answer froze the app for everyone); renders come only after the answer grew by a quarter.
-    llm = ScriptedLLM(["word " * 20 + "\n"] * 2000)  # about 200 KB in 2,000 pieces
+    # answer froze the app for everyone, and re-drawing it froze the page). A render sends the
+    # blocks finished since the last one once, and the last block again; while one block keeps
+    # growing (one long paragraph here), renders come only when it grew by a quarter.
+    llm = ScriptedLLM([("word " * 20) + ("\n\n" if blocks else "\n")] * 2000)  # about 200 KB in 2,000 pieces
     engine, conversations = await make(llm, limits=TurnLimits(render_interval_s=0, answer_chars=400_000))
 
     events = await turn(engine, conversations, new_session())
 
     answer = sum(len(e.text) for e in events if e.type == "token")
     renders = [e for e in events if e.type == "render"]
-    rendered = sum(len(e.html) for e in renders)
+    sent = sum(len(e.settled) + len(e.open) for e in renders)
+    final = events[-1].html
     assert answer > 200_000 and events[-1].finish_reason == "stop"
-    assert len(renders) < 40, len(renders)
-    assert rendered < 6 * len(events[-1].html), (rendered, len(events[-1].html))
+    assert "".join(e.settled for e in renders) + renders[-1].open == final  # the last render shows it all
+    assert sent < (2.5 if blocks else 6) * len(final), (sent, len(final))
+    assert len(renders) > 1000 if blocks else len(renders) < 40, len(renders)
 
 
 class CopyCountingState(TurnState):

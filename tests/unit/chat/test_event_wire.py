@@ -56,7 +56,7 @@ EXAMPLES: list[ServerEvent] = [
         approval={"answer": "approve"},
     ),
     AppEvent(call_id="call_1", server="dataviz", tool="dataviz_chart", resource_uri="ui://chart"),
-    RenderEvent(message_id="m1", html="<p>hi</p>"),
+    RenderEvent(message_id="m1", settled="<h1>hi</h1>\n", open="<p>there</p>\n"),
     MessageDone(
         message_id="m1", finish_reason="stop", usage={"prompt_tokens": 3}, html="<p>hi</p>", conversation_id="c1"
     ),

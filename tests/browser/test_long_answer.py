@@ -1,0 +1,87 @@
+"""A long answer streams into the page block by block: a finished block is drawn once and stays,
+and the finished answer is exactly its whole rendering (what opening it from its link shows),
+with nothing lost or doubled where blocks meet."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.helpers import last_answer, send, wait_finished
+from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
+
+
+def long_markdown(sections: int) -> str:
+    out = []
+    for n in range(sections):
+        out.append(
+            f"## Part {n}\n\nSome **bold** words and `code` in part {n},\nover two lines.\n\n"
+            f"- item {n}.1\n- item {n}.2\n  - nested {n}\n\n"
+            f"```python\ndef part_{n}():\n\n    return {n}  # a blank line above, inside the fence\n```\n\n"
+            f"| part | square |\n|---|--:|\n| {n} | {n * n} |\n| {n + 1} | {(n + 1) ** 2} |\n\n"
+            f"> quoted {n}\n\n1. first\n2. second\n\n"
+        )
+    return "".join(out)
+
+
+def _markdown_html(page: Page) -> str:
+    return page.evaluate(
+        """() => [...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.markdown').innerHTML"""
+    )
+
+
+def _wait_for_headings(page: Page, count: int) -> None:
+    page.wait_for_function(
+        "(n) => ([...document.querySelectorAll('.msg.assistant')].at(-1)?.querySelectorAll('.markdown h2').length ?? 0) >= n",
+        arg=count,
+        timeout=30_000,
+    )
+
+
+def test_a_long_answer_is_drawn_block_by_block_and_ends_as_its_whole_rendering(page, llm, watch):
+    text = long_markdown(60)  # ~20 KB, in pieces that split blocks, fences and table rows anywhere
+    llm.chunk_delay_s = 0.003
+    llm.enqueue(TextReply(text, chunks=len(text) // 13))
+    send(page, "Write a long answer")
+    _wait_for_headings(page, 3)
+    # The first heading, once drawn, is the same node to the end: finished blocks are not drawn again.
+    page.evaluate(
+        "() => { window.firstHeading = [...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.markdown h2'); }"
+    )
+    answer = wait_finished(page)
+    live = _markdown_html(page)
+    assert page.evaluate("window.firstHeading.isConnected && window.firstHeading.textContent") == "Part 0"
+    expect(answer.locator(".streaming-text")).to_have_text("")
+    expect(answer.locator(".markdown h2")).to_have_count(60)
+    expect(answer.locator(".markdown table")).to_have_count(60)
+    expect(answer.locator(".markdown .code-block pre code")).to_have_count(60)
+    expect(answer.locator(".markdown .code-block pre code").nth(59)).to_have_text(
+        "def part_59():\n\n    return 59  # a blank line above, inside the fence\n"
+    )
+    # Opened from its link, the stored answer is drawn from its whole HTML at once: the same.
+    page.reload()
+    page.get_by_role("status").filter(has_text="Connected").wait_for()
+    expect(last_answer(page).locator(".markdown h2")).to_have_count(60)
+    assert _markdown_html(page) == live
+
+
+def test_each_round_of_a_tool_answer_stays_beside_its_tool_card(page, llm):
+    first, second = long_markdown(3), long_markdown(40)
+    llm.chunk_delay_s = 0.003
+    llm.enqueue(
+        ToolCallReply([ToolCall("toolbox_echo", '{"text": "hi"}')], text=first),
+        TextReply(second, chunks=len(second) // 11),
+    )
+    send(page, "Look it up, then write a long answer")
+    answer = wait_finished(page)
+    texts = answer.locator(".answer-text")
+    expect(texts).to_have_count(2)
+    expect(texts.nth(0).locator("h2")).to_have_count(3)
+    expect(texts.nth(1).locator("h2")).to_have_count(40)
+    expect(answer.locator(".blocks > *").nth(1)).to_have_class(re.compile(r"\btool-card\b"))
+    live = answer.locator(".markdown").evaluate_all("(nodes) => nodes.map((n) => n.innerHTML)")
+    page.reload()
+    page.get_by_role("status").filter(has_text="Connected").wait_for()
+    expect(last_answer(page).locator(".markdown h2").last).to_have_text("Part 39")
+    assert last_answer(page).locator(".markdown").evaluate_all("(nodes) => nodes.map((n) => n.innerHTML)") == live
