@@ -1,13 +1,12 @@
 """The parts of a running host, built once from settings and config and
-handed to the web layer (tests build their own)."""
+handed to the web layer (tests build their own). What they do once built
+(start, the store, reload, close) is lifecycle.py."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 
 from .artifacts import ArtifactStore
 from .auth import Authenticator
@@ -25,219 +24,24 @@ from .chat import (
 )
 from .chat.apps import AppBridge, AppLimits
 from .chat.conversation_ids import ConversationIds, id_key
-from .chat.relay import LOST as LOST_REASON
-from .chat.relay import LocalRelay
 from .chat.sealed import IncognitoSeal, seal_key
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
-from .errors import ConfigError, StoreUnavailable, SwitchboardError
+from .errors import StoreUnavailable, SwitchboardError
 from .filestore import open_files
+from .lifecycle import Services
 from .llm import DeferredLLMClient, ModelCatalogue
-from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
-from .store import ConversationStore, down_store, open_store
-from .store.uploads import UploadRows
+from .store import down_store
 from .telemetry import Tracing, model_call
 from .tools import ServerPool, ServerStatus
 from .tools.launch import EarlyStarts
-from .upload_counts import StoreCounts
 
-__all__ = ["Services", "build_services"]
+__all__ = ["Services", "build_services"]  # Services lives in lifecycle.py
 
 log = logging.getLogger("switchboard")
-
-STOP_QUIET_S = 0.5  # a step of the shutdown that takes longer says on the console what it waits for
-
-
-async def _saying_waits(what: str, step: Awaitable[object]) -> None:
-    """Await one step of the shutdown; if it is not done within STOP_QUIET_S, one console line says
-    what the process is waiting for (an idle stop waits for nothing and prints nothing)."""
-    task = asyncio.ensure_future(step)
-    done, _ = await asyncio.wait({task}, timeout=STOP_QUIET_S)
-    if not done:
-        log.info("waiting for %s", what, extra={"event": "stop_wait"})
-    await task
-
-
-@dataclass
-class Services:
-    settings: Settings
-    config: AppConfig
-    auth: Authenticator
-    pool: ServerPool
-    llm: LLMStream
-    models: ModelCatalogue
-    artifacts: ArtifactStore
-    signer: UrlSigner
-    engine: ChatEngine
-    conversations: Conversations
-    turns: TurnHub
-    tasks: TaskPoller
-    environ: Mapping[str, str]
-    apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
-    tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
-    # The files as they are now, when the last reload was refused for them (the running
-    # configuration is older): what /readyz and the page report until a reload succeeds.
-    refused_reload: list[ConfigError] = field(default_factory=list)
-    _store_retry: asyncio.Task[None] | None = None
-    _warm_up: asyncio.Task[None] | None = None
-    _model_probe: asyncio.Task[None] | None = None
-
-    @property
-    def store(self) -> ConversationStore:
-        return self.conversations.store
-
-    @property
-    def store_error(self) -> str | None:
-        """Why the conversation store cannot be used now (it could not be opened), or None."""
-        down = self.store.down
-        return down.message if down is not None else None
-
-    async def start(self) -> None:
-        """Open the store, then start every server in the background. The model library (seconds
-        of CPU to import) loads only once the servers have settled, so that it does not hold back
-        their start-up; a turn that comes first loads it itself."""
-        await self.open_store()
-        self.pool.start()
-        self._probe_models()
-        self.tasks.start()  # takes the stored tasks nobody follows (after a restart) once the store is open
-        warm_up = getattr(self.llm, "warm_up", None)
-        if warm_up is not None:
-            self._warm_up = asyncio.create_task(self._warm_up_after_servers(warm_up), name="llm-warm-up")
-
-    def _probe_models(self) -> None:
-        """In the background: keyless local models whose server does not answer are passed over
-        as the default (llm/probe.py) until a call to them works."""
-        models = self.models
-
-        async def probe() -> None:
-            for name, why in (await unreachable_local_models(self.config.llm.models)).items():
-                log.warning(
-                    "model %s: %s", name, why, extra={"event": "model_unreachable", "model": name, "reason": why}
-                )
-                models.note_outcome(name, why)
-
-        if self._model_probe is not None:
-            self._model_probe.cancel()
-        self._model_probe = asyncio.create_task(probe(), name="model-probe")
-
-    async def _warm_up_after_servers(self, warm_up: Callable[[], None]) -> None:
-        await self.pool.wait_settled(self.settings.server_start_timeout_s)
-        warm_up()
-
-    async def open_store(self) -> None:
-        """Open (and migrate) the conversation store. When that fails the app still serves,
-        `/readyz` says why, turns fail saying so, and opening is retried in the background
-        until it works (a database that starts after the app)."""
-        if await self._try_open_store():
-            return
-        self._store_retry = asyncio.create_task(self._retry_store(), name="store-retry")
-
-    async def _try_open_store(self) -> bool:
-        try:
-            store = await open_store(self.settings.database_url_resolved)
-            await self.pool.pins.use(store, legacy_file=self.settings.data_dir / "tool-pins.json")
-        except SwitchboardError as exc:
-            log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
-            self._use_store(down_store(self.settings.database_url_resolved, exc))
-            return False
-        was_down = self._store_retry is not None
-        self._use_store(store)
-        # Upload quotas are counted in the store: right with several processes on one file store.
-        self.artifacts.counts = StoreCounts(
-            UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads
-        )
-        if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
-            await self._relay_on(store)
-        if was_down:
-            log.info("conversation store reached", extra={"event": "store_available"})
-        return True
-
-    def _use_store(self, store: ConversationStore) -> None:
-        self.conversations.store = store
-        if isinstance(self.pool.vault, StoreVault):
-            self.pool.vault.use(store)  # users' own MCP credentials live in the same database
-
-    async def _relay_on(self, store: ConversationStore) -> None:
-        """Several processes may share this database: turns are reachable from each of them."""
-        from .chat.relay import PostgresRelay
-        from .store.live import LiveTurns
-
-        async def lost(conversation_id: str, owner: str) -> None:
-            await self.conversations.record_lost(conversation_id, LOST_REASON)
-
-        relay = PostgresRelay(
-            LiveTurns(store),
-            lease_s=self.settings.turn_lease_s,
-            on_lost=lost,
-            on_reload=self.reload_from_peer,
-            on_credentials=self.pool.credentials_changed_elsewhere,
-        )
-        await relay.start(self.turns)
-        self.turns.relay = relay
-        self.pool.credentials_changed = relay.credentials_changed
-
-    async def _retry_store(self) -> None:
-        delay = 2.0
-        while True:
-            await asyncio.sleep(delay)
-            if await self._try_open_store():
-                return
-            delay = min(delay * 2, 60.0)
-
-    async def close(self) -> None:
-        for task in (self._store_retry, self._warm_up, self._model_probe):
-            if task is not None:
-                task.cancel()
-        await _saying_waits("the running answers", self.turns.stop())
-        await _saying_waits("the background tasks' pollers", self.tasks.stop())
-        close_llm = getattr(self.llm, "aclose", None)  # the model client's connection pools
-        if close_llm is not None:
-            await _saying_waits("the model client's connections", close_llm())
-        await _saying_waits("the MCP servers to exit", self.pool.stop())
-        await self.pool.pins.flush()
-        await _saying_waits("the conversation store", self.conversations.store.close())
-        self.tracing.shutdown()
-
-    async def reload(self, *, everywhere: bool = True) -> dict[str, object]:
-        """Re-read every config file; servers start, stop or restart as their entries changed.
-        `everywhere`: the other app processes on the same database reload too."""
-        config = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ)
-        servers = await self.pool.reload(config.mcp)
-        self.config = config
-        self.models = ModelCatalogue(config.llm, self.environ)
-        self.auth.use_groups(config.groups)  # the next request, turn and catalogue push see them
-        self.engine.use_config(config, self.models)
-        self._probe_models()
-        self.refused_reload = []
-        errors = [str(e) for e in config.all_errors()]
-        self.pool.watch.reloaded()  # open sockets work out their users' groups again
-        if everywhere:
-            self.turns.relay.reloaded()
-        log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
-        return {"servers": servers, "errors": errors}
-
-    async def reload_from_peer(self) -> None:
-        """Another app process reloaded the configuration: reload here too (the same files, as the
-        processes of one deployment share them), or refuse as the admin route would."""
-        broken = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ).broken_files()
-        if broken:
-            self.refuse_reload(broken, "another app process")
-            return
-        await self.reload(everywhere=False)
-
-    def refuse_reload(self, broken: list[ConfigError], by: str) -> None:
-        """A reload refused for files that cannot be read: said in the log and on the console,
-        and kept for /readyz and the page until a reload succeeds."""
-        self.refused_reload = broken
-        errors = [str(e) for e in broken]
-        log.warning(
-            "config reload refused: %s",
-            "; ".join(errors),
-            extra={"event": "config_reload_refused", "errors": errors, "user": by},
-        )
 
 
 def _log_status(status: ServerStatus) -> None:

@@ -25,7 +25,8 @@ from ..config.models import LLMConfig, ModelConfig
 from ..llm.types import ToolCallRequest
 from ..tools import ToolInfo, ToolRegistry
 from ..tools.search import ToolIndex
-from .calls import ExecutedCall, frame_for_model
+from .call_results import frame_for_model
+from .calls import ExecutedCall
 from .events import ServerEvent, ToolResultEvent, ToolStart
 from .host_args import parse_arguments
 

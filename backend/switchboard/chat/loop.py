@@ -5,7 +5,8 @@ concurrently (chat/tool_round.py) and their results go back to the model;
 after `round_limit` rounds one last call runs without tools. Every record of
 the turn is kept by the recorder, which stores them once per round: an event
 that announces a message (`tool_result`, `message_done`) goes out only after
-the commit that stores it (chat/recording.py).
+the commit that stores it (chat/recording.py). The turn's end (open calls
+answered, the answer stored, `message_done`) is chat/closing.py.
 """
 
 from __future__ import annotations
@@ -23,33 +24,30 @@ from ..artifacts import ArtifactStore, StoredFile
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import LLMUnavailable, SwitchboardError
-from ..history import AssistantText, CallRecord, ToolReply, UserText
+from ..history import AssistantText, CallRecord, UserText
 from ..llm.types import Completed, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..tools import ServerPool, ToolInfo
 from .app_context import app_context_text
 from .attachments import attach
 from .calls import CallRunner
+from .closing import announced, close_turn
 from .context import fitting_context
 from .events import (
     ChatMessage,
     ConversationEvent,
     ErrorEvent,
-    MessageDone,
     NoticeEvent,
     RenderEvent,
     ServerEvent,
     TokenEvent,
-    ToolResultEvent,
 )
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .growing import GrowingText
 from .live_render import LiveRender
-from .render import INLINE_CHARS, render_markdown, rendered
 from .session import new_id
 from .skills import SKILL_TOOLS, SkillShelf
 from .tool_round import Recorder, run_calls
 from .turn_state import Announcement, PreparedTurn, TurnLimits, TurnState, retrieved
-from .unfinished import unfinished_text
 
 __all__ = ["CALL_RECORD_DELAY_S", "ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 
@@ -177,8 +175,8 @@ class ChatEngine:
                 if skills:
                     offer = [*(offer or []), *skills.schemas()]
                 async for event in self._stream_round(model, turn, None if last_round else offer):
-                    for announced in await _announced(turn):
-                        yield announced
+                    for waiting in await announced(turn):
+                        yield waiting
                     yield event
             except SwitchboardError as exc:
                 failure: SwitchboardError | None = exc
@@ -187,8 +185,8 @@ class ChatEngine:
             if turn.announcement is not None:  # the round ended without an event, or failed
                 first = turn.announcement.first
                 try:
-                    for announced in await _announced(turn):
-                        yield announced
+                    for waiting in await announced(turn):
+                        yield waiting
                 except SwitchboardError as exc:
                     if first:  # the question could not be stored: nothing goes on
                         yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
@@ -310,62 +308,9 @@ class ChatEngine:
         if turn.completed is not None:
             self._models.note_outcome(model.name, None)
 
-    async def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
+    def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
         """Close the turn: answer every open call, store the answer, then announce it."""
-        try:  # a result stored while the turn was stopped is still announced, before the end
-            for announced in await _announced(turn):
-                yield announced
-        except SwitchboardError:
-            turn.announcement = None  # the closing commit tries again, and says so if it fails
-        restarted = turn.stopped_by == "restart"
-        if restarted:
-            finish = "error"
-            turn.error = ErrorEvent(
-                code="internal",
-                message="The server restarted while this answer was being written.",
-                action="Ask again.",
-            )
-            yield turn.error
-        unanswered = []
-        for call in turn.open_calls:
-            # A gateway call names the tool it runs (once known), not the gateway.
-            tool, server = turn.tools_of_calls.get(call.id, (call.name, ""))
-            text = unfinished_text(
-                turn.stopped_by if finish in ("cancelled", "error") else None,
-                call.id in turn.awaiting_approval,
-                call.id in turn.awaiting_answer,
-            )
-            reply = ToolReply(id=new_id(), call_id=call.id, tool=tool, server=server, ok=False, text=text)
-            recorder.keep(turn, reply, {"turn": turn.message_id, "content": reply.text})
-            unanswered.append(ToolResultEvent(call_id=call.id, tool=tool, server=server, ok=False, content=text))
-        turn.open_calls = []
-        answer = AssistantText(id=turn.message_id, text=turn.round_text, finish_reason=finish)
-        usage = _usage_dict(turn.usage)
-        error = turn.error.model_dump(exclude={"type"}, exclude_none=True) if turn.error and finish == "error" else None
-        recorder.keep(turn, answer, {"turn": turn.message_id, "usage": usage, "error": error})
-        # A long answer renders in a thread beside the commit; a short one after it, on the loop.
-        text = turn.text
-        rendering = asyncio.ensure_future(rendered(text)) if len(text) > INLINE_CHARS else None
-        if rendering is not None:
-            rendering.add_done_callback(retrieved)
-        try:
-            await recorder.commit(turn)
-        except SwitchboardError as exc:
-            yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
-            finish = "error"
-        else:
-            if restarted:  # a page still attached hears it; a user's Stop is shown by the page itself
-                for event in unanswered:
-                    yield event
-        html = await rendering if rendering is not None else render_markdown(text)
-        yield MessageDone(
-            message_id=turn.message_id,
-            finish_reason=finish,  # type: ignore[arg-type]
-            usage=usage,
-            html=html,
-            conversation_id=turn.conversation_id,
-            user_message_id=turn.user_message_id,
-        )
+        return close_turn(turn, finish, recorder)
 
 
 def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
@@ -379,16 +324,6 @@ def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
             conversation_id=conversation.id, title=conversation.title or "New conversation", reason=turn.moved
         )
     ]
-
-
-async def _announced(turn: TurnState) -> list[ServerEvent]:
-    """What waited for a commit, once it is stored (nothing when nothing waits); raises the store's error."""
-    announcement = turn.announcement
-    if announcement is None:
-        return []
-    events = await announcement.due()  # a failed commit stays: the loop's end finds it again
-    turn.announcement = None
-    return events
 
 
 async def _live_render(turn: TurnState, live: LiveRender) -> RenderEvent:
@@ -413,13 +348,3 @@ def _add_usage(total: Usage | None, more: Usage) -> Usage:
         completion_tokens=total.completion_tokens + more.completion_tokens,
         total_tokens=total.total_tokens + more.total_tokens,
     )
-
-
-def _usage_dict(usage: Usage | None) -> dict[str, int] | None:
-    if usage is None:
-        return None
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }

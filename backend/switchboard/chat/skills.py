@@ -20,7 +20,8 @@ from ..errors import SwitchboardError
 from ..llm.types import ToolCallRequest
 from ..tools import ServerPool
 from ..tools.skills import SkillEntry
-from .calls import CallRunner, ExecutedCall, frame_for_model, limit_text
+from .call_results import frame_for_model, limit_text
+from .calls import CallRunner, ExecutedCall
 from .events import ServerEvent, ToolResultEvent, ToolStart
 from .host_args import parse_arguments
 from .turn_state import TurnState

@@ -11,24 +11,25 @@ told why); a tool's question (elicitation) is declined.
 The whole request is checked before anything is kept. The turn runs at the
 request's compliance level (`compliance_level`, or the `X-Switchboard-Compliance-Level`
 header), with only the models and tools allowed at it. The conversation lives
-only while its turn runs: its files (tools' artifacts) are deleted when it ends."""
+only while its turn runs: its files (tools' artifacts) are deleted when it ends.
+
+The request's wire models and its messages as history are openai_request.py; the answer's
+shapes (a completion, chunks, errors) openai_response.py."""
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Annotated, Any, Literal, assert_never
+from collections.abc import AsyncGenerator
+from typing import Annotated, Any, assert_never
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from ..access import Access
 from ..auth import User
 from ..chat import Preferences, Subscription
 from ..chat.events import (
-    MAX_CONTENT_CHARS,
     PAGE_ONLY,
     ApprovalRequest,
     ChatMessage,
@@ -44,11 +45,24 @@ from ..chat.events import (
 )
 from ..chat.session import Seed, new_id
 from ..errors import BadRequest, NotFound, SwitchboardError, status_for_code
-from ..history import AssistantText, HistoryRecord, UserText
 from .deps import current_user, services_of
-from .sse import EventStreamResponse, ServerSentEvent, data_frame
+from .openai_request import CompletionRequest, history_of
+from .openai_response import (
+    FINISH,
+    ChatCompletion,
+    Choice,
+    ErrorBody,
+    ModelCard,
+    ModelList,
+    OutputMessage,
+    Shown,
+    completion_chunks,
+    openai_error,
+    usage_of,
+)
+from .sse import EventStreamResponse
 
-__all__ = ["openai_error", "router"]
+__all__ = ["openai_error", "router"]  # openai_error lives in openai_response.py
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 UserDep = Annotated[User, Depends(current_user)]
@@ -66,161 +80,13 @@ REFUSED_APPROVAL = (
 # Nobody can answer a question on this door: approvals are refused (the model reads why) and a
 # tool's questions declined, by the turn's own policy (chat/questions.py).
 NOBODY_TO_ASK = Preferences(approvals="refuse", refusal=REFUSED_APPROVAL, elicitations="decline")
-_FINISH = {"stop": "stop", "length": "length", "round_limit": "length", "cancelled": "stop"}
-_ERROR_TYPE = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "invalid_request_error",
-    429: "rate_limit_error",
-}
-
-
-# -- wire models ---------------------------------------------------------------------------------
-
-
-class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    type: str
-    text: str | None = None
-
-
-class InputMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[ContentPart] | None = None
-
-
-class StreamOptions(BaseModel):
-    include_usage: bool = False
-
-
-class CompletionRequest(BaseModel):
-    """OpenAI's chat-completions request.  Sampling parameters (temperature, ...) are
-    accepted and not used: the model's settings come from the host's configuration."""
-
-    model_config = ConfigDict(extra="allow")
-    model: str = Field(max_length=200, description="a Switchboard model name (GET /v1/models)")
-    messages: list[InputMessage] = Field(min_length=1, max_length=1000)
-    stream: bool = False
-    stream_options: StreamOptions | None = None
-    tools: list[dict[str, Any]] | None = Field(
-        default=None,
-        description="leave out for every MCP tool you may use; [] for none. "
-        "Function definitions of the client's own are not supported.",
-    )
-    compliance_level: str | None = Field(
-        default=None,
-        max_length=100,
-        description="the compliance level the answer runs at (only models and tools "
-        "allowed at it); also the X-Switchboard-Compliance-Level header",
-    )
-
-
-class Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-
-class OutputMessage(BaseModel):
-    role: Literal["assistant"] = "assistant"
-    content: str
-
-
-class Choice(BaseModel):
-    index: int = 0
-    message: OutputMessage
-    finish_reason: str
-
-
-class ChatCompletion(BaseModel):
-    id: str
-    object: Literal["chat.completion"] = "chat.completion"
-    created: int
-    model: str
-    choices: list[Choice]
-    usage: Usage
-
-
-class ModelCard(BaseModel):
-    id: str
-    object: Literal["model"] = "model"
-    created: int = 0
-    owned_by: str = "switchboard"
-
-
-class ModelList(BaseModel):
-    object: Literal["list"] = "list"
-    data: list[ModelCard]
-
-
-class ErrorDetail(BaseModel):
-    message: str
-    type: str
-    param: str | None = None
-    code: str | None = None
-
-
-class ErrorBody(BaseModel):
-    error: ErrorDetail
-
-
-# -- errors --------------------------------------------------------------------------------------
-
-
-def _detail(status: int, code: str, message: str, action: str | None) -> ErrorDetail:
-    text = f"{message}. {action}" if action else message
-    return ErrorDetail(message=text, type=_ERROR_TYPE.get(status, "api_error"), code=code)
-
-
-def openai_error(status: int, code: str, message: str, action: str | None = None) -> JSONResponse:
-    return JSONResponse(ErrorBody(error=_detail(status, code, message, action)).model_dump(), status_code=status)
 
 
 def _error_of(exc: SwitchboardError) -> JSONResponse:
     return openai_error(exc.status, exc.code, exc.message, exc.action)
 
 
-# -- the request as a conversation ----------------------------------------------------------------
-
-
-def _text(message: InputMessage, index: int) -> str:
-    if message.content is None or isinstance(message.content, str):
-        text = message.content or ""
-    elif any(part.type != "text" for part in message.content):
-        raise BadRequest("only text content is supported", action="Send message content as text.")
-    else:
-        text = "".join(part.text or "" for part in message.content)
-    if len(text) > MAX_CONTENT_CHARS:
-        raise BadRequest(
-            f"messages[{index}] has {len(text):,} characters; the limit is {MAX_CONTENT_CHARS:,}",
-            action="Send a shorter message, or split the text over several requests.",
-        )
-    return text
-
-
-def _history(messages: list[InputMessage]) -> tuple[list[HistoryRecord], str]:
-    """(the earlier messages as records, the question)."""
-    *earlier, last = messages
-    if last.role != "user":
-        raise BadRequest("the last message must be the user's question", action="End `messages` with a user message.")
-    records: list[HistoryRecord] = []
-    for index, message in enumerate(earlier):
-        if message.role in ("tool", "function") or getattr(message, "tool_calls", None):
-            raise BadRequest(
-                "tool calls of the client's own are not supported",
-                action="Switchboard runs its own MCP tools; send only system, user and assistant text.",
-            )
-        text = _text(message, index)
-        if message.role in ("system", "developer"):
-            # The host keeps its own system prompt; the client's instructions travel as a user message.
-            records.append(UserText(id=new_id(), text=f"Instructions from the API client:\n{text}"))
-        elif message.role == "user":
-            records.append(UserText(id=new_id(), text=text))
-        else:
-            records.append(AssistantText(id=new_id(), text=text, finish_reason="stop"))
-    return records, _text(last, len(earlier))
+# -- the request as a turn ------------------------------------------------------------------------
 
 
 def _level(request: Request, body_level: str | None, header_level: str | None) -> str | None:
@@ -251,7 +117,7 @@ async def _start(request: Request, user: User, body: CompletionRequest, level: s
             why or f"there is no model named '{body.model}' for you{at_level}",
             action=f"Use one of: {', '.join(usable) or '(none)'} (GET /v1/models).",
         )
-    history, question = _history(body.messages)
+    history, question = history_of(body.messages)
     try:
         message = ChatMessage(
             type="chat", content=question, model=body.model, incognito=True, tools=[] if body.tools == [] else None
@@ -260,9 +126,6 @@ async def _start(request: Request, user: User, body: CompletionRequest, level: s
         raise BadRequest(f"the question is malformed ({exc.errors()[0]['msg']})") from None
     seed = Seed(history=tuple(history), compliance_level=level)
     return await services.turns.start(user, message, new_id(), preferences=NOBODY_TO_ASK, seed=seed)
-
-
-Shown = TokenEvent | ErrorEvent | MessageDone  # what this door's client sees of a turn
 
 
 async def _events(subscription: Subscription) -> AsyncGenerator[Shown, None]:
@@ -291,10 +154,6 @@ async def _events(subscription: Subscription) -> AsyncGenerator[Shown, None]:
                     assert_never(event)
     finally:
         await events.aclose()
-
-
-def _usage(done: MessageDone) -> Usage:
-    return Usage(**(done.usage or {}))
 
 
 # -- routes --------------------------------------------------------------------------------------
@@ -334,7 +193,7 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
 
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage
-        chunks = _chunks(_events(subscription), completion_id, created, body.model, include_usage)
+        chunks = completion_chunks(_events(subscription), completion_id, created, body.model, include_usage)
         return EventStreamResponse(
             chunks, on_close=finished, shutdown_grace_s=services_of(request).turns.stream_grace_s
         )
@@ -348,56 +207,12 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
                     return openai_error(status_for_code(event.code), event.code, event.message, event.action)
                 case MessageDone():
                     message = OutputMessage(content="".join(content))
-                    choice = Choice(message=message, finish_reason=_FINISH.get(event.finish_reason, "stop"))
+                    choice = Choice(message=message, finish_reason=FINISH.get(event.finish_reason, "stop"))
                     return ChatCompletion(
-                        id=completion_id, created=created, model=body.model, choices=[choice], usage=_usage(event)
+                        id=completion_id, created=created, model=body.model, choices=[choice], usage=usage_of(event)
                     )
                 case _:
                     assert_never(event)
     finally:
         finished()
     return openai_error(500, "internal", "the answer ended without finishing")
-
-
-def _chunk(
-    completion_id: str,
-    created: int,
-    model: str,
-    delta: dict[str, Any],
-    finish: str | None = None,
-    usage: Usage | None = None,
-) -> ServerSentEvent:
-    body: dict[str, Any] = {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    if usage is not None:
-        body["usage"] = usage.model_dump()
-    return data_frame(json.dumps(body))
-
-
-async def _chunks(
-    events: AsyncGenerator[Shown, None], completion_id: str, created: int, model: str, include_usage: bool
-) -> AsyncIterator[ServerSentEvent]:
-    yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""})
-    try:
-        async for event in events:
-            match event:
-                case TokenEvent():
-                    yield _chunk(completion_id, created, model, {"content": event.text})
-                case ErrorEvent():
-                    detail = _detail(status_for_code(event.code), event.code, event.message, event.action)
-                    yield data_frame(ErrorBody(error=detail).model_dump_json())
-                case MessageDone():
-                    yield _chunk(completion_id, created, model, {}, _FINISH.get(event.finish_reason, "stop"))
-                    if include_usage:
-                        yield _chunk(completion_id, created, model, {}, usage=_usage(event))
-                    break
-                case _:
-                    assert_never(event)
-        yield data_frame("[DONE]")
-    finally:
-        await events.aclose()
