@@ -9,7 +9,6 @@ from collections.abc import Iterable
 import httpx
 
 from switchboard.config.models import ModelConfig
-from switchboard.llm._errors import unreachable
 
 __all__ = ["unreachable_local_models"]
 
@@ -28,6 +27,9 @@ async def unreachable_local_models(models: Iterable[ModelConfig], timeout_s: flo
             try:
                 await client.get(url)
             except (httpx.HTTPError, OSError) as exc:
+                # the error module imports the model library (seconds): only once a server is down
+                from switchboard.llm._errors import unreachable
+
                 return unreachable(exc, model.api_base)
             return None
 

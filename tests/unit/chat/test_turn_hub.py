@@ -25,6 +25,7 @@ from switchboard.chat import (
     TurnHub,
     UserLimits,
 )
+from switchboard.chat.conversation_ids import ConversationIds, id_key
 from switchboard.chat.events import ChatMessage
 from switchboard.chat.session import Seed
 from switchboard.config.loader import AppConfig, McpConfig
@@ -89,7 +90,9 @@ async def make(tmp_path: Path):
         engine = ChatEngine(
             llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
         )
-        hub = TurnHub(engine, Conversations(store, files), SameGroups(), grace_s=grace_s, limits=limits)
+        # one secret for every hub, as for every process of a deployment: a name a client picks is the same id
+        conversations = Conversations(store, files, ids=ConversationIds(id_key("one-deployment-secret")))
+        hub = TurnHub(engine, conversations, SameGroups(), grace_s=grace_s, limits=limits)
         made.append((pool, store, hub))
         return hub
 
