@@ -32,7 +32,7 @@ class _Turn:
         self.log: list[TokenEvent] = []
         self.claimed = True  # (its answer's last write would have released it)
 
-    def _replay(self) -> list[TokenEvent]:
+    def replay(self) -> list[TokenEvent]:
         return list(self.log)
 
 
