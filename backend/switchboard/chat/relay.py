@@ -25,7 +25,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 from ..auth import User, normalize_email
 from ..errors import BadRequest, SwitchboardError
@@ -340,6 +340,8 @@ class PostgresRelay:
             case CredentialsChanged():
                 if self._on_credentials is not None:
                     await self._on_credentials(message.server, message.owner)
+            case _:
+                assert_never(message)  # a new kind of message is handled here too
 
     async def _lost(self, conversation_id: str) -> None:
         remote = self._remote.pop(conversation_id, None)
