@@ -14,7 +14,9 @@ import pytest
 from switchboard.auth import User
 from switchboard.chat.events import TaskEvent, TokenEvent
 from switchboard.chat.pages import ConversationPages
+from switchboard.chat.questions import ApprovalAnswer
 from switchboard.chat.relay import PostgresRelay
+from switchboard.chat.relay_messages import ApprovalAsk, CancelAsk
 from switchboard.chat.task_board import TaskBoard
 from switchboard.errors import NotFound
 from switchboard.store import open_store
@@ -32,8 +34,18 @@ class _Turn:
         self.log: list[TokenEvent] = []
         self.claimed = True  # (its answer's last write would have released it)
 
-    def _replay(self) -> list[TokenEvent]:
+    def replay(self) -> list[TokenEvent]:
         return list(self.log)
+
+
+class _Identities:
+    """This process's identity door: groups from its configuration (here: "staff" for everyone)."""
+
+    async def refresh(self, user: User) -> User:
+        groups = user.vouched_groups | {"staff"}
+        return User(
+            email=user.email, groups=groups, via_token=user.via_token, vouched_groups=user.vouched_groups, admin=True
+        )
 
 
 class _Hub:
@@ -41,12 +53,16 @@ class _Hub:
         self.turns: dict[str, _Turn] = {}
         self.pages = ConversationPages()
         self.task_questions: TaskBoard | None = TaskBoard()
+        self.identities = _Identities()
+        self.answered: list[tuple[User, str, ApprovalAnswer]] = []
 
     def running(self, owner: str, conversation_id: str) -> _Turn | None:
         return self.turns.get(conversation_id) if owner == ALICE.email else None
 
     async def answer_approval(self, user, call_id, answer, *, local_only=False) -> None:
-        raise NotFound("no approval")
+        if call_id != "call_here":
+            raise NotFound("no approval")
+        self.answered.append((user, call_id, answer))
 
     async def answer_elicitation(self, user, request_id, action, content, *, local_only=False) -> None:
         raise NotFound("no question")
@@ -237,3 +253,22 @@ async def test_one_process_claims_a_conversation_s_turn_and_its_earlier_events_g
         assert compiled[0] == compiled[-1], compiled
     finally:
         await store.close()
+
+
+async def test_an_answer_from_another_process_is_taken_as_the_user_the_identity_door_makes(postgres_url):
+    """The answering process works out who the user is through its own identity door, from the
+    address and the proxy's groups sent (not a bare address with no groups), and says whether it
+    took the answer."""
+    (a, _), (b, hub_b) = await _relays(postgres_url, 2, [])
+    try:
+        sent = User(email="alice@example.com", groups=frozenset({"x"}), vouched_groups=frozenset({"proxy-team"}))
+        asked = ApprovalAsk(call_id="call_here", approved=True, arguments={"n": 1}, remember=True, reason="ok")
+        assert await a.ask(sent, asked) is True
+        [(user, call_id, answer)] = hub_b.answered
+        assert user.email == "alice@example.com" and user.groups == {"proxy-team", "staff"} and user.admin
+        assert call_id == "call_here" and answer == ApprovalAnswer(True, {"n": 1}, True, "ok")
+        assert await a.ask(sent, ApprovalAsk(call_id="call_elsewhere", approved=False)) is False
+        assert await a.ask(sent, CancelAsk(conversation_id=CONVERSATION)) is False  # no turn of hers runs anywhere
+    finally:
+        await a.stop()
+        await b.stop()

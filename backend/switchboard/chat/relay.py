@@ -11,18 +11,10 @@ process heartbeats; the turns of a process silent for longer than the lease end 
 the user is told. Events made outside turns (an MCP App's own calls, background tasks), a
 configuration reload and a changed credential reach every process too.
 
-Messages (JSON on channel `sb_<process>`; `sb_all` for everyone):
-  follow {c, user, from}               a listener on `from` wants conversation c's events
-  ev {c, s, b: [event, ...]}           c's events numbered s, s+1, ...
-  events {c}                           c's next events are in turn_events (large, or a late follower)
-  end {c, upto}                        c's turn is over after event `upto`
-  ask {what: approval|elicitation|cancel, user, ..., rid, from} -> ack {rid, ok}
-  lost {c}                             c's process died: its followers end the turn as failed
-  page {c, u, t, from} / user {u, t, from}  an event for the pages showing u's conversation c / of user u
-                                       (a large t comes in pieces: id, i, n; `k`: for one page)
-  questions {u, k, from}               page k of user u opened on `from`: send it u's open questions
-  reload {from}                        an administrator reloaded the configuration on `from`
-  credentials {s, u, from}             user u's credential for server s changed on `from`"""
+Messages (chat/relay_messages.py, typed; on channel `sb_<process>`, or `sb_all` for everyone):
+follow, ev, events, end (a followed turn), ask -> ack (answers and cancels), lost, page, user,
+questions (events made outside turns), reload, credentials. One that does not read (another
+version's, during a rolling restart) is logged and dropped."""
 
 from __future__ import annotations
 
@@ -33,15 +25,35 @@ import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, assert_never
 
-from ..auth import User
+from ..auth import User, normalize_email
 from ..errors import BadRequest, SwitchboardError
-from ..store.live import payload
 from .events import ErrorEvent, MessageDone, ServerEvent
 from .listeners import Subscription
 from .questions import ApprovalAnswer
 from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
+from .relay_messages import (
+    Ack,
+    ApprovalAsk,
+    Ask,
+    AskRequest,
+    CancelAsk,
+    CredentialsChanged,
+    ElicitationAsk,
+    EventBatch,
+    EventsInTable,
+    Follow,
+    PageEvent,
+    QuestionsWanted,
+    Reader,
+    RelayMessage,
+    Reloaded,
+    TurnEnd,
+    TurnLost,
+    UserEvent,
+    encode,
+)
 from .relay_seam import LocalRelay, Relay, Turn, TurnHub
 
 if TYPE_CHECKING:
@@ -80,6 +92,7 @@ class PostgresRelay:
         self._acks: dict[str, tuple[asyncio.Future[None], list[bool], int]] = {}
         self._pieces = Pieces()
         self._beat: asyncio.Task[None] | None = None
+        self._reader = Reader()
 
     # -- life -------------------------------------------------------------------------------
 
@@ -112,12 +125,12 @@ class PostgresRelay:
                     )
                     if self._on_lost is not None:
                         await self._on_lost(conversation_id, owner)
-                    await self.live.notify("sb_all", {"op": "lost", "c": conversation_id})
+                    await self.live.notify("sb_all", encode(TurnLost(conversation_id=conversation_id)))
             except SwitchboardError as exc:
                 log.warning("heartbeat failed: %s", exc.message, extra={"event": "relay_heartbeat_failed"})
 
-    def _post(self, to: str, message: dict[str, Any]) -> None:
-        self.live.outbox.post((to, payload(message)))
+    def _post(self, to: str, message: RelayMessage) -> None:
+        self.live.outbox.post((to, encode(message)))
 
     # -- the owner's side ---------------------------------------------------------------------
 
@@ -149,7 +162,7 @@ class PostgresRelay:
         shared = self._shared.pop(turn.conversation_id, None)
         if shared is not None:
             for follower in sorted(shared.followers):  # after the turn's last events (posted before)
-                self._post(channel(follower), {"op": "end", "c": turn.conversation_id, "upto": shared.upto})
+                self._post(channel(follower), TurnEnd(conversation_id=turn.conversation_id, upto=shared.upto))
         if turn.claimed:  # (usually released already, by the write of the answer's last message)
             await self.live.release(turn.conversation_id, self.process_id)
 
@@ -168,16 +181,16 @@ class PostgresRelay:
     async def _follow(self, conversation_id: str, owner: str, follower: str) -> None:
         turn = self._hub.running(owner, conversation_id) if self._hub else None
         if turn is None:
-            self._post(channel(follower), {"op": "end", "c": conversation_id, "upto": 0})
+            self._post(channel(follower), TurnEnd(conversation_id=conversation_id))
             return
         shared = self._shared.get(conversation_id)
         if shared is None:  # the first follower: what was sent so far, then what follows (no await between)
             shared = self._shared[conversation_id] = Shared(conversation_id)
             shared.followers.add(follower)
-            self._gather(shared, [event.to_json() for event in turn._replay()])
+            self._gather(shared, [event.to_json() for event in turn.replay()])
         else:  # a later one reads what was sent so far from the table
             shared.followers.add(follower)
-            self._post(channel(follower), {"op": "events", "c": conversation_id})
+            self._post(channel(follower), EventsInTable(conversation_id=conversation_id))
 
     # -- another process's side ---------------------------------------------------------------
 
@@ -194,7 +207,7 @@ class PostgresRelay:
                 )
                 subscription = remote.join()
                 self._post(
-                    channel(row[1]), {"op": "follow", "c": conversation_id, "user": user.email, "from": self.process_id}
+                    channel(row[1]), Follow(conversation_id=conversation_id, user=user.email, sender=self.process_id)
                 )
                 # The turn may have ended since the row was read: then the owner answers with the
                 # end and nothing else, and the caller is told no turn runs (the page reads the
@@ -213,11 +226,11 @@ class PostgresRelay:
         if self._remote.get(remote.conversation_id) is remote:
             del self._remote[remote.conversation_id]
 
-    async def ask(self, user: User, op: str, **fields: Any) -> bool:
+    async def ask(self, user: User, request: AskRequest) -> bool:
         """Send an answer or a cancel to the other processes that may hold what it answers (a
         cancel: those running the user's turns; an answer: every live one, as a background task's
         question or an app's call may wait anywhere); True when one of them took it."""
-        if op == "cancel":
+        if isinstance(request, CancelAsk):
             targets = [p for p in await self.live.processes_of(user.email) if p != self.process_id]
         else:
             targets = await self.live.alive(self.lease_s, self.process_id)
@@ -227,12 +240,17 @@ class PostgresRelay:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         answers: list[bool] = []
         self._acks[rid] = (done, answers, len(targets))
+        message = Ask(
+            user=user.email,
+            vouched_groups=tuple(sorted(user.vouched_groups)),
+            via_token=user.via_token,
+            ask_id=rid,
+            sender=self.process_id,
+            request=request,
+        )
         try:
             for target in targets:
-                self._post(
-                    channel(target),
-                    {"op": "ask", "what": op, "user": user.email, "rid": rid, "from": self.process_id, **fields},
-                )
+                self._post(channel(target), message)
             with suppress(TimeoutError):
                 await asyncio.wait_for(done, ACK_WAIT_S)
         finally:
@@ -242,40 +260,37 @@ class PostgresRelay:
     # -- events made outside turns, and reloads ----------------------------------------------
 
     def to_pages(self, owner: str, conversation_id: str, text: str) -> None:
-        for message in pieces({"op": "page", "c": conversation_id, "u": owner, "from": self.process_id}, text):
+        for message in pieces(PageEvent(conversation_id=conversation_id, owner=owner, sender=self.process_id), text):
             self._post("sb_all", message)
 
     def to_user(self, user: str, text: str, *, page: str | None = None, to: str = "sb_all") -> None:
-        for message in pieces(
-            {"op": "user", "u": user, "from": self.process_id, **({"k": page} if page else {})}, text
-        ):
+        for message in pieces(UserEvent(owner=user, sender=self.process_id, page=page or None), text):
             self._post(to, message)
 
     def page_opened(self, user: str, page: str) -> None:
-        self._post("sb_all", {"op": "questions", "u": user, "k": page, "from": self.process_id})
+        self._post("sb_all", QuestionsWanted(owner=user, page=page, sender=self.process_id))
 
     def reloaded(self) -> None:
-        self._post("sb_all", {"op": "reload", "from": self.process_id})
+        self._post("sb_all", Reloaded(sender=self.process_id))
 
     def credentials_changed(self, server: str, user: str) -> None:
-        self._post("sb_all", {"op": "credentials", "s": server, "u": user, "from": self.process_id})
+        self._post("sb_all", CredentialsChanged(server=server, owner=user, sender=self.process_id))
 
     # -- messages -----------------------------------------------------------------------------
 
-    def _received(self, message: dict[str, Any]) -> Awaitable[None] | None:
+    def _received(self, text: str) -> Awaitable[None] | None:
         """A message from another process. Events that continue what a follower has are delivered
         here and now (no task, no read); anything else is handled in a task."""
-        if message.get("op") == "ev":
-            remote = self._remote.get(str(message.get("c", "")))
-            try:
-                if remote is None or remote.take(int(message["s"]), [str(b) for b in message["b"]]):
-                    return None
-            except (KeyError, TypeError, ValueError):
-                log.warning("bad message between processes", extra={"event": "relay_bad_message"})
+        message = self._reader.read(text)
+        if message is None:
+            return None
+        if isinstance(message, EventBatch):
+            remote = self._remote.get(message.conversation_id)
+            if remote is None or remote.take(message.first, message.bodies):
                 return None
         return self._guarded(message)
 
-    async def _guarded(self, message: dict[str, Any]) -> None:
+    async def _guarded(self, message: RelayMessage) -> None:
         try:
             await self._handle(message)
         except SwitchboardError as exc:
@@ -283,92 +298,98 @@ class PostgresRelay:
         except Exception:
             log.exception("message between processes failed", extra={"event": "relay_failed"})
 
-    async def _handle(self, message: dict[str, Any]) -> None:
-        op, conversation_id = message.get("op"), str(message.get("c", ""))
-        if message.get("from") == self.process_id and op in ("page", "user", "reload", "credentials", "questions"):
+    async def _handle(self, message: RelayMessage) -> None:
+        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged
+        if isinstance(message, everyone) and message.sender == self.process_id:
             return  # sent to everyone, this process included: it has them already
-        if op == "ev":  # they do not continue what this follower has (see _received): read them
-            remote = self._remote.get(conversation_id)
-            if remote is not None:
-                await remote.catch_up()
-        elif op in ("events", "end"):
-            remote = self._remote.get(conversation_id)
-            if remote is not None:
-                if op == "events" or remote.read_upto < int(message.get("upto", 0)):
+        match message:
+            case EventBatch() | EventsInTable():  # (a batch here does not continue what it has: read)
+                remote = self._remote.get(message.conversation_id)
+                if remote is not None:
                     await remote.catch_up()
-                if op == "end":
+            case TurnEnd():
+                remote = self._remote.get(message.conversation_id)
+                if remote is not None:
+                    if remote.read_upto < message.upto:
+                        await remote.catch_up()
                     remote.end()
                     self.unfollow(remote)
-        elif op == "follow":
-            await self._follow(conversation_id, str(message.get("user", "")), str(message["from"]))
-        elif op == "lost":
-            remote = self._remote.pop(conversation_id, None)
-            if remote is not None:
-                await remote.catch_up()
-                remote.end(
-                    ErrorEvent(code="internal", message=LOST, action="Send your message again."),
-                    MessageDone(message_id="lost", finish_reason="error", html="", conversation_id=conversation_id),
-                )
-        elif op == "ask":
-            ok = await self._answer_here(message)
-            self._post(channel(str(message["from"])), {"op": "ack", "rid": message["rid"], "ok": ok})
-        elif op == "ack":
-            waiting = self._acks.get(str(message.get("rid")))
-            if waiting is not None:
-                done, answers, expected = waiting
-                answers.append(bool(message.get("ok")))
-                if (answers[-1] or len(answers) >= expected) and not done.done():
-                    done.set_result(None)
-        elif op in ("page", "user"):
-            self._deliver_outside_turns(op, message)
-        elif op == "questions" and self._hub is not None and self._hub.task_questions is not None:
-            for question in self._hub.task_questions.open_questions(str(message.get("u", ""))):
-                self.to_user(
-                    str(message.get("u", "")),
-                    question.to_json(),
-                    page=str(message.get("k", "")),
-                    to=channel(str(message["from"])),
-                )
-        elif op == "reload" and self._on_reload is not None:
-            await self._on_reload()
-        elif op == "credentials" and self._on_credentials is not None:
-            await self._on_credentials(str(message.get("s", "")), str(message.get("u", "")))
+            case Follow():
+                await self._follow(message.conversation_id, message.user, message.sender)
+            case TurnLost():
+                await self._lost(message.conversation_id)
+            case Ask():
+                ok = await self._answer_here(message)
+                self._post(channel(message.sender), Ack(ask_id=message.ask_id, ok=ok))
+            case Ack():
+                waiting = self._acks.get(message.ask_id)
+                if waiting is not None:
+                    done, answers, expected = waiting
+                    answers.append(message.ok)
+                    if (message.ok or len(answers) >= expected) and not done.done():
+                        done.set_result(None)
+            case PageEvent() | UserEvent():
+                self._deliver_outside_turns(message)
+            case QuestionsWanted():
+                if self._hub is not None and self._hub.task_questions is not None:
+                    for question in self._hub.task_questions.open_questions(message.owner):
+                        self.to_user(message.owner, question.to_json(), page=message.page, to=channel(message.sender))
+            case Reloaded():
+                if self._on_reload is not None:
+                    await self._on_reload()
+            case CredentialsChanged():
+                if self._on_credentials is not None:
+                    await self._on_credentials(message.server, message.owner)
+            case _:
+                assert_never(message)  # a new kind of message is handled here too
 
-    def _deliver_outside_turns(self, op: str, message: dict[str, Any]) -> None:
+    async def _lost(self, conversation_id: str) -> None:
+        remote = self._remote.pop(conversation_id, None)
+        if remote is not None:
+            await remote.catch_up()
+            remote.end(
+                ErrorEvent(code="internal", message=LOST, action="Send your message again."),
+                MessageDone(message_id="lost", finish_reason="error", html="", conversation_id=conversation_id),
+            )
+
+    def _deliver_outside_turns(self, message: PageEvent | UserEvent) -> None:
         text = self._pieces.text(message)
         event = read_event(text) if text is not None else None
         if event is None or self._hub is None:
             return
         board = self._hub.task_questions
-        if op == "page":
-            self._hub.pages.deliver(str(message.get("u", "")), str(message.get("c", "")), event)
-        elif board is not None and "k" in message:
-            board.deliver_to(str(message["k"]), event)
+        if isinstance(message, PageEvent):
+            self._hub.pages.deliver(message.owner, message.conversation_id, event)
+        elif board is not None and message.page is not None:
+            board.deliver_to(message.page, event)
         elif board is not None:
-            board.deliver(str(message.get("u", "")), event)
+            board.deliver(message.owner, event)
 
-    async def _answer_here(self, message: dict[str, Any]) -> bool:
+    async def _answer_here(self, message: Ask) -> bool:
+        """Do what another process asks for a user, as that user: who they are is worked out by
+        this process's identity door, from the address and the proxy's groups sent."""
         hub = self._hub
         if hub is None:
             return False
-        user = User(email=str(message["user"]), groups=frozenset())
-        what = message.get("what")
         try:
-            if what == "approval":
-                await hub.answer_approval(
-                    user,
-                    str(message["id"]),
-                    ApprovalAnswer(bool(message["approved"]), message.get("arguments"), bool(message.get("remember"))),
-                    local_only=True,
+            user = await hub.identities.refresh(
+                User(
+                    email=normalize_email(message.user),
+                    vouched_groups=frozenset(message.vouched_groups),
+                    via_token=message.via_token,
                 )
-            elif what == "elicitation":
-                await hub.answer_elicitation(
-                    user, str(message["id"]), str(message["action"]), message.get("content"), local_only=True
-                )
-            elif what == "cancel":
-                return await hub.cancel(user, str(message["c"]), local_only=True)
-            else:
-                return False
+            )
+            request = message.request
+            match request:
+                case ApprovalAsk():
+                    answer = ApprovalAnswer(request.approved, request.arguments, request.remember, request.reason)
+                    await hub.answer_approval(user, request.call_id, answer, local_only=True)
+                case ElicitationAsk():
+                    await hub.answer_elicitation(
+                        user, request.request_id, request.action, request.content, local_only=True
+                    )
+                case CancelAsk():
+                    return await hub.cancel(user, request.conversation_id, local_only=True)
         except SwitchboardError:
             return False
         return True

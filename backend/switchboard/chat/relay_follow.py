@@ -14,19 +14,22 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import TypeVar
 
 from pydantic import ValidationError
 
-from ..store.live import MAX_PAYLOAD, EventRow, Note, payload
+from ..store.live import MAX_PAYLOAD, EventRow, Note
 from .events import ServerEvent, event_from_json
 from .listeners import END, Subscription
+from .relay_messages import EventBatch, EventsInTable, PageEvent, UserEvent, encode
 
 __all__ = ["Pieces", "RemoteTurn", "Shared", "channel", "event_messages", "pieces", "read_event"]
 
 log = logging.getLogger("switchboard.chat")
 
 _ROOM = MAX_PAYLOAD - 200  # what the bodies of one message may take, besides its other fields
+_PIECE_FIELDS = 64  # `,"t":` and, in pieces, `,"id":"<12 hex>","i":<n>,"n":<n>`
+TextMessage = TypeVar("TextMessage", PageEvent, UserEvent)
 
 
 def channel(process_id: str) -> str:
@@ -47,10 +50,10 @@ def _size(text: str) -> int:
     return len(json.dumps(text))  # as it is inside a payload (ASCII: characters are bytes)
 
 
-def event_messages(conversation_id: str, first: int, bodies: list[str]) -> list[dict[str, Any]]:
+def event_messages(conversation_id: str, first: int, bodies: list[str]) -> list[EventBatch | EventsInTable]:
     """Messages carrying events `first`, `first + 1`, ... inline while they fit; from the first
     body too large for a message on, one `events` message (the follower reads the table)."""
-    messages: list[dict[str, Any]] = []
+    messages: list[EventBatch | EventsInTable] = []
     group: list[str] = []
     used = 0
     start = first
@@ -58,36 +61,38 @@ def event_messages(conversation_id: str, first: int, bodies: list[str]) -> list[
         size = _size(body) + 1
         if size > _ROOM:
             if group:
-                messages.append({"op": "ev", "c": conversation_id, "s": start, "b": group})
-            messages.append({"op": "events", "c": conversation_id})
+                messages.append(EventBatch(conversation_id=conversation_id, first=start, bodies=group))
+            messages.append(EventsInTable(conversation_id=conversation_id))
             return messages
         if used + size > _ROOM:
-            messages.append({"op": "ev", "c": conversation_id, "s": start, "b": group})
+            messages.append(EventBatch(conversation_id=conversation_id, first=start, bodies=group))
             group, used, start = [], 0, n
         group.append(body)
         used += size
     if group:
-        messages.append({"op": "ev", "c": conversation_id, "s": start, "b": group})
+        messages.append(EventBatch(conversation_id=conversation_id, first=start, bodies=group))
     return messages
 
 
-def pieces(message: dict[str, Any], text: str) -> Iterator[dict[str, Any]]:
-    """`message` with `text` in field `t`, split over several messages (`id`, `i`, `n`) when it
-    is too large for one (`Pieces` puts it together again)."""
-    if _size(text) <= _ROOM:
-        yield {**message, "t": text}
+def pieces(message: TextMessage, text: str) -> Iterator[TextMessage]:
+    """`message` carrying `text`, split over several messages (`piece_of`, `index`, `count`) when
+    it is too large for one (`Pieces` puts it together again). The room left for the text is
+    what the message's other fields leave (an address may take 320 bytes)."""
+    room = MAX_PAYLOAD - len(encode(message)) - _PIECE_FIELDS
+    if _size(text) <= room:
+        yield message.model_copy(update={"text": text})
         return
     parts: list[str] = []
     rest = text
     while rest:
-        step = min(len(rest), _ROOM // 2)
-        while _size(rest[:step]) > _ROOM:
+        step = min(len(rest), room // 2)
+        while _size(rest[:step]) > room:
             step //= 2
         parts.append(rest[:step])
         rest = rest[step:]
     token = secrets.token_hex(6)
     for i, part in enumerate(parts):
-        yield {**message, "id": token, "i": i, "n": len(parts), "t": part}
+        yield message.model_copy(update={"piece_of": token, "index": i, "count": len(parts), "text": part})
 
 
 class Pieces:
@@ -96,17 +101,17 @@ class Pieces:
     def __init__(self) -> None:
         self._parts: dict[str, list[str]] = {}
 
-    def text(self, message: dict[str, Any]) -> str | None:
+    def text(self, message: PageEvent | UserEvent) -> str | None:
         """The whole text once its last piece came; None before."""
-        if "id" not in message:
-            return str(message.get("t", ""))
-        token, i, n = str(message["id"]), int(message["i"]), int(message["n"])
+        token = message.piece_of
+        if token is None:
+            return message.text
         parts = self._parts.setdefault(token, [])
-        if i != len(parts):  # a piece missing: drop the text rather than show half of it
+        if message.index != len(parts):  # a piece missing: drop the text rather than show half of it
             self._parts.pop(token, None)
             return None
-        parts.append(str(message["t"]))
-        if len(parts) < n:
+        parts.append(message.text)
+        if len(parts) < message.count:
             return None
         del self._parts[token]
         return "".join(parts)
@@ -135,7 +140,7 @@ class Shared:
             return [], []
         first, self.next_seq = self.next_seq, self.next_seq + len(bodies)
         rows = [(self.conversation_id, first + n, body) for n, body in enumerate(bodies)]
-        texts = [payload(m) for m in event_messages(self.conversation_id, first, bodies)]
+        texts = [encode(m) for m in event_messages(self.conversation_id, first, bodies)]
         return rows, [(channel(f), t) for f in sorted(self.followers) for t in texts]
 
 

@@ -3,18 +3,19 @@ needs of a turn and of the hub, the interface every relay has, and the one-proce
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..auth import User
 from .events import ServerEvent
 from .listeners import Subscription
 from .questions import ApprovalAnswer
+from .relay_messages import AskRequest
 
 if TYPE_CHECKING:
     from .pages import ConversationPages
     from .task_board import TaskBoard
 
-__all__ = ["LocalRelay", "Relay", "Turn", "TurnHub"]
+__all__ = ["Identities", "LocalRelay", "Relay", "Turn", "TurnHub"]
 
 
 class Turn(Protocol):
@@ -28,7 +29,17 @@ class Turn(Protocol):
         """The turn still holds its claim on the conversation (its answer's last write releases it)."""
         ...
 
-    def _replay(self) -> list[ServerEvent]: ...
+    def replay(self) -> list[ServerEvent]:
+        """The events sent so far, as a listener that joins now gets them."""
+        ...
+
+
+class Identities(Protocol):
+    """The identity door (auth.py `Authenticator`)."""
+
+    async def refresh(self, user: User) -> User:
+        """The same user, with groups and admin worked out from the current configuration."""
+        ...
 
 
 class TurnHub(Protocol):
@@ -36,6 +47,7 @@ class TurnHub(Protocol):
 
     pages: ConversationPages
     task_questions: TaskBoard | None
+    identities: Identities  # a user named in another process's message comes in through it
 
     def running(self, owner: str, conversation_id: str) -> Turn | None: ...
 
@@ -68,7 +80,10 @@ class Relay(Protocol):
 
     async def attach(self, user: User, conversation_id: str) -> Subscription | None: ...
 
-    async def ask(self, user: User, op: str, **fields: Any) -> bool: ...
+    async def ask(self, user: User, request: AskRequest) -> bool:
+        """Have another process do this for the user (what it holds: a turn, a question); True
+        when one did."""
+        ...
 
     def to_pages(self, owner: str, conversation_id: str, text: str) -> None:
         """An event made outside a turn, for the pages of this conversation of the owner's on other processes."""
@@ -109,7 +124,7 @@ class LocalRelay:
     async def attach(self, user: User, conversation_id: str) -> Subscription | None:
         return None
 
-    async def ask(self, user: User, op: str, **fields: Any) -> bool:
+    async def ask(self, user: User, request: AskRequest) -> bool:
         return False
 
     def to_pages(self, owner: str, conversation_id: str, text: str) -> None:

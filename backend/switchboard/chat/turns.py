@@ -16,122 +16,27 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Protocol
 
 from ..auth import User
 from ..errors import Conflict, NotFound, TooMany
 from ..telemetry import turn_finished, turn_span
 from .conversations import Conversations
-from .events import (
-    ChatMessage,
-    ElicitationRequest,
-    ErrorEvent,
-    IncognitoStateEvent,
-    MessageDone,
-    ServerEvent,
-    TokenEvent,
-)
-from .listeners import END as _END
+from .events import ChatMessage, ErrorEvent, IncognitoStateEvent, MessageDone
 from .listeners import Subscription
 from .loop import ChatEngine
 from .pages import ConversationPages
 from .questions import ASK, ApprovalAnswer, Preferences, Questions
 from .relay import LocalRelay, Relay
+from .relay_messages import ApprovalAsk, CancelAsk, ElicitationAsk
+from .relay_seam import Identities
 from .session import Seed
 from .task_board import TaskBoard
+from .turn import Turn
 from .turn_state import PreparedTurn, TurnState
-from .unfinished import StoppedBy
 
 __all__ = ["Identities", "Subscription", "Turn", "TurnHub", "UserLimits"]
 
 log = logging.getLogger("switchboard.chat")
-
-
-class Turn:
-    def __init__(self, hub: TurnHub, state: TurnState) -> None:
-        self.hub = hub
-        self.state = state
-        self.log: list[ServerEvent] = []  # every event sent so far, for listeners that join late
-        self._tokens: list[str] = []  # consecutive token texts not yet in the log
-        self.listeners: set[Subscription] = set()
-        self.task: asyncio.Task[None] | None = None
-        self._grace: asyncio.TimerHandle | None = None
-        self.sealed = False  # an incognito chat the page holds: its state goes out before message_done
-        self._asked: dict[str, str] = {}  # question (request id) -> the call that asked it
-
-    @property
-    def conversation_id(self) -> str:
-        return self.state.conversation.id
-
-    @property
-    def owner(self) -> str:
-        return self.state.user.email
-
-    @property
-    def claimed(self) -> bool:
-        return self.state.claim is not None
-
-    @property
-    def running(self) -> bool:
-        return self.task is not None and not self.task.done()
-
-    def join(self) -> Subscription:
-        subscription = Subscription(self)
-        for event in self._replay():
-            subscription.queue.put_nowait(event)
-        if not self.running:
-            subscription.queue.put_nowait(_END)
-        self.listeners.add(subscription)
-        if self._grace is not None:
-            self._grace.cancel()
-            self._grace = None
-        return subscription
-
-    def leave(self, subscription: Subscription) -> None:
-        self.listeners.discard(subscription)
-        if not self.listeners and self.running and self._grace is None:
-            self._grace = asyncio.get_running_loop().call_later(self.hub.grace_s, self._abandoned)
-
-    def _abandoned(self) -> None:
-        self._grace = None
-        if not self.listeners and self.task is not None:
-            log.info("turn abandoned by every client", extra={"event": "turn_abandoned", "user": self.owner})
-            self.stop("abandoned")
-
-    def stop(self, by: StoppedBy) -> None:
-        """Cancel the turn, noting who stopped it and which calls were waiting for a person then."""
-        if self.task is None or self.task.done():
-            return
-        approvals, questions = self.state.questions.pending()
-        self.state.stopped_by = by
-        self.state.awaiting_approval = approvals
-        self.state.awaiting_answer = {self._asked[asked] for asked in questions if asked in self._asked}
-        self.task.cancel()
-
-    def _replay(self) -> list[ServerEvent]:
-        # Tokens are sent one by one live; a late listener gets them as one event.
-        tokens = "".join(self._tokens)
-        return self.log + ([TokenEvent(text=tokens)] if tokens else [])
-
-    def publish(self, event: ServerEvent) -> None:
-        """Hand the event to every listener as a value: each door serializes it (once per event,
-        `ServerEvent.to_json`), so nothing here depends on a wire format."""
-        if isinstance(event, ElicitationRequest) and event.call_id:
-            self._asked[event.request_id] = event.call_id
-        if isinstance(event, TokenEvent):
-            self._tokens.append(event.text)
-        else:
-            if self._tokens:
-                self.log.append(TokenEvent(text="".join(self._tokens)))
-                self._tokens = []
-            self.log.append(event)
-        for listener in self.listeners:
-            listener.queue.put_nowait(event)
-        self.hub.relay.published(self, event)
-
-    def close(self) -> None:
-        for listener in self.listeners:
-            listener.queue.put_nowait(_END)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +47,6 @@ class UserLimits:
 
 BUSY = "an answer is still being written in this conversation"
 STOPPED_TELL_S = 5.0  # after the drain's grace: a stopped turn's last events reach its open streams
-
-
-class Identities(Protocol):
-    async def refresh(self, user: User) -> User:
-        """The same user, with groups and admin worked out from the current configuration."""
-        ...
 
 
 class TurnHub:
@@ -357,7 +256,7 @@ class TurnHub:
     async def cancel(self, user: User, conversation_id: str, *, local_only: bool = False) -> bool:
         turn = self.running(user.email, conversation_id)
         if turn is None or turn.task is None:
-            return False if local_only else await self.relay.ask(user, "cancel", c=conversation_id)
+            return False if local_only else await self.relay.ask(user, CancelAsk(conversation_id=conversation_id))
         turn.stop("user")
         with suppress(asyncio.CancelledError):
             await asyncio.shield(turn.task)
@@ -381,14 +280,14 @@ class TurnHub:
         try:
             questions = self._asking(user, call_id, approvals=True)
         except NotFound:
-            if local_only or not await self.relay.ask(
-                user,
-                "approval",
-                id=call_id,
+            asked = ApprovalAsk(
+                call_id=call_id,
                 approved=answer.approved,
                 arguments=answer.arguments,
                 remember=answer.remember,
-            ):
+                reason=answer.reason,
+            )
+            if local_only or not await self.relay.ask(user, asked):
                 raise
             return
         if not questions.answer_approval(call_id, answer):
@@ -402,9 +301,8 @@ class TurnHub:
         try:
             questions = self._asking(user, request_id, approvals=False)
         except NotFound:
-            if local_only or not await self.relay.ask(
-                user, "elicitation", id=request_id, action=action, content=content
-            ):
+            asked = ElicitationAsk(request_id=request_id, action=action, content=content)
+            if local_only or not await self.relay.ask(user, asked):
                 raise
             return
         if not questions.answer_elicitation(request_id, action, content):

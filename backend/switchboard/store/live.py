@@ -15,7 +15,6 @@ a batch's commit does not wait for a disk flush."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
@@ -53,11 +52,6 @@ def _connection_lost(exc: Exception) -> bool:
     import asyncpg
 
     return isinstance(exc, OSError | asyncpg.exceptions.ConnectionDoesNotExistError | asyncpg.exceptions.InterfaceError)
-
-
-def payload(message: dict[str, Any]) -> str:
-    """A message as sent: compact JSON, ASCII only (so its length is its size in bytes)."""
-    return json.dumps(message, separators=(",", ":"))
 
 
 class Outbox:
@@ -258,9 +252,9 @@ class LiveTurns:
             "find the other app processes", lambda c: list(c.execute(stmt).scalars()), write=False
         )
 
-    async def notify(self, channel: str, message: dict[str, Any]) -> None:
-        """Send one message, after everything posted before it; returns once it is sent."""
-        done = self.outbox.post((channel, payload(message)), wait=True)
+    async def notify(self, channel: str, text: str) -> None:
+        """Send one message (its text), after everything posted before it; returns once it is sent."""
+        done = self.outbox.post((channel, text), wait=True)
         assert done is not None
         await done
 
@@ -297,19 +291,14 @@ class LiveTurns:
             url.render_as_string(hide_password=False), timeout=CONNECT_TIMEOUT_S, server_settings=settings
         )
 
-    async def listen(self, channels: list[str], on_message: Callable[[dict[str, Any]], Awaitable[None] | None]) -> None:
-        """Deliver the messages sent to these channels to `on_message`, at once, in the order they
-        come; what it returns to await runs as a task of its own. The sending connection opens
-        now too, so that the first message does not wait for it."""
+    async def listen(self, channels: list[str], on_message: Callable[[str], Awaitable[None] | None]) -> None:
+        """Deliver the messages (their texts) sent to these channels to `on_message`, at once, in
+        the order they come; what it returns to await runs as a task of its own. The sending
+        connection opens now too, so that the first message does not wait for it."""
         loop = asyncio.get_running_loop()
 
         def received(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
-            try:
-                message = json.loads(payload)
-            except ValueError:
-                log.warning("bad message between processes", extra={"event": "relay_bad_message"})
-                return
-            rest = on_message(message)
+            rest = on_message(payload)
             if rest is not None:
                 task = asyncio.ensure_future(rest, loop=loop)
                 self._handling.add(task)
