@@ -8,7 +8,9 @@ import json
 import os
 import re
 import shutil
+from http.cookies import SimpleCookie
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -76,9 +78,8 @@ class AppsSite:
 
     def start(self) -> None:
         environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(self.tmp))}
-        self.server = LiveServer(
-            create_app(self.settings, services=build_services(self.settings, environ=environ)), self.port
-        )
+        app = create_app(self.settings, services=build_services(self.settings, environ=environ))
+        self.server = LiveServer(SignInProxy(app), self.port)
         self.server.start()
         self.server.wait_ready(timeout=180)
 
@@ -94,6 +95,27 @@ class AppsSite:
     def log_events(self, name: str) -> list[dict]:
         lines = (self.tmp / "logs" / "app.jsonl").read_text().splitlines()
         return [e for e in map(json.loads, lines) if e.get("event") == name]
+
+
+USER_COOKIE = "test_signed_in_as"
+
+
+class SignInProxy:
+    """What the sign-in proxy in front of the app does: it vouches for the user on every request,
+    the websocket's handshake included. (Chromium does not add a context's extra HTTP headers to
+    a websocket handshake, so the page's user also rides in a cookie, which it does send.)"""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = list(scope["headers"])
+            cookies = SimpleCookie(b"; ".join(v for k, v in headers if k == b"cookie").decode("latin-1"))
+            if USER_COOKIE in cookies and not any(k == b"x-user-email" for k, _ in headers):
+                email = cookies[USER_COOKIE].value.encode()
+                scope = {**scope, "headers": [*headers, (b"x-user-email", email), (b"x-proxy-secret", SECRET.encode())]}
+        await self.app(scope, receive, send)
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +143,7 @@ def user_page(browser, site, watch):
             color_scheme=color_scheme,
             extra_http_headers={"X-User-Email": email, "X-Proxy-Secret": SECRET},
         )
+        context.add_cookies([{"name": USER_COOKIE, "value": email, "url": site.url}])
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(30_000)
