@@ -327,7 +327,7 @@ def test_apps_mount_again_after_a_reload_a_reconnect_and_a_restart(user_page, si
     expect(time).to_have_text(ISO_TIME)
     page.goto(conversation)
     expect(app_frame(page).locator("#server-time")).to_have_text(stored, timeout=60_000)
-    page.get_by_role("button", name=re.compile("Close basic_get-time")).click()
+    page.get_by_role("button", name=re.compile("Close get-time")).click()
     expect(page.locator("iframe.app-frame")).to_have_count(0)
     card(page, "basic_get-time").get_by_role("button", name="Open app").click()
     expect(app_frame(page).locator("#server-time")).to_have_text(stored)
@@ -344,7 +344,7 @@ def test_two_apps_in_one_conversation_and_teardown(user_page):
     page.locator(".canvas-tab[data-kind=app]").first.click()
     expect(app_frame(page).locator("#server-time")).to_have_text(ISO_TIME, timeout=30_000)
     expect(page.locator("iframe.app-frame")).to_have_count(2)
-    page.get_by_role("button", name=re.compile("Close basic_get-time")).first.click()
+    page.get_by_role("button", name=re.compile("Close get-time")).first.click()
     expect(page.locator("iframe.app-frame")).to_have_count(1)
     assert any("App is being torn down" in line for line in seen)  # ui/resource-teardown reached it first
     page.get_by_role("button", name="New chat").first.click()
