@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import io
+import json
+import logging
+import socket
+
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from switchboard.logs import ConsoleLines, enable_console, flush_logs
 from switchboard.services import build_services
 from switchboard.web.app import create_app
-from tests.support.harness import make_settings, write_config
+from tests.support.harness import free_port, make_settings, serve_app, write_config
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +24,13 @@ def dev_app(tmp_path_factory):
     write_config(tmp / "defaults", servers={})
     settings = make_settings(tmp)
     services = build_services(settings, environ={})
-    with TestClient(create_app(settings, services=services), raise_server_exceptions=False) as client:
+    app = create_app(settings, services=services)
+
+    async def boom() -> None:
+        raise RuntimeError("a bug in a handler")
+
+    app.add_api_route("/api/test-only/boom", boom)  # a route with a bug, to see how one is reported
+    with TestClient(app, raise_server_exceptions=False) as client:
         yield client, services, tmp
 
 
@@ -46,3 +59,73 @@ def test_a_valid_link_still_opens_and_a_non_ascii_signature_is_refused(dev_app):
     bad = url.replace("&s=" + sig, "&s=" + "é" + sig[1:])
     assert client.get(bad).status_code == 403
     assert services.signer.open_notice("dev@localhost", "payload.é") is None
+
+
+def _records(tmp, event):
+    lines = (tmp / "logs" / "app.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r.get("event") == event]
+
+
+def test_an_unhandled_error_is_one_record_one_console_line_and_an_answer_with_its_request_id(dev_app):
+    client, _, tmp = dev_app
+    out = io.StringIO()
+    enable_console(out)
+    try:
+        response = client.get("/api/test-only/boom")
+    finally:
+        root = logging.getLogger("switchboard")
+        for handler in [h for h in root.handlers if isinstance(h, ConsoleLines)]:
+            root.removeHandler(handler)
+    assert response.status_code == 500
+    error = response.json()["error"]
+    assert error["code"] == "internal" and error["action"]
+    request_id = error["request_id"]
+    assert response.headers["x-request-id"] == request_id and request_id in error["message"]
+    flush_logs()
+    (record,) = [r for r in _records(tmp, "unhandled_error") if r["request_id"] == request_id]
+    assert record["path"] == "/api/test-only/boom" and record["method"] == "GET"
+    assert "RuntimeError: a bug in a handler" in record["exc"]
+    assert out.getvalue().splitlines() == [
+        f"ERROR on GET /api/test-only/boom: RuntimeError (request id {request_id}; traceback in app.jsonl)"
+    ]
+
+
+def test_the_http_parsers_per_request_noise_goes_to_the_log_at_debug_not_the_console(tmp_path, capfd):
+    """A CR inside a header: of the request (uvicorn's parser) and of a multipart part (python-multipart's)."""
+    write_config(tmp_path / "defaults", servers={})
+    settings = make_settings(tmp_path)
+    port = free_port()
+    quiet = logging.getLogger("switchboard.http")
+    quiet.setLevel(logging.DEBUG)
+    try:
+        with serve_app(create_app(settings, services=build_services(settings, environ={})), port) as base:
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\rb\r\n\r\n")
+                assert sock.recv(1000).startswith(b"HTTP/1.1 400")
+            multipart = {"content-type": "multipart/form-data; boundary=x"}
+            bad = httpx.post(f"{base}/api/files", content=b"--x\r\nX\rA: b\r\n\r\n", headers=multipart)
+            assert bad.status_code == 400
+    finally:
+        quiet.setLevel(logging.NOTSET)
+    flush_logs()
+    err = capfd.readouterr().err
+    assert "Invalid HTTP request" not in err and "invalid character" not in err
+    messages = [r["msg"] for r in _records(tmp_path, "bad_http") if r["level"] == "debug"]
+    assert len(messages) == 2 and "Found invalid character 13 in header" in messages[1]
+
+
+def test_starlettes_own_errors_answer_in_the_apps_error_model(dev_app):
+    client, _, _ = dev_app
+    missing = client.get("/api/no-such-thing")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
+    options = client.options("/api/tokens")
+    assert options.status_code == 405
+    assert set(options.headers["allow"].split(", ")) >= {"GET", "POST"}
+    assert options.json()["error"]["code"] == "method_not_allowed"
+    bad = client.post(
+        "/api/files", content=b"--x\r\nX-A: a\rb\r\n\r\n", headers={"content-type": "multipart/form-data; boundary=x"}
+    )
+    assert bad.status_code == 400, bad.text
+    error = bad.json()["error"]
+    assert error["code"] == "bad_request" and "not valid multipart data" in error["message"] and error["action"]

@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.authentication import AuthenticationMiddleware
 
 from .. import __version__
@@ -23,6 +24,7 @@ from . import admin, api, apps, connect, conversations, http_chat, metrics, open
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
+from .failures import UnhandledErrors, starlette_error
 from .open_files import raise_open_files_limit
 from .sandbox import SandboxMiddleware, SandboxPolicy
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
@@ -87,7 +89,10 @@ def create_app(
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
     # Outside the guard: a request for the sandbox host gets the app sandbox's pages only.
     app.add_middleware(SandboxMiddleware, policy=app.state.sandbox)
+    # An exception nothing else handled: recorded with a request id, answered in the error model.
+    app.add_middleware(UnhandledErrors)
     app.add_middleware(SecurityHeadersMiddleware)
+    app.add_exception_handler(StarletteHTTPException, starlette_error)  # 404, 405, malformed multipart
 
     @app.exception_handler(SwitchboardError)
     async def _switchboard_error(request: Request, exc: SwitchboardError) -> JSONResponse:
