@@ -129,3 +129,32 @@ def test_starlettes_own_errors_answer_in_the_apps_error_model(dev_app):
     assert bad.status_code == 400, bad.text
     error = bad.json()["error"]
     assert error["code"] == "bad_request" and "not valid multipart data" in error["message"] and error["action"]
+
+
+def test_the_openapi_document_says_what_the_code_enforces(dev_app):
+    client, services, _ = dev_app
+    doc = client.get("/openapi.json").json()
+    error = doc["components"]["schemas"]["ErrorModel"]
+    assert error["properties"]["error"]["$ref"].endswith("/AppErrorDetail")
+    config = doc["paths"]["/api/config"]["get"]
+    assert {"400", "401", "403", "503"} <= set(config["responses"])
+    assert config["responses"]["403"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorModel")
+    (level,) = [p for p in config["parameters"] if p["name"] == "compliance_level"]
+    assert level["schema"]["enum"] == services.config.compliance.names != []
+    (header,) = [p for p in doc["paths"]["/v1/models"]["get"]["parameters"] if p["in"] == "header"]
+    assert header["schema"]["enum"] == services.config.compliance.names
+    assert doc["paths"]["/api/apps/{call_id}/rpc"]["post"]["requestBody"]["required"] is True
+    assert "409" in doc["paths"]["/api/conversations/{conversation_id}"]["delete"]["responses"]
+    assert "text/event-stream" in doc["paths"]["/api/chat"]["post"]["responses"]["200"]["content"]
+
+
+def test_requests_the_document_allows_are_served_and_those_it_forbids_refused(dev_app):
+    client, _, _ = dev_app
+    assert client.get("/api/config", params={"compliance_level": ""}).status_code == 200
+    assert client.get("/v1/models", headers={"X-Switchboard-Compliance-Level": ""}).status_code == 200
+    for number in ("0.5", "1700000000", "-1e3", "nan"):
+        refused = client.get("/api/conversations", params={"before": number})
+        assert refused.status_code == 400 and "date-time" in refused.json()["error"]["message"]
+    assert client.get("/api/conversations", params={"before": "2026-01-01T00:00:00"}).status_code == 400
+    page = client.get("/api/conversations", params={"before": "2026-01-01T00:00:00Z"})
+    assert page.status_code == 200 and page.json() == {"conversations": []}

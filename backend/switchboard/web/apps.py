@@ -49,7 +49,23 @@ async def get_app(request: Request, user: UserDep, call_id: str) -> dict[str, An
     return await services.apps.describe(user, call_id)
 
 
-@router.post("/{call_id}/rpc", response_model=None)
+_RPC_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["method"],
+                    "properties": {"method": {"type": "string"}, "params": {"type": "object"}},
+                }
+            }
+        },
+    }
+}
+
+
+@router.post("/{call_id}/rpc", response_model=None, openapi_extra=_RPC_BODY)
 async def app_rpc(request: Request, user: UserDep, call_id: str) -> JSONResponse | dict[str, Any]:
     """One request of the app: `{"method", "params"}` -> `{"result": ...}` or `{"error": {code, message}}`."""
     services = services_of(request)
