@@ -140,9 +140,9 @@ def test_the_openapi_document_says_what_the_code_enforces(dev_app):
     assert {"400", "401", "403", "503"} <= set(config["responses"])
     assert config["responses"]["403"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorModel")
     (level,) = [p for p in config["parameters"] if p["name"] == "compliance_level"]
-    assert level["schema"]["enum"] == services.config.compliance.names != []
+    assert level["schema"]["enum"] == [*services.config.compliance.names, ""] != [""]
     (header,) = [p for p in doc["paths"]["/v1/models"]["get"]["parameters"] if p["in"] == "header"]
-    assert header["schema"]["enum"] == services.config.compliance.names
+    assert header["schema"]["enum"] == [*services.config.compliance.names, ""]
     assert doc["paths"]["/api/apps/{call_id}/rpc"]["post"]["requestBody"]["required"] is True
     assert "409" in doc["paths"]["/api/conversations/{conversation_id}"]["delete"]["responses"]
     assert "text/event-stream" in doc["paths"]["/api/chat"]["post"]["responses"]["200"]["content"]

@@ -54,7 +54,12 @@ def _name_levels(schema: dict[str, Any], levels: list[str]) -> None:
         for operation in item.values():
             for param in operation.get("parameters", []):
                 if param["name"].lower() in ("compliance_level", "x-switchboard-compliance-level"):
-                    param["schema"] = {"type": "string", "enum": levels, "title": param["schema"].get("title", "")}
+                    # The empty text is accepted as "no level", as leaving the parameter out.
+                    param["schema"] = {
+                        "type": "string",
+                        "enum": [*levels, ""],
+                        "title": param["schema"].get("title", ""),
+                    }
 
 
 def install_openapi(app: FastAPI) -> None:
