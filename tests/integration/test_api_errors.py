@@ -158,3 +158,13 @@ def test_requests_the_document_allows_are_served_and_those_it_forbids_refused(de
     assert client.get("/api/conversations", params={"before": "2026-01-01T00:00:00"}).status_code == 400
     page = client.get("/api/conversations", params={"before": "2026-01-01T00:00:00Z"})
     assert page.status_code == 200 and page.json() == {"conversations": []}
+
+
+def test_the_chat_stream_is_described_with_its_event_models(dev_app):
+    client, _, _ = dev_app
+    doc = client.get("/openapi.json").json()
+    ok = doc["paths"]["/api/chat"]["post"]["responses"]["200"]
+    events = ok["content"]["text/event-stream"]["x-event-data"]["oneOf"]
+    names = {ref["$ref"].rsplit("/", 1)[1] for ref in events}
+    assert {"TokenEvent", "ToolStart", "ApprovalRequest", "MessageDone", "ErrorEvent"} <= names
+    assert names <= set(doc["components"]["schemas"]) and "`MessageDone`" in ok["description"]

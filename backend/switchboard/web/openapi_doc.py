@@ -9,7 +9,9 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
+
+from ..chat.events import ServerEvent
 
 __all__ = ["ErrorModel", "app_errors", "install_openapi", "openai_errors"]
 
@@ -62,6 +64,23 @@ def _name_levels(schema: dict[str, Any], levels: list[str]) -> None:
                     }
 
 
+def _describe_events(schema: dict[str, Any]) -> None:
+    """`/api/chat`'s stream: each event's `data` is one of the turn's event models (named by its
+    `event:` line, the model's `type`), added to the schemas and listed under `x-event-data`."""
+    stream = schema["paths"].get("/api/chat", {}).get("post", {}).get("responses", {}).get("200", {})
+    media = stream.get("content", {}).get("text/event-stream")
+    if media is None:
+        return
+    events = TypeAdapter(ServerEvent).json_schema(ref_template="#/components/schemas/{model}")
+    named = schema.setdefault("components", {}).setdefault("schemas", {})
+    for name, model in events.get("$defs", {}).items():
+        named.setdefault(name, model)
+    media["schema"] = {"type": "string", "description": "server-sent events: `event: <type>` and `data: <JSON>`"}
+    media["x-event-data"] = {"oneOf": events.get("anyOf", []), "discriminator": {"propertyName": "type"}}
+    names = ", ".join(f"`{ref['$ref'].rsplit('/', 1)[1]}`" for ref in events.get("anyOf", []))
+    stream["description"] = f"{stream.get('description', '')}; each `data` is one of: {names}"
+
+
 def install_openapi(app: FastAPI) -> None:
     """`app.openapi()` made afresh for the levels of the configuration now running."""
     made: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -72,6 +91,7 @@ def install_openapi(app: FastAPI) -> None:
         if key not in made:
             schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
             _name_levels(schema, levels)
+            _describe_events(schema)
             made.clear()
             made[key] = schema
         return made[key]
