@@ -23,6 +23,7 @@ __all__ = [
     "JsonFormatter",
     "enable_console",
     "flush_logs",
+    "quiet_http_parser",
     "quiet_sign_in_errors",
     "setup_logging",
     "skip_call_sites",
@@ -56,6 +57,7 @@ SAFE_FIELDS = frozenset(
         "ready_after_s",
         "reason",
         "removed",
+        "request_id",
         "required_not_ready",
         "server",
         "servers",
@@ -153,6 +155,10 @@ class ConsoleLines(logging.Handler):
             return f"CONFIG RELOAD REFUSED (the running configuration stays): {'; '.join(record.errors)}"  # type: ignore[attr-defined]
         if event == "stop_wait":
             return f"stopping: {record.getMessage()}"
+        if event == "unhandled_error":
+            where = f"{getattr(record, 'method', '?')} {getattr(record, 'path', '?')}"
+            kind = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else "error"
+            return f"ERROR on {where}: {kind} (request id {getattr(record, 'request_id', '?')}; traceback in app.jsonl)"
         if event == "config_error":
             return f"CONFIG ERROR: {record.getMessage().removeprefix('config error: ')}"
         return None
@@ -208,6 +214,7 @@ def setup_logging(log_dir: Path) -> None:
     for noisy in ("fastmcp", "mcp", "httpx", "LiteLLM", "litellm"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     quiet_sign_in_errors()
+    quiet_http_parser()
 
 
 def skip_call_sites() -> None:
@@ -237,6 +244,36 @@ def quiet_sign_in_errors() -> None:
     sdk = logging.getLogger("mcp.client.auth.oauth2")
     if not any(isinstance(f, _NoRemoteText) for f in sdk.filters):
         sdk.addFilter(_NoRemoteText())
+
+
+# Per-request notes of the HTTP parsers about a malformed request, which the client has had its 400
+# for: uvicorn's (h11, httptools) on `uvicorn.error` at WARNING, and python-multipart's ("Found
+# invalid character 13 in header at 7") on its own logger, which nothing handles, so Python printed
+# each one on stderr.
+_PARSER_NOISE = frozenset({"Invalid HTTP request received.", "Unsupported upgrade request."})
+_MULTIPART_LOGGER = "python_multipart.multipart"
+
+
+class _ParserNoiseToDebug(logging.Filter):
+    def __init__(self, every: bool) -> None:
+        super().__init__()
+        self._every = every
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (self._every and record.levelno < logging.ERROR) or record.msg in _PARSER_NOISE:
+            logging.getLogger("switchboard.http").debug(
+                "malformed request refused by the parser: %s", record.getMessage(), extra={"event": "bad_http"}
+            )
+            return False
+        return True
+
+
+def quiet_http_parser() -> None:
+    """Send the HTTP parsers' per-request warnings to the log at debug level, off the console (idempotent)."""
+    for name, every in (("uvicorn.error", False), (_MULTIPART_LOGGER, True)):
+        parser = logging.getLogger(name)
+        if not any(isinstance(f, _ParserNoiseToDebug) for f in parser.filters):
+            parser.addFilter(_ParserNoiseToDebug(every))
 
 
 def flush_logs() -> None:

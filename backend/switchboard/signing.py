@@ -47,6 +47,13 @@ def load_or_create_key(path: Path) -> bytes:
     return bytes.fromhex(path.read_text().strip())
 
 
+def _same_signature(expected: str, given: str) -> bool:
+    """A constant-time comparison of hex signatures that takes any text: `compare_digest`
+    raises on a str with non-ASCII characters, so both sides are compared as UTF-8 bytes
+    (lone surrogates, which a URL cannot carry, replaced)."""
+    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "replace"))
+
+
 class UrlSigner:
     def __init__(self, key: bytes, base_url: str, ttl_s: int = 3600) -> None:
         self._key = key
@@ -54,7 +61,7 @@ class UrlSigner:
         self.ttl_s = ttl_s
 
     def _sig(self, file_id: str, user: str, expires: int) -> str:
-        message = f"{file_id}\n{user}\n{expires}".encode()
+        message = f"{file_id}\n{user}\n{expires}".encode("utf-8", "replace")
         return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
     def url(self, file_id: str, user: str, *, now: float | None = None) -> str:
@@ -70,7 +77,7 @@ class UrlSigner:
 
     def open_notice(self, user: str, sealed: str) -> str | None:
         payload, _, sig = sealed.partition(".")
-        if not hmac.compare_digest(self._notice_sig(user, payload), sig):
+        if not _same_signature(self._notice_sig(user, payload), sig):
             return None
         try:
             expires, _, text = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode().partition("\n")
@@ -79,10 +86,12 @@ class UrlSigner:
             return None
 
     def _notice_sig(self, user: str, payload: str) -> str:
-        return hmac.new(self._key, f"notice\n{user}\n{payload}".encode(), hashlib.sha256).hexdigest()
+        message = f"notice\n{user}\n{payload}".encode("utf-8", "replace")
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
     def verify(self, file_id: str, user: str, expires: int, sig: str) -> None:
-        if not hmac.compare_digest(self._sig(file_id, user, expires), sig):
+        """Every part of the link is data from anyone: any text or number is a 403, never an error."""
+        if not _same_signature(self._sig(file_id, user, expires), sig):
             raise Forbidden("this file link is not valid", action="Attach the file to your message again.")
         if expires < time.time():
             raise Forbidden("this file link has expired", action="Attach the file to your message again.")

@@ -46,6 +46,8 @@ async def readyz(request: Request) -> JSONResponse:
 async def config(request: Request, user: UserDep, compliance_level: str | None = Query(default=None)) -> dict[str, Any]:
     services = services_of(request)
     cfg = services.config
+    if compliance_level is not None and not compliance_level.strip():
+        compliance_level = None  # `?compliance_level=`: none asked for, as the /v1 header
     if compliance_level is not None and compliance_level not in cfg.compliance.names:
         raise BadRequest(
             f"unknown compliance level '{compliance_level}'",

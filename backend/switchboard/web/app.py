@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.authentication import AuthenticationMiddleware
 
 from .. import __version__
@@ -23,7 +24,9 @@ from . import admin, api, apps, connect, conversations, http_chat, metrics, open
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
+from .failures import UnhandledErrors, starlette_error
 from .open_files import raise_open_files_limit
+from .openapi_doc import app_errors, install_openapi, openai_errors
 from .sandbox import SandboxMiddleware, SandboxPolicy
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
 
@@ -87,7 +90,10 @@ def create_app(
     app.add_middleware(RequestGuardMiddleware, policy=EdgePolicy.from_settings(settings))
     # Outside the guard: a request for the sandbox host gets the app sandbox's pages only.
     app.add_middleware(SandboxMiddleware, policy=app.state.sandbox)
+    # An exception nothing else handled: recorded with a request id, answered in the error model.
+    app.add_middleware(UnhandledErrors)
     app.add_middleware(SecurityHeadersMiddleware)
+    app.add_exception_handler(StarletteHTTPException, starlette_error)  # 404, 405, malformed multipart
 
     @app.exception_handler(SwitchboardError)
     async def _switchboard_error(request: Request, exc: SwitchboardError) -> JSONResponse:
@@ -104,17 +110,19 @@ def create_app(
         where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
         return openai_compat.openai_error(400, "bad_request", f"malformed request ({where}: {first['msg']})")
 
-    app.include_router(api.router)
-    app.include_router(conversations.router)
-    app.include_router(apps.router)
-    app.include_router(admin.router)
-    app.include_router(http_chat.router)
-    app.include_router(tokens.router)
-    app.include_router(tasks.router)
-    app.include_router(openai_compat.router)
-    app.include_router(connect.router)
+    # Each router with the error statuses its routes can answer (openapi_doc.py).
+    app.include_router(api.router, responses=app_errors(400, 401, 403, 404, 413, 503))
+    app.include_router(conversations.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
+    app.include_router(apps.router, responses=app_errors(400, 401, 403, 404, 413, 429, 503))
+    app.include_router(admin.router, responses=app_errors(400, 401, 403, 404, 503))
+    app.include_router(http_chat.router, responses=app_errors(400, 401, 403, 404, 409, 413, 429, 503))
+    app.include_router(tokens.router, responses=app_errors(400, 401, 403, 404, 413, 503))
+    app.include_router(tasks.router, responses=app_errors(400, 401, 403, 404, 503))
+    app.include_router(openai_compat.router, responses=openai_errors(400, 401, 403, 404, 413, 429, 503))
+    app.include_router(connect.router, responses=app_errors(400, 401, 403, 404, 413, 503))
     app.include_router(ws.router)
     app.include_router(metrics.router)
     pages.mount(app, settings)
     mount_docs(app)
+    install_openapi(app)
     return app

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from ..auth import User
 from ..errors import BadRequest, Forbidden, NotFound, RateLimited, SwitchboardError, ToolNotAllowed
@@ -49,7 +50,47 @@ async def get_app(request: Request, user: UserDep, call_id: str) -> dict[str, An
     return await services.apps.describe(user, call_id)
 
 
-@router.post("/{call_id}/rpc", response_model=None)
+_RPC_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["method"],
+                    "properties": {"method": {"type": "string"}, "params": {"type": "object"}},
+                }
+            }
+        },
+    }
+}
+
+
+class RpcErrorDetail(BaseModel):
+    code: int = Field(description="JSON-RPC: -32600 not a request, -32602 bad params, -32601 unknown, -32000, -32603")
+    message: str
+    data: dict[str, Any] | None = Field(default=None, description='`{"action": ...}`: what to do about it')
+
+
+class RpcError(BaseModel):
+    """An app request refused or failed (the signed-in user's own checks answer the app's error model)."""
+
+    error: RpcErrorDetail
+
+
+_RPC_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": RpcError, "description": says}
+    for status, says in (
+        (400, "not a JSON-RPC request, or bad params"),
+        (403, "the app may not do this"),
+        (404, "no such app or method"),
+        (429, "the app sends too many requests"),
+        (502, "the server failed the call"),
+    )
+}
+
+
+@router.post("/{call_id}/rpc", response_model=None, openapi_extra=_RPC_BODY, responses=_RPC_ERRORS)
 async def app_rpc(request: Request, user: UserDep, call_id: str) -> JSONResponse | dict[str, Any]:
     """One request of the app: `{"method", "params"}` -> `{"result": ...}` or `{"error": {code, message}}`."""
     services = services_of(request)

@@ -80,7 +80,11 @@ async def disconnect(name: str, request: Request, user: UserDep) -> dict[str, An
     return {"server": name, "connected": False}
 
 
-@router.get("/api/servers/{name}/connect")
+_TO_SIGN_IN: dict[int | str, dict[str, Any]] = {303: {"description": "to the server's authorization server"}}
+_BACK_TO_CHAT: dict[int | str, dict[str, Any]] = {303: {"description": "back to the chat page, saying how it went"}}
+
+
+@router.get("/api/servers/{name}/connect", status_code=303, response_class=RedirectResponse, responses=_TO_SIGN_IN)
 async def connect(name: str, request: Request, user: UserDep) -> RedirectResponse:
     """Start the OAuth sign-in: a redirect to the server's authorization server."""
     services = services_of(request)
@@ -113,7 +117,7 @@ async def client_metadata(request: Request) -> JSONResponse:
     return JSONResponse(document, headers={"Cache-Control": "public, max-age=3600"})
 
 
-@router.get("/oauth/callback")
+@router.get("/oauth/callback", status_code=303, response_class=RedirectResponse, responses=_BACK_TO_CHAT)
 async def callback(
     request: Request,
     user: UserDep,

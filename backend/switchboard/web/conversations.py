@@ -7,12 +7,13 @@ long one costs a reader one page of memory, not the whole conversation."""
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ..auth import User
 from ..chat.export_md import export_filename, export_markdown
@@ -59,18 +60,37 @@ async def _view(
     return view
 
 
+_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*|\s*[-+]?(inf|nan|infinity)\s*", re.IGNORECASE)
+_DATE_TIME = TypeAdapter(datetime)
+
+
+def _date_time(text: str) -> datetime:
+    """An RFC 3339 date-time with a time zone, as the document declares (not a number of seconds,
+    which pydantic would also take)."""
+    bad = BadRequest("`before` is a date-time with a time zone", action="Pass the `updated_at` of the last one shown.")
+    if _NUMBER.fullmatch(text):
+        raise bad
+    try:
+        when = _DATE_TIME.validate_python(text)
+    except ValidationError:
+        raise bad from None
+    if when.tzinfo is None:
+        raise bad
+    return when
+
+
 @router.get("")
 async def list_conversations(
     request: Request,
     user: UserDep,
     q: str | None = Query(default=None, max_length=200),
     limit: int = Query(default=50, ge=1, le=200),
-    before: datetime | None = None,
+    before: str | None = Query(default=None, max_length=64, json_schema_extra={"format": "date-time"}),
 ) -> dict[str, list[dict[str, Any]]]:
     """The caller's conversations, newest first; `q` searches titles and message text."""
-    if before is not None and before.tzinfo is None:
-        raise BadRequest("`before` needs a time zone", action="Pass the `updated_at` of the last conversation shown.")
-    found = await services_of(request).store.list_conversations(user.email, q=q, limit=limit, before=before)
+    found = await services_of(request).store.list_conversations(
+        user.email, q=q, limit=limit, before=None if before is None else _date_time(before)
+    )
     return {"conversations": [c.to_api() for c in found]}
 
 
