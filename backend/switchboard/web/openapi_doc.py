@@ -46,7 +46,7 @@ def app_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def openai_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    from .openai_compat import ErrorBody
+    from .openai_response import ErrorBody
 
     return {status: {"model": ErrorBody, "description": _SAYS[status]} for status in statuses}
 
