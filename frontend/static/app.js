@@ -296,7 +296,11 @@ function onEvent(event) {
     return;
   }
   if (event.type === "incognito_state") {
-    if (state.incognito && !state.staleTurn) state.incognitoState = { conversation_id: event.conversation_id, state: event.state };
+    if (state.incognito && !state.staleTurn) {
+      // The server names the chat (a name the page picked becomes the user's own id): go on under its name.
+      state.incognitoState = { conversation_id: event.conversation_id, state: event.state };
+      state.conversationId = event.conversation_id;
+    }
     return;
   }
   if (event.from_app) {
