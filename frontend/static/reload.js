@@ -27,8 +27,8 @@ export function reloadControl(configUrl, onReloaded) {
         show("refused", `Refused: ${error?.message || `the server answered ${res.status}`}.`, error?.action);
         return;
       }
+      await onReloaded?.(); // "done" once the page has the new configuration (a New chat then takes its default)
       show("done", describe(body));
-      onReloaded?.();
     } catch (exc) {
       show("refused", `Could not reload: ${exc.message}.`, "Check that the server is running.");
     } finally {

