@@ -13,7 +13,7 @@ configuration reload and a changed credential reach every process too.
 
 Messages (chat/relay_messages.py, typed; on channel `sb_<process>`, or `sb_all` for everyone):
 follow, ev, events, end (a followed turn), ask -> ack (answers and cancels), lost, page, user,
-questions (events made outside turns), reload, credentials. One that does not read (another
+questions (events made outside turns), reload, credentials, trust. One that does not read (another
 version's, during a rolling restart) is logged and dropped."""
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from .relay_messages import (
     Reader,
     RelayMessage,
     Reloaded,
+    TrustChanged,
     TurnEnd,
     TurnLost,
     UserEvent,
@@ -79,6 +80,7 @@ class PostgresRelay:
         on_lost: Callable[[str, str], Awaitable[None]] | None = None,
         on_reload: Callable[[], Awaitable[None]] | None = None,
         on_credentials: Callable[[str, str], Awaitable[None]] | None = None,
+        on_trust: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.live = live
         self.lease_s = lease_s
@@ -86,6 +88,7 @@ class PostgresRelay:
         self._on_lost = on_lost
         self._on_reload = on_reload
         self._on_credentials = on_credentials
+        self._on_trust = on_trust
         self._hub: TurnHub | None = None
         self._shared: dict[str, Shared] = {}
         self._remote: dict[str, RemoteTurn] = {}
@@ -276,6 +279,9 @@ class PostgresRelay:
     def credentials_changed(self, server: str, user: str) -> None:
         self._post("sb_all", CredentialsChanged(server=server, owner=user, sender=self.process_id))
 
+    def trust_changed(self, server: str) -> None:
+        self._post("sb_all", TrustChanged(server=server, sender=self.process_id))
+
     # -- messages -----------------------------------------------------------------------------
 
     def _received(self, text: str) -> Awaitable[None] | None:
@@ -299,7 +305,7 @@ class PostgresRelay:
             log.exception("message between processes failed", extra={"event": "relay_failed"})
 
     async def _handle(self, message: RelayMessage) -> None:
-        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged
+        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged | TrustChanged
         if isinstance(message, everyone) and message.sender == self.process_id:
             return  # sent to everyone, this process included: it has them already
         match message:
@@ -340,6 +346,9 @@ class PostgresRelay:
             case CredentialsChanged():
                 if self._on_credentials is not None:
                     await self._on_credentials(message.server, message.owner)
+            case TrustChanged():
+                if self._on_trust is not None:
+                    await self._on_trust(message.server)
             case _:
                 assert_never(message)  # a new kind of message is handled here too
 
