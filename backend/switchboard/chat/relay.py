@@ -87,8 +87,7 @@ class PostgresRelay:
         self.process_id = secrets.token_hex(8)
         self._on_lost = on_lost
         self._on_reload = on_reload
-        self._on_credentials = on_credentials
-        self._on_trust = on_trust
+        self._on_credentials, self._on_trust = on_credentials, on_trust
         self._hub: TurnHub | None = None
         self._shared: dict[str, Shared] = {}
         self._remote: dict[str, RemoteTurn] = {}
@@ -230,9 +229,8 @@ class PostgresRelay:
             del self._remote[remote.conversation_id]
 
     async def ask(self, user: User, request: AskRequest) -> bool:
-        """Send an answer or a cancel to the other processes that may hold what it answers (a
-        cancel: those running the user's turns; an answer: every live one, as a background task's
-        question or an app's call may wait anywhere); True when one of them took it."""
+        """Send an answer or a cancel to the processes that may hold what it answers (a cancel: those running
+        the user's turns; an answer: every live one, a question may wait anywhere); True when one took it."""
         if isinstance(request, CancelAsk):
             targets = [p for p in await self.live.processes_of(user.email) if p != self.process_id]
         else:
@@ -285,8 +283,7 @@ class PostgresRelay:
     # -- messages -----------------------------------------------------------------------------
 
     def _received(self, text: str) -> Awaitable[None] | None:
-        """A message from another process. Events that continue what a follower has are delivered
-        here and now (no task, no read); anything else is handled in a task."""
+        """A message from another process: events continuing a follower's are delivered at once, the rest in a task."""
         message = self._reader.read(text)
         if message is None:
             return None
@@ -375,8 +372,7 @@ class PostgresRelay:
             board.deliver(message.owner, event)
 
     async def _answer_here(self, message: Ask) -> bool:
-        """Do what another process asks for a user, as that user: who they are is worked out by
-        this process's identity door, from the address and the proxy's groups sent."""
+        """Do what another process asks for a user, as that user (worked out here from the address and groups sent)."""
         hub = self._hub
         if hub is None:
             return False
