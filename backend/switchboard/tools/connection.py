@@ -198,8 +198,7 @@ class ServerConnection(ConnectionCalls):
                         await self._list_extras(client)
                     self._client = client
                     self.protocol_version = client.protocol_version
-                    initialized = client.initialize_result
-                    self.instructions = (initialized.instructions if initialized is not None else None) or ""
+                    self.instructions = client.instructions or ""
                     self._broken.clear()
                     self.generation += 1
                     attempt = 0
