@@ -50,7 +50,7 @@ def site(tmp_path_factory, llm):
         groups={"*@example.com": ["users"], "root@example.com": ["users", "admin"]},
     )
     settings = make_settings(tmp, auth_mode="proxy", proxy_secret=SECRET)
-    with running_app(settings) as (client, services):
+    with running_app(settings) as (client, _services):
         yield client, description
 
 
