@@ -18,7 +18,7 @@ from typing import Any, Literal
 import mcp_types
 import rfc8785
 
-__all__ = ["FIELDS", "Flag", "diff", "flags", "legacy_hash", "pin_of", "tool_definition"]
+__all__ = ["FIELDS", "Flag", "canonical", "diff", "flags", "legacy_hash", "pin_of", "tool_definition"]
 
 FIELDS = (
     "name",
@@ -54,7 +54,25 @@ def tool_definition(tool: mcp_types.Tool, instructions: str | None) -> dict[str,
 
 
 def pin_of(definition: dict[str, Any]) -> str:
-    return hashlib.sha256(rfc8785.dumps(definition)).hexdigest()
+    return hashlib.sha256(canonical(definition)).hexdigest()
+
+
+def canonical(value: Any) -> bytes:
+    """RFC 8785 canonical JSON. Where the standard library writes the same bytes (no number but
+    integers below 2**53, no character beyond the BMP, whose keys would sort by UTF-16 units) its
+    text is used: many times faster than the pure-Python `rfc8785` (a test compares the two)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if _ASTRAL.search(text) is None and _NOT_SMALL_INT.search(_STRING.sub('""', text)) is None:
+        return text.encode()
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError:  # a number JSON cannot carry exactly: still one stable form
+        return text.encode()
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_STRING = re.compile(r'"(?:[^"\\]+|\\.)*"')
+_NOT_SMALL_INT = re.compile(r"\.|\de|Infinity|NaN|\d{16,}")  # outside strings: a float, or a large integer
 
 
 def legacy_hash(definition: dict[str, Any]) -> str:

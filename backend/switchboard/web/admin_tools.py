@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from cachetools import LRUCache
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..access import Access
@@ -15,6 +16,7 @@ from ..services import Services
 from ..tools import ToolInfo
 from ..tools.trust import LEGACY
 from ..tools.trust_pin import diff, flags
+from ..trust_records import TrustRecord
 from .deps import current_user, services_of
 
 __all__ = ["router"]
@@ -69,13 +71,25 @@ def _admin(request: Request, user: User) -> Services:
     return services_of(request)
 
 
+# A review is worked out once per (tool, pin, decision): listing 300 tools is then serializing them.
+_REVIEWS: LRUCache[tuple[str, str, str, int], ToolReview] = LRUCache(maxsize=4096)
+
+
 def _review(services: Services, tool: ToolInfo) -> ToolReview | None:
     trust = services.pool.trust
     seen = trust.seen(tool.server, tool.name)
     if seen is None:
         return None
-    pin, definition = seen
     record = trust.record(tool.server, tool.name)
+    key = (tool.qualified_name, seen[0], tool.trust, record.version if record is not None else 0)
+    review = _REVIEWS.get(key)
+    if review is None:
+        review = _REVIEWS[key] = _make_review(tool, seen, record)
+    return review
+
+
+def _make_review(tool: ToolInfo, seen: tuple[str, dict[str, Any]], record: TrustRecord | None) -> ToolReview:
+    pin, definition = seen
     before = record.definition if record is not None else None
     if before is not None and record is not None and (record.pin or "").startswith(LEGACY):
         changes = [c for c in diff(before, definition) if c["field"] in before]  # an old pin held fewer fields
@@ -101,18 +115,19 @@ def _tool(services: Services, name: str) -> ToolInfo:
     return tool
 
 
-@router.get("")
+@router.get("", response_model=ToolReviews)
 async def list_tools(
     request: Request,
     user: UserDep,
     state: Annotated[State | None, Query(description="only tools in this state; none: every tool not approved")] = None,
-) -> ToolReviews:
+) -> Response:
     """Tools by trust state, each with its pin, the approved pin, the field-by-field diff and the
     hidden characters found in its definition."""
     services = _admin(request, user)
     wanted = {state} if state is not None else {"pending", "changed", "blocked"}
     reviews = (_review(services, t) for t in services.pool.registry.every_tool() if t.trust in wanted)
-    return ToolReviews(tools=sorted((r for r in reviews if r is not None), key=lambda r: r.name))
+    listed = ToolReviews(tools=sorted((r for r in reviews if r is not None), key=lambda r: r.name))
+    return Response(listed.model_dump_json(), media_type="application/json")  # serialized once
 
 
 @router.post("/{name}/approve")

@@ -74,3 +74,22 @@ def test_hidden_characters_are_flagged_and_tag_characters_decoded():
     assert found[("input_schema.properties.path.description", "bidi_control")] == "U+202E"
     assert found[("title", "mixed_script")].startswith("R\u0435ad (CYRILLIC, LATIN)")
     assert flags(tool_definition(tool(description="Lire un fichier, déjà ouvert. Ελληνικά words"), "")) == []
+
+
+def test_the_fast_canonical_form_is_rfc8785s():
+    import rfc8785
+
+    from switchboard.tools.trust_pin import canonical
+
+    samples = [
+        {"b": [1, True, None, "x"], "a": {"z": "", "é": '\u2028 \x7f \x01 \t \n " \\\\ \U0001f600'}},
+        {"key\U0001f600": 1, "key\uffff": 2},  # a key beyond the BMP sorts by UTF-16 units: rfc8785 itself
+        {"n": 1.5, "m": 1.0, "big": 2**60 - 1},
+        {"s": 'a "quoted" 1.5 \\" e', "i": [-3, 0, 2**53 - 1], "f": [1e20, -0.5], "t": True, "x": False},
+        tool_definition(tool(description="Read." + hide("hidden"), annotations={"readOnlyHint": True}), "Be kind."),
+    ]
+    for sample in samples[:1] + samples[3:]:
+        assert canonical(sample) == rfc8785.dumps(sample)
+    assert canonical(samples[1]) == rfc8785.dumps(samples[1])
+    assert canonical({"n": 1.5, "m": 1.0}) == rfc8785.dumps({"n": 1.5, "m": 1.0}) == b'{"m":1,"n":1.5}'
+    assert canonical(samples[2]) == canonical(samples[2])  # past what RFC 8785 takes: still one stable form
