@@ -157,7 +157,7 @@ class ToolQuarantined(ToolNotAllowed):
     reason = "quarantined"
     action = "An administrator must review and approve the tool (the admin console's Tools) before it can be used."
 
-    def __init__(self, name: str, state: str) -> None:
+    def __init__(self, name: str, state: str = "pending") -> None:
         why = {
             "pending": "is new and has not been approved",
             "changed": "changed since an administrator approved it",
