@@ -20,7 +20,21 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tasks, tokens, ws
+from . import (
+    admin,
+    api,
+    apps,
+    connect,
+    conversations,
+    http_chat,
+    metrics,
+    openai_compat,
+    pages,
+    registry,
+    tasks,
+    tokens,
+    ws,
+)
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
@@ -120,6 +134,7 @@ def create_app(
     app.include_router(tasks.router, responses=app_errors(400, 401, 403, 404, 503))
     app.include_router(openai_compat.router, responses=openai_errors(400, 401, 403, 404, 413, 429, 503))
     app.include_router(connect.router, responses=app_errors(400, 401, 403, 404, 413, 503))
+    app.include_router(registry.router, responses=app_errors(401, 403))
     app.include_router(ws.router)
     app.include_router(metrics.router)
     pages.mount(app, settings)
