@@ -224,3 +224,13 @@ def test_the_double_speaks_the_documented_shapes(registry):
     )
     missing = httpx.get(f"{registry.base_url}/v0.1/servers/com.example%2Fnone/versions/latest")
     assert missing.status_code == 404 and missing.json() == {"error": "Server not found"}
+
+
+def test_the_registries_come_from_a_comma_separated_variable(monkeypatch):
+    from switchboard.settings import Settings
+
+    assert Settings(_env_file=None).registry_urls == ["https://registry.modelcontextprotocol.io"]
+    monkeypatch.setenv("SWITCHBOARD_REGISTRY_URLS", " https://a.example/ , https://b.example/base")
+    assert Settings(_env_file=None).registry_urls == ["https://a.example", "https://b.example/base"]
+    monkeypatch.setenv("SWITCHBOARD_REGISTRY_URLS", "")
+    assert Settings(_env_file=None).registry_urls == []
