@@ -53,19 +53,31 @@ def _merge(needs: list[Need]) -> list[Need]:
     return list(merged.values())
 
 
-def _templated(value: str, variables: Mapping[str, Input], where: str, secret: bool) -> list[Need]:
+def source_of(name: str, variables: Mapping[str, Input], parent: Input | None) -> Input:
+    """The input a template's `{name}` stands for: its declared variable, else (publishers often
+    leave it out) one like the value that holds it: required and secret as that value is."""
+    declared = variables.get(name)
+    if declared is not None:
+        return declared
+    if parent is None:  # a URL: a hole in it is never optional
+        return Input(isRequired=True)
+    return Input(description=parent.description, isRequired=parent.isRequired, isSecret=parent.isSecret)
+
+
+def _templated(value: str, variables: Mapping[str, Input], where: str, parent: Input) -> list[Need]:
     """The fields a templated value asks for: its variables without a fixed value of their own."""
-    return [
-        _need(name, variables[name], where, secret=secret)
-        for name in template_names(value)
-        if name in variables and variables[name].value is None
-    ]
+    needs = []
+    for name in template_names(value):
+        source = source_of(name, variables, parent)
+        if source.value is None:
+            needs.append(_need(name, source, where, secret=parent.isSecret))
+    return needs
 
 
 def _key_value_needs(item: KeyValueInput, where: str) -> list[Need]:
     if item.value is None:
         return [_need(item.name, item, where)]
-    return _templated(item.value, item.variables, where, item.isSecret)
+    return _templated(item.value, item.variables, where, item)
 
 
 def argument_need_name(arg: Argument) -> str:
@@ -76,15 +88,16 @@ def _argument_needs(arg: Argument) -> list[Need]:
     where = f"argument {arg.name or argument_need_name(arg)}"
     if arg.value is None:
         return [_need(argument_need_name(arg), arg, where)]
-    return _templated(arg.value, arg.variables, where, arg.isSecret)
+    return _templated(arg.value, arg.variables, where, arg)
 
 
 def remote_needs(remote: Remote) -> list[Need]:
     """A remote's fields: its URL's variables (always needed: a URL with a hole is no URL) and its headers."""
+    sources = {name: source_of(name, remote.variables, None) for name in template_names(remote.url)}
     needs = [
-        _need(name, remote.variables[name], "url", required=remote.variables[name].default is None)
-        for name in template_names(remote.url)
-        if name in remote.variables and remote.variables[name].value is None
+        _need(name, source, "url", required=source.default is None)
+        for name, source in sources.items()
+        if source.value is None
     ]
     for header in remote.headers:
         needs += _key_value_needs(header, f"header {header.name}")
@@ -138,16 +151,15 @@ class Filler:
             raise BadRequest(f"variable '{name}' must be one of: {', '.join(source.choices)}")
         return raw
 
-    def template(self, text: str, variables: Mapping[str, Input], *, url: bool = False) -> tuple[str, bool]:
+    def template(self, text: str, variables: Mapping[str, Input], *, parent: Input | None = None) -> tuple[str, bool]:
         """`text` with its `{names}` filled (returns the text and whether a secret went in).  In a
-        URL every value but a leading one (a base URL, as the schema allows) is percent-encoded,
-        so that a value cannot move the URL to another host or path."""
+        URL (no `parent`) every value but a leading one (a base URL, as the schema allows) is
+        percent-encoded, so that a value cannot move the URL to another host or path."""
+        url = parent is None
         secret = False
         out = text
         for name in template_names(text):
-            source = variables.get(name)
-            if source is None:
-                continue  # the spec: a name without a variable stays as it is
+            source = source_of(name, variables, parent)
             value = source.value if source.value is not None else self.given(name, source, required=url)
             if value is None:
                 continue
@@ -160,8 +172,8 @@ class Filler:
         """A header's or environment variable's value (None: left out), and whether it is secret."""
         if item.value is None:
             return self.given(item.name, item), item.isSecret
-        value, secret = self.template(item.value, item.variables)
-        if template_names(value) and any(n in item.variables for n in template_names(value)):
+        value, secret = self.template(item.value, item.variables, parent=item)
+        if template_names(value):
             return None, False  # an optional variable left out: leave the whole value out
         return value, secret or item.isSecret
 
@@ -169,8 +181,8 @@ class Filler:
         if arg.value is None:
             value = self.given(argument_need_name(arg), arg)
         else:
-            value, _ = self.template(arg.value, arg.variables)
-            if any(n in arg.variables for n in template_names(value)):
+            value, _ = self.template(arg.value, arg.variables, parent=arg)
+            if template_names(value):
                 value = None
         if value is None:
             return []

@@ -111,7 +111,7 @@ def _remote_plan(
     entry: RegistryEntry, remote: Remote, variables: Mapping[str, object], allowed_hosts: Collection[str]
 ) -> InstallPlan:
     fill = Filler(variables, entry.name)
-    url, _ = fill.template(remote.url, remote.variables, url=True)
+    url, _ = fill.template(remote.url, remote.variables)
     headers: dict[str, str] = {}
     secrets: list[str] = []
     for header in remote.headers:

@@ -283,3 +283,38 @@ def test_the_view_lists_what_an_entry_needs_as_fields_and_hides_packages_from_us
     assert admin["transports"] == ["http", "sse", "stdio"]
     assert admin["packages"][0]["runtime"] == "npx" and admin["packages"][0]["supported"]
     assert {n["name"] for n in admin["packages"][0]["needs"]} == {"FS_TOKEN", "LOG", "directory"}
+
+
+def test_a_template_name_the_publisher_did_not_declare_is_still_a_field():
+    server = remote_server(
+        "com.example/undeclared",
+        remotes=[
+            {
+                "type": "streamable-http",
+                "url": "https://mcp.example.com/{workspace}",
+                "headers": [{"name": "Authorization", "value": "Bearer {token}", "isSecret": True, "isRequired": True}],
+            }
+        ],
+    )
+    fields = {n["name"]: n for n in describe(entry(server), False)["needs"]}
+    assert fields["workspace"]["required"] and fields["token"]["secret"] and fields["token"]["required"]
+    with pytest.raises(BadRequest, match="needs a value for: workspace, token"):
+        plan_install(entry(server), {}, False)
+    plan = plan_install(entry(server), {"workspace": "w1", "token": "t"}, False)
+    assert plan.fields["url"] == "https://mcp.example.com/w1"
+    assert plan.fields["headers"] == {"Authorization": "Bearer t"} and plan.secrets == ("headers.Authorization",)
+
+
+def test_an_optional_header_left_empty_is_left_out():
+    server = remote_server(
+        "com.example/optional",
+        remotes=[
+            {
+                "type": "streamable-http",
+                "url": "https://mcp.example.com/mcp",
+                "headers": [{"name": "X-Org", "value": "org={org}", "variables": {"org": {"isRequired": False}}}],
+            }
+        ],
+    )
+    assert "headers" not in plan_install(entry(server), {}, False).fields
+    assert plan_install(entry(server), {"org": "a"}, False).fields["headers"] == {"X-Org": "org=a"}
