@@ -13,11 +13,13 @@ URL-encoded) answering a `ServerResponse` or 404 `{"error": "Server not found"}`
         registry.requests          # (path, query) of every request
 
 Faults for tests: `down`, `raw` (this body for the list instead), `padding` (bytes of whitespace
-added to every answer), `redirect` (answer the list with a 302 there).
+added to every answer), `redirect` (answer the list with a 302 there), `delay_s` (before each
+answer; `most_in_flight` counts the requests it held at once).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -60,6 +62,8 @@ class RegistryDouble:
         self.raw: bytes | None = None
         self.padding = 0
         self.redirect: str | None = None
+        self.delay_s = 0.0  # before each answer
+        self.in_flight = self.most_in_flight = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -135,9 +139,19 @@ class RegistryDouble:
         if scope["type"] != "http":
             return
         path = scope["path"]
-        raw_path = scope.get("raw_path", path.encode()).decode()
         query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
         self.requests.append((path, query))
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self._answer(path, scope, query, send)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, path: str, scope: dict[str, Any], query: dict[str, str], send: Any) -> None:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        raw_path = scope.get("raw_path", path.encode()).decode()
         headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
         if self.down:
             status, body = 503, b'{"error": "Service Unavailable"}'

@@ -24,6 +24,7 @@ __all__ = ["Listing", "RegistryCatalogue", "RegistryState"]
 log = logging.getLogger("switchboard.registries")
 
 MAX_SEARCH_CHARS = 100
+FETCHES_AT_ONCE = 4  # requests to one registry at once (pages of one search come one after another)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,9 @@ class RegistryCatalogue:
         self._clock = clock
         self._max_keys = max_keys
         self._slots: OrderedDict[tuple[str, str, str], _Slot] = OrderedDict()
+        # Searches nobody asked before each go to the registry: a few at a time per registry, so
+        # that one user's typing cannot turn this host into a flood the registry then blocks.
+        self._outbound = {c.base_url: asyncio.Semaphore(FETCHES_AT_ONCE) for c in self.clients}
 
     @property
     def urls(self) -> list[str]:
@@ -147,7 +151,8 @@ class RegistryCatalogue:
                 return slot
             now = self._clock()
             try:
-                answer = await fetch()
+                async with self._outbound[key[1]]:
+                    answer = await fetch()
             except SwitchboardError as exc:
                 slot.error = exc.message
                 slot.failed_since = slot.failed_since or now

@@ -234,3 +234,14 @@ def test_the_registries_come_from_a_comma_separated_variable(monkeypatch):
     assert Settings(_env_file=None).registry_urls == ["https://a.example", "https://b.example/base"]
     monkeypatch.setenv("SWITCHBOARD_REGISTRY_URLS", "")
     assert Settings(_env_file=None).registry_urls == []
+
+
+async def test_many_new_searches_at_once_reach_the_registry_a_few_at_a_time(registry):
+    import asyncio
+
+    registry.publish(remote_server("com.example/one"))
+    registry.delay_s = 0.2
+    catalogue = RegistryCatalogue([registry.base_url])
+    listings = await asyncio.gather(*(catalogue.search(f"o{'n' * i}") for i in range(12)))
+    assert registry.list_requests() == 12 and 1 < registry.most_in_flight <= 4
+    assert names(listings[1]) == ["com.example/one"]
