@@ -20,6 +20,7 @@ from ..errors import BadRequest
 
 __all__ = [
     "OFFICIAL_META",
+    "TEMPLATE",
     "Argument",
     "BadRegistryData",
     "Input",
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 OFFICIAL_META = "io.modelcontextprotocol.registry/official"
-_TEMPLATE = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
+TEMPLATE = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")  # a `{name}` in a value or URL
 
 
 class BadRegistryData(BadRequest):
@@ -165,7 +166,7 @@ _TRANSPORT = {"streamable-http": "http", "sse": "sse", "stdio": "stdio"}
 
 def template_names(text: str) -> list[str]:
     """The `{names}` a template refers to, in order, each once."""
-    return list(dict.fromkeys(_TEMPLATE.findall(text)))
+    return list(dict.fromkeys(TEMPLATE.findall(text)))
 
 
 def parse_entry(item: object, registry: str) -> RegistryEntry:

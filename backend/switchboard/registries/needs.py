@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import quote
 
 from ..errors import BadRequest
-from .entries import Argument, Input, KeyValueInput, Need, Package, Remote, template_names
+from .entries import TEMPLATE, Argument, Input, KeyValueInput, Need, Package, Remote, template_names
 
 __all__ = ["Filler", "argument_need_name", "package_needs", "remote_needs"]
 
@@ -151,39 +151,44 @@ class Filler:
             raise BadRequest(f"variable '{name}' must be one of: {', '.join(source.choices)}")
         return raw
 
-    def template(self, text: str, variables: Mapping[str, Input], *, parent: Input | None = None) -> tuple[str, bool]:
-        """`text` with its `{names}` filled (returns the text and whether a secret went in).  In a
-        URL (no `parent`) every value but a leading one (a base URL, as the schema allows) is
+    def template(
+        self, text: str, variables: Mapping[str, Input], *, parent: Input | None = None
+    ) -> tuple[str | None, bool]:
+        """`text` with its `{names}` filled in one pass (a value is never read as a template), and
+        whether a secret went in; None when a name was left without a value.  In a URL (no
+        `parent`) every value but a leading one (a base URL, as the schema allows) is
         percent-encoded, so that a value cannot move the URL to another host or path."""
         url = parent is None
         secret = False
-        out = text
-        for name in template_names(text):
+        holes = False
+
+        def fill(match: re.Match[str]) -> str:
+            nonlocal secret, holes
+            name = match.group(1)
             source = source_of(name, variables, parent)
             value = source.value if source.value is not None else self.given(name, source, required=url)
             if value is None:
-                continue
+                holes = True
+                return match.group(0)
             secret = secret or source.isSecret
-            leading = url and text.startswith("{" + name + "}")
-            out = out.replace("{" + name + "}", value if (leading or not url) else quote(value, safe=""))
-        return out, secret
+            return value if (not url or match.start() == 0) else quote(value, safe="")
+
+        out = TEMPLATE.sub(fill, text)
+        return (None if holes else out), secret
 
     def key_value(self, item: KeyValueInput) -> tuple[str | None, bool]:
-        """A header's or environment variable's value (None: left out), and whether it is secret."""
+        """A header's or environment variable's value (None: left out, e.g. an optional variable
+        not given), and whether it is secret."""
         if item.value is None:
             return self.given(item.name, item), item.isSecret
         value, secret = self.template(item.value, item.variables, parent=item)
-        if template_names(value):
-            return None, False  # an optional variable left out: leave the whole value out
-        return value, secret or item.isSecret
+        return value, value is not None and (secret or item.isSecret)
 
     def argument(self, arg: Argument) -> list[str]:
         if arg.value is None:
             value = self.given(argument_need_name(arg), arg)
         else:
             value, _ = self.template(arg.value, arg.variables, parent=arg)
-            if template_names(value):
-                value = None
         if value is None:
             return []
         return [value] if arg.type == "positional" else [arg.name or "", value]

@@ -122,7 +122,9 @@ def _remote_plan(
             headers[header.name] = value
             if secret:
                 secrets.append(f"headers.{header.name}")
-    fill.check_complete()
+    fill.check_complete()  # a URL with a hole has a missing value
+    if url is None:
+        raise BadRegistryData(f"'{entry.name}': its server URL could not be filled in")
     _check_url(entry.name, url, allowed_hosts)
     fields: dict[str, Any] = {
         "description": entry.server.description,

@@ -318,3 +318,19 @@ def test_an_optional_header_left_empty_is_left_out():
     )
     assert "headers" not in plan_install(entry(server), {}, False).fields
     assert plan_install(entry(server), {"org": "a"}, False).fields["headers"] == {"X-Org": "org=a"}
+
+
+def test_a_value_is_never_read_as_a_template_itself():
+    server = remote_server(
+        "com.example/twice",
+        remotes=[
+            {
+                "type": "streamable-http",
+                "url": "https://mcp.example.com/{a}/{b}",
+                "headers": [{"name": "X-Pair", "value": "{a}:{b}", "variables": {"a": {}, "b": {}}}],
+            }
+        ],
+    )
+    plan = plan_install(entry(server), {"a": "{b}", "b": "two"}, False)
+    assert plan.fields["url"] == "https://mcp.example.com/%7Bb%7D/two"
+    assert plan.fields["headers"] == {"X-Pair": "{b}:two"}
