@@ -17,7 +17,7 @@ import httpx2
 
 from ..errors import NotFound, SwitchboardError
 from .client import Fetched, Limits, RegistryClient, RegistryUnavailable
-from .entries import RegistryEntry
+from .entries import BadRegistryData, RegistryEntry
 
 __all__ = ["Listing", "RegistryCatalogue", "RegistryState"]
 
@@ -65,6 +65,7 @@ class _Slot:
     fetched_at: float = 0.0
     tried_at: float | None = None
     error: str | None = None
+    refused: BadRegistryData | None = None  # the last failure, when it was the registry's data
     failed_since: float | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -110,6 +111,8 @@ class RegistryCatalogue:
         for client in self.clients:
             slot = await self._fresh(("latest", client.base_url, name), functools.partial(_one, client, name))
             if slot.answer is None:
+                if slot.refused is not None:
+                    raise slot.refused  # bad data: said as it is (400), nothing to install
                 failures.append(slot.error or "no answer")
                 continue
             for found in slot.answer.entries:
@@ -155,13 +158,14 @@ class RegistryCatalogue:
                     answer = await fetch()
             except SwitchboardError as exc:
                 slot.error = exc.message
+                slot.refused = exc if isinstance(exc, BadRegistryData) else None
                 slot.failed_since = slot.failed_since or now
                 log.warning(
                     "registry %s: %s", key[1], exc.message, extra={"event": "registry_failed", "registry": key[1]}
                 )
             else:
                 slot.answer, slot.fetched_at = answer, now
-                slot.error = slot.failed_since = None
+                slot.error = slot.failed_since = slot.refused = None
             slot.tried_at = now  # only now: who asks meanwhile waits for this answer
         return slot
 
