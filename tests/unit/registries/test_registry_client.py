@@ -249,7 +249,7 @@ async def test_many_new_searches_at_once_reach_the_registry_a_few_at_a_time(regi
 
 async def test_an_entry_looked_up_for_an_install_that_does_not_fit_is_refused_as_bad_data(registry):
     registry.publish(remote_server("com.example/broken", remotes=[{"type": "streamable-http", "url": "ftp://x"}]))
-    with pytest.raises(BadRegistryData, match="does not fit server.json at 'remotes.0.url'") as refused:
+    with pytest.raises(BadRegistryData, match=r"does not fit server\.json at 'remotes\.0\.url'") as refused:
         await RegistryCatalogue([registry.base_url]).entry("com.example/broken")
     assert refused.value.status == 400
     registry.padding = 3 * 1024 * 1024
