@@ -4,7 +4,7 @@
 (`POST /api/servers` for a user, `POST /api/admin/servers` for an administrator, both with
 `{"name", "from_registry", "variables"}`) call it, then `screen_plan` (the endpoint policy with
 DNS, as OAuth sign-ins use), then store `plan.fields` with the values named in `plan.secrets`
-sent to the vault, and the server starts in `plan.trust` ("review").
+sent to the vault; the fields hold `"trust": "review"`, so that its tools wait for approval.
 
 - A remote comes first: its URL template filled (values percent-encoded, but for a leading base
   URL variable), its headers filled, transport `http` (streamable HTTP) or `sse`.
@@ -62,7 +62,7 @@ class InstallPlan:
     kind: Literal["remote", "package"]
     fields: dict[str, Any]  # mcp.json's fields (a valid ServerConfig), secrets included
     secrets: tuple[str, ...] = ()  # "headers.<name>" / "env.<name>": values that go to the vault
-    trust: str = "review"
+    trust: str = "review"  # as `fields["trust"]`: an administrator approves each tool before it is used
 
     def shown(self) -> dict[str, Any]:
         """The fields with every secret value masked (what a page or a log may see)."""
@@ -130,6 +130,7 @@ def _remote_plan(
         "description": entry.server.description,
         "url": url,
         "transport": "sse" if remote.type == "sse" else "http",
+        "trust": "review",
     }
     if headers:
         fields["headers"] = headers
@@ -216,7 +217,12 @@ def _package_plan(entry: RegistryEntry, package: Package, variables: Mapping[str
     command = fill.given(PYPI_COMMAND, _command_input(package)) if kind == "pypi" else None
     fill.check_complete()
     args = _launch_args(entry.name, kind, package, command, runtime_args, sorted(env))
-    fields: dict[str, Any] = {"description": entry.server.description, "command": runtime, "args": args + package_args}
+    fields: dict[str, Any] = {
+        "description": entry.server.description,
+        "command": runtime,
+        "args": args + package_args,
+        "trust": "review",
+    }
     if env:
         fields["env"] = env
     return InstallPlan(entry.name, entry.registry, "package", _valid(entry.name, fields), tuple(secrets))

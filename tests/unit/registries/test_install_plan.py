@@ -54,6 +54,7 @@ def test_a_remote_becomes_url_transport_and_headers_with_its_variables_filled():
         "url": "https://acme.mcp.example.com/v1/eu",
         "transport": "http",
         "headers": {"Authorization": "Bearer s3cret", "X-Client": "switchboard"},
+        "trust": "review",
     }
     assert plan.secrets == ("headers.Authorization",)
     assert plan.shown()["headers"] == {"Authorization": "********", "X-Client": "switchboard"}
@@ -169,7 +170,8 @@ def test_an_npm_package_runs_with_npx_at_its_exact_version():
     assert plan.fields["args"] == ["-y", "@modelcontextprotocol/server-filesystem@1.0.2", "/srv"]
     assert plan.fields["env"] == {"FS_TOKEN": "t", "LOG": "info"}
     assert plan.secrets == ("env.FS_TOKEN",) and plan.shown()["env"]["FS_TOKEN"] == "********"
-    assert ServerConfig.model_validate(plan.fields).transport == "stdio"
+    config = ServerConfig.model_validate(plan.fields)
+    assert config.transport == "stdio" and config.trust == "review"
 
 
 def test_a_pypi_package_runs_with_uvx_from_and_its_command_may_differ_from_its_name():
