@@ -4,6 +4,7 @@
 
 import { connectControls } from "./connect.js";
 import { el } from "./dom.js";
+import { browseServersButton } from "./registry.js";
 import { reloadControl } from "./reload.js";
 import { ToolFilter } from "./toolfilter.js";
 
@@ -266,6 +267,7 @@ export class ToolsPanel {
       this.reloader ??= reloadControl(this.configUrl, () => this.load());
       children.push(this.reloader);
     }
+    children.push((this.browser ??= browseServersButton(this.configUrl)));
     this.statusBox.replaceChildren(...children);
     this.statusBox.dataset.failed = String(failed.length);
   }

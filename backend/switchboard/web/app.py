@@ -31,6 +31,7 @@ from . import (
     metrics,
     openai_compat,
     pages,
+    registry,
     tasks,
     tokens,
     ws,
@@ -135,6 +136,7 @@ def create_app(
     app.include_router(tasks.router, responses=app_errors(400, 401, 403, 404, 503))
     app.include_router(openai_compat.router, responses=openai_errors(400, 401, 403, 404, 413, 429, 503))
     app.include_router(connect.router, responses=app_errors(400, 401, 403, 404, 413, 503))
+    app.include_router(registry.router, responses=app_errors(401, 403))
     app.include_router(ws.router)
     app.include_router(metrics.router)
     pages.mount(app, settings)
