@@ -57,6 +57,7 @@ SAFE_FIELDS = frozenset(
         "task",
         "ready_after_s",
         "reason",
+        "registry",
         "removed",
         "request_id",
         "required_not_ready",
