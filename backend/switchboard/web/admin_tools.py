@@ -46,7 +46,9 @@ class ToolReview(BaseModel):
     pin: str = Field(description="the pin of the definition listed now: approve exactly this")
     approved_pin: str | None = Field(description="the pin approved before (`legacy:...`: an older version's)")
     definition: dict[str, Any]
-    diff: list[Change] = Field(description="the fields that differ from the approved definition")
+    diff: list[Change] = Field(
+        description="the fields that differ from the approved definition (none approved: empty, all of it is new)"
+    )
     flags: list[HiddenFlag]
 
 
@@ -94,7 +96,7 @@ def _make_review(tool: ToolInfo, seen: tuple[str, dict[str, Any]], record: Trust
     if before is not None and record is not None and (record.pin or "").startswith(LEGACY):
         changes = [c for c in diff(before, definition) if c["field"] in before]  # an old pin held fewer fields
     else:
-        changes = diff(before, definition) if tool.trust != "approved" else []
+        changes = diff(before, definition) if before is not None and tool.trust != "approved" else []
     return ToolReview(
         name=tool.qualified_name,
         server=tool.server,
