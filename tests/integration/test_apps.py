@@ -388,3 +388,24 @@ def test_an_incognito_chat_naming_anothers_conversation_gets_none_of_its_events(
             assert [e["type"] for e in heard] == ["attached"], heard
     finally:
         ws_cm.__exit__(None, None, None)
+
+
+def test_an_app_cannot_call_a_tool_no_administrator_approved(site, llm):
+    client, services = site
+    _, call_id, (ws_cm, *_) = mount(client, llm)
+    ws_cm.__exit__(None, None, None)
+    trust = services.pool.trust
+    pin = trust.seen("counter", "bump")[0]
+
+    def decide(kind: str):
+        return lambda: trust.decide(
+            kind, server="counter", tool="bump", qualified_name="counter_bump", pin=pin, by="root", before_state="x"
+        )
+
+    client.portal.call(decide("block"))
+    try:
+        refused = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}})
+        assert refused.status_code == 403 and "quarantined" in refused.json()["error"]["message"]
+    finally:
+        client.portal.call(decide("approve"))
+    assert rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}}).status_code == 200

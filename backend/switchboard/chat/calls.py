@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from ..artifacts import ArtifactStore
 from ..config.models import ComplianceLevels, ServerConfig
-from ..errors import SwitchboardError, ToolError
+from ..errors import SwitchboardError, ToolError, ToolQuarantined
 from ..llm.types import ToolCallRequest
 from ..signing import UrlSigner
 from ..telemetry import tool_call_done
@@ -132,11 +132,14 @@ class CallRunner:
         from_app: str | None,
     ) -> ExecutedCall:
         user = turn.user
+        access = turn.access_with(self._compliance)
         try:
-            # authorized first: a quarantined tool (never offered) is refused as such
-            tool = self._pool.registry.authorize(request.name, turn.access_with(self._compliance))
             if request.name not in offered:
+                known = self._pool.registry.get(request.name, user.email)
+                if known is not None and not known.approved and self._pool.registry.server_admits(known.server, access):
+                    raise ToolQuarantined(request.name, known.trust)  # never offered: say why
                 raise ToolError(f"the tool '{request.name}' was not offered in this conversation")
+            tool = self._pool.registry.authorize(request.name, access)
         except SwitchboardError as exc:
             log.warning(
                 "refused tool call",

@@ -70,7 +70,7 @@ EXAMPLES: list[RelayMessage] = [
     QuestionsWanted(owner="ann@example.com", page="page-1", sender=PROCESS),
     Reloaded(sender=PROCESS),
     CredentialsChanged(server="github", owner="ann@example.com", sender=PROCESS),
-    TrustChanged(server="probe", sender=PROCESS),
+    TrustChanged(server="github", sender=PROCESS),
 ]
 
 
