@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..artifacts import ArtifactStore
 from ..config.models import ComplianceLevels, ServerConfig
 from ..errors import SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
+from ..policy import HookRecord, Hooks
 from ..signing import UrlSigner
 from ..telemetry import tool_call_done
 from ..tools import ServerPool, ToolInfo, ToolOutcome
@@ -24,6 +25,7 @@ from .call_questions import Emit, Sampler, TurnSink, ask_approval
 from .call_results import bounded_for_app, frame_for_model, limit_text, result_event
 from .events import ApprovalRequest, TaskEvent, ToolResultEvent, ToolStart
 from .host_args import fill_host_arguments, parse_arguments
+from .policy_points import ToolPolicy
 from .questions import ApprovalAnswer
 from .turn_state import TurnState
 
@@ -59,6 +61,7 @@ class ExecutedCall:
     mcp_result: dict[str, Any] | None = None  # the whole MCP result (app tools, and calls made by apps)
     app_uri: str | None = None  # an app tool whose app can be shown: its `ui://` resource
     app_digest: str | None = None  # ... and the digest of the app as it was when the call ran
+    hooks: list[HookRecord] = field(default_factory=list)  # each policy hook's decision on this call
 
 
 class CallRunner:
@@ -76,6 +79,7 @@ class CallRunner:
         self._settings = settings
         self._signer = signer
         self.tasks: TaskAdopter | None = None  # the process's task poller (chat/tasks.py), set when built
+        self.hooks = Hooks()  # hooks.json (the engine hands it the configuration's)
 
     def use_compliance(self, compliance: ComplianceLevels) -> None:
         self._compliance = compliance
@@ -105,8 +109,10 @@ class CallRunner:
         """Every call ends in a result, whatever goes wrong on the way. `from_app`: an MCP App
         (mounted for that call id) makes this call; it runs exactly as the model's would."""
         started = time.monotonic()
+        records: list[HookRecord] = []
         try:
-            executed = await self._run(request, turn, offered, emit, sample, started, from_app)
+            executed = await self._run(request, turn, offered, emit, sample, started, from_app, records)
+            executed.hooks = records
             if from_app is not None:
                 executed.event = executed.event.model_copy(update={"from_app": from_app})
             tool_call_done(executed.event.server or "none", "ok" if executed.event.ok else "error")
@@ -130,6 +136,7 @@ class CallRunner:
         sample: Sampler | None,
         started: float,
         from_app: str | None,
+        records: list[HookRecord],
     ) -> ExecutedCall:
         user = turn.user
         try:
@@ -159,6 +166,11 @@ class CallRunner:
             arguments = fill_host_arguments(tool, arguments, turn, self._signer, config)
         except ToolError as exc:
             return self._failed(request, tool, exc.message, started)
+        gate = ToolPolicy(self.hooks, turn, tool, from_app, records)
+        refill = lambda changed: fill_host_arguments(tool, changed, turn, self._signer, config)  # noqa: E731
+        arguments, refusal = await gate.before(arguments, refill)
+        if refusal is not None:
+            return self._failed(request, tool, refusal, started)
 
         app = await self._app_of(tool, user.email)
         app_changed = app is not None and self._pool.registry.check_app(tool, app.digest)
@@ -166,8 +178,12 @@ class CallRunner:
         reason = (
             approval_reason(tool, config, turn.conversation.allowed_tools, app_digest, app_changed) if config else None
         )
+        if gate.ask is not None:  # a hook's ask (or changed arguments) needs a yes, allowed before or not
+            reason = f"{reason}; {gate.ask}" if reason else gate.ask
         approval = None
         if reason is not None:
+            if (refusal := await gate.permission(arguments, reason)) is not None:
+                return self._failed(request, tool, refusal, started)
             answer = await self.ask(
                 request.id, tool.qualified_name, tool.server, arguments, reason, turn, emit, from_app=from_app
             )
@@ -188,6 +204,8 @@ class CallRunner:
                     arguments = fill_host_arguments(tool, answer.arguments, turn, self._signer, config)
                 except ToolError as exc:
                     return self._failed(request, tool, exc.message, started)
+                if (refusal := await gate.edited(arguments)) is not None:
+                    return self._failed(request, tool, refusal, started)
             if answer.remember:
                 turn.allow(allowance_key(tool, app_digest))
             if tool.definition_changed and turn.access_with(self._compliance).is_admin():
@@ -236,6 +254,8 @@ class CallRunner:
             )
             if outcome.task is not None:
                 outcome = await self._adopt(outcome, request.id, tool, turn, emit)
+            else:
+                outcome = await gate.after(outcome)
             executed = await self._succeeded(request, tool, outcome, user.email, started, config)
             executed.mcp_result = bounded_for_app(outcome, self._settings.max_app_result_chars)
             if app is not None:
