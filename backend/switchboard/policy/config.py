@@ -161,7 +161,10 @@ def _load_file(path: Path, start: int, errors: list[ConfigError]) -> list[Loaded
             spec = HookSpec.model_validate(entry)
         except ValidationError as exc:
             for problem in exc.errors():
-                where = ".".join(str(p) for p in problem["loc"] if not str(p).startswith(("function-", "tagged-")))
+                loc = [str(p) for p in problem["loc"]]
+                if len(loc) > 2 and loc[0] == "handler" and loc[1] in ("command", "http", "cedar"):
+                    del loc[1]  # the handler's type, which pydantic puts in the path
+                where = ".".join(loc)
                 message = "unknown field" if problem["type"] == "extra_forbidden" else problem["msg"]
                 if problem["type"] == "literal_error" and where == "event":
                     message = f"unknown event; one of {', '.join(POINTS)}"
