@@ -119,4 +119,6 @@ class HttpHandler:
             data = response.json()
         except ValueError:
             raise HookFailure("its answer is not JSON") from None
+        if isinstance(data, dict) and "decision" not in data and isinstance(data.get("result"), dict):
+            data = data["result"]  # an OPA-style answer: {"result": {"decision": ...}}
         return parse_decision(data, point)
