@@ -151,3 +151,17 @@ async def test_the_event_is_capped_and_the_child_gets_a_minimal_environment(tmp_
     assert "OPENAI_API_KEY" not in child and "SWITCHBOARD_PROXY_SECRET" not in child
     assert set(child) <= {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"}
     assert os.environ["OPENAI_API_KEY"] not in environment.read_text()
+
+
+async def test_each_hook_run_is_counted_and_timed_in_the_metrics(tmp_path):
+    from switchboard.telemetry import metrics_text
+
+    hooks = hooks_of(
+        tmp_path, hook("pre_tool", "deny", "no", id="metrics-probe"), hook("post_tool", "crash", id="crashy")
+    )
+    await hooks.run("pre_tool", facts(**TOOL))
+    await hooks.run("post_tool", facts(**TOOL, result="r", ok=True))
+    text = metrics_text().decode()
+    assert 'switchboard_hook_runs_total{decision="deny",event="pre_tool",hook="metrics-probe"}' in text
+    assert 'switchboard_hook_runs_total{decision="error",event="post_tool",hook="crashy"}' in text
+    assert 'switchboard_hook_duration_seconds_count{event="pre_tool"}' in text
