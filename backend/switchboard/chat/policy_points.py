@@ -15,7 +15,7 @@ from ..tools import ToolInfo, ToolOutcome
 from .approvals import schema_problem
 from .turn_state import TurnState
 
-__all__ = ["ToolPolicy", "refused", "turn_facts"]
+__all__ = ["ToolPolicy", "refused", "task_result", "turn_facts"]
 
 MODIFIED = "a policy hook changed the arguments; check them before approving"
 
@@ -110,3 +110,19 @@ class ToolPolicy:
         if verdict.content is not None:
             return ToolOutcome(ok=outcome.ok, text=verdict.content, duration_ms=outcome.duration_ms)
         return outcome
+
+
+async def task_result(
+    hooks: Hooks, owner: str, conversation_id: str, tool: str, server: str, outcome: ToolOutcome
+) -> ToolOutcome:
+    """post_tool for a background task's result, when it arrives after its turn (the user's groups
+    are not known then: a hook matched by groups does not run)."""
+    facts = Facts(
+        email=owner, conversation_id=conversation_id, tool=tool, server=server, result=outcome.text, ok=outcome.ok
+    )
+    verdict = await hooks.run("post_tool", facts)
+    if verdict.denied is not None:
+        return ToolOutcome(ok=False, text=f"The result was withheld by policy: {verdict.denied}")
+    if verdict.content is not None:
+        return ToolOutcome(ok=outcome.ok, text=verdict.content)
+    return outcome

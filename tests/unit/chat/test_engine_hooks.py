@@ -236,3 +236,16 @@ async def test_each_hooks_decision_is_kept_with_the_call(make):
 
 async def _ignore(event) -> None:
     return None
+
+
+async def test_a_background_tasks_late_result_passes_post_tool_too(tmp_path):
+    from switchboard.chat.policy_points import task_result
+    from switchboard.policy import Hooks
+    from switchboard.tools import ToolOutcome
+
+    folder = tmp_path / "overrides"
+    folder.mkdir()
+    (folder / "hooks.json").write_text(json.dumps({"hooks": [hook("post_tool", "redact", "secret-word")]}))
+    hooks = Hooks(load_hooks(tmp_path / "none", folder))
+    outcome = await task_result(hooks, USER.email, "c1", "box_echo", "box", ToolOutcome(ok=True, text="a secret-word"))
+    assert outcome.ok and outcome.text == "a [redacted]"
