@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..artifacts import ArtifactStore
 from ..config.models import ComplianceLevels, ServerConfig
@@ -23,7 +23,8 @@ from ..tools.apps import AppResource
 from .approvals import allowance_key, approval_reason, schema_problem
 from .call_questions import Emit, Sampler, TurnSink, ask_approval
 from .call_results import bounded_for_app, frame_for_model, limit_text, result_event
-from .events import ApprovalRequest, TaskEvent, ToolResultEvent, ToolStart
+from .call_tasks import TaskAdopter, adopt_task
+from .events import ApprovalRequest, ToolResultEvent, ToolStart
 from .host_args import fill_host_arguments, parse_arguments
 from .policy_points import ToolPolicy
 from .questions import ApprovalAnswer
@@ -33,12 +34,6 @@ from .turn_state import TurnState
 __all__ = ["CallRunner", "CallSettings", "ExecutedCall", "frame_for_model", "limit_text"]
 
 log = logging.getLogger("switchboard.chat")
-
-
-class TaskAdopter(Protocol):
-    async def adopt(
-        self, handle: Any, *, owner: str, conversation_id: str, server: str, tool: str, call_id: str
-    ) -> TaskEvent: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +249,7 @@ class CallRunner:
                 from_app=from_app,
             )
             if outcome.task is not None:
-                outcome = await self._adopt(outcome, request.id, tool, turn, emit)
+                outcome = await adopt_task(self.tasks, outcome, request.id, tool, turn, emit)
             else:
                 outcome = await gate.after(outcome)
             executed = await self._succeeded(request, tool, outcome, user.email, started, config)
@@ -266,38 +261,6 @@ class CallRunner:
         if approval is not None:
             executed.event = executed.event.model_copy(update={"approval": approval})
         return executed
-
-    async def _adopt(
-        self, outcome: ToolOutcome, call_id: str, tool: ToolInfo, turn: TurnState, emit: Emit
-    ) -> ToolOutcome:
-        """The server runs the call as a task: the poller keeps it (stored with the conversation),
-        and the call's own result says so."""
-        if self.tasks is None:
-            return ToolOutcome(
-                ok=False, text="The server started a background task, but this host cannot follow tasks."
-            )
-        try:
-            event = await self.tasks.adopt(
-                outcome.task,
-                owner=turn.user.email,
-                conversation_id=turn.conversation_id,
-                server=tool.server,
-                tool=tool.qualified_name,
-                call_id=call_id,
-            )
-        except SwitchboardError as exc:  # too many tasks running, or the store failed: the call fails, as data
-            why = f"{exc.message}. {exc.action}" if exc.action else exc.message
-            return ToolOutcome(ok=False, duration_ms=outcome.duration_ms, text=why)
-        await emit(event)
-        return ToolOutcome(
-            ok=True,
-            duration_ms=outcome.duration_ms,
-            text=(
-                f"The server runs this call as a background task (task {event.task_id}). Its result will be added to "
-                "this conversation when it finishes; the user sees its progress and can cancel it. Do not call the "
-                "tool again for the same work."
-            ),
-        )
 
     async def _app_of(self, tool: ToolInfo, user: str) -> AppResource | None:
         """An app tool's app, read (cached) on the user's session before the call: a changed
