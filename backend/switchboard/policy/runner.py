@@ -104,7 +104,17 @@ class Hooks:
                 hook.id,
                 point,
                 error or decision.kind,
-                extra={"event": "hook", "user": facts.email, "tool": facts.tool, **record.as_dict()},
+                extra={
+                    "event": "hook",
+                    "hook": hook.id,
+                    "point": point,
+                    "decision": decision.kind,
+                    "reason": decision.reason,
+                    "error": error,
+                    "duration_ms": round(record.duration_ms, 3),
+                    "user": facts.email,
+                    "tool": facts.tool,
+                },
             )
         return decision
 
