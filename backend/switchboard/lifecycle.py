@@ -224,6 +224,8 @@ class Services:
         and kept for /readyz and the page until a reload succeeds."""
         self.refused_reload = broken
         errors = [str(e) for e in broken]
+        if unreadable_hooks := [e for e in broken if e.file.endswith("hooks.json")]:
+            self.engine.hooks.unreadable(unreadable_hooks)  # a policy that cannot be read denies, never allows
         log.warning(
             "config reload refused: %s",
             "; ".join(errors),

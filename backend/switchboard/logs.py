@@ -80,6 +80,10 @@ SAFE_FIELDS = frozenset(
         "from_app",
         "method",
         "uri",
+        # policy hooks
+        "decision",
+        "hook",
+        "point",
     }
 )
 
