@@ -20,7 +20,7 @@ from typing import Any
 
 from ..access import Access
 from ..auth import User
-from ..errors import BadRequest, Forbidden, NotFound, RateLimited, SwitchboardError, ToolError
+from ..errors import BadRequest, Forbidden, NotARequest, NotFound, RateLimited, SwitchboardError, ToolError
 from ..llm.types import ToolCallRequest
 from ..store import Conversation, Message
 from ..tools import ServerPool, ToolInfo
@@ -30,19 +30,12 @@ from .calls import CallRunner, ExecutedCall
 from .events import ServerEvent
 from .turns import TurnHub
 
-__all__ = ["AppBridge", "AppLimits", "RequestBuckets", "invalid_request"]
+__all__ = ["AppBridge", "AppLimits", "RequestBuckets"]
 
 log = logging.getLogger("switchboard.chat")
 
 USER_FACTOR = 5  # all of one user's apps together may send this many times one app's rate
 MAX_KEPT_CALLS = 100  # an app's own calls kept with its tool message (the log has every one)
-
-
-def invalid_request(message: str) -> BadRequest:
-    """A request that is not a JSON-RPC request at all (JSON-RPC -32600; bad params are -32602)."""
-    exc = BadRequest(message)
-    exc.rpc_code = -32600  # type: ignore[attr-defined]
-    return exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,12 +212,12 @@ class AppBridge:
     async def _answer(self, user: User, call_id: str, body: Any) -> dict[str, Any]:
         self._buckets.take(user.email, call_id)
         if not isinstance(body, dict) or not isinstance(body.get("method"), str):
-            raise invalid_request("send a JSON object with a 'method' (string) and 'params' (object)")
+            raise NotARequest("send a JSON object with a 'method' (string) and 'params' (object)")
         params = body.get("params", {})
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            raise invalid_request("'params' must be an object")
+            raise NotARequest("'params' must be an object")
         mounted = await self._mounted(user, call_id)
         handler = self._methods.get(body["method"])
         if handler is None:
