@@ -193,8 +193,9 @@ export class AppBridge {
   _sendResource() {
     if (this.resourceSent) return;
     this.resourceSent = true;
-    const { html, csp, permissions } = this.info;
-    this._post({ method: "ui/notifications/sandbox-resource-ready", params: { html, csp: csp || {}, permissions: permissions || {} } });
+    const { html, csp, permissions, allow } = this.info;
+    // `allow`: the granted permissions as the frames' features (the server's map; the proxy keeps none)
+    this._post({ method: "ui/notifications/sandbox-resource-ready", params: { html, csp: csp || {}, permissions: permissions || {}, allow: allow || [] } });
     this.info = { ...this.info, html: undefined }; // the proxy holds it now; a page with 50 apps need not
   }
 

@@ -146,6 +146,7 @@ def test_a_stored_app_is_marked_and_mounts_for_its_owner_only(site, llm):
         "baseUriDomains": [],
     }
     assert app["permissions"] == {"clipboardWrite": {}}  # camera is declared, but the operator did not allow it
+    assert app["allow"] == ["clipboard-write"]  # the frames' features: the page and the proxy keep no map
     assert app["tool_input"] == {"start": 7}
     assert app["tool_result"]["structuredContent"] == {"count": 7} and app["tool_result"]["isError"] is False
 

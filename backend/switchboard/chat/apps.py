@@ -24,7 +24,7 @@ from ..errors import BadRequest, Forbidden, NotARequest, NotFound, RateLimited, 
 from ..llm.types import ToolCallRequest
 from ..store import Conversation, Message
 from ..tools import ServerPool, ToolInfo
-from ..tools.apps import permissions_of
+from ..tools.apps import features_of, permissions_of
 from .app_context import model_context_of
 from .calls import CallRunner, ExecutedCall
 from .events import ServerEvent
@@ -161,6 +161,7 @@ class AppBridge:
                 action="Run the tool again: the changed app is shown once its call is approved.",
             )
         config = self._pool.registry.config_of(tool.server)
+        permissions = permissions_of(resource.permissions_declared, config.app_permissions if config else [])
         data = mounted.message.data
         result = data.get("mcp_result") or {
             "content": [{"type": "text", "text": mounted.message.content}],
@@ -181,7 +182,8 @@ class AppBridge:
             "resource_uri": resource.uri,
             "html": resource.html,
             "csp": resource.csp,
-            "permissions": permissions_of(resource.permissions_declared, config.app_permissions if config else []),
+            "permissions": permissions,
+            "allow": features_of(permissions),  # the frames' Permissions-Policy features
             "prefers_border": resource.prefers_border,
             "tool_input": data.get("arguments") or {},
             "tool_result": result,
