@@ -178,7 +178,7 @@ class ChatEngine:
                 turn.user_message_id = prepared.user.id
                 recorder.keep(turn, prepared.user, prepared.user_data)
         except SwitchboardError as exc:
-            yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+            yield ErrorEvent.of(exc)
             return
         # The first commit (a new conversation with its question) runs while the first model call
         # is sent: the `conversation` event, and every event after it, waits for it.
@@ -216,7 +216,7 @@ class ChatEngine:
                         yield waiting
                 except SwitchboardError as exc:
                     if first:  # the question could not be stored: nothing goes on
-                        yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                        yield ErrorEvent.of(exc)
                         return
                     failure = failure or exc
             if failure is not None:
@@ -365,7 +365,7 @@ async def _live_render(turn: TurnState, live: LiveRender) -> RenderEvent:
 
 
 def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:
-    turn.error = ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+    turn.error = ErrorEvent.of(exc)
     return turn.error
 
 
