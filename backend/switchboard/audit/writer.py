@@ -88,13 +88,17 @@ class Auditor:
         self._idle.clear()
         self._wake.set()
 
-    async def flush(self) -> None:
-        """Until everything recorded so far is written (or the writer gave up for now)."""
+    async def flush(self, timeout_s: float = 5.0) -> None:
+        """Until everything recorded so far is written, or `timeout_s` (the store may be down)."""
         if self._task is None or self._task.done():
             await self._write_waiting()
             return
         self._wake.set()
-        await self._idle.wait()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._idle.wait()
+        except TimeoutError:
+            pass
 
     async def close(self) -> None:
         """Write what waits, then a checkpoint of the chain's end."""

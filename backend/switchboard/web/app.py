@@ -20,7 +20,21 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tasks, tokens, ws
+from . import (
+    admin,
+    admin_audit,
+    api,
+    apps,
+    connect,
+    conversations,
+    http_chat,
+    metrics,
+    openai_compat,
+    pages,
+    tasks,
+    tokens,
+    ws,
+)
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
@@ -115,6 +129,7 @@ def create_app(
     app.include_router(conversations.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(apps.router, responses=app_errors(400, 401, 403, 404, 413, 429, 503))
     app.include_router(admin.router, responses=app_errors(400, 401, 403, 404, 503))
+    app.include_router(admin_audit.router, responses=app_errors(400, 401, 403, 503))
     app.include_router(http_chat.router, responses=app_errors(400, 401, 403, 404, 409, 413, 429, 503))
     app.include_router(tokens.router, responses=app_errors(400, 401, 403, 404, 413, 503))
     app.include_router(tasks.router, responses=app_errors(400, 401, 403, 404, 503))
