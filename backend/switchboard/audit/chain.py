@@ -19,12 +19,39 @@ FILTER_FIELDS = ("kind", "user", "server", "tool", "decision")  # repeated in co
 
 
 def canonical(value: Any) -> bytes:
-    """RFC 8785 canonical JSON. Values it cannot write exactly (an integer past 2**53, NaN) are
-    written as their JSON text first, so a record is never refused for what a tool was sent."""
+    """RFC 8785 canonical JSON. For values without floats, with integers inside +-(2**53 - 1) and
+    keys inside the Basic Multilingual Plane (every record the app writes), RFC 8785's form is
+    exactly sorted keys, no spaces, UTF-8 and JSON.stringify's escapes, which the standard
+    library writes some 50 times faster than `rfc8785` (a test holds the two to the same bytes).
+    Values `rfc8785` cannot write (an integer past 2**53, NaN) are written as text first, so a
+    record is never refused for what a tool was sent."""
+    if _plain(value):
+        try:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        except UnicodeEncodeError:  # a lone surrogate: rfc8785 says what to do with it
+            pass
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError):
         return rfc8785.dumps(json.loads(json.dumps(value, default=str), parse_constant=str, parse_int=str))
+
+
+_MAX_INT = 2**53 - 1
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return -_MAX_INT <= value <= _MAX_INT
+    if isinstance(value, dict):
+        return all(
+            isinstance(k, str) and (k.isascii() or all(ord(c) <= 0xFFFF for c in k)) and _plain(v)
+            for k, v in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return False
 
 
 def arguments_digest(arguments: Any) -> str:

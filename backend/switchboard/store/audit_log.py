@@ -85,6 +85,7 @@ class AuditStore:
         self._store = store
         self._key = key
         self.checkpoint_every = checkpoint_every
+        self._checkpointed = 0  # the highest checkpoint seen (another process may have made a later one)
 
     @property
     def dialect(self) -> str:
@@ -110,7 +111,11 @@ class AuditStore:
         return 0, GENESIS
 
     def _checkpoint_in(self, conn: Connection, seq: int, hash_: str, *, force: bool) -> Checkpoint | None:
-        last = conn.execute(select(func.max(audit_checkpoints.c.seq))).scalar() or 0
+        if not force and seq - self._checkpointed < self.checkpoint_every:
+            return None  # (the last checkpoint this process knows of is a lower bound: no query needed)
+        last = self._checkpointed = max(
+            self._checkpointed, conn.execute(select(func.max(audit_checkpoints.c.seq))).scalar() or 0
+        )
         if seq <= last or (not force and seq - last < self.checkpoint_every):
             return None
         now = datetime.now(UTC)
@@ -151,7 +156,10 @@ class AuditStore:
                 conn.execute(insert(audit_records), rows)
             return seq, made
 
-        return await self._store._run("write the audit log", work, write=True)
+        last, made = await self._store._run("write the audit log", work, write=True)
+        if made:  # committed: the next checkpoint is due `checkpoint_every` records after it
+            self._checkpointed = max(self._checkpointed, made[-1].seq)
+        return last, made
 
     @staticmethod
     def _has(conn: Connection, kind: str, user: str | None) -> bool:
