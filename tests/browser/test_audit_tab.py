@@ -21,6 +21,7 @@ from tests.browser.conftest import LiveServer
 from tests.support.harness import double_model, free_port, make_settings, toolbox_entry, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
+pytestmark = pytest.mark.timeout(240)  # four turns, and a server that starts, on a shared machine
 TOKENS: dict[str, str] = {}
 
 
