@@ -15,6 +15,7 @@ from switchboard.__main__ import main
 from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
+pytestmark = pytest.mark.timeout(240)  # a server started, restarted and stopped, on a shared machine
 SECRET = "audit-secret"
 ANN = {"x-user-email": "ann@example.com", "x-proxy-secret": SECRET}
 ROOT = {"x-user-email": "root@example.com", "x-proxy-secret": SECRET}
@@ -48,6 +49,8 @@ def test_tool_calls_and_admin_actions_are_recorded_and_only_admins_read_them(sit
         _turn(client, llm, "toolbox_echo", {"text": "a private sentence"}, approve=False)
         _turn(client, llm, "toolbox_add", {"a": 1, "b": 2}, approve=True)
         assert client.post("/api/admin/reload", headers=ROOT).status_code == 200
+        client.portal.call(services.pool.wait_settled, 60)
+        assert client.post("/api/servers/toolbox/restart", headers=ROOT).status_code == 200
 
         for path in ("/api/admin/audit", "/api/admin/audit/key", "/api/admin/audit/export"):
             assert client.get(path, headers=ANN).status_code == 403, path
@@ -69,12 +72,15 @@ def test_tool_calls_and_admin_actions_are_recorded_and_only_admins_read_them(sit
         kinds = [r["kind"] for r in reversed(everything)]  # newest first
         assert kinds.count("user_seen") == 2 and {"admin_action", "config_reload"} <= set(kinds)
         assert [r["seq"] for r in everything] == sorted((r["seq"] for r in everything), reverse=True)
-        [admin] = [r for r in everything if r["kind"] == "admin_action"]
-        assert admin["action"] == "reload" and admin["user"] == "root@example.com"
+        admin = [(r["action"], r["user"], r.get("server")) for r in everything if r["kind"] == "admin_action"]
+        assert admin == [("restart", "root@example.com", "toolbox"), ("reload", "root@example.com", None)]
 
         first = client.get("/api/admin/audit?limit=2", headers=ROOT).json()
         second = client.get(f"/api/admin/audit?limit=2&cursor={first['next_cursor']}", headers=ROOT).json()
         assert [r["seq"] for r in first["records"] + second["records"]] == [r["seq"] for r in everything[:4]]
+        services.audit.record("made_for_the_test", user="nobody@example.com")  # the one entry point for new kinds
+        [made] = client.get("/api/admin/audit?kind=made_for_the_test", headers=ROOT).json()["records"]
+        assert made["user"] == "nobody@example.com" and made["seq"] > everything[0]["seq"]
 
         download = client.get("/api/admin/audit/export?decision=deny&user=ann@example.com", headers=ROOT)
         assert download.status_code == 200 and "attachment" in download.headers["content-disposition"]
@@ -86,7 +92,7 @@ def test_tool_calls_and_admin_actions_are_recorded_and_only_admins_read_them(sit
 
         key = client.get("/api/admin/audit/key", headers=ROOT).json()
         assert key == {"algorithm": "Ed25519", "public_key": services.audit.public_key}
-        last = everything[0]["seq"]
+        last = made["seq"]
 
     # The app has stopped: a checkpoint vouches for the whole chain, and the commands read it.
     monkeypatch.setenv("SWITCHBOARD_DATA_DIR", str(tmp / "data"))

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Connection, and_, delete, exists, func, insert, select, text
+from sqlalchemy import Connection, and_, bindparam, delete, exists, func, insert, select, text
 
 from ..audit.chain import GENESIS, Sealed, seal
 from ..audit.keys import public_text, sign_checkpoint
@@ -64,6 +64,21 @@ class AuditQuery:
     limit: int = 100
 
 
+# Built once (the store compiles each once): what the append transaction runs.
+_ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
+_TAIL = select(audit_records.c.seq, audit_records.c.hash).order_by(audit_records.c.seq.desc()).limit(1)
+_PRUNED_THROUGH = select(func.max(audit_prunes.c.through_seq))
+_CHECKPOINT_HASH = select(audit_checkpoints.c.hash).where(audit_checkpoints.c.seq == bindparam("seq"))
+_LAST_CHECKPOINT = select(func.max(audit_checkpoints.c.seq))
+_HAS = (
+    select(audit_records.c.seq)
+    .where(audit_records.c.kind == bindparam("kind"), audit_records.c.user == bindparam("user"))
+    .limit(1)
+)
+_INSERT_RECORDS = insert(audit_records)
+_INSERT_CHECKPOINT = insert(audit_checkpoints)
+
+
 def _columns(record: Sealed) -> dict[str, Any]:
     f = record.fields
     return {
@@ -91,48 +106,39 @@ class AuditStore:
     def dialect(self) -> str:
         return self._store.dialect
 
-    @staticmethod
-    def _lock(conn: Connection) -> None:
-        if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK})
+    def _lock(self, conn: Any) -> None:
+        if self.dialect == "postgresql":
+            conn.execute(_ADVISORY_LOCK, {"key": _LOCK})
 
     @staticmethod
-    def _tail(conn: Connection) -> tuple[int, str]:
-        row = conn.execute(
-            select(audit_records.c.seq, audit_records.c.hash).order_by(audit_records.c.seq.desc()).limit(1)
-        ).first()
+    def _tail(conn: Any) -> tuple[int, str]:
+        row = conn.execute(_TAIL, {}).first()
         if row is not None:
             return int(row[0]), str(row[1])
         # everything was pruned (or nothing written): the chain goes on from the last boundary
-        through = conn.execute(select(func.max(audit_prunes.c.through_seq))).scalar()
+        through = conn.execute(_PRUNED_THROUGH, {}).scalar_one()
         if through:
-            cp = conn.execute(select(audit_checkpoints.c.hash).where(audit_checkpoints.c.seq == through)).scalar_one()
-            return int(through), str(cp)
+            return int(through), str(conn.execute(_CHECKPOINT_HASH, {"seq": through}).scalar_one())
         return 0, GENESIS
 
-    def _checkpoint_in(self, conn: Connection, seq: int, hash_: str, *, force: bool) -> Checkpoint | None:
+    def _checkpoint_in(self, conn: Any, seq: int, hash_: str, *, force: bool) -> Checkpoint | None:
         if not force and seq - self._checkpointed < self.checkpoint_every:
             return None  # (the last checkpoint this process knows of is a lower bound: no query needed)
-        last = self._checkpointed = max(
-            self._checkpointed, conn.execute(select(func.max(audit_checkpoints.c.seq))).scalar() or 0
-        )
+        last = self._checkpointed = max(self._checkpointed, conn.execute(_LAST_CHECKPOINT, {}).scalar_one() or 0)
         if seq <= last or (not force and seq - last < self.checkpoint_every):
             return None
         now = datetime.now(UTC)
         ts = ts_text(now)
         cp = Checkpoint(seq, ts, hash_, sign_checkpoint(self._key, seq, hash_, ts), public_text(self._key))
-        conn.execute(
-            insert(audit_checkpoints).values(
-                seq=seq, ts=now, hash=hash_, signature=cp.signature, public_key=cp.public_key
-            )
-        )
+        values = {"seq": seq, "ts": now, "hash": hash_, "signature": cp.signature, "public_key": cp.public_key}
+        conn.execute(_INSERT_CHECKPOINT, values)
         return cp
 
     async def append(self, batch: Sequence[Pending]) -> tuple[int, list[Checkpoint]]:
         """Write `batch` at the chain's end in one transaction: (the last seq, the checkpoints made:
         one every `checkpoint_every` records)."""
 
-        def work(conn: Connection) -> tuple[int, list[Checkpoint]]:
+        def work(conn: Any) -> tuple[int, list[Checkpoint]]:
             self._lock(conn)
             seq, prev = self._tail(conn)
             rows, made, seen = [], [], set()
@@ -147,34 +153,37 @@ class AuditStore:
                 rows.append(_columns(record))
                 prev = record.hash
                 if len(rows) % self.checkpoint_every == 0 or pending is batch[-1]:
-                    conn.execute(insert(audit_records), rows)
+                    conn.execute(_INSERT_RECORDS, rows)
                     rows = []
                     cp = self._checkpoint_in(conn, seq, prev, force=False)
                     if cp is not None:
                         made.append(cp)
             if rows:
-                conn.execute(insert(audit_records), rows)
+                conn.execute(_INSERT_RECORDS, rows)
             return seq, made
 
-        last, made = await self._store._run("write the audit log", work, write=True)
+        # driver: on a SQLite file, on the sqlite3 connection with the statements compiled once
+        last, made = await self._store._run("write the audit log", work, write=True, driver=True)
         if made:  # committed: the next checkpoint is due `checkpoint_every` records after it
             self._checkpointed = max(self._checkpointed, made[-1].seq)
         return last, made
 
     @staticmethod
-    def _has(conn: Connection, kind: str, user: str | None) -> bool:
-        found = select(audit_records.c.seq).where(audit_records.c.kind == kind, audit_records.c.user == user).limit(1)
-        return conn.execute(found).first() is not None
+    def _has(conn: Any, kind: str, user: str | None) -> bool:
+        return conn.execute(_HAS, {"kind": kind, "user": user}).first() is not None
 
     async def checkpoint(self) -> Checkpoint | None:
         """A checkpoint of the chain's end now, unless it has one already."""
 
-        def work(conn: Connection) -> Checkpoint | None:
+        def work(conn: Any) -> Checkpoint | None:
             self._lock(conn)
             seq, prev = self._tail(conn)
             return self._checkpoint_in(conn, seq, prev, force=True) if seq else None
 
-        return await self._store._run("sign an audit checkpoint", work, write=True)
+        made = await self._store._run("sign an audit checkpoint", work, write=True, driver=True)
+        if made is not None:
+            self._checkpointed = max(self._checkpointed, made.seq)
+        return made
 
     async def prune(self, older_than: datetime, ts: str) -> int | None:
         """Remove the records before the newest checkpoint whose record is older than
