@@ -21,10 +21,12 @@ from .errors import ConfigError, SwitchboardError
 from .llm import ModelCatalogue
 from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
+from .registries import RegistryCatalogue
 from .settings import Settings
 from .signing import UrlSigner
 from .store import ConversationStore, down_store, open_store
 from .store.audit_log import AuditStore
+from .store.trust_rows import TrustRows
 from .store.uploads import UploadRows
 from .telemetry import Tracing
 from .tools import ServerPool
@@ -65,6 +67,7 @@ class Services:
     apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     audit: Auditor  # the audit log: `audit.record(kind, ...)` for every security-relevant fact (audit/)
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
+    registries: RegistryCatalogue = field(default_factory=lambda: RegistryCatalogue([]))  # MCP registries, cached
     # The files as they are now, when the last reload was refused for them (the running
     # configuration is older): what /readyz and the page report until a reload succeeds.
     refused_reload: list[ConfigError] = field(default_factory=list)
@@ -126,7 +129,8 @@ class Services:
     async def _try_open_store(self) -> bool:
         try:
             store = await open_store(self.settings.database_url_resolved)
-            await self.pool.pins.use(store, legacy_file=self.settings.data_dir / "tool-pins.json")
+            await self.pool.pins.use(store)
+            await self.pool.trust.use(TrustRows(store), legacy_file=self.settings.data_dir / "tool-pins.json")
         except SwitchboardError as exc:
             log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
             self._use_store(down_store(self.settings.database_url_resolved, exc))
@@ -163,10 +167,12 @@ class Services:
             on_lost=lost,
             on_reload=self.reload_from_peer,
             on_credentials=self.pool.credentials_changed_elsewhere,
+            on_trust=self.pool.trust.refresh,  # an administrator decided on a tool on another process
         )
         await relay.start(self.turns)
         self.turns.relay = relay
         self.pool.credentials_changed = relay.credentials_changed
+        self.pool.trust.shared = relay.trust_changed
 
     async def _retry_store(self) -> None:
         delay = 2.0
@@ -188,6 +194,7 @@ class Services:
         await _saying_waits("the MCP servers to exit", self.pool.stop())
         await self.pool.pins.flush()
         await _saying_waits("the audit log", self.audit.close())  # what waits, and a checkpoint
+        await self.pool.trust.flush()
         await _saying_waits("the conversation store", self.conversations.store.close())
         self.tracing.shutdown()
 

@@ -50,6 +50,7 @@ SAFE_FIELDS = frozenset(
         "old",
         "origin",
         "path",
+        "pin",
         "prompt_tokens",
         "protocol_version",
         "ready",

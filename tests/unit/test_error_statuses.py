@@ -22,6 +22,7 @@ EXPECTED = {
     "ToolError": 502,
     "SkillRejected": 502,
     "ToolNotAllowed": 403,
+    "ToolQuarantined": 403,
     "ToolTimeout": 504,
     "ServerUnavailable": 503,
     "NeedsAuth": 502,

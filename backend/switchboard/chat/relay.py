@@ -13,7 +13,7 @@ configuration reload and a changed credential reach every process too.
 
 Messages (chat/relay_messages.py, typed; on channel `sb_<process>`, or `sb_all` for everyone):
 follow, ev, events, end (a followed turn), ask -> ack (answers and cancels), lost, page, user,
-questions (events made outside turns), reload, credentials. One that does not read (another
+questions (events made outside turns), reload, credentials, trust. One that does not read (another
 version's, during a rolling restart) is logged and dropped."""
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from .relay_messages import (
     Reader,
     RelayMessage,
     Reloaded,
+    TrustChanged,
     TurnEnd,
     TurnLost,
     UserEvent,
@@ -79,13 +80,14 @@ class PostgresRelay:
         on_lost: Callable[[str, str], Awaitable[None]] | None = None,
         on_reload: Callable[[], Awaitable[None]] | None = None,
         on_credentials: Callable[[str, str], Awaitable[None]] | None = None,
+        on_trust: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.live = live
         self.lease_s = lease_s
         self.process_id = secrets.token_hex(8)
         self._on_lost = on_lost
         self._on_reload = on_reload
-        self._on_credentials = on_credentials
+        self._on_credentials, self._on_trust = on_credentials, on_trust
         self._hub: TurnHub | None = None
         self._shared: dict[str, Shared] = {}
         self._remote: dict[str, RemoteTurn] = {}
@@ -227,9 +229,8 @@ class PostgresRelay:
             del self._remote[remote.conversation_id]
 
     async def ask(self, user: User, request: AskRequest) -> bool:
-        """Send an answer or a cancel to the other processes that may hold what it answers (a
-        cancel: those running the user's turns; an answer: every live one, as a background task's
-        question or an app's call may wait anywhere); True when one of them took it."""
+        """Send an answer or a cancel to the processes that may hold what it answers (a cancel: those running
+        the user's turns; an answer: every live one, a question may wait anywhere); True when one took it."""
         if isinstance(request, CancelAsk):
             targets = [p for p in await self.live.processes_of(user.email) if p != self.process_id]
         else:
@@ -276,11 +277,13 @@ class PostgresRelay:
     def credentials_changed(self, server: str, user: str) -> None:
         self._post("sb_all", CredentialsChanged(server=server, owner=user, sender=self.process_id))
 
+    def trust_changed(self, server: str) -> None:
+        self._post("sb_all", TrustChanged(server=server, sender=self.process_id))
+
     # -- messages -----------------------------------------------------------------------------
 
     def _received(self, text: str) -> Awaitable[None] | None:
-        """A message from another process. Events that continue what a follower has are delivered
-        here and now (no task, no read); anything else is handled in a task."""
+        """A message from another process: events continuing a follower's are delivered at once, the rest in a task."""
         message = self._reader.read(text)
         if message is None:
             return None
@@ -299,7 +302,7 @@ class PostgresRelay:
             log.exception("message between processes failed", extra={"event": "relay_failed"})
 
     async def _handle(self, message: RelayMessage) -> None:
-        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged
+        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged | TrustChanged
         if isinstance(message, everyone) and message.sender == self.process_id:
             return  # sent to everyone, this process included: it has them already
         match message:
@@ -340,6 +343,9 @@ class PostgresRelay:
             case CredentialsChanged():
                 if self._on_credentials is not None:
                     await self._on_credentials(message.server, message.owner)
+            case TrustChanged():
+                if self._on_trust is not None:
+                    await self._on_trust(message.server)
             case _:
                 assert_never(message)  # a new kind of message is handled here too
 
@@ -366,8 +372,7 @@ class PostgresRelay:
             board.deliver(message.owner, event)
 
     async def _answer_here(self, message: Ask) -> bool:
-        """Do what another process asks for a user, as that user: who they are is worked out by
-        this process's identity door, from the address and the proxy's groups sent."""
+        """Do what another process asks for a user, as that user (worked out here from the address and groups sent)."""
         hub = self._hub
         if hub is None:
             return False

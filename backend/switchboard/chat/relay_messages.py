@@ -17,7 +17,8 @@ which the relay logs and drops. Fields a newer version adds are ignored.
                                        (a large t comes in pieces: id, i, n; `k`: for one page)
   questions {u, k, from}               page k of user u opened on `from`: send it u's open questions
   reload {from}                        an administrator reloaded the configuration on `from`
-  credentials {s, u, from}             user u's credential for server s changed on `from`"""
+  credentials {s, u, from}             user u's credential for server s changed on `from`
+  trust {s, from}                      an administrator approved or blocked a tool of server s on `from`"""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ __all__ = [
     "Reader",
     "RelayMessage",
     "Reloaded",
+    "TrustChanged",
     "TurnEnd",
     "TurnLost",
     "UserEvent",
@@ -181,6 +183,12 @@ class CredentialsChanged(_Wire):
     sender: str = Field(validation_alias="from", serialization_alias="from")
 
 
+class TrustChanged(_Wire):
+    op: Literal["trust"] = "trust"
+    server: str = Field(validation_alias="s", serialization_alias="s")
+    sender: str = Field(validation_alias="from", serialization_alias="from")
+
+
 RelayMessage = (
     Follow
     | EventBatch
@@ -194,6 +202,7 @@ RelayMessage = (
     | QuestionsWanted
     | Reloaded
     | CredentialsChanged
+    | TrustChanged
 )
 _adapter: TypeAdapter[RelayMessage] = TypeAdapter(Annotated[RelayMessage, Field(discriminator="op")])
 

@@ -23,6 +23,7 @@ from ..tools.launch import EarlyStarts
 from . import (
     admin,
     admin_audit,
+    admin_tools,
     api,
     apps,
     connect,
@@ -31,6 +32,7 @@ from . import (
     metrics,
     openai_compat,
     pages,
+    registry,
     tasks,
     tokens,
     ws,
@@ -130,11 +132,13 @@ def create_app(
     app.include_router(apps.router, responses=app_errors(400, 401, 403, 404, 413, 429, 503))
     app.include_router(admin.router, responses=app_errors(400, 401, 403, 404, 503))
     app.include_router(admin_audit.router, responses=app_errors(400, 401, 403, 503))
+    app.include_router(admin_tools.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(http_chat.router, responses=app_errors(400, 401, 403, 404, 409, 413, 429, 503))
     app.include_router(tokens.router, responses=app_errors(400, 401, 403, 404, 413, 503))
     app.include_router(tasks.router, responses=app_errors(400, 401, 403, 404, 503))
     app.include_router(openai_compat.router, responses=openai_errors(400, 401, 403, 404, 413, 429, 503))
     app.include_router(connect.router, responses=app_errors(400, 401, 403, 404, 413, 503))
+    app.include_router(registry.router, responses=app_errors(401, 403))
     app.include_router(ws.router)
     app.include_router(metrics.router)
     pages.mount(app, settings)

@@ -27,6 +27,7 @@ from switchboard.chat.relay_messages import (
     Reader,
     RelayMessage,
     Reloaded,
+    TrustChanged,
     TurnEnd,
     TurnLost,
     UserEvent,
@@ -69,6 +70,7 @@ EXAMPLES: list[RelayMessage] = [
     QuestionsWanted(owner="ann@example.com", page="page-1", sender=PROCESS),
     Reloaded(sender=PROCESS),
     CredentialsChanged(server="github", owner="ann@example.com", sender=PROCESS),
+    TrustChanged(server="probe", sender=PROCESS),
 ]
 
 
