@@ -68,6 +68,7 @@ class SwitchboardAuthBackend(AuthenticationBackend):
             user = await _identify(conn, services)
         except SwitchboardError as exc:
             return AuthCredentials(), Anonymous(exc)
+        services.audit.user_seen(user.email)  # (once per deployment; a set lookup after the first)
         return AuthCredentials(["authenticated"]), user
 
 
