@@ -70,6 +70,13 @@ SAFE_FIELDS = frozenset(
         "trimmed",
         "user",
         "why",
+        # the audit log (hashes and signatures are public)
+        "seq",
+        "hash",
+        "ts",
+        "signature",
+        "through_seq",
+        "waiting",
         # MCP Apps
         "app",
         "app_level",

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from ..audit.writer import Auditor
 from ..llm.types import ToolCallRequest
+from ..policy import HookRecord
 from .events import ToolResultEvent
 from .turn_state import TurnState
 
@@ -21,6 +22,7 @@ class ExecutedCall(Protocol):  # what calls.py's ExecutedCall gives the record
     approval: dict[str, Any] | None
     decision: str
     pin: str | None
+    hooks: list[HookRecord]
 
 
 def audit_call(
