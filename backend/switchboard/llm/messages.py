@@ -3,12 +3,14 @@ OpenAI-compatible provider) takes.  The only place that knows that format."""
 
 from __future__ import annotations
 
+import operator
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from switchboard.history import AssistantText, HistoryRecord, ToolReply, UserText
 
-__all__ = ["to_openai"]
+__all__ = ["PreparedMessages", "to_openai"]
 
 CANCELLED_NOTE = "[cancelled by the user]"
 LATE_NOTE = "The background task has finished:"
@@ -18,6 +20,43 @@ def to_openai(system: str, history: Sequence[HistoryRecord | dict[str, Any]]) ->
     """The system prompt and the records as OpenAI messages (dicts pass through:
     e.g. the messages of an MCP sampling request)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    _convert(history, messages)
+    return messages
+
+
+class PreparedMessages:
+    """`to_openai` for a conversation's next call: the messages of the records a recent call had
+    (the same record objects, frozen, in the same order) are taken as they were, and only the records
+    after them are converted. A conversation's calls then convert only what is new. Keyed by the
+    first record's id; a history with a dict in it (not frozen) is converted whole. The messages are
+    shared between calls: whoever changes one must copy it first."""
+
+    def __init__(self, most: int = 128) -> None:
+        self._kept: OrderedDict[str, tuple[tuple[HistoryRecord, ...], list[dict[str, Any]]]] = OrderedDict()
+        self._most = most
+
+    def convert(self, system: str, history: Sequence[HistoryRecord | dict[str, Any]]) -> list[dict[str, Any]]:
+        first = history[0] if history else None
+        if first is None or isinstance(first, dict):
+            return to_openai(system, history)
+        kept = self._kept.pop(first.id, None)
+        converted: list[dict[str, Any]] = []
+        held = 0
+        if kept is not None:
+            held_records, held_messages = kept
+            if len(held_records) <= len(history) and all(map(operator.is_, held_records, history)):
+                converted, held = held_messages[:], len(held_records)
+        new = history[held:]
+        if any(isinstance(r, dict) for r in new):
+            return to_openai(system, history)
+        _convert(new, converted)
+        self._kept[first.id] = (tuple(history), converted)  # type: ignore[arg-type]  # records only, as checked
+        if len(self._kept) > self._most:
+            self._kept.popitem(last=False)
+        return [{"role": "system", "content": system}, *converted] if system else converted[:]
+
+
+def _convert(history: Sequence[HistoryRecord | dict[str, Any]], messages: list[dict[str, Any]]) -> None:
     for record in history:
         if isinstance(record, UserText):
             messages.append({"role": "user", "content": record.model_text})
@@ -48,4 +87,3 @@ def to_openai(system: str, history: Sequence[HistoryRecord | dict[str, Any]]) ->
             messages.append({"role": "tool", "tool_call_id": record.call_id, "content": record.text})
         else:
             messages.append(record)
-    return messages
