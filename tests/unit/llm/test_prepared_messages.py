@@ -30,6 +30,8 @@ def test_every_call_is_sent_what_to_openai_makes_of_its_history():
     regenerated = seen[3][:-1]  # the last answer asked again
     cancelled = [*seen[1], replace(seen[1][-1], id="b-x", finish_reason="cancelled")]
     late = [*seen[1], replace(seen[1][2], id="t-late", late=True)]
+    reloaded = [*seen[2][:4], *(replace(r) for r in seen[2][4:])]  # the same records read from the store again
+    cut = [*seen[2][:4], replace(seen[2][4], text="question 1, another")]
     calls = [
         *seen,
         trimmed(seen[-1], 2),  # a compaction: the oldest results left out of this view
@@ -38,6 +40,9 @@ def test_every_call_is_sent_what_to_openai_makes_of_its_history():
         regenerated,
         cancelled,
         late,
+        reloaded,
+        [*reloaded, *turn(7)],
+        cut,
         [*seen[0], {"role": "user", "content": "a sampling request's own message"}],
         seen[0],
         [],
