@@ -22,12 +22,12 @@ from ..artifacts import ArtifactStore
 from ..auth import User
 from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
-from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
+from ..history import UserText
 from ..store import Conversation, ConversationStore, Message, NewMessage, active_path
-from .app_context import app_contexts
 from .conversation_ids import ConversationIds, legacy_scoped_id
 from .events import CONVERSATION_ID, ChatMessage
 from .incognito import IncognitoMemory
+from .prepared_contexts import PreparedContexts, record_of
 from .questions import ASK, Preferences
 from .recording import TurnRecorder
 from .sealed import IncognitoSeal, OpenedState
@@ -39,24 +39,6 @@ __all__ = ["ConversationLimits", "Conversations"]
 log = logging.getLogger("switchboard.chat")
 
 _ID = re.compile(CONVERSATION_ID)
-
-
-def record_of(message: Message) -> HistoryRecord:
-    data = message.data
-    if message.role == "user":
-        return UserText(id=message.id, text=message.content, context=data.get("context", ""))
-    if message.role == "assistant":
-        calls = tuple(CallRecord(c["id"], c["name"], c.get("arguments", "")) for c in data.get("tool_calls") or [])
-        return AssistantText(id=message.id, text=message.content, calls=calls, finish_reason=data.get("finish_reason"))
-    return ToolReply(
-        id=message.id,
-        call_id=data.get("call_id", ""),
-        tool=data.get("tool", ""),
-        server=data.get("server", ""),
-        ok=bool(data.get("ok")),
-        text=data.get("model_text", message.content),
-        late=bool(data.get("task_result")),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +58,7 @@ class Conversations:
         ids: ConversationIds | None = None,
     ) -> None:
         self.recorder = TurnRecorder(store)
+        self.contexts = PreparedContexts()  # stored conversations' contexts, kept between turns
         self.ids = ids or ConversationIds()  # the ids of conversations clients named
         self._files = files
         self.limits = limits or ConversationLimits()
@@ -91,6 +74,7 @@ class Conversations:
     @store.setter
     def store(self, store: ConversationStore) -> None:
         self.recorder.store = store
+        self.contexts.clear()
 
     # -- identity ----------------------------------------------------------------
     async def find(self, user: User, conversation_id: str) -> Conversation:
@@ -273,8 +257,14 @@ class Conversations:
             conversation = ConversationState(owner=user.email, incognito=True, id=new_id() if taken else wanted)
             self._memory.keep(conversation)
             return conversation
-        # One read: the row, messages, allowances and files (of the id as given, else the user's own).
-        loaded = await (self.store.load(conversation_id, scoped) if picked else self.store.load(conversation_id))
+        # One read: the row, the messages not held yet, allowances and files (of the id as given,
+        # else the user's own).
+        held = self.contexts.after(conversation_id, scoped) if picked else self.contexts.after(conversation_id)
+        loaded = await (
+            self.store.load(conversation_id, scoped, after=held)
+            if picked
+            else self.store.load(conversation_id, after=held)
+        )
         if loaded is None and picked:  # stored before ids were keyed, or under a spelling from before 0007
             loaded = await self.store.load(
                 legacy_scoped_id(user.email, conversation_id), *await self._earlier_ids(user, conversation_id)
@@ -285,8 +275,15 @@ class Conversations:
         conversation_id = stored.id
         if stored.owner != user.email:
             raise NotFound("there is no such conversation", action="Start a new conversation.")
-        self._check_size(sum(len(m.content) for m in loaded.messages))
-        path = active_path(loaded.messages, stored.leaf_id)
+        prepared = self.contexts.prepare(loaded, held.get(conversation_id, 0))
+        if prepared is None:  # what this process held of it is out of date: read it whole
+            loaded = await self.store.load(conversation_id)
+            if loaded is None:
+                return ConversationState(owner=user.email, id=conversation_id)
+            stored = loaded.conversation
+            prepared = self.contexts.prepare(loaded, 0)
+            assert prepared is not None
+        self._check_size(prepared.chars)
         conversation = ConversationState(
             owner=user.email,
             id=conversation_id,
@@ -296,10 +293,10 @@ class Conversations:
             compliance_level=stored.compliance_level,
             levels_used=list(stored.levels_used),
             leaf_id=stored.leaf_id,
-            history=[record_of(m) for m in path],
-            branches=loaded.messages,
+            history=list(prepared.history),
+            branches=prepared.messages,
             allowed_tools=loaded.allowances,
-            app_context=app_contexts(path),
+            app_context=list(prepared.app_context),
         )
         await self._attach_files(conversation, loaded.files)
         return conversation

@@ -13,6 +13,7 @@ one that breaks after that ends with `LLMStreamCut`, the text so far kept.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import time
@@ -28,7 +29,7 @@ from switchboard.history import HistoryRecord
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm._errors import PROVIDER_ERRORS, stream_cut, translate
 from switchboard.llm.demo import DEMO_PROVIDER, DemoLLM
-from switchboard.llm.messages import to_openai
+from switchboard.llm.messages import PreparedMessages
 from switchboard.llm.openai_direct import DirectPool, Route, direct_events, is_keyless, open_stream, plan_route
 from switchboard.llm.retry import RetryPolicy, log_retry, retry_notice, with_attempts
 from switchboard.llm.types import Completed, Notice, TextDelta, Usage
@@ -65,6 +66,7 @@ class LLMClient:
         self._facts: dict[tuple[str, str | None], bool] = {}
         self._routes: dict[int, tuple[ModelConfig, Route | None]] = {}
         self._pool = DirectPool()
+        self._prepared = PreparedMessages()  # a conversation's calls convert only its new records
         _quiet_litellm()
         _register_demo(DemoLLM(chunk_delay_s=demo_chunk_delay_s))
 
@@ -81,7 +83,7 @@ class LLMClient:
         """One model call over history records (or ready OpenAI messages). `timeout_s`
         limits each wait for the provider (connect, and every read while streaming),
         not the whole answer."""
-        messages = to_openai(system, messages)
+        messages = self._prepared.convert(system, messages)
         started = time.monotonic()
         usage: Usage | None = None
         error: SwitchboardError | None = None
@@ -172,7 +174,13 @@ class LLMClient:
         # The single place a request leaves. `stream` retries it under its RetryPolicy;
         # litellm's and the OpenAI SDK's own retries stay off.
         reports_usage = self._provider_facts(model)
-        kwargs: dict[str, Any] = {**model.extra, "model": model.model, "messages": messages, "stream": True}
+        # litellm may change a provider's messages in place; they are shared between calls (PreparedMessages)
+        kwargs: dict[str, Any] = {
+            **model.extra,
+            "model": model.model,
+            "messages": copy.deepcopy(messages),
+            "stream": True,
+        }
         kwargs.update(num_retries=0, max_retries=0)
         if reports_usage:
             kwargs["stream_options"] = {"include_usage": True}

@@ -3,12 +3,14 @@ OpenAI-compatible provider) takes.  The only place that knows that format."""
 
 from __future__ import annotations
 
+import operator
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from switchboard.history import AssistantText, HistoryRecord, ToolReply, UserText
 
-__all__ = ["to_openai"]
+__all__ = ["PreparedMessages", "to_openai"]
 
 CANCELLED_NOTE = "[cancelled by the user]"
 LATE_NOTE = "The background task has finished:"
@@ -18,6 +20,65 @@ def to_openai(system: str, history: Sequence[HistoryRecord | dict[str, Any]]) ->
     """The system prompt and the records as OpenAI messages (dicts pass through:
     e.g. the messages of an MCP sampling request)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    _convert(history, messages)
+    return messages
+
+
+class PreparedMessages:
+    """`to_openai` for a conversation's next call: the messages of the longest start of the
+    history that a recent call had too (the same record objects, frozen, in the same order) are
+    taken as they were, and only the records after it are converted. A conversation's calls then
+    convert only what is new. Keyed by the first record's id; a history with a dict in what is new
+    (not frozen) is converted whole and not kept. The messages are shared between calls: whoever
+    changes one must copy it first."""
+
+    def __init__(self, most: int = 128) -> None:
+        # per first record's id: the records of the last call, its messages, and per record the
+        # number of messages made up to and including it
+        self._kept: OrderedDict[str, tuple[list[Any], list[dict[str, Any]], list[int]]] = OrderedDict()
+        self._most = most
+
+    def convert(self, system: str, history: Sequence[HistoryRecord | dict[str, Any]]) -> list[dict[str, Any]]:
+        first = history[0] if history else None
+        if first is None or isinstance(first, dict):
+            return to_openai(system, history)
+        records = list(history)
+        kept = self._kept.pop(first.id, None)
+        converted: list[dict[str, Any]] = []
+        ends: list[int] = []
+        held = 0
+        if kept is not None:
+            held = _common_start(kept[0], records)
+            ends = kept[2][:held]
+            converted = kept[1][: ends[-1]] if ends else []
+        new = records[held:]
+        if any(isinstance(r, dict) for r in new):
+            return to_openai(system, history)
+        for record in new:
+            _convert((record,), converted)
+            ends.append(len(converted))
+        self._kept[first.id] = (records, converted, ends)
+        if len(self._kept) > self._most:
+            self._kept.popitem(last=False)
+        return [{"role": "system", "content": system}, *converted] if system else converted[:]
+
+
+def _common_start(a: list[Any], b: list[Any]) -> int:
+    """How many items `a` and `b` start with that are the same objects (in C, by halves)."""
+    n = min(len(a), len(b))
+    if all(map(operator.is_, a[:n], b[:n])):
+        return n
+    same, differs = 0, n  # a[:same] is b[:same]; a[:differs] is not
+    while differs - same > 1:
+        middle = (same + differs) // 2
+        if all(map(operator.is_, a[same:middle], b[same:middle])):
+            same = middle
+        else:
+            differs = middle
+    return same
+
+
+def _convert(history: Sequence[HistoryRecord | dict[str, Any]], messages: list[dict[str, Any]]) -> None:
     for record in history:
         if isinstance(record, UserText):
             messages.append({"role": "user", "content": record.model_text})
@@ -48,4 +109,3 @@ def to_openai(system: str, history: Sequence[HistoryRecord | dict[str, Any]]) ->
             messages.append({"role": "tool", "tool_call_id": record.call_id, "content": record.text})
         else:
             messages.append(record)
-    return messages

@@ -58,6 +58,11 @@ class AppCallQueries(StoreBase):
                 raise NotFound(f"there is no message '{message_id}' in conversation '{conversation_id}'")
             data = change(dict(current))
             conn.execute(update(messages).where(messages.c.id == message_id).values(data=data))
+            conn.execute(
+                update(conversations)
+                .where(conversations.c.id == conversation_id)
+                .values(data_version=conversations.c.data_version + 1)
+            )
             return data
 
         return await self._run("save the app's data", work, write=True)

@@ -95,6 +95,9 @@ conversations = Table(
     Column("message_count", Integer, nullable=False, server_default="0"),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # moves when a stored message changes in place (an app's data): a process's prepared context of
+    # the conversation (chat/prepared_contexts.py) is then read again (messages are otherwise only added)
+    Column("data_version", Integer, nullable=False, server_default="0"),
     Index("ix_conversations_owner_updated_at", "owner", "updated_at"),
 )
 

@@ -28,6 +28,7 @@ class Conversation:
     message_count: int
     created_at: datetime
     updated_at: datetime
+    data_version: int = 0  # moves when a message changes in place (messages are otherwise only added)
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -74,7 +75,7 @@ class StoredConversation:
     """A conversation with everything a turn needs of it, read in one transaction."""
 
     conversation: Conversation
-    messages: list[Message]  # every branch, in the order written
+    messages: list[Message]  # every branch, in the order written (those after `after`'s seq when given)
     allowances: set[str]
     files: list[str]  # linked file ids, sorted
 

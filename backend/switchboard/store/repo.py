@@ -100,11 +100,12 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
 
         return await self._run("read the conversation", work, write=False)
 
-    async def load(self, id: str, *others: str) -> StoredConversation | None:
+    async def load(self, id: str, *others: str, after: Mapping[str, int] | None = None) -> StoredConversation | None:
         """The conversation with its messages (every branch, in order), allowances and file links
         (on SQLite from one snapshot; on Postgres, at its READ COMMITTED, each statement sees its
         own); None when it is not stored. ``others``: ids to try in turn when ``id`` is not stored
-        (in the same call: one call for a name that may be stored two ways)."""
+        (in the same call: one call for a name that may be stored two ways). ``after``: per id, the
+        highest seq the caller holds: only the messages after it are read."""
 
         def work(conn: Connection | SqliteDriver) -> StoredConversation | None:
             if len(others) == 1:  # the usual pair (as given, as scoped): both looked up at once
@@ -122,9 +123,15 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
                 return None
             cid = row["id"]
             params = {"cid": cid}
+            held = after.get(cid, 0) if after else 0
+            reading = (
+                conn.execute(S.MESSAGES_AFTER, {"cid": cid, "after": held})
+                if held
+                else conn.execute(S.MESSAGES, params)
+            )
             return StoredConversation(
                 conversation=_conversation(row),
-                messages=[_message(m) for m in conn.execute(S.MESSAGES, params).mappings()],
+                messages=[_message(m) for m in reading.mappings()],
                 allowances=set(conn.execute(S.ALLOWANCES, params).scalars()),
                 files=list(conn.execute(S.FILES, params).scalars()),
             )

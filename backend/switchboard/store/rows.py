@@ -22,6 +22,7 @@ def conversation_of(row: Mapping[Any, Any]) -> Conversation:
         message_count=row["message_count"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        data_version=row.get("data_version", 0),
     )
 
 

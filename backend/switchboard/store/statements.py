@@ -21,6 +21,7 @@ __all__ = [
     "INSERT_CONVERSATION",
     "INSERT_MESSAGE",
     "MESSAGES",
+    "MESSAGES_AFTER",
     "NEXT_SEQ",
     "ONE_STATEMENT_ADD",
     "RELEASE_CLAIM",
@@ -33,6 +34,8 @@ CONVERSATION = select(conversations).where(_c.id == bindparam("cid"))
 # one of two ids (a conversation a client picked may be stored under either): one round trip
 CONVERSATION_OF_TWO = select(conversations).where(_c.id.in_([bindparam("cid"), bindparam("cid2")]))
 MESSAGES = select(messages).where(_m.conversation_id == bindparam("cid")).order_by(_m.seq)
+# the messages written after those a process holds (chat/prepared_contexts.py)
+MESSAGES_AFTER = MESSAGES.where(_m.seq > bindparam("after"))
 ALLOWANCES = select(allowances.c.key).where(allowances.c.conversation_id == bindparam("cid"))
 FILES = select(files.c.file_id).where(files.c.conversation_id == bindparam("cid")).order_by(files.c.file_id)
 INSERT_CONVERSATION = insert(conversations)
