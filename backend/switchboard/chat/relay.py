@@ -2,19 +2,15 @@
 
 A turn runs in the process that started it. `Relay` carries to it, from any other process, what
 the user does there (attach, approval and question answers, cancel), and carries its events back.
-`LocalRelay` is the one-process case (the SQLite default): nothing to carry. `PostgresRelay` uses
-the shared database: `live_turns` says which process runs a conversation's turn, LISTEN/NOTIFY
-carries messages (in order, through one outbox per process: store/live.py), and a followed turn's
-events go inside them, kept in `turn_events` for followers that join later (chat/relay_follow.py):
-an event crosses as its JSON text (serialized once) and is read back once per process. Each
-process heartbeats; the turns of a process silent for longer than the lease end as failed, and
-the user is told. Events made outside turns (an MCP App's own calls, background tasks), a
-configuration reload and a changed credential reach every process too.
-
+`LocalRelay` is the one-process case (the SQLite default). `PostgresRelay` uses the shared
+database: `live_turns` says which process runs a conversation's turn, LISTEN/NOTIFY carries
+messages (in order, one outbox per process: store/live.py), and a followed turn's events go inside
+them, kept in `turn_events` for followers that join later (chat/relay_follow.py). Each process
+heartbeats; the turns of a process silent for longer than the lease end as failed. Events made
+outside turns, a reload, a changed credential and an administrator's change reach every process.
 Messages (chat/relay_messages.py, typed; on channel `sb_<process>`, or `sb_all` for everyone):
-follow, ev, events, end (a followed turn), ask -> ack (answers and cancels), lost, page, user,
-questions (events made outside turns), reload, credentials. One that does not read (another
-version's, during a rolling restart) is logged and dropped."""
+follow, ev, events, end, ask -> ack, lost, page, user, questions, reload, credentials, admin;
+one that does not read (another version's) is logged and dropped."""
 
 from __future__ import annotations
 
@@ -35,6 +31,7 @@ from .questions import ApprovalAnswer
 from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
 from .relay_messages import (
     Ack,
+    AdminChanged,
     ApprovalAsk,
     Ask,
     AskRequest,
@@ -79,6 +76,7 @@ class PostgresRelay:
         on_lost: Callable[[str, str], Awaitable[None]] | None = None,
         on_reload: Callable[[], Awaitable[None]] | None = None,
         on_credentials: Callable[[str, str], Awaitable[None]] | None = None,
+        on_admin: Callable[[str, str], Awaitable[None]] | None = None,  # (what, user): AdminChanged
     ) -> None:
         self.live = live
         self.lease_s = lease_s
@@ -86,6 +84,7 @@ class PostgresRelay:
         self._on_lost = on_lost
         self._on_reload = on_reload
         self._on_credentials = on_credentials
+        self._on_admin = on_admin
         self._hub: TurnHub | None = None
         self._shared: dict[str, Shared] = {}
         self._remote: dict[str, RemoteTurn] = {}
@@ -276,6 +275,9 @@ class PostgresRelay:
     def credentials_changed(self, server: str, user: str) -> None:
         self._post("sb_all", CredentialsChanged(server=server, owner=user, sender=self.process_id))
 
+    def admin_changed(self, what: str, user: str = "") -> None:
+        self._post("sb_all", AdminChanged(what=what, owner=user, sender=self.process_id))
+
     # -- messages -----------------------------------------------------------------------------
 
     def _received(self, text: str) -> Awaitable[None] | None:
@@ -299,7 +301,7 @@ class PostgresRelay:
             log.exception("message between processes failed", extra={"event": "relay_failed"})
 
     async def _handle(self, message: RelayMessage) -> None:
-        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged
+        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged | AdminChanged
         if isinstance(message, everyone) and message.sender == self.process_id:
             return  # sent to everyone, this process included: it has them already
         match message:
@@ -340,6 +342,9 @@ class PostgresRelay:
             case CredentialsChanged():
                 if self._on_credentials is not None:
                     await self._on_credentials(message.server, message.owner)
+            case AdminChanged():
+                if self._on_admin is not None:
+                    await self._on_admin(message.what, message.owner)
             case _:
                 assert_never(message)  # a new kind of message is handled here too
 

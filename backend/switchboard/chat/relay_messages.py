@@ -17,7 +17,9 @@ which the relay logs and drops. Fields a newer version adds are ignored.
                                        (a large t comes in pieces: id, i, n; `k`: for one page)
   questions {u, k, from}               page k of user u opened on `from`: send it u's open questions
   reload {from}                        an administrator reloaded the configuration on `from`
-  credentials {s, u, from}             user u's credential for server s changed on `from`"""
+  credentials {s, u, from}             user u's credential for server s changed on `from`
+  admin {w, u, from}                   an administrator changed `w` on `from`: "servers", or
+                                       "sessions" (user u's open pages are closed)"""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = [
     "Ack",
+    "AdminChanged",
     "ApprovalAsk",
     "Ask",
     "AskRequest",
@@ -181,6 +184,13 @@ class CredentialsChanged(_Wire):
     sender: str = Field(validation_alias="from", serialization_alias="from")
 
 
+class AdminChanged(_Wire):
+    op: Literal["admin"] = "admin"
+    what: str = Field(validation_alias="w", serialization_alias="w")
+    owner: str = Field(default="", validation_alias="u", serialization_alias="u")
+    sender: str = Field(validation_alias="from", serialization_alias="from")
+
+
 RelayMessage = (
     Follow
     | EventBatch
@@ -194,6 +204,7 @@ RelayMessage = (
     | QuestionsWanted
     | Reloaded
     | CredentialsChanged
+    | AdminChanged
 )
 _adapter: TypeAdapter[RelayMessage] = TypeAdapter(Annotated[RelayMessage, Field(discriminator="op")])
 

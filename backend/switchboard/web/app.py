@@ -20,7 +20,22 @@ from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
 from ..tools.launch import EarlyStarts
-from . import admin, api, apps, connect, conversations, http_chat, metrics, openai_compat, pages, tasks, tokens, ws
+from . import (
+    admin,
+    admin_servers,
+    admin_users,
+    api,
+    apps,
+    connect,
+    conversations,
+    http_chat,
+    metrics,
+    openai_compat,
+    pages,
+    tasks,
+    tokens,
+    ws,
+)
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
@@ -84,6 +99,7 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
     app.state.sandbox = SandboxPolicy.from_settings(settings)
     app.state.open_sockets = ws.OpenSockets(settings.max_sockets_per_user)
+    services.close_sessions = app.state.open_sockets.close_user  # the admin console's revoke, from any process
     # Who the user is is worked out only for requests the guard let through.
     app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
     # Added before the headers middleware, so it runs inside it: its refusals get the headers too.
@@ -115,6 +131,8 @@ def create_app(
     app.include_router(conversations.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(apps.router, responses=app_errors(400, 401, 403, 404, 413, 429, 503))
     app.include_router(admin.router, responses=app_errors(400, 401, 403, 404, 503))
+    app.include_router(admin_servers.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
+    app.include_router(admin_users.router, responses=app_errors(400, 401, 403, 404, 413, 503))
     app.include_router(http_chat.router, responses=app_errors(400, 401, 403, 404, 409, 413, 429, 503))
     app.include_router(tokens.router, responses=app_errors(400, 401, 403, 404, 413, 503))
     app.include_router(tasks.router, responses=app_errors(400, 401, 403, 404, 503))

@@ -68,6 +68,7 @@ class SwitchboardAuthBackend(AuthenticationBackend):
             user = await _identify(conn, services)
         except SwitchboardError as exc:
             return AuthCredentials(), Anonymous(exc)
+        services.users_seen.note(user, services.config.groups, services.store)  # the admin console's list
         return AuthCredentials(["authenticated"]), user
 
 
