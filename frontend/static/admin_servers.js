@@ -125,8 +125,9 @@ function serverForm(saved, say) {
     result.replaceChildren(el("span", { class: "muted", text: "Connecting…" }));
     try {
       const sent = body();
-      const found = await call("POST", "/api/admin/servers/check",
-        { ...Object.fromEntries(Object.entries(sent).filter(([k, v]) => v !== null && k !== "version")), name: field("name").value.trim() });
+      const name = field("name").value.trim() || "new";
+      const entry = Object.fromEntries(Object.entries(sent).filter(([k, v]) => v !== null && k !== "version" && k !== "name"));
+      const found = await call("POST", `/api/admin/servers/${encodeURIComponent(name)}/check`, entry);
       result.replaceChildren(found.ok
         ? el("p", { class: "admin-ok", text: `Connected: ${found.tools.length} tools (${found.tools.join(", ")}).` })
         : el("p", { class: "alert", text: `The check failed (${found.status}): ${found.reason}` }),

@@ -51,7 +51,7 @@ def test_only_administrators_reach_the_console_routes(tmp_path):
         for method, path, body in [
             ("GET", "/api/admin/servers", None),
             ("POST", "/api/admin/servers", NEW),
-            ("POST", "/api/admin/servers/check", NEW),
+            ("POST", "/api/admin/servers/extra/check", NEW),
             ("PATCH", "/api/admin/servers/toolbox", {"enabled": False}),
             ("DELETE", "/api/admin/servers/toolbox", None),
             ("POST", "/api/admin/servers/toolbox/restart", None),
@@ -157,9 +157,12 @@ def test_an_edit_keeps_hidden_values_and_a_bad_edit_changes_nothing(tmp_path):
 
 def test_the_check_connects_and_lists_tools_without_saving(tmp_path):
     with _site(tmp_path) as (client, services):
-        checked = client.post("/api/admin/servers/check", json=NEW, headers=ADMIN)
+        entry = {k: v for k, v in NEW.items() if k != "name"}
+        checked = client.post("/api/admin/servers/extra/check", json=entry, headers=ADMIN)
         assert checked.status_code == 200, checked.text
         assert checked.json()["ok"] is True and "echo" in checked.json()["tools"]
-        failed = client.post("/api/admin/servers/check", json={**NEW, "command": "/no/such/program"}, headers=ADMIN)
+        failed = client.post(
+            "/api/admin/servers/extra/check", json={**entry, "command": "/no/such/program"}, headers=ADMIN
+        )
         assert failed.json()["ok"] is False and failed.json()["reason"]
         assert "extra" not in _servers(client) and "extra" not in services.pool.connections

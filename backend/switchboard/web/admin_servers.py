@@ -1,5 +1,5 @@
-"""The admin console's servers: `/api/admin/servers` (list, add, check), `/api/admin/servers/{name}`
-(edit, switch on or off, remove, restart). The work is console.py's; administrators only."""
+"""The admin console's servers: `/api/admin/servers` (list, add), `/api/admin/servers/{name}`
+(check an entry, edit, switch on or off, remove, restart). The work is console.py's; administrators only."""
 
 from __future__ import annotations
 
@@ -32,13 +32,12 @@ async def list_servers(request: Request, user: UserDep) -> dict[str, Any]:
     return {"servers": await _console(request, user, "see the servers").views()}
 
 
-@router.post("/check")
-async def check_server(request: Request, user: UserDep, body: dict[str, Any]) -> dict[str, Any]:
-    """Connect to the server this entry describes, list its tools, and stop: nothing is saved."""
+@router.post("/{name}/check")
+async def check_server(request: Request, user: UserDep, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Connect to the server this mcp.json entry describes, list its tools, and stop: nothing is saved."""
     console = _console(request, user, "check a server")
-    name = body.get("name")
-    config, _ = await console.validate(name if isinstance(name, str) else "", _entry(body))
-    return await console.check(name if isinstance(name, str) else "check", config)
+    config, _ = await console.validate(name, _entry(body))
+    return await console.check(name, config)
 
 
 @router.post("", status_code=201)
