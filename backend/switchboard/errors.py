@@ -18,6 +18,7 @@ nothing else maps errors to statuses (``http_status``, ``status_for_code``).
     ├── Cancelled                    cancelled    500  the user pressed Stop
     ├── ToolError                    tool_error   502  a tool call could not run
     │   ├── ToolNotAllowed           forbidden    403  not in the user's catalogue
+    │   │   └── ToolQuarantined      forbidden    403  not approved by an administrator (reason `quarantined`)
     │   ├── ToolTimeout              timeout      504
     │   ├── ServerUnavailable        tool_error   503  the server is not ready
     │   ├── NeedsAuth                tool_error   502  the user has not connected (signed in to) the server
@@ -61,6 +62,7 @@ __all__ = [
     "TooMany",
     "ToolError",
     "ToolNotAllowed",
+    "ToolQuarantined",
     "ToolTimeout",
     "Unauthorized",
     "http_status",
@@ -72,6 +74,7 @@ class SwitchboardError(Exception):
     code = "internal"
     status = 500  # the HTTP status of a request this error ends
     action: str | None = None
+    reason: str | None = None  # beside the code, why in one word (`quarantined`)
 
     def __init__(self, message: str, *, action: str | None = None) -> None:
         super().__init__(message)
@@ -146,6 +149,22 @@ class ToolError(SwitchboardError):
 class ToolNotAllowed(ToolError):
     code = "forbidden"
     status = 403
+
+
+class ToolQuarantined(ToolNotAllowed):
+    """The tool is new, changed or blocked, and no administrator approved this definition of it."""
+
+    reason = "quarantined"
+    action = "An administrator must review and approve the tool (the admin console's Tools) before it can be used."
+
+    def __init__(self, name: str, state: str) -> None:
+        why = {
+            "pending": "is new and has not been approved",
+            "changed": "changed since an administrator approved it",
+            "blocked": "was blocked by an administrator",
+        }.get(state, "is not approved")
+        self.state = state
+        super().__init__(f"the tool '{name}' {why} (quarantined): an administrator must review it before it is used")
 
 
 class ToolTimeout(ToolError):

@@ -26,6 +26,7 @@ from .settings import Settings
 from .signing import UrlSigner
 from .store import ConversationStore, down_store, open_store
 from .store.console_rows import ConsoleRecords
+from .store.trust_rows import TrustRows
 from .store.uploads import UploadRows
 from .telemetry import Tracing
 from .tools import ServerPool
@@ -132,7 +133,8 @@ class Services:
     async def _try_open_store(self) -> bool:
         try:
             store = await open_store(self.settings.database_url_resolved)
-            await self.pool.pins.use(store, legacy_file=self.settings.data_dir / "tool-pins.json")
+            await self.pool.pins.use(store)
+            await self.pool.trust.use(TrustRows(store), legacy_file=self.settings.data_dir / "tool-pins.json")
         except SwitchboardError as exc:
             log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
             self._use_store(down_store(self.settings.database_url_resolved, exc))
@@ -169,11 +171,13 @@ class Services:
             on_lost=lost,
             on_reload=self.reload_from_peer,
             on_credentials=self.pool.credentials_changed_elsewhere,
+            on_trust=self.pool.trust.refresh,  # an administrator decided on a tool on another process
             on_admin=self.admin_from_peer,
         )
         await relay.start(self.turns)
         self.turns.relay = relay
         self.pool.credentials_changed = relay.credentials_changed
+        self.pool.trust.shared = relay.trust_changed
 
     async def _retry_store(self) -> None:
         delay = 2.0
@@ -194,6 +198,7 @@ class Services:
             await _saying_waits("the model client's connections", close_llm())
         await _saying_waits("the MCP servers to exit", self.pool.stop())
         await self.pool.pins.flush()
+        await self.pool.trust.flush()
         await _saying_waits("the conversation store", self.conversations.store.close())
         self.tracing.shutdown()
 

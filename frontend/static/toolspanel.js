@@ -13,7 +13,9 @@ const OPEN_UP_TO = 20; // a server with more tools starts collapsed (its count s
 const STATUS_TEXT = { starting: "starting…", ready: "ready", failed: "failed", disabled: "disabled", needs_auth: "connect" };
 
 /** Whether the model may be given this tool (an app-only tool's visibility lacks "model"). */
-const forModel = (tool) => !tool.app?.visibility || tool.app.visibility.includes("model");
+// The model's tools: not for an app only, and approved by an administrator (the others wait, greyed).
+const approved = (tool) => !tool.trust || tool.trust === "approved";
+const forModel = (tool) => approved(tool) && (!tool.app?.visibility || tool.app.visibility.includes("model"));
 
 export class ToolsPanel {
   constructor({ configUrl, servers, status, summary, compliance, complianceNote, model, modelNote, filter, filterNote, onConfig }) {
@@ -168,7 +170,8 @@ export class ToolsPanel {
   _serverNode(server, tools, wasOpen) {
     const names = (server.tools || []).filter((n) => tools.has(n) && forModel(tools.get(n)));
     // Tools only the server's own app may call: the model never gets them, so no checkbox and no count.
-    const appOnly = (server.tools || []).filter((n) => tools.has(n) && !forModel(tools.get(n))).map((n) => tools.get(n));
+    const appOnly = (server.tools || []).filter((n) => tools.has(n) && approved(tools.get(n)) && !forModel(tools.get(n))).map((n) => tools.get(n));
+    const waiting = (server.tools || []).filter((n) => tools.has(n) && !approved(tools.get(n))).map((n) => tools.get(n));
     const all = el("input", { type: "checkbox", class: "server-all", "aria-label": `Use every tool of ${server.name}`,
       disabled: !names.length });
     const boxes = names.map((name) => {
@@ -184,8 +187,7 @@ export class ToolsPanel {
       return el("li", { class: "tool-item", title: tool.description || "", dataset: { search } },
         el("label", {}, box, " ", el("span", { class: "tool-label", text: tool.title || tool.tool || name }),
           tool.requires_approval ? el("span", { class: "badge", title: "You are asked before this tool runs", text: "asks first" }) : null,
-          tool.definition_changed ? el("span", { class: "badge badge-warn", text: "changed",
-            title: "This tool's definition changed since it was first seen; you are asked before it runs" }) : null),
+          null),
         tool.description ? el("small", { class: "tool-desc muted", text: tool.description }) : null);
     });
     const syncAll = () => {
@@ -222,7 +224,13 @@ export class ToolsPanel {
         names.length ? el("ul", { class: "tool-list" }, boxes)
           : el("p", { class: "muted small", text: status === "starting" ? "Waiting for the server…" : "No tools." }),
         appOnly.length ? el("div", { class: "app-tools muted" }, `For its app only (the model never gets these):`,
-          el("ul", {}, appOnly.map((t) => el("li", { class: "app-tool", title: t.description || "", text: t.title || t.tool || t.name })))) : null));
+          el("ul", {}, appOnly.map((t) => el("li", { class: "app-tool", title: t.description || "", text: t.title || t.tool || t.name })))) : null,
+        waiting.length ? el("ul", { class: "tool-list tools-waiting" }, waiting.map((t) => el("li", {
+          class: "tool-item tool-waiting", dataset: { tool: t.name, trust: t.trust },
+          title: `This tool is ${t.trust === "changed" ? "changed" : t.trust === "blocked" ? "blocked" : "new"}: it is not used until an administrator approves it` },
+          el("label", {}, el("input", { type: "checkbox", disabled: true, "aria-label": `${t.name}: waiting for an administrator` }), " ",
+            el("span", { class: "tool-label", text: t.title || t.tool || t.name }), " ",
+            el("span", { class: "badge", text: t.trust === "blocked" ? "blocked" : "waiting for an administrator" }))))) : null));
     return node;
   }
 

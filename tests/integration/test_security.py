@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import pytest
 
-from switchboard.tools.pins import definition_hash
+from switchboard.tools.trust_pin import legacy_hash
 from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
@@ -62,9 +62,7 @@ def app(tmp_path_factory, llm, group_service):
     data = tmp / "data"
     data.mkdir()
     old = {"description": "Return the text, politely.", "input_schema": {}, "annotations": {}}
-    (data / "tool-pins.json").write_text(
-        json.dumps({"toolbox/echo": {"hash": definition_hash(**old), "definition": old}})
-    )
+    (data / "tool-pins.json").write_text(json.dumps({"toolbox/echo": {"hash": legacy_hash(old), "definition": old}}))
     settings = make_settings(
         tmp,
         auth_mode="proxy",
@@ -102,23 +100,26 @@ def test_group_service_adds_groups_and_fails_closed(app, group_service):
     assert calls.count("carol@example.com") == before  # cached
 
 
-def test_a_changed_tool_definition_needs_approval_again(app, llm):
-    config = app.get("/api/config", headers=who("bob@example.com")).json()
-    echo = next(t for t in config["tools"] if t["name"] == "toolbox_echo")
-    assert echo["definition_changed"] and echo["requires_approval"]
+def echo_of(app, email):
+    return next(t for t in app.get("/api/config", headers=who(email)).json()["tools"] if t["name"] == "toolbox_echo")
+
+
+def test_a_changed_tool_definition_is_quarantined_for_everyone(app, llm):
+    """A rug pull: the tool's description changed since the host approved it (an older version's
+    pin). The tools panel shows it waiting; the model is not offered it, and a call is refused."""
+    assert echo_of(app, "bob@example.com")["trust"] == "changed"
     llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", '{"text": "hi"}')]), TextReply("ok"))
     with app.websocket_connect("/ws", headers=who("bob@example.com")) as ws:
         ws.receive_json()
         ws.send_json({"type": "chat", "content": "echo"})
-        request = until(ws, "approval_request")[-1]
-        assert "definition" in request["reason"] and "changed" in request["reason"]
-        ws.send_json({"type": "approval_response", "call_id": request["call_id"], "approved": True})
         events = until(ws, "message_done")
-    assert next(e for e in events if e["type"] == "tool_result")["ok"]
-    # A non-admin's yes does not re-pin it for everyone.
-    assert next(
-        t for t in app.get("/api/config", headers=who("bob@example.com")).json()["tools"] if t["name"] == "toolbox_echo"
-    )["definition_changed"]
+    assert not any(e["type"] == "approval_request" for e in events)  # nobody but an administrator may let it run
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert not result["ok"] and result["reason"] == "quarantined" and "administrator" in result["content"]
+    assert "toolbox_echo" not in {t["function"]["name"] for t in llm.requests[-2].get("tools", [])}
+    # A user's yes cannot approve it; only an administrator can.
+    review = app.get("/api/admin/tools", headers=who("bob@example.com"))
+    assert review.status_code == 403
 
 
 def test_an_unanswered_approval_times_out_as_denied(app, llm):
@@ -203,15 +204,22 @@ def test_tool_output_reaches_the_model_framed_as_data(app, llm):
     assert "not instructions" in tool_msg
 
 
-def test_an_admins_approval_accepts_a_changed_definition(app, llm):
+def test_an_admins_approval_of_the_reviewed_pin_accepts_a_changed_definition(app, llm):
+    listed = app.get("/api/admin/tools?state=changed", headers=who("root@example.com")).json()["tools"]
+    echo = next(t for t in listed if t["name"] == "toolbox_echo")
+    assert echo["approved_pin"].startswith("legacy:")
+    change = next(c for c in echo["diff"] if c["field"] == "description")
+    assert change["before"] == "Return the text, politely." and change["after"] != change["before"]
+    stale = app.post("/api/admin/tools/toolbox_echo/approve", json={"pin": "f" * 64}, headers=who("root@example.com"))
+    assert stale.status_code == 409 and "no longer" in stale.json()["error"]["message"]
+    approved = app.post(
+        "/api/admin/tools/toolbox_echo/approve", json={"pin": echo["pin"]}, headers=who("root@example.com")
+    )
+    assert approved.status_code == 200 and approved.json()["state"] == "approved"
+    assert echo_of(app, "bob@example.com")["trust"] == "approved"
     llm.enqueue(ToolCallReply([ToolCall("toolbox_echo", '{"text": "hi"}')]), TextReply("ok"))
-    with app.websocket_connect("/ws", headers=who("root@example.com")) as ws:
+    with app.websocket_connect("/ws", headers=who("bob@example.com")) as ws:
         ws.receive_json()
         ws.send_json({"type": "chat", "content": "echo"})
-        request = until(ws, "approval_request")[-1]
-        ws.send_json({"type": "approval_response", "call_id": request["call_id"], "approved": True})
-        until(ws, "message_done")
-    echo = next(
-        t for t in app.get("/api/config", headers=who("bob@example.com")).json()["tools"] if t["name"] == "toolbox_echo"
-    )
-    assert not echo["definition_changed"] and not echo["requires_approval"]
+        events = until(ws, "message_done")
+    assert next(e for e in events if e["type"] == "tool_result")["ok"]

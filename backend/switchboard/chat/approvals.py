@@ -30,11 +30,6 @@ def approval_reason(
         return "the server's configuration requires approval for this tool"
     if allowance_key(tool, app_digest) in allowed_for_conversation:
         return None
-    if tool.definition_changed:
-        return (
-            "the tool's definition (description, input schema or annotations) changed since it was "
-            "first seen; check what it does before approving"
-        )
     if app_changed:
         return (
             "the tool's app (its ui:// resource: the interface the server ships) changed since it was "

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..access import Access
 from ..auth import User
-from ..errors import BadRequest, Forbidden, NotFound, RateLimited, SwitchboardError, ToolError
+from ..errors import BadRequest, Forbidden, NotFound, RateLimited, SwitchboardError, ToolError, ToolQuarantined
 from ..llm.types import ToolCallRequest
 from ..store import Conversation, Message
 from ..tools import ServerPool, ToolInfo
@@ -242,6 +242,8 @@ class AppBridge:
                 f"an app may call only tools of its own server '{mounted.server}' that apps may "
                 f"call; '{name[:100]}' is not one"
             )
+        if not tool.approved:
+            raise ToolQuarantined(tool.qualified_name, tool.trust)
         turn = await self._hub.conversations.call_turn(user, mounted.conversation)
         access = self._access(user, mounted.conversation)
         offered = {

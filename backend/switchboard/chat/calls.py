@@ -133,9 +133,10 @@ class CallRunner:
     ) -> ExecutedCall:
         user = turn.user
         try:
+            # authorized first: a quarantined tool (never offered) is refused as such
+            tool = self._pool.registry.authorize(request.name, turn.access_with(self._compliance))
             if request.name not in offered:
                 raise ToolError(f"the tool '{request.name}' was not offered in this conversation")
-            tool = self._pool.registry.authorize(request.name, turn.access_with(self._compliance))
         except SwitchboardError as exc:
             log.warning(
                 "refused tool call",
@@ -147,7 +148,9 @@ class CallRunner:
                     "from_app": from_app,
                 },
             )
-            return self._failed(request, None, f"Refused: {exc.message}.", started)
+            executed = self._failed(request, None, f"Refused: {exc.message}.", started)
+            executed.event = executed.event.model_copy(update={"reason": exc.reason})
+            return executed
 
         arguments, problem = parse_arguments(request.arguments)
         if arguments is None:
@@ -190,8 +193,6 @@ class CallRunner:
                     return self._failed(request, tool, exc.message, started)
             if answer.remember:
                 turn.allow(allowance_key(tool, app_digest))
-            if tool.definition_changed and turn.access_with(self._compliance).is_admin():
-                self._pool.registry.accept_definition(tool)
             if app_changed and app_digest is not None and turn.access_with(self._compliance).is_admin():
                 self._pool.registry.accept_app(tool, app_digest)
             approval = {"answer": "remember" if answer.remember else "approve", "edited": answer.arguments is not None}

@@ -231,6 +231,7 @@ class ToolResultEvent(_Event):
     duration_ms: int = 0
     approval: dict[str, Any] | None = None  # as in ToolStart
     from_app: str | None = None  # as in tool_start
+    reason: str | None = None  # why a refused call was refused, in one word (`quarantined`)
 
 
 class AppEvent(_Event):

@@ -1,16 +1,12 @@
 """Turn control across app processes: the seam between the turn hub and the other processes.
 
-A turn runs in the process that started it. `Relay` carries to it, from any other process, what
-the user does there (attach, approval and question answers, cancel), and carries its events back.
-`LocalRelay` is the one-process case (the SQLite default). `PostgresRelay` uses the shared
-database: `live_turns` says which process runs a conversation's turn, LISTEN/NOTIFY carries
-messages (in order, one outbox per process: store/live.py), and a followed turn's events go inside
-them, kept in `turn_events` for followers that join later (chat/relay_follow.py). Each process
-heartbeats; the turns of a process silent for longer than the lease end as failed. Events made
-outside turns, a reload, a changed credential and an administrator's change reach every process.
-Messages (chat/relay_messages.py, typed; on channel `sb_<process>`, or `sb_all` for everyone):
-follow, ev, events, end, ask -> ack, lost, page, user, questions, reload, credentials, admin;
-one that does not read (another version's) is logged and dropped."""
+A turn runs in the process that started it; `Relay` carries to it what the user does on another
+process (attach, answers, cancel) and carries its events back. `LocalRelay`: one process (SQLite).
+`PostgresRelay`: `live_turns` says which process runs a turn, LISTEN/NOTIFY carries messages (one
+outbox per process: store/live.py), a followed turn's events go inside them (kept in `turn_events`
+for late followers: chat/relay_follow.py). Each process heartbeats; the turns of one silent past
+the lease end as failed. Messages: chat/relay_messages.py (on `sb_<process>`, or `sb_all`: events
+outside turns, reload, credentials, trust, admin); one another version sent is logged, dropped."""
 
 from __future__ import annotations
 
@@ -35,6 +31,7 @@ from .relay_messages import (
     ApprovalAsk,
     Ask,
     AskRequest,
+    Broadcast,
     CancelAsk,
     CredentialsChanged,
     ElicitationAsk,
@@ -46,6 +43,7 @@ from .relay_messages import (
     Reader,
     RelayMessage,
     Reloaded,
+    TrustChanged,
     TurnEnd,
     TurnLost,
     UserEvent,
@@ -77,14 +75,14 @@ class PostgresRelay:
         on_reload: Callable[[], Awaitable[None]] | None = None,
         on_credentials: Callable[[str, str], Awaitable[None]] | None = None,
         on_admin: Callable[[str, str], Awaitable[None]] | None = None,  # (what, user): AdminChanged
+        on_trust: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.live = live
         self.lease_s = lease_s
         self.process_id = secrets.token_hex(8)
         self._on_lost = on_lost
         self._on_reload = on_reload
-        self._on_credentials = on_credentials
-        self._on_admin = on_admin
+        self._on_credentials, self._on_trust, self._on_admin = on_credentials, on_trust, on_admin
         self._hub: TurnHub | None = None
         self._shared: dict[str, Shared] = {}
         self._remote: dict[str, RemoteTurn] = {}
@@ -226,9 +224,8 @@ class PostgresRelay:
             del self._remote[remote.conversation_id]
 
     async def ask(self, user: User, request: AskRequest) -> bool:
-        """Send an answer or a cancel to the other processes that may hold what it answers (a
-        cancel: those running the user's turns; an answer: every live one, as a background task's
-        question or an app's call may wait anywhere); True when one of them took it."""
+        """Send an answer or a cancel to the processes that may hold what it answers (a cancel: those running
+        the user's turns; an answer: every live one, a question may wait anywhere); True when one took it."""
         if isinstance(request, CancelAsk):
             targets = [p for p in await self.live.processes_of(user.email) if p != self.process_id]
         else:
@@ -275,14 +272,16 @@ class PostgresRelay:
     def credentials_changed(self, server: str, user: str) -> None:
         self._post("sb_all", CredentialsChanged(server=server, owner=user, sender=self.process_id))
 
+    def trust_changed(self, server: str) -> None:
+        self._post("sb_all", TrustChanged(server=server, sender=self.process_id))
+
     def admin_changed(self, what: str, user: str = "") -> None:
         self._post("sb_all", AdminChanged(what=what, owner=user, sender=self.process_id))
 
     # -- messages -----------------------------------------------------------------------------
 
     def _received(self, text: str) -> Awaitable[None] | None:
-        """A message from another process. Events that continue what a follower has are delivered
-        here and now (no task, no read); anything else is handled in a task."""
+        """A message from another process: events continuing a follower's are delivered at once, the rest in a task."""
         message = self._reader.read(text)
         if message is None:
             return None
@@ -301,8 +300,7 @@ class PostgresRelay:
             log.exception("message between processes failed", extra={"event": "relay_failed"})
 
     async def _handle(self, message: RelayMessage) -> None:
-        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged | AdminChanged
-        if isinstance(message, everyone) and message.sender == self.process_id:
+        if isinstance(message, Broadcast) and message.sender == self.process_id:
             return  # sent to everyone, this process included: it has them already
         match message:
             case EventBatch() | EventsInTable():  # (a batch here does not continue what it has: read)
@@ -342,6 +340,9 @@ class PostgresRelay:
             case CredentialsChanged():
                 if self._on_credentials is not None:
                     await self._on_credentials(message.server, message.owner)
+            case TrustChanged():
+                if self._on_trust is not None:
+                    await self._on_trust(message.server)
             case AdminChanged():
                 if self._on_admin is not None:
                     await self._on_admin(message.what, message.owner)
@@ -371,8 +372,7 @@ class PostgresRelay:
             board.deliver(message.owner, event)
 
     async def _answer_here(self, message: Ask) -> bool:
-        """Do what another process asks for a user, as that user: who they are is worked out by
-        this process's identity door, from the address and the proxy's groups sent."""
+        """Do what another process asks for a user, as that user (worked out here from the address and groups sent)."""
         hub = self._hub
         if hub is None:
             return False

@@ -18,6 +18,7 @@ which the relay logs and drops. Fields a newer version adds are ignored.
   questions {u, k, from}               page k of user u opened on `from`: send it u's open questions
   reload {from}                        an administrator reloaded the configuration on `from`
   credentials {s, u, from}             user u's credential for server s changed on `from`
+  trust {s, from}                      an administrator approved or blocked a tool of server s on `from`
   admin {w, u, from}                   an administrator changed `w` on `from`: "servers", or
                                        "sessions" (user u's open pages are closed)"""
 
@@ -35,6 +36,7 @@ __all__ = [
     "ApprovalAsk",
     "Ask",
     "AskRequest",
+    "Broadcast",
     "CancelAsk",
     "CredentialsChanged",
     "ElicitationAsk",
@@ -46,6 +48,7 @@ __all__ = [
     "Reader",
     "RelayMessage",
     "Reloaded",
+    "TrustChanged",
     "TurnEnd",
     "TurnLost",
     "UserEvent",
@@ -184,12 +187,21 @@ class CredentialsChanged(_Wire):
     sender: str = Field(validation_alias="from", serialization_alias="from")
 
 
+class TrustChanged(_Wire):
+    op: Literal["trust"] = "trust"
+    server: str = Field(validation_alias="s", serialization_alias="s")
+    sender: str = Field(validation_alias="from", serialization_alias="from")
+
+
 class AdminChanged(_Wire):
     op: Literal["admin"] = "admin"
     what: str = Field(validation_alias="w", serialization_alias="w")
     owner: str = Field(default="", validation_alias="u", serialization_alias="u")
     sender: str = Field(validation_alias="from", serialization_alias="from")
 
+
+# Sent to every process, the sender included (which passes over its own).
+Broadcast = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged | TrustChanged | AdminChanged
 
 RelayMessage = (
     Follow
@@ -204,6 +216,7 @@ RelayMessage = (
     | QuestionsWanted
     | Reloaded
     | CredentialsChanged
+    | TrustChanged
     | AdminChanged
 )
 _adapter: TypeAdapter[RelayMessage] = TypeAdapter(Annotated[RelayMessage, Field(discriminator="op")])

@@ -32,10 +32,6 @@ class ConsoleServer(Protocol):
     def trust(self) -> str | None: ...
 
 
-def _knows_trust() -> bool:
-    return "trust" in ServerConfig.model_fields
-
-
 def console_entry(name: str, entry: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[ServerConfig, str]:
     """An added server's entry as the loader validates it, with its trust (`review` unless said);
     raises ConfigError naming the field."""
@@ -43,10 +39,7 @@ def console_entry(name: str, entry: Mapping[str, Any], environ: Mapping[str, str
     trust = entry.get("trust", DEFAULT_TRUST)
     if trust not in TRUSTS:
         raise ConfigError(f"must be one of {', '.join(TRUSTS)}", file=CONSOLE, server=name, field="trust")
-    if _knows_trust():
-        entry["trust"] = trust
-    else:  # kept in the console's row and passed on where the server model takes it
-        entry.pop("trust", None)
+    entry["trust"] = trust
     return server_entry(name, entry, environ, file=CONSOLE), trust
 
 

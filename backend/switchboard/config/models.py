@@ -114,6 +114,9 @@ class ServerConfig(_Strict):
     required: bool = False  # /readyz answers 503 while a required server is not ready
     timeout_s: float = Field(default=60.0, gt=0)
     approval: Literal["never", "destructive", "always"] = "destructive"
+    # auto: the first definition of each tool is approved (config files); review: an administrator
+    # approves it first. A changed definition waits for an administrator either way (tools/trust.py).
+    trust: Literal["auto", "review"] = "auto"
     require_approval: list[str] = Field(default_factory=list)
     skip_approval: list[str] = Field(
         default_factory=list

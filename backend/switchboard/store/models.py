@@ -45,6 +45,7 @@ __all__ = [
     "owner_spellings",
     "tasks",
     "tool_pins",
+    "tool_trust",
     "turn_events",
     "uploads",
     "user_credentials",
@@ -135,6 +136,22 @@ tool_pins = Table(
     Column("digest", String(128), nullable=False),
     Column("definition", _json(), nullable=False),
     Column("pinned_at", UTCDateTime, nullable=False),
+)
+
+# An administrator's decision on a tool (tools/trust.py): `approved` with the pin approved (a pin
+# of an older version is `legacy:<digest>`), or `blocked`. No row: never approved (pending).
+tool_trust = Table(
+    "tool_trust",
+    metadata,
+    Column("server", String(200), primary_key=True),
+    Column("tool", String(500), primary_key=True),
+    Column("state", String(16), nullable=False),
+    Column("pin", String(80)),
+    Column("definition", _json()),  # what was approved, for the next review's diff
+    Column("version", Integer, nullable=False),  # bumps with every decision: two at once, one wins
+    Column("decided_by", String(320)),  # an administrator's email; null when approved automatically
+    Column("decided_at", UTCDateTime, nullable=False),
+    CheckConstraint("state IN ('approved', 'blocked')", name="ck_tool_trust_state"),
 )
 
 api_tokens = Table(

@@ -104,6 +104,7 @@ class ServerConnection(ConnectionCalls):
             status="starting" if config.enabled else "disabled",
             transport=config.transport or "stdio",
         )
+        self.instructions = ""  # the server's, from its last connect (part of its tools' pins)
         self.protocol_version: str | None = None  # negotiated on the last connect (kept while reconnecting)
         self.generation = 0  # bumps on every (re)connect, so the registry can refresh
         self._refresh: asyncio.Task[None] | None = None
@@ -197,6 +198,7 @@ class ServerConnection(ConnectionCalls):
                         await self._list_extras(client)
                     self._client = client
                     self.protocol_version = client.protocol_version
+                    self.instructions = client.instructions or ""
                     self._broken.clear()
                     self.generation += 1
                     attempt = 0

@@ -1,6 +1,5 @@
 """The servers as the admin console shows them, and its live check of a server before it is
-saved ("connect and list tools"). Tools are counted by trust state; a tool that carries no
-`trust_state` (no review has been asked of it) counts as approved."""
+saved ("connect and list tools"). Tools are counted by trust state (tools/trust.py)."""
 
 from __future__ import annotations
 
@@ -49,7 +48,7 @@ def server_views(pool: ServerPool, log_dir: Path, entries: Mapping[str, Mapping[
     mcp = pool.mcp
     states: dict[str, list[str]] = {}
     for tool in pool.registry.all():
-        states.setdefault(tool.server, []).append(getattr(tool, "trust_state", "approved"))
+        states.setdefault(tool.server, []).append(tool.trust)
     views = []
     for status in sorted(pool.statuses(), key=lambda s: s.name):
         name = status.name
@@ -63,7 +62,7 @@ def server_views(pool: ServerPool, log_dir: Path, entries: Mapping[str, Mapping[
             "groups": config.groups if config else [],
             "compliance_level": config.compliance_level if config else None,
             "enabled": config.enabled if config else True,
-            "trust": getattr(config, "trust", None) or mcp.trust.get(name) or "auto",
+            "trust": config.trust if config else mcp.trust.get(name, "auto"),
             "protocol_version": status.protocol_version,
             "description": config.description if config else "",
             "tools": trust_counts(states.get(name, ())),

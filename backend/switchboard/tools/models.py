@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from cachetools import LRUCache
 
-__all__ = ["CallSink", "RawArtifact", "ServerStatus", "ToolInfo", "ToolOutcome"]
+__all__ = ["CallSink", "RawArtifact", "ServerStatus", "ToolInfo", "ToolOutcome", "TrustState"]
+
+TrustState = Literal["approved", "pending", "changed", "blocked"]  # tools/trust.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,10 +21,14 @@ class ToolInfo:
     input_schema: dict[str, Any]
     annotations: dict[str, Any]
     title: str | None = None
-    definition_hash: str = ""
-    definition_changed: bool = False  # differs from the first definition the host saw
+    definition_hash: str = ""  # the tool's pin (tools/trust_pin.py)
+    trust: TrustState = "approved"  # approved | pending | changed | blocked (tools/trust.py)
     app_uri: str | None = None  # MCP Apps: the `ui://` resource the tool's results are shown in
     visibility: tuple[str, ...] = ("model", "app")  # who may call it: the model, the server's own apps
+
+    @property
+    def approved(self) -> bool:
+        return self.trust == "approved"
 
     @property
     def model_visible(self) -> bool:

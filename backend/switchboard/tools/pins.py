@@ -1,7 +1,6 @@
-"""Tool definition pinning: the first definition (description, input schema,
-annotations) seen of each tool is recorded; a later, different definition is
-reported as changed, so the host can ask a person again before it runs
-(protection against a server changing a tool after people came to trust it).
+"""App pinning: the first `ui://` resource (an MCP App) seen of each app tool is recorded; a
+later, different one is reported as changed, so the host asks a person again before it runs.
+(Tools' own definitions are pinned and reviewed by administrators: tools/trust.py.)
 
 Pins live in memory and, once a durable backend is given (the conversation
 store), there: the first writer wins across every app process sharing it, so
@@ -11,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["PinBackend", "ToolPins", "app_pin_name", "definition_hash"]
+__all__ = ["PinBackend", "ToolPins", "app_pin_name"]
 
 log = logging.getLogger("switchboard.tools")
 
@@ -28,15 +25,6 @@ class PinBackend(Protocol):
     async def pin_if_absent(self, server: str, tool: str, digest: str, definition: dict[str, Any]) -> str: ...
 
     async def replace_pin(self, server: str, tool: str, digest: str, definition: dict[str, Any]) -> None: ...
-
-
-def _definition(description: str, input_schema: dict[str, Any], annotations: dict[str, Any]) -> dict[str, Any]:
-    return {"description": description, "input_schema": input_schema, "annotations": annotations}
-
-
-def definition_hash(description: str, input_schema: dict[str, Any], annotations: dict[str, Any]) -> str:
-    canonical = json.dumps(_definition(description, input_schema, annotations), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def app_pin_name(tool: str) -> str:
@@ -55,50 +43,11 @@ class ToolPins:
         self._reported: set[tuple[str, str, str]] = set()
         self._writes: set[asyncio.Task[None]] = set()
 
-    async def use(self, backend: PinBackend, legacy_file: Path | None = None) -> None:
-        """Keep pins in `backend` from now on: load what it has (importing a pins file
-        of an older version once) before servers are listed."""
+    async def use(self, backend: PinBackend) -> None:
+        """Keep pins in `backend` from now on: load what it has before servers are listed."""
         self._backend = backend
-        if legacy_file is not None and legacy_file.is_file():
-            try:
-                legacy = json.loads(legacy_file.read_text(encoding="utf-8"))
-                for key, pin in legacy.items():
-                    server, _, tool = key.partition("/")
-                    await backend.pin_if_absent(server, tool, pin["hash"], pin.get("definition") or {})
-                legacy_file.rename(legacy_file.with_suffix(".json.imported"))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                log.warning("could not import the tool pins in %s", legacy_file, extra={"event": "pins_import_failed"})
         for key, (digest, definition) in (await backend.pins()).items():
             self._pins[key] = (digest, definition)
-
-    def check(
-        self, server: str, tool: str, description: str, input_schema: dict[str, Any], annotations: dict[str, Any]
-    ) -> tuple[str, bool]:
-        """(hash, changed): pins a tool seen for the first time."""
-        key = (server, tool)
-        digest = definition_hash(description, input_schema, annotations)
-        pinned = self._pins.get(key)
-        if pinned is None:
-            definition = _definition(description, input_schema, annotations)
-            self._pins[key] = (digest, definition)
-            self._write(self._pin_if_absent(key, digest, definition))
-            return digest, False
-        if pinned[0] == digest:
-            return digest, False
-        if (server, tool, digest) not in self._reported:
-            self._reported.add((server, tool, digest))
-            log.warning(
-                "tool definition changed: %s/%s",
-                server,
-                tool,
-                extra={
-                    "event": "tool_definition_changed",
-                    "tool": f"{server}/{tool}",
-                    "old": pinned[1],
-                    "new": _definition(description, input_schema, annotations),
-                },
-            )
-        return digest, True
 
     def check_app(self, server: str, tool: str, uri: str, digest: str) -> bool:
         """Whether the app (`ui://` resource) of this tool changed since the host first saw it;
@@ -129,15 +78,6 @@ class ToolPins:
         self._pins[(server, app_pin_name(tool))] = (digest, definition)
         if self._backend is not None:
             self._write(self._backend.replace_pin(server, app_pin_name(tool), digest, definition))
-
-    def accept(
-        self, server: str, tool: str, description: str, input_schema: dict[str, Any], annotations: dict[str, Any]
-    ) -> None:
-        digest = definition_hash(description, input_schema, annotations)
-        definition = _definition(description, input_schema, annotations)
-        self._pins[(server, tool)] = (digest, definition)
-        if self._backend is not None:
-            self._write(self._backend.replace_pin(server, tool, digest, definition))
 
     async def flush(self) -> None:
         """Wait for pins still being written."""

@@ -26,6 +26,7 @@ from .pins import ToolPins
 from .pool_calls import PoolTraffic
 from .pool_users import PerUserServers
 from .registry import ToolRegistry
+from .trust import Trust
 from .user_sessions import UserSessions
 from .vault import CredentialVault, MemoryVault
 
@@ -110,7 +111,8 @@ class ServerPool(PerUserServers, PoolTraffic):
         self.pins = ToolPins(on_change=self._rebuild)
         self.apps = AppResources(ttl_s=app_cache_s)  # MCP Apps' ui:// resources read lately
         self.watch = CatalogueWatch()  # the pages hear of every change of a server's lists or status
-        self.registry = ToolRegistry(self.pins)
+        self.trust = Trust(on_change=self._trust_changed)  # which tools an administrator approved
+        self.registry = ToolRegistry(self.pins, self.trust)
         self.connections: dict[str, ServerConnection | UserSessions] = {
             name: self._connection(name, c) for name, c in mcp.servers.items()
         }
@@ -167,6 +169,10 @@ class ServerPool(PerUserServers, PoolTraffic):
         required |= self._mcp.required_errors
         return Readiness([s for s in self.statuses() if s.status != "disabled"], required)
 
+    def _trust_changed(self, server: str) -> None:
+        self._rebuild()
+        self.watch.changed(server)
+
     def _rebuild(self) -> None:
         per_user = {
             name: {user: listing.tools for user, listing in conn.listings().items()}
@@ -179,6 +185,7 @@ class ServerPool(PerUserServers, PoolTraffic):
                 for name, conn in self.connections.items()
             ),
             per_user,
+            {name: conn.instructions for name, conn in self.connections.items()},
         )
 
     @property

@@ -3,23 +3,26 @@ servers connect.  Qualified names are never split to find a server.
 
 A shared server's tools are one catalogue.  A per-user server's tools are what
 each user's own session listed, offered to that user only (`visible`,
-`authorize` and `all` take the user)."""
+`authorize` and `all` take the user).
+
+Each tool carries its trust state (tools/trust.py): the tools panel lists every tool (`visible`),
+but only approved ones are offered to the model, searched by the gateway or called."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 
 import mcp_types
 
 from ..access import Access
 from ..config.models import ServerConfig
-from ..errors import ToolNotAllowed
+from ..errors import ToolNotAllowed, ToolQuarantined
 from .apps import app_fields
 from .models import ToolInfo
 from .naming import qualify
 from .pins import ToolPins
 from .search import ToolIndex
+from .trust import Trust
 
 __all__ = ["ToolRegistry"]
 
@@ -31,24 +34,28 @@ def _annotations(tool: mcp_types.Tool) -> dict[str, object]:
 
 
 class ToolRegistry:
-    def __init__(self, pins: ToolPins | None = None) -> None:
+    def __init__(self, pins: ToolPins | None = None, trust: Trust | None = None) -> None:
         self._pins = pins or ToolPins()
+        self.trust = trust or Trust()
         self._names: dict[tuple[str, str], str] = {}  # stable for the app's life
         self._tools: dict[str, ToolInfo] = {}
         self._user_tools: dict[str, dict[str, ToolInfo]] = {}  # per-user servers' tools: user -> name -> tool
         self._configs: dict[str, ServerConfig] = {}
         self._index: ToolIndex | None = None
+        self._instructions: dict[str, str] = {}
         self.version = 0  # bumps whenever a tool is added, removed or redefined
 
     def rebuild(
         self,
         servers: Iterable[tuple[str, ServerConfig, list[mcp_types.Tool]]],
         per_user: Mapping[str, Mapping[str, Sequence[mcp_types.Tool]]] | None = None,
+        instructions: Mapping[str, str] | None = None,
     ) -> None:
         """`servers`: (name, config, shared listing); `per_user`: server -> user -> what that
-        user's own session listed."""
+        user's own session listed; `instructions`: each server's (part of its tools' pins)."""
         tools: dict[str, ToolInfo] = {}
         configs: dict[str, ServerConfig] = {}
+        self._instructions = dict(instructions or {})
         for server, config, listed in servers:
             configs[server] = config
             tools.update(self._infos(server, config, listed))
@@ -74,7 +81,8 @@ class ToolRegistry:
                 self._names[key] = qualify(server, tool.name, set(self._names.values()))
             name = self._names[key]
             description, schema, annotations = tool.description or "", dict(tool.input_schema or {}), _annotations(tool)
-            digest, changed = self._pins.check(server, tool.name, description, schema, annotations)
+            pin, definition = self.trust.pin(server, tool, self._instructions.get(server, ""))
+            state = self.trust.state(server, tool.name, pin, definition, config.trust)
             app_uri, visibility = app_fields(tool.meta)
             infos[name] = ToolInfo(
                 qualified_name=name,
@@ -84,8 +92,8 @@ class ToolRegistry:
                 input_schema=schema,
                 annotations=annotations,
                 title=tool.title,
-                definition_hash=digest,
-                definition_changed=changed,
+                definition_hash=pin,
+                trust=state,
                 app_uri=app_uri,
                 visibility=visibility,
             )
@@ -95,7 +103,7 @@ class ToolRegistry:
     def index(self) -> ToolIndex:
         """The search index of the shared catalogue (callers filter by what a user may use)."""
         if self._index is None:
-            self._index = ToolIndex(self._tools.values(), self._descriptions())
+            self._index = ToolIndex([t for t in self._tools.values() if t.approved], self._descriptions())
         return self._index
 
     def _descriptions(self) -> dict[str, str]:
@@ -114,21 +122,18 @@ class ToolRegistry:
             tool = self._user_tools.get(user, {}).get(name)
         return tool
 
-    def accept_definition(self, tool: ToolInfo) -> None:
-        """Pin a changed definition as the trusted one (an administrator approved it)."""
-        self._pins.accept(tool.server, tool.name, tool.description, tool.input_schema, tool.annotations)
-        accepted = replace(tool, definition_changed=False)
-        if tool.qualified_name in self._tools:
-            self._tools[tool.qualified_name] = accepted
-        for tools in self._user_tools.values():
-            if tool.qualified_name in tools:
-                tools[tool.qualified_name] = accepted
-        self.version += 1
-
     def all(self, user: str | None = None) -> list[ToolInfo]:
         """The shared tools, and `user`'s own tools of per-user servers."""
         mine = self._user_tools.get(user, {}) if user is not None else {}
         return [*self._tools.values(), *mine.values()]
+
+    def every_tool(self) -> list[ToolInfo]:
+        """Every tool listed: the shared ones and every user's own (once each), for administrators."""
+        found = dict(self._tools)
+        for tools in self._user_tools.values():
+            for name, tool in tools.items():
+                found.setdefault(name, tool)
+        return list(found.values())
 
     def config_of(self, server: str) -> ServerConfig | None:
         return self._configs.get(server)
@@ -141,8 +146,9 @@ class ToolRegistry:
         return [t for t in self.all(access.email) if access.may_use_server(self._configs.get(t.server))]
 
     def for_model(self, access: Access) -> list[ToolInfo]:
-        """What the model may be offered: `visible` without the tools only apps may call."""
-        return [t for t in self.visible(access) if t.model_visible]
+        """What the model may be offered: `visible` without the tools only apps may call, nor
+        the tools an administrator has not approved."""
+        return [t for t in self.visible(access) if t.model_visible and t.approved]
 
     def of_server(self, server: str, name: str) -> ToolInfo | None:
         """The tool a server calls `name` (an app names its own server's tools so)."""
@@ -164,4 +170,6 @@ class ToolRegistry:
             raise ToolNotAllowed(f"there is no tool named '{name}'")
         if not access.may_use_server(self._configs.get(tool.server)):
             raise ToolNotAllowed(f"you are not allowed to use the tool '{name}'")
+        if not tool.approved:
+            raise ToolQuarantined(name, tool.trust)
         return tool

@@ -81,6 +81,11 @@ class UserSessions:
     def tools(self) -> list[Any]:
         return []  # nothing is listed for everyone: see `listing_of`
 
+    @property
+    def instructions(self) -> str:
+        """The server's instructions, as the most recent session was given them (part of the pins)."""
+        return next((s.instructions for s in reversed(self._sessions.values())), "")
+
     def listing_of(self, user: str) -> Listing | None:
         """What this user's own session listed (None: it has not listed yet)."""
         return self._listings.get(user)

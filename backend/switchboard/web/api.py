@@ -59,7 +59,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
     tools = services.pool.registry.visible(access)
     configured = {model.name: model for model in cfg.llm.models}
     tool_tokens = services.engine.tool_tokens(
-        [t for t in tools if t.model_visible]
+        [t for t in tools if t.model_visible and t.approved]
     )  # remembered: every open page asks after a catalogue change
     servers = []
     for status in services.pool.statuses():
@@ -103,7 +103,7 @@ async def config(request: Request, user: UserDep, compliance_level: str | None =
                 "input_schema": tool.input_schema,
                 "annotations": tool.annotations,
                 "requires_approval": approval_reason(tool, server_cfg, set()) is not None,
-                "definition_changed": tool.definition_changed,
+                "trust": tool.trust,  # approved | pending | changed | blocked: only approved tools are used
                 # MCP Apps: the tool's app, and who may call it (app-only tools are never the model's)
                 **(
                     {"app": {"resource_uri": tool.app_uri, "visibility": list(tool.visibility)}}

@@ -1,11 +1,11 @@
 import pytest
 
-from switchboard.chat.approvals import allowance_key, approval_reason, schema_problem
+from switchboard.chat.approvals import approval_reason, schema_problem
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ToolInfo
 
 
-def tool(name="t", annotations=None, changed=False):
+def tool(name="t", annotations=None):
     return ToolInfo(
         qualified_name=f"s_{name}",
         server="s",
@@ -14,7 +14,6 @@ def tool(name="t", annotations=None, changed=False):
         input_schema={"type": "object"},
         annotations=annotations or {},
         definition_hash="h1",
-        definition_changed=changed,
     )
 
 
@@ -40,12 +39,6 @@ def test_config_overrides_annotations_per_tool_both_ways():
     read_only = tool(annotations={"readOnlyHint": True})
     assert approval_reason(read_only, ServerConfig(command="x", require_approval=["t"]), set())
     assert approval_reason(tool(), ServerConfig(command="x", skip_approval=["t"]), set()) is None
-
-
-def test_a_changed_definition_asks_even_when_skipped_or_allowed_before_the_change():
-    config = ServerConfig(command="x", skip_approval=["t"], approval="never")
-    assert "changed" in approval_reason(tool(changed=True), config, {"s_t#old-hash"})
-    assert approval_reason(tool(changed=True), config, {allowance_key(tool(changed=True))}) is None
 
 
 def test_schema_problems_name_the_field():

@@ -75,11 +75,12 @@ async def test_tools_and_resources_added_at_run_time_appear_without_a_reconnect(
 
         everyone = {t.qualified_name for t in pool.registry.all()}
         assert [h.name for h in pool.registry.index.search("count words", everyone)] == ["live_added"]
-        assert not pool.registry.get("live_added").definition_changed
+        assert pool.registry.get("live_added").trust == "approved"  # trust: auto approves the first definition
 
         await pool.call(pool.registry.authorize("live_mutate", access), {}, Sink())
         await eventually(lambda: "somewhere else" in pool.registry.get("live_added").description)
-        assert pool.registry.get("live_added").definition_changed  # pinned: a changed definition is flagged
+        assert pool.registry.get("live_added").trust == "changed"  # pinned: a changed definition waits
+        assert pool.registry.index.search("count words", everyone) == []  # ... and the gateway does not find it
 
         await pool.call(pool.registry.authorize("live_add_resource", access), {}, Sink())
         await eventually(
