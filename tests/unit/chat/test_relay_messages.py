@@ -28,6 +28,7 @@ from switchboard.chat.relay_messages import (
     Reader,
     RelayMessage,
     Reloaded,
+    TrustChanged,
     TurnEnd,
     TurnLost,
     UserEvent,
@@ -72,6 +73,7 @@ EXAMPLES: list[RelayMessage] = [
     CredentialsChanged(server="github", owner="ann@example.com", sender=PROCESS),
     AdminChanged(what="sessions", owner="ann@example.com", sender=PROCESS),
     AdminChanged(what="servers", sender=PROCESS),
+    TrustChanged(server="github", sender=PROCESS),
 ]
 
 
