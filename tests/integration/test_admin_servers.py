@@ -69,7 +69,9 @@ def test_an_added_server_runs_at_once_is_listed_fully_and_survives_a_restart(tmp
         assert added.status_code == 201, added.text
         server = _until(client, "extra", "ready")
         assert server["source"] == "admin" and server["trust"] == "review" and server["transport"] == "stdio"
-        assert server["tools"]["approved"] >= 5 and set(server["tools"]) >= {"pending", "changed", "blocked"}
+        # added in the console: its tools wait for an administrator's review
+        assert server["tools"]["pending"] >= 5 and server["tools"]["approved"] == 0
+        assert set(server["tools"]) == {"approved", "pending", "changed", "blocked"}
         assert server["groups"] == ["*"] and server["protocol_version"] and server["last_error"] is None
         assert server["entry"]["args"] == [str(TOOLBOX)] and server["version"] == 1
         assert _servers(client)["toolbox"]["source"] == "config"
