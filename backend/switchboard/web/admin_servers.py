@@ -15,7 +15,7 @@ from .deps import current_user
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/admin/servers")
+router = APIRouter(prefix="/api/admin/servers", tags=["admin"])
 UserDep = Annotated[User, Depends(current_user)]
 
 

@@ -20,7 +20,7 @@ from .ws import OpenSockets
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/admin/users")
+router = APIRouter(prefix="/api/admin/users", tags=["admin"])
 UserDep = Annotated[User, Depends(current_user)]
 
 
