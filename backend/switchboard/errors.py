@@ -2,23 +2,28 @@
 
 Third-party errors are translated into this tree once, where the library is
 called (litellm errors in ``llm/``, MCP errors in ``tools/``).  The web layer
-turns any of these into an ``error`` event or HTTP status in one place:
-each class carries its ``code`` (the event's) and its HTTP ``status``, and
-nothing else maps errors to statuses (``http_status``, ``status_for_code``).
+turns any of these into its wire answer in one place (``web/error_render.py``):
+each class carries its ``code`` (the event's), its HTTP ``status`` and its JSON-RPC
+``rpc_code`` (an MCP App's request), and nothing else maps errors to statuses or codes
+(``http_status``, ``status_for_code``).  ``rpc`` below: -32602 bad params, -32600 not a
+request, -32601 no such method, -32000 refused, the rest -32603 (internal).
 
-    SwitchboardError                 code         status  (what the user sees)
+    SwitchboardError                 code         status  rpc  (what the user sees)
     ├── ConfigError                  internal     500  a config file is wrong
-    ├── BadRequest                   bad_request  400  a malformed client message
-    ├── Unauthorized                 unauthorized 401  no (trusted) identity
-    ├── Forbidden                    forbidden    403  identity known, not allowed
-    ├── NotFound                     not_found    404
+    ├── BadRequest                   bad_request  400  -32602  a malformed client message
+    │   ├── NotARequest              bad_request  400  -32600  a body that is no request (not JSON)
+    │   ├── TooLarge                 bad_request  413  -32602  a body over the size limit
+    │   └── MethodNotAllowed         method_not_allowed 405 -32600  the path answers other methods
+    ├── Unauthorized                 unauthorized 401  -32000  no (trusted) identity
+    ├── Forbidden                    forbidden    403  -32000  identity known, not allowed
+    ├── NotFound                     not_found    404  -32601
     ├── Conflict                     bad_request  409  the id is taken, or the conversation is busy (a turn runs)
     ├── TooMany                      rate_limited 429  a per-user limit is reached (turns, streams at once)
-    │   └── RateLimited              rate_limited 429  too many requests (an MCP App's bridge)
+    │   └── RateLimited              rate_limited 429  -32000  too many requests (an MCP App's bridge)
     ├── Cancelled                    cancelled    500  the user pressed Stop
     ├── ToolError                    tool_error   502  a tool call could not run
-    │   ├── ToolNotAllowed           forbidden    403  not in the user's catalogue
-    │   │   └── ToolQuarantined      forbidden    403  not approved by an administrator (reason `quarantined`)
+    │   ├── ToolNotAllowed           forbidden    403  -32000  not in the user's catalogue
+    │   │   └── ToolQuarantined      forbidden    403  -32000  not approved by an administrator (reason `quarantined`)
     │   ├── ToolTimeout              timeout      504
     │   ├── ServerUnavailable        tool_error   503  the server is not ready
     │   ├── NeedsAuth                tool_error   502  the user has not connected (signed in to) the server
@@ -38,6 +43,7 @@ nothing else maps errors to statuses (``http_status``, ``status_for_code``).
 from __future__ import annotations
 
 __all__ = [
+    "RPC_INTERNAL",
     "BadRequest",
     "Cancelled",
     "ConfigError",
@@ -49,7 +55,9 @@ __all__ = [
     "LLMStreamCut",
     "LLMTimeout",
     "LLMUnavailable",
+    "MethodNotAllowed",
     "NeedsAuth",
+    "NotARequest",
     "NotFound",
     "RateLimited",
     "ServerUnavailable",
@@ -59,6 +67,7 @@ __all__ = [
     "StoreUnavailable",
     "SwitchboardError",
     "TaskGone",
+    "TooLarge",
     "TooMany",
     "ToolError",
     "ToolNotAllowed",
@@ -70,9 +79,13 @@ __all__ = [
 ]
 
 
+RPC_INTERNAL = -32603  # JSON-RPC's internal error: the server failed (answered with HTTP 502 to an app)
+
+
 class SwitchboardError(Exception):
     code = "internal"
     status = 500  # the HTTP status of a request this error ends
+    rpc_code = RPC_INTERNAL  # the JSON-RPC error code of an MCP App's request this error ends
     action: str | None = None
     reason: str | None = None  # beside the code, why in one word (`quarantined`)
 
@@ -101,22 +114,44 @@ class ConfigError(SwitchboardError):
 class BadRequest(SwitchboardError):
     code = "bad_request"
     status = 400
+    rpc_code = -32602
+
+
+class NotARequest(BadRequest):
+    """The body is no request at all (not JSON): JSON-RPC's invalid request."""
+
+    rpc_code = -32600
+
+
+class TooLarge(BadRequest):
+    """A request body over its size limit (HTTP 413); the message names the limit."""
+
+    status = 413
+
+
+class MethodNotAllowed(BadRequest):
+    code = "method_not_allowed"
+    status = 405
+    rpc_code = -32600
 
 
 class Unauthorized(SwitchboardError):
     code = "unauthorized"
     status = 401
+    rpc_code = -32000
     action = "Sign in through your organisation's login page and reload."
 
 
 class Forbidden(SwitchboardError):
     code = "forbidden"
     status = 403
+    rpc_code = -32000
 
 
 class NotFound(SwitchboardError):
     code = "not_found"
     status = 404
+    rpc_code = -32601
 
 
 class Conflict(SwitchboardError):
@@ -140,6 +175,8 @@ class Cancelled(SwitchboardError):
 class RateLimited(TooMany):
     """An MCP App's requests over their rate (HTTP 429)."""
 
+    rpc_code = -32000
+
 
 class ToolError(SwitchboardError):
     code = "tool_error"
@@ -149,6 +186,7 @@ class ToolError(SwitchboardError):
 class ToolNotAllowed(ToolError):
     code = "forbidden"
     status = 403
+    rpc_code = -32000
 
 
 class ToolQuarantined(ToolNotAllowed):
@@ -157,7 +195,7 @@ class ToolQuarantined(ToolNotAllowed):
     reason = "quarantined"
     action = "An administrator must review and approve the tool (the admin console's Tools) before it can be used."
 
-    def __init__(self, name: str, state: str) -> None:
+    def __init__(self, name: str, state: str = "pending") -> None:
         why = {
             "pending": "is new and has not been approved",
             "changed": "changed since an administrator approved it",

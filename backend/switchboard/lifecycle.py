@@ -22,6 +22,7 @@ from .errors import ConfigError, SwitchboardError
 from .llm import ModelCatalogue
 from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
+from .registries import RegistryCatalogue
 from .settings import Settings
 from .signing import UrlSigner
 from .store import ConversationStore, down_store, open_store
@@ -67,6 +68,7 @@ class Services:
     environ: Mapping[str, str]
     apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
+    registries: RegistryCatalogue = field(default_factory=lambda: RegistryCatalogue([]))  # MCP registries, cached
     # The files as they are now, when the last reload was refused for them (the running
     # configuration is older): what /readyz and the page report until a reload succeeds.
     refused_reload: list[ConfigError] = field(default_factory=list)
@@ -271,6 +273,8 @@ class Services:
         and kept for /readyz and the page until a reload succeeds."""
         self.refused_reload = broken
         errors = [str(e) for e in broken]
+        if unreadable_hooks := [e for e in broken if e.file.endswith("hooks.json")]:
+            self.engine.hooks.unreadable(unreadable_hooks)  # a policy that cannot be read denies, never allows
         log.warning(
             "config reload refused: %s",
             "; ".join(errors),

@@ -50,12 +50,14 @@ SAFE_FIELDS = frozenset(
         "old",
         "origin",
         "path",
+        "pin",
         "prompt_tokens",
         "protocol_version",
         "ready",
         "task",
         "ready_after_s",
         "reason",
+        "registry",
         "removed",
         "request_id",
         "required_not_ready",
@@ -78,6 +80,10 @@ SAFE_FIELDS = frozenset(
         "from_app",
         "method",
         "uri",
+        # policy hooks
+        "decision",
+        "hook",
+        "point",
     }
 )
 

@@ -32,6 +32,7 @@ from .filestore import open_files
 from .lifecycle import Services
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream
+from .registries import RegistryCatalogue
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
 from .store import down_store
@@ -212,6 +213,7 @@ def build_services(
         environ=environ,
         apps=AppBridge(turns, calls, pool, AppLimits(settings.app_requests_per_s, settings.app_requests_burst)),
         tracing=Tracing.from_environment(environ),
+        registries=RegistryCatalogue(settings.registry_urls),
     )
     built.append(services)
     return services

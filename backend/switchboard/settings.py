@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["PROJECT_ROOT", "Settings", "is_loopback_host"]
 
@@ -122,6 +122,17 @@ class Settings(BaseSettings):
     app_requests_per_s: float = Field(default=10.0, gt=0)
     app_requests_burst: int = Field(default=20, ge=1)
     app_cache_s: float = Field(default=60.0, ge=0)  # an app's ui:// resource is read again after this
+    # MCP registries (API v0.1) the page's "Browse servers" lists, comma-separated; empty: none.
+    registry_urls: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["https://registry.modelcontextprotocol.io"]
+    )
+
+    @field_validator("registry_urls", mode="before")
+    @classmethod
+    def _split_registry_urls(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip().rstrip("/") for part in value.split(",") if part.strip()]
+        return value
 
     @property
     def database_url_resolved(self) -> str:

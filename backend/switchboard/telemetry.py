@@ -34,6 +34,8 @@ from prometheus_client.metrics import MetricWrapperBase
 __all__ = [
     "METRICS_CONTENT_TYPE",
     "Tracing",
+    "hook_done",
+    "hook_span",
     "mcp_span",
     "metrics_text",
     "model_call",
@@ -120,6 +122,23 @@ _store_seconds = _Children(
         "switchboard_store_operation_duration_seconds",
         "Store transactions.",
         ["operation", "error_type"],
+        buckets=_STORE_BUCKETS,
+        registry=_registry,
+    )
+)
+_hook_runs = _Children(
+    Counter(
+        "switchboard_hook_runs",
+        "Policy hooks run, by point, hook and decision (allow, deny, ask, modify; error when it failed).",
+        ["event", "hook", "decision"],
+        registry=_registry,
+    )
+)
+_hook_seconds = _Children(
+    Histogram(
+        "switchboard_hook_duration_seconds",
+        "Policy hooks' time, by point.",
+        ["event"],
         buckets=_STORE_BUCKETS,
         registry=_registry,
     )
@@ -293,6 +312,20 @@ def mcp_span(
 def tool_call_done(server: str, outcome: str) -> None:
     """A tool call has ended: `ok`, `error` or `denied` (refused before it ran)."""
     _tool_calls(server, outcome).inc()
+
+
+def hook_span(hook: str, point: str) -> AbstractContextManager[Span]:
+    """One policy hook's run (``hook pre_tool``)."""
+    return _current(f"hook {point}", SpanKind.INTERNAL, {"switchboard.hook.id": hook, "switchboard.hook.event": point})
+
+
+def hook_done(span: Span, hook: str, point: str, decision: str, duration_s: float, error: str | None) -> None:
+    _hook_runs(point, hook, "error" if error else decision).inc()
+    _hook_seconds(point).observe(duration_s)
+    if span.is_recording():
+        span.set_attribute("switchboard.hook.decision", decision)
+        if error:
+            _fail(span, "hook_failed", error)
 
 
 def sessions_changed(by: int) -> None:

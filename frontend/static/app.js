@@ -18,7 +18,7 @@ import { TaskList } from "./tasks.js";
 import { Thread } from "./thread.js";
 import { ToolCards, setServerTime } from "./toolcards.js";
 import { ToolsPanel } from "./toolspanel.js";
-import { TURN_EVENTS, drawTurnEvent } from "./turnevents.js";
+import { drawTurnEvent } from "./turnevents.js";
 import { Uploads } from "./uploads.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
@@ -264,45 +264,58 @@ function endTurn() {
   if (hadFocus) input.focus();
 }
 
-// -- server events -----------------------------------------------------------
-function onEvent(event) {
-  if (event.type === "session") {
-    if (event.refreshed) {
-      tools.load(); // the same connection, the user's groups changed (an administrator reloaded the config)
-      return;
-    }
-    const reconnected = state.hadSession;
-    if (reconnected) tools.load(); // models and servers may have changed while the line was down
-    state.hadSession = true;
-    state.staleTurn = false; // a new connection: nothing of an old turn can arrive
-    state.conversationId ??= event.conversation_id;
-    opener.connected(reconnected);
-    tasks.load();
-    return;
-  }
-  if (tasks.handle(event)) return; // background tasks: their state, questions and results
-  if (event.type === "catalogue_changed") {
-    tools.load(); // a server's tools, resources or prompts changed (list_changed, restart, reload)
-    return;
-  }
-  if (event.type === "attached") {
+// -- server events: each kind the server sends (chat/events.py) has its handler here and only here
+// (tests/browser/test_event_table.py fails when the server gains a kind this table lacks).
+export const HANDLERS = {
+  session: onSession,
+  catalogue_changed: () => tools.load(), // a server's tools, resources or prompts changed (list_changed, restart, reload)
+  attached: (event) => {
     setServerTime(event.server_time);
     opener.attached(event);
-    return;
-  }
-  if (event.type === "conversation" || event.type === "error" || TURN_EVENTS.has(event.type)) state.unacked = null;
-  if (event.type === "conversation") {
+  },
+  conversation: (event) => {
+    state.unacked = null;
     if (!state.staleTurn) opener.announced(event);
+  },
+  incognito_state: onIncognitoState,
+  task: (event) => tasks.update(event), // a background task's state and result
+  error: onError,
+  // a turn's events (a call an app makes is shown on the app: `from_app`)
+  token: onTurnEvent, notice: onTurnEvent, render: onTurnEvent, app: onTurnEvent, message_done: onTurnEvent,
+  tool_start: onTurnEvent, tool_progress: onTurnEvent, tool_log: onTurnEvent, tool_result: onTurnEvent, approval_request: onTurnEvent,
+  elicitation_request: (event) => tasks.question(event) || onTurnEvent(event), // a task's question is asked on the task
+};
+
+function onEvent(event) {
+  const handler = Object.hasOwn(HANDLERS, event.type) ? HANDLERS[event.type] : null;
+  if (handler) handler(event);
+  else console.warn("[switchboard] an event of an unknown kind:", event.type);
+}
+
+function onSession(event) {
+  if (event.refreshed) {
+    tools.load(); // the same connection, the user's groups changed (an administrator reloaded the config)
     return;
   }
-  if (event.type === "incognito_state") {
-    if (state.incognito && !state.staleTurn) {
-      // The server names the chat (a name the page picked becomes the user's own id): go on under its name.
-      state.incognitoState = { conversation_id: event.conversation_id, state: event.state };
-      state.conversationId = event.conversation_id;
-    }
-    return;
+  const reconnected = state.hadSession;
+  if (reconnected) tools.load(); // models and servers may have changed while the line was down
+  state.hadSession = true;
+  state.staleTurn = false; // a new connection: nothing of an old turn can arrive
+  state.conversationId ??= event.conversation_id;
+  opener.connected(reconnected);
+  tasks.load();
+}
+
+function onIncognitoState(event) {
+  if (state.incognito && !state.staleTurn) {
+    // The server names the chat (a name the page picked becomes the user's own id): go on under its name.
+    state.incognitoState = { conversation_id: event.conversation_id, state: event.state };
+    state.conversationId = event.conversation_id;
   }
+}
+
+function onTurnEvent(event) {
+  state.unacked = null;
   if (event.from_app) {
     // A call an app makes: shown on the app, not in the answer; its approval is asked on the app.
     if (event.type === "approval_request") {
@@ -312,41 +325,39 @@ function onEvent(event) {
     }
     return;
   }
-  if (TURN_EVENTS.has(event.type)) {
-    if (state.staleTurn) {
-      // Events of the turn "New chat" cancelled, up to its message_done.
-      if (event.type === "message_done") state.staleTurn = false;
-      return;
-    }
-    if (!state.turn || !state.running) {
-      // A turn that failed before any output was ended at its `error`; its message_done still
-      // carries the ids the entry needs (edit, versions).
-      if (event.type === "message_done" && state.lateDone) {
-        thread.answered(state.lateDone, event);
-        opener.turnDone(event);
-        state.lateDone = null;
-        flushQueue();
-      }
-      return;
-    }
-    drawTurnEvent(state.turn, event, { view, cards, canvas, apps, send, onDone });
+  if (state.staleTurn) {
+    // Events of the turn "New chat" cancelled, up to its message_done.
+    if (event.type === "message_done") state.staleTurn = false;
     return;
   }
-  if (event.type === "error") {
-    tools.load(); // the failed model is marked in the picker (`failing`), and the default may have moved
-    const turn = state.turn;
-    if (turn && state.running) {
-      turn.error(event);
-      // Errors before any output (unknown model, bad level) end the turn
-      // without a message_done.
-      if (!turn.texts.length && !turn.blocks.querySelector(".tool-card")) {
-        turn.finish("error");
-        endTurn();
-        state.lateDone = state.entry;
-      }
-    } else {
-      view.error(event);
+  if (!state.turn || !state.running) {
+    // A turn that failed before any output was ended at its `error`; its message_done still
+    // carries the ids the entry needs (edit, versions).
+    if (event.type === "message_done" && state.lateDone) {
+      thread.answered(state.lateDone, event);
+      opener.turnDone(event);
+      state.lateDone = null;
+      flushQueue();
     }
+    return;
+  }
+  drawTurnEvent(state.turn, event, { view, cards, canvas, apps, send, onDone });
+}
+
+function onError(event) {
+  state.unacked = null;
+  tools.load(); // the failed model is marked in the picker (`failing`), and the default may have moved
+  const turn = state.turn;
+  if (turn && state.running) {
+    turn.error(event);
+    // Errors before any output (unknown model, bad level) end the turn without a message_done.
+    if (!turn.texts.length && !turn.blocks.querySelector(".tool-card")) {
+      turn.finish("error");
+      endTurn();
+      state.lateDone = state.entry;
+    }
+  } else {
+    view.error(event);
   }
 }
 

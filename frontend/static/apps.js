@@ -3,6 +3,8 @@
 // POST /api/apps/{call_id}/rpc.  What the page does for the app (confirmations, display
 // modes, sizes, chat messages) comes in as `host`; this module only speaks the protocol.
 
+import { errorFrom } from "./errors.js";
+
 export const PROTOCOL_VERSION = "2026-01-26";
 const SUPPORTED_VERSIONS = new Set(["2026-01-26", "2025-11-21"]);
 const RATE_BURST = 30; // requests an app may send at once…
@@ -11,7 +13,6 @@ const NOTICE_BURST = 200; // notifications have their own, more generous bucket 
 const NOTICE_PER_S = 50; // coalesced to one per frame and never counted)
 const TEARDOWN_WAIT_MS = 1000;
 const ERR = { parse: -32700, invalid: -32600, method: -32601, params: -32602, internal: -32603, refused: -32000 };
-const SERVER_CODES = { 400: ERR.params, 403: ERR.refused, 404: ERR.method, 429: ERR.refused };
 
 const bridges = new Map(); // the proxy frame's window -> its bridge
 
@@ -192,8 +193,9 @@ export class AppBridge {
   _sendResource() {
     if (this.resourceSent) return;
     this.resourceSent = true;
-    const { html, csp, permissions } = this.info;
-    this._post({ method: "ui/notifications/sandbox-resource-ready", params: { html, csp: csp || {}, permissions: permissions || {} } });
+    const { html, csp, permissions, allow } = this.info;
+    // `allow`: the granted permissions as the frames' features (the server's map; the proxy keeps none)
+    this._post({ method: "ui/notifications/sandbox-resource-ready", params: { html, csp: csp || {}, permissions: permissions || {}, allow: allow || [] } });
     this.info = { ...this.info, html: undefined }; // the proxy holds it now; a page with 50 apps need not
   }
 
@@ -272,18 +274,12 @@ export class AppBridge {
     const response = await fetch(this.rpcUrl, {
       method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ method, params }), signal,
     });
-    let body = null;
-    try {
-      body = await response.json();
-    } catch {
-      body = null;
-    }
-    if (response.ok && body && "result" in body) return body.result;
-    const error = isObject(body?.error) ? body.error : {};
-    const code = Number.isInteger(error.code) ? error.code : SERVER_CODES[response.status] ?? ERR.internal;
-    const problem = new Error(typeof error.message === "string" ? error.message : `the host refused (${response.status})`);
-    problem.code = code;
-    problem.status = response.status;
+    const body = await response.json().catch(() => null);
+    if (response.ok && isObject(body) && "result" in body) return body.result;
+    // Every error on this path carries its JSON-RPC code (the server's error tree); no code: a
+    // proxy's page or no answer at all, an internal error.
+    const problem = errorFrom(response.status, body);
+    if (!Number.isInteger(problem.code)) problem.code = ERR.internal;
     throw problem;
   }
 

@@ -23,7 +23,6 @@ const STYLE_VARIABLES = {
   "--border-radius-md": "8px",
 };
 const MODE_LABELS = { inline: "In canvas", fullscreen: "Full screen", pip: "Picture in picture" };
-const PERMISSION_FEATURES = { camera: "camera", microphone: "microphone", geolocation: "geolocation", clipboardWrite: "clipboard-write" };
 
 /** A canvas tab's label for an app: the title the call gave (a chart's), else the tool's own name
  * without its server's prefix (every tab of one server would otherwise start alike). */
@@ -72,7 +71,7 @@ class AppView {
     if (this.closed) return;
     // The sandbox drops any declared source that could reach this page's origin (web/sandbox.py).
     const csp = info.csp || {};
-    const allow = Object.entries(PERMISSION_FEATURES).filter(([k]) => info.permissions?.[k]).map(([, f]) => `${f} ${sandboxOrigin}`);
+    const allow = (info.allow || []).map((feature) => `${feature} ${sandboxOrigin}`); // the server's names of the granted permissions
     const src = `${sandboxOrigin}/proxy?host=${encodeURIComponent(location.origin)}&csp=${base64url(JSON.stringify(csp))}`;
     this.frame = el("iframe", { class: "app-frame", title: `${toolName(info)} (app from ${info.server})`, src,
       sandbox: "allow-scripts allow-same-origin allow-forms", allow: allow.join("; ") || undefined, referrerpolicy: "no-referrer" });

@@ -4,15 +4,15 @@
 // credential itself never comes back from the server.
 
 import { el } from "./dom.js";
+import { ApiError, fetchJson, jsonBody } from "./errors.js";
 
 async function send(url, method, body) {
-  const res = await fetch(url, { method, credentials: "same-origin",
-    headers: body ? { "Content-Type": "application/json" } : {}, body: body ? JSON.stringify(body) : undefined });
-  if (!res.ok) {
-    const detail = (await res.json().catch(() => null))?.error?.message;
-    throw new Error(detail || (res.status === 422 ? "that token cannot be used (no spaces or line breaks)" : `the server answered ${res.status}`));
+  try {
+    return (await fetchJson(url, body ? jsonBody(method, body) : { method })) ?? {};
+  } catch (exc) {
+    if (exc instanceof ApiError && exc.status === 422) throw new Error("that token cannot be used (no spaces or line breaks)");
+    throw exc;
   }
-  return res.json().catch(() => ({}));
 }
 
 /** The notice the page was opened with after a Connect that did not work: it can be

@@ -1,35 +1,8 @@
 // The stored conversations over HTTP: list, search, open, rename, switch
 // branch, delete, export.  Failures become ApiError with the server's message
-// and what the user can do about it.
+// and what the user can do about it (errors.js).
 
-export class ApiError extends Error {
-  constructor(status, { code, message, action } = {}) {
-    super(message || `The server answered ${status}.`);
-    this.status = status;
-    this.code = code || (status === 404 ? "not_found" : "error");
-    this.action = action || "";
-  }
-}
-
-async function call(url, options = {}) {
-  let res;
-  try {
-    res = await fetch(url, { credentials: "same-origin", ...options });
-  } catch {
-    throw new ApiError(0, { code: "network", message: "The server could not be reached.", action: "Check the connection and try again." });
-  }
-  if (res.status === 204) return null;
-  let body = null;
-  try {
-    body = await res.json();
-  } catch {
-    body = null;
-  }
-  if (!res.ok) throw new ApiError(res.status, body?.error || {});
-  return body;
-}
-
-const json = (method, value) => ({ method, headers: { "content-type": "application/json" }, body: JSON.stringify(value) });
+import { fetchJson, jsonBody } from "./errors.js";
 
 export class ConversationsApi {
   constructor(base = "/api/conversations") {
@@ -46,20 +19,20 @@ export class ConversationsApi {
     if (q) url.searchParams.set("q", q);
     if (limit) url.searchParams.set("limit", String(limit));
     if (before) url.searchParams.set("before", before);
-    return call(url);
+    return fetchJson(url);
   }
 
   /** The conversation with its whole shown branch: the server answers a page of the newest
    *  messages (`has_more` when older ones exist), so the older pages are read in turn. */
   async get(id) {
-    return this._whole(id, await call(this._url(id)));
+    return this._whole(id, await fetchJson(this._url(id)));
   }
 
   async _whole(id, conv) {
     while (conv.has_more && conv.messages.length) {
       const url = new URL(this._url(id), location.href);
       url.searchParams.set("before", conv.messages[0].id);
-      const older = await call(url);
+      const older = await fetchJson(url);
       conv.messages = [...older.messages, ...conv.messages];
       conv.has_more = older.has_more;
     }
@@ -67,16 +40,16 @@ export class ConversationsApi {
   }
 
   rename(id, title) {
-    return call(this._url(id), json("PATCH", { title }));
+    return fetchJson(this._url(id), jsonBody("PATCH", { title }));
   }
 
   /** Switch to the newest branch through a message; answers the whole conversation. */
   async branch(id, messageId) {
-    return this._whole(id, await call(this._url(id), json("PATCH", { branch: messageId })));
+    return this._whole(id, await fetchJson(this._url(id), jsonBody("PATCH", { branch: messageId })));
   }
 
   remove(id) {
-    return call(this._url(id), { method: "DELETE" });
+    return fetchJson(this._url(id), { method: "DELETE" });
   }
 
   exportUrl(id, format) {

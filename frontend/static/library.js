@@ -3,6 +3,7 @@
 // prompts (filled in by the server, then put in the message box).
 
 import { el } from "./dom.js";
+import { fetchJson, jsonBody } from "./errors.js";
 
 let counter = 0;
 
@@ -111,13 +112,9 @@ export class Library {
       args.forEach((arg, i) => { if (inputs[i].value) values[arg.name] = inputs[i].value; });
       problem.hidden = true;
       try {
-        const res = await fetch(this.promptUrl, {
-          method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ server: prompt.server, name: prompt.name, arguments: values, compliance_level: this.getLevel() }),
-        });
-        const body = await res.json().catch(() => ({}));
-        if (!res.ok) throw new Error(body.error?.message || `the server answered ${res.status}`);
-        this.input.value = String(body.text ?? "");
+        const body = await fetchJson(this.promptUrl, jsonBody("POST",
+          { server: prompt.server, name: prompt.name, arguments: values, compliance_level: this.getLevel() }));
+        this.input.value = String(body?.text ?? "");
         this.input.dispatchEvent(new Event("input"));
         this.input.focus();
       } catch (exc) {

@@ -3,6 +3,7 @@
 // running configuration stays), else which servers changed.
 
 import { el } from "./dom.js";
+import { ApiError, fetchJson } from "./errors.js";
 
 /** The button and its result line; `onReloaded()` runs after a reload that took. */
 export function reloadControl(configUrl, onReloaded) {
@@ -20,17 +21,12 @@ export function reloadControl(configUrl, onReloaded) {
     button.disabled = true;
     show("working", "Reloading…");
     try {
-      const res = await fetch(url, { method: "POST", credentials: "same-origin" });
-      const body = await res.json().catch(() => null);
-      if (!res.ok) {
-        const error = body?.error;
-        show("refused", `Refused: ${error?.message || `the server answered ${res.status}`}.`, error?.action);
-        return;
-      }
+      const body = await fetchJson(url, { method: "POST" });
       await onReloaded?.(); // "done" once the page has the new configuration (a New chat then takes its default)
       show("done", describe(body));
     } catch (exc) {
-      show("refused", `Could not reload: ${exc.message}.`, "Check that the server is running.");
+      if (exc instanceof ApiError && exc.status) show("refused", `Refused: ${exc.message}.`, exc.action);
+      else show("refused", "Could not reload: the server could not be reached.", "Check that the server is running.");
     } finally {
       button.disabled = false;
     }

@@ -42,14 +42,17 @@ export class TaskList {
     this.render(true);
   }
 
-  /** True when the event was a task's (it is drawn here, not in a turn). */
-  handle(event) {
-    if (event.type === "elicitation_request" && String(event.request_id || "").startsWith("task_")) {
-      this.questions.set(event.call_id, event);
-      this.render(true);
-      return true;
-    }
-    if (event.type !== "task") return false;
+  /** A background task's question (an elicitation_request of a task's): asked on the task. True
+   * when it was one. */
+  question(event) {
+    if (!String(event.request_id || "").startsWith("task_")) return false;
+    this.questions.set(event.call_id, event);
+    this.render(true);
+    return true;
+  }
+
+  /** A `task` event: the task's state, or its result once it ended. */
+  update(event) {
     if (ACTIVE.has(event.status)) {
       this.tasks.set(event.task_id, { ...this.tasks.get(event.task_id), ...event });
     } else {
@@ -58,7 +61,6 @@ export class TaskList {
       if (event.conversation_id === this.conversationId()) this.onFinished(this._card(event));
     }
     this.render(true);
-    return true;
   }
 
   /** Show the open conversation's tasks (cheap when nothing changed). */

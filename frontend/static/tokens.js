@@ -2,6 +2,7 @@
 // Every check is on the server; this page only calls /api/tokens.
 
 import { el } from "./dom.js";
+import { fetchJson, jsonBody } from "./errors.js";
 
 const $ = (id) => document.getElementById(id);
 const list = $("token-list");
@@ -13,16 +14,11 @@ function showError(message) {
 }
 
 async function call(method, url, body) {
-  const res = await fetch(url, {
-    method, credentials: "same-origin",
-    headers: body ? { "Content-Type": "application/json" } : {},
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  if (!res.ok) {
-    const problem = (await res.json().catch(() => null))?.error;
-    throw new Error(problem ? `${problem.message}${problem.action ? ` ${problem.action}` : ""}` : `The server answered ${res.status}.`);
+  try {
+    return await fetchJson(url, body ? jsonBody(method, body) : { method });
+  } catch (exc) {
+    throw new Error(`${exc.message}${exc.action ? ` ${exc.action}` : ""}`);
   }
-  return res.status === 204 ? null : res.json();
 }
 
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "never");

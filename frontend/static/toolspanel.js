@@ -4,6 +4,8 @@
 
 import { connectControls } from "./connect.js";
 import { el } from "./dom.js";
+import { fetchJson } from "./errors.js";
+import { browseServersButton } from "./registry.js";
 import { reloadControl } from "./reload.js";
 import { ToolFilter } from "./toolfilter.js";
 
@@ -266,6 +268,7 @@ export class ToolsPanel {
       this.reloader ??= reloadControl(this.configUrl, () => this.load());
       children.push(this.reloader);
     }
+    children.push((this.browser ??= browseServersButton(this.configUrl)));
     this.statusBox.replaceChildren(...children);
     this.statusBox.dataset.failed = String(failed.length);
   }
@@ -295,8 +298,7 @@ export class ToolsPanel {
         button.disabled = true;
         const url = new URL(`servers/${encodeURIComponent(name)}/restart`, new URL(this.configUrl, location.href));
         try {
-          const res = await fetch(url, { method: "POST", credentials: "same-origin" });
-          if (!res.ok) throw new Error((await res.json().catch(() => null))?.error?.message || `the server answered ${res.status}`);
+          await fetchJson(url, { method: "POST" });
         } catch (exc) {
           button.disabled = false;
           button.title = `Could not restart: ${exc.message}`;

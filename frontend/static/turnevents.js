@@ -1,14 +1,11 @@
 // One running turn's events (live, or replayed after `attach`) drawn into
-// its answer: text, notices, tool cards, approvals and questions.
+// its answer: text, notices, tool cards, approvals and questions (app.js's HANDLERS send them here).
 
 import { approvalPrompt } from "./approval.js";
 import { appTitle } from "./appviews.js";
 import { elicitationPrompt } from "./elicitation.js";
 
 const NARROW = window.matchMedia("(max-width: 899px)");
-
-export const TURN_EVENTS = new Set(["notice", "token", "render", "tool_start", "tool_progress", "tool_log", "approval_request",
-  "elicitation_request", "tool_result", "app", "message_done"]);
 
 /** Draw one event; `ctx` = {view, cards, canvas, apps, send, onDone(event)}. */
 export function drawTurnEvent(turn, event, { view, cards, canvas, apps, send, onDone }) {

@@ -2,6 +2,7 @@
 // (POST /api/files) and shown as a removable chip until the next message.
 
 import { el, formatBytes } from "./dom.js";
+import { fetchJson } from "./errors.js";
 
 export class Uploads {
   constructor({ url, maxBytes, button, input, list, dropZone, overlay, onChange, onUploaded }) {
@@ -88,9 +89,7 @@ export class Uploads {
     const body = new FormData();
     body.append("file", file, file.name);
     try {
-      const res = await fetch(this.url, { method: "POST", body, credentials: "same-origin", signal: item.abort.signal });
-      const data = await res.json().catch(() => ({}));
-      if (!res.ok) throw new Error(data.error?.message || `the server answered ${res.status}`);
+      const data = await fetchJson(this.url, { method: "POST", body, signal: item.abort.signal });
       item.file = { id: data.id, name: data.name, mime: data.mime, size: data.size };
       this._set(item, "ready", formatBytes(data.size));
       this.onUploaded?.(data);

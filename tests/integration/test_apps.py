@@ -146,6 +146,7 @@ def test_a_stored_app_is_marked_and_mounts_for_its_owner_only(site, llm):
         "baseUriDomains": [],
     }
     assert app["permissions"] == {"clipboardWrite": {}}  # camera is declared, but the operator did not allow it
+    assert app["allow"] == ["clipboard-write"]  # the frames' features: the page and the proxy keep no map
     assert app["tool_input"] == {"start": 7}
     assert app["tool_result"]["structuredContent"] == {"count": 7} and app["tool_result"]["isError"] is False
 
@@ -253,6 +254,26 @@ def test_malformed_requests_unknown_methods_and_floods_are_refused(site, llm):
     assert 429 in statuses and statuses[0] == 200
     # (checked on the flood's own refusal: a request after it may find a token refilled on a slow machine)
     error(answers[statuses.index(429)], 429, -32000)
+
+
+def test_every_refusal_on_the_rpc_path_is_a_json_rpc_error_even_those_made_before_the_route(site):
+    """The sign-in door, the router, the edge guard and the body limit answer an app's request
+    with a JSON-RPC error like the route's own (the page hands its code to the app as it is)."""
+    client, services = site
+    url = "/api/apps/no-such-call/rpc"
+
+    def error(response, status, code):
+        assert response.status_code == status, response.text
+        assert response.json()["error"]["code"] == code and response.json()["error"]["message"], response.text
+
+    error(client.post(url, json={"method": "ping"}), 401, -32000)
+    error(client.get(url, headers=ALICE), 405, -32600)
+    error(
+        client.post(url, json={"method": "ping"}, headers={**ALICE, "Origin": "https://elsewhere.example"}), 403, -32000
+    )
+    too_big = b"x" * (services.settings.max_request_bytes + 1)
+    error(client.post(url, content=too_big, headers={**ALICE, "Content-Type": "application/json"}), 413, -32602)
+    error(rpc(client, "no-such-call", "ping"), 404, -32601)
 
 
 def test_the_apps_context_reaches_the_models_next_turn(site, llm):
@@ -388,3 +409,24 @@ def test_an_incognito_chat_naming_anothers_conversation_gets_none_of_its_events(
             assert [e["type"] for e in heard] == ["attached"], heard
     finally:
         ws_cm.__exit__(None, None, None)
+
+
+def test_an_app_cannot_call_a_tool_no_administrator_approved(site, llm):
+    client, services = site
+    _, call_id, (ws_cm, *_) = mount(client, llm)
+    ws_cm.__exit__(None, None, None)
+    trust = services.pool.trust
+    pin = trust.seen("counter", "bump")[0]
+
+    def decide(kind: str):
+        return lambda: trust.decide(
+            kind, server="counter", tool="bump", qualified_name="counter_bump", pin=pin, by="root", before_state="x"
+        )
+
+    client.portal.call(decide("block"))
+    try:
+        refused = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}})
+        assert refused.status_code == 403 and "quarantined" in refused.json()["error"]["message"]
+    finally:
+        client.portal.call(decide("approve"))
+    assert rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}}).status_code == 200

@@ -254,3 +254,25 @@ def test_metrics_add_up_every_worker_process(tmp_path, postgres_url):
     for text in scrapes:
         assert 'switchboard_turns_total{finish_reason="stop"} 6.0' in text, text[:2000]
     assert (tmp_path / "data" / "metrics").is_dir()
+
+
+def test_a_policy_hook_is_a_span_inside_the_turn(tmp_path, receiver):
+    overrides = tmp_path / "overrides"
+    overrides.mkdir()
+    (overrides / "all.cedar").write_text("permit (principal, action, resource);")
+    hooks = [{"id": "cedar-all", "event": "pre_tool", "handler": {"type": "cedar", "policies": "all.cedar"}}]
+    (overrides / "hooks.json").write_text(json.dumps({"hooks": hooks}))
+    proc, base = _serve(tmp_path, {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "100"})
+    try:
+        assert next(data for kind, data in _tool_turn(base) if kind == "tool_result")["ok"]
+        deadline = time.monotonic() + 20
+        while not any(s["name"] == "invoke_agent switchboard" for s in receiver.spans):
+            assert time.monotonic() < deadline, [s["name"] for s in receiver.spans]
+            time.sleep(0.1)
+    finally:
+        _stop(proc)
+    by_name = {s["name"]: s for s in receiver.spans}
+    hook, turn = by_name["hook pre_tool"], by_name["invoke_agent switchboard"]
+    assert hook["attributes"]["switchboard.hook.id"] == "cedar-all"
+    assert hook["attributes"]["switchboard.hook.decision"] == "allow"
+    assert hook["trace_id"] == turn["trace_id"] and hook["parent"] == turn["span_id"]

@@ -75,6 +75,7 @@ def make_settings(tmp: Path, **overrides: Any) -> Settings:
         "server_start_timeout_s": 30.0,
         # Starlette's TestClient sends `Host: testserver`; the default admits only loopback names.
         "allowed_hosts": ["testserver"],
+        "registry_urls": [],  # tests never ask the public MCP registry; theirs is the registry double
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

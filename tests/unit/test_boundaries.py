@@ -21,12 +21,13 @@ OWNERS = {
     # the OpenAI SDK is the model client's; outbound HTTP belongs to the model client, the MCP
     # transports, the group service (auth) and the terminal client
     "openai": {"llm"},
-    "httpx": {"llm", "tools", "auth", "cli_chat"},
+    "httpx": {"llm", "tools", "auth", "cli_chat", "policy"},  # policy: a hook's HTTP policy service
     "httpx_sse": {"cli_chat"},
     "sse_starlette": {"web"},
     "opentelemetry": {"telemetry"},
     "prometheus_client": {"telemetry"},
     "obstore": {"filestore"},
+    "cedarpy": {"policy"},
 }
 # What each layer may not import (data flows web -> chat -> (llm, tools)).
 FORBIDDEN = {
@@ -37,6 +38,7 @@ FORBIDDEN = {
     "store": {"chat", "web", "tools", "llm"},
     "history": {"chat", "web", "tools", "llm", "store"},
     "access": {"chat", "web", "tools", "llm", "store"},
+    "policy": {"chat", "web", "tools", "llm", "store"},  # hooks know events, not the core that runs them
 }
 
 

@@ -12,6 +12,9 @@ EXPECTED = {
     "SwitchboardError": 500,
     "ConfigError": 500,
     "BadRequest": 400,
+    "NotARequest": 400,
+    "TooLarge": 413,
+    "MethodNotAllowed": 405,
     "Unauthorized": 401,
     "Forbidden": 403,
     "NotFound": 404,
@@ -22,6 +25,7 @@ EXPECTED = {
     "ToolError": 502,
     "SkillRejected": 502,
     "ToolNotAllowed": 403,
+    "ToolQuarantined": 403,
     "ToolTimeout": 504,
     "ServerUnavailable": 503,
     "NeedsAuth": 502,
@@ -58,6 +62,25 @@ def test_the_status_of_each_error_is_the_one_in_the_map(cls):
     # a forbidden tool is 403 on every door (it was 502 on one, 403 on another)
     general = next(c for c in tree() if c.code == cls.code)
     assert status_for_code(cls.code) == general.status
+
+
+# JSON-RPC codes an MCP App's request is refused with; every other error is a failure (-32603, HTTP 502)
+RPC = {
+    "BadRequest": -32602,
+    "TooLarge": -32602,
+    "NotARequest": -32600,
+    "MethodNotAllowed": -32600,
+    "Unauthorized": -32000,
+    "Forbidden": -32000,
+    "ToolNotAllowed": -32000,
+    "RateLimited": -32000,
+    "NotFound": -32601,
+}
+
+
+@pytest.mark.parametrize("cls", tree(), ids=lambda cls: cls.__name__)
+def test_the_json_rpc_code_of_each_error_is_a_class_attribute_of_the_tree(cls):
+    assert cls("message").rpc_code == RPC.get(cls.__name__, errors.RPC_INTERNAL)
 
 
 def test_codes_no_error_has_are_internal_errors():

@@ -20,29 +20,31 @@ from typing import Any
 
 from ..access import Access
 from ..auth import User
-from ..errors import BadRequest, Forbidden, NotFound, RateLimited, SwitchboardError, ToolError, ToolQuarantined
+from ..errors import (
+    BadRequest,
+    Forbidden,
+    NotARequest,
+    NotFound,
+    RateLimited,
+    SwitchboardError,
+    ToolError,
+    ToolQuarantined,
+)
 from ..llm.types import ToolCallRequest
 from ..store import Conversation, Message
 from ..tools import ServerPool, ToolInfo
-from ..tools.apps import permissions_of
+from ..tools.apps import features_of, permissions_of
 from .app_context import model_context_of
 from .calls import CallRunner, ExecutedCall
 from .events import ServerEvent
 from .turns import TurnHub
 
-__all__ = ["AppBridge", "AppLimits", "RequestBuckets", "invalid_request"]
+__all__ = ["AppBridge", "AppLimits", "RequestBuckets"]
 
 log = logging.getLogger("switchboard.chat")
 
 USER_FACTOR = 5  # all of one user's apps together may send this many times one app's rate
 MAX_KEPT_CALLS = 100  # an app's own calls kept with its tool message (the log has every one)
-
-
-def invalid_request(message: str) -> BadRequest:
-    """A request that is not a JSON-RPC request at all (JSON-RPC -32600; bad params are -32602)."""
-    exc = BadRequest(message)
-    exc.rpc_code = -32600  # type: ignore[attr-defined]
-    return exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +170,7 @@ class AppBridge:
                 action="Run the tool again: the changed app is shown once its call is approved.",
             )
         config = self._pool.registry.config_of(tool.server)
+        permissions = permissions_of(resource.permissions_declared, config.app_permissions if config else [])
         data = mounted.message.data
         result = data.get("mcp_result") or {
             "content": [{"type": "text", "text": mounted.message.content}],
@@ -188,7 +191,8 @@ class AppBridge:
             "resource_uri": resource.uri,
             "html": resource.html,
             "csp": resource.csp,
-            "permissions": permissions_of(resource.permissions_declared, config.app_permissions if config else []),
+            "permissions": permissions,
+            "allow": features_of(permissions),  # the frames' Permissions-Policy features
             "prefers_border": resource.prefers_border,
             "tool_input": data.get("arguments") or {},
             "tool_result": result,
@@ -219,12 +223,12 @@ class AppBridge:
     async def _answer(self, user: User, call_id: str, body: Any) -> dict[str, Any]:
         self._buckets.take(user.email, call_id)
         if not isinstance(body, dict) or not isinstance(body.get("method"), str):
-            raise invalid_request("send a JSON object with a 'method' (string) and 'params' (object)")
+            raise NotARequest("send a JSON object with a 'method' (string) and 'params' (object)")
         params = body.get("params", {})
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            raise invalid_request("'params' must be an object")
+            raise NotARequest("'params' must be an object")
         mounted = await self._mounted(user, call_id)
         handler = self._methods.get(body["method"])
         if handler is None:

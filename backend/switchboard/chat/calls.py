@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..artifacts import ArtifactStore
 from ..config.models import ComplianceLevels, ServerConfig
-from ..errors import SwitchboardError, ToolError
+from ..errors import SwitchboardError, ToolError, ToolQuarantined
 from ..llm.types import ToolCallRequest
+from ..policy import HookRecord, Hooks
 from ..signing import UrlSigner
 from ..telemetry import tool_call_done
 from ..tools import ServerPool, ToolInfo, ToolOutcome
@@ -22,8 +23,10 @@ from ..tools.apps import AppResource
 from .approvals import allowance_key, approval_reason, schema_problem
 from .call_questions import Emit, Sampler, TurnSink, ask_approval
 from .call_results import bounded_for_app, frame_for_model, limit_text, result_event
-from .events import ApprovalRequest, TaskEvent, ToolResultEvent, ToolStart
+from .call_tasks import TaskAdopter, adopt_task
+from .events import ApprovalRequest, ToolResultEvent, ToolStart
 from .host_args import fill_host_arguments, parse_arguments
+from .policy_points import ToolPolicy
 from .questions import ApprovalAnswer
 from .turn_state import TurnState
 
@@ -31,12 +34,6 @@ from .turn_state import TurnState
 __all__ = ["CallRunner", "CallSettings", "ExecutedCall", "frame_for_model", "limit_text"]
 
 log = logging.getLogger("switchboard.chat")
-
-
-class TaskAdopter(Protocol):
-    async def adopt(
-        self, handle: Any, *, owner: str, conversation_id: str, server: str, tool: str, call_id: str
-    ) -> TaskEvent: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +56,7 @@ class ExecutedCall:
     mcp_result: dict[str, Any] | None = None  # the whole MCP result (app tools, and calls made by apps)
     app_uri: str | None = None  # an app tool whose app can be shown: its `ui://` resource
     app_digest: str | None = None  # ... and the digest of the app as it was when the call ran
+    hooks: list[HookRecord] = field(default_factory=list)  # each policy hook's decision on this call
 
 
 class CallRunner:
@@ -76,6 +74,7 @@ class CallRunner:
         self._settings = settings
         self._signer = signer
         self.tasks: TaskAdopter | None = None  # the process's task poller (chat/tasks.py), set when built
+        self.hooks = Hooks()  # hooks.json (the engine hands it the configuration's)
 
     def use_compliance(self, compliance: ComplianceLevels) -> None:
         self._compliance = compliance
@@ -105,8 +104,10 @@ class CallRunner:
         """Every call ends in a result, whatever goes wrong on the way. `from_app`: an MCP App
         (mounted for that call id) makes this call; it runs exactly as the model's would."""
         started = time.monotonic()
+        records: list[HookRecord] = []
         try:
-            executed = await self._run(request, turn, offered, emit, sample, started, from_app)
+            executed = await self._run(request, turn, offered, emit, sample, started, from_app, records)
+            executed.hooks = records
             if from_app is not None:
                 executed.event = executed.event.model_copy(update={"from_app": from_app})
             tool_call_done(executed.event.server or "none", "ok" if executed.event.ok else "error")
@@ -130,13 +131,17 @@ class CallRunner:
         sample: Sampler | None,
         started: float,
         from_app: str | None,
+        records: list[HookRecord],
     ) -> ExecutedCall:
         user = turn.user
+        access = turn.access_with(self._compliance)
         try:
-            # authorized first: a quarantined tool (never offered) is refused as such
-            tool = self._pool.registry.authorize(request.name, turn.access_with(self._compliance))
             if request.name not in offered:
+                known = self._pool.registry.get(request.name, user.email)
+                if known is not None and not known.approved and self._pool.registry.server_admits(known.server, access):
+                    raise ToolQuarantined(request.name, known.trust)  # never offered: say why
                 raise ToolError(f"the tool '{request.name}' was not offered in this conversation")
+            tool = self._pool.registry.authorize(request.name, access)
         except SwitchboardError as exc:
             log.warning(
                 "refused tool call",
@@ -162,6 +167,11 @@ class CallRunner:
             arguments = fill_host_arguments(tool, arguments, turn, self._signer, config)
         except ToolError as exc:
             return self._failed(request, tool, exc.message, started)
+        gate = ToolPolicy(self.hooks, turn, tool, from_app, records)
+        refill = lambda changed: fill_host_arguments(tool, changed, turn, self._signer, config)  # noqa: E731
+        arguments, refusal = await gate.before(arguments, refill)
+        if refusal is not None:
+            return self._failed(request, tool, refusal, started)
 
         app = await self._app_of(tool, user.email)
         app_changed = app is not None and self._pool.registry.check_app(tool, app.digest)
@@ -169,8 +179,12 @@ class CallRunner:
         reason = (
             approval_reason(tool, config, turn.conversation.allowed_tools, app_digest, app_changed) if config else None
         )
+        if gate.ask is not None:  # a hook's ask (or changed arguments) needs a yes, allowed before or not
+            reason = f"{reason}; {gate.ask}" if reason else gate.ask
         approval = None
         if reason is not None:
+            if (refusal := await gate.permission(arguments, reason)) is not None:
+                return self._failed(request, tool, refusal, started)
             answer = await self.ask(
                 request.id, tool.qualified_name, tool.server, arguments, reason, turn, emit, from_app=from_app
             )
@@ -191,6 +205,8 @@ class CallRunner:
                     arguments = fill_host_arguments(tool, answer.arguments, turn, self._signer, config)
                 except ToolError as exc:
                     return self._failed(request, tool, exc.message, started)
+                if (refusal := await gate.edited(arguments)) is not None:
+                    return self._failed(request, tool, refusal, started)
             if answer.remember:
                 turn.allow(allowance_key(tool, app_digest))
             if app_changed and app_digest is not None and turn.access_with(self._compliance).is_admin():
@@ -236,7 +252,9 @@ class CallRunner:
                 from_app=from_app,
             )
             if outcome.task is not None:
-                outcome = await self._adopt(outcome, request.id, tool, turn, emit)
+                outcome = await adopt_task(self.tasks, outcome, request.id, tool, turn, emit)
+            else:
+                outcome = await gate.after(outcome)
             executed = await self._succeeded(request, tool, outcome, user.email, started, config)
             executed.mcp_result = bounded_for_app(outcome, self._settings.max_app_result_chars)
             if app is not None:
@@ -246,38 +264,6 @@ class CallRunner:
         if approval is not None:
             executed.event = executed.event.model_copy(update={"approval": approval})
         return executed
-
-    async def _adopt(
-        self, outcome: ToolOutcome, call_id: str, tool: ToolInfo, turn: TurnState, emit: Emit
-    ) -> ToolOutcome:
-        """The server runs the call as a task: the poller keeps it (stored with the conversation),
-        and the call's own result says so."""
-        if self.tasks is None:
-            return ToolOutcome(
-                ok=False, text="The server started a background task, but this host cannot follow tasks."
-            )
-        try:
-            event = await self.tasks.adopt(
-                outcome.task,
-                owner=turn.user.email,
-                conversation_id=turn.conversation_id,
-                server=tool.server,
-                tool=tool.qualified_name,
-                call_id=call_id,
-            )
-        except SwitchboardError as exc:  # too many tasks running, or the store failed: the call fails, as data
-            why = f"{exc.message}. {exc.action}" if exc.action else exc.message
-            return ToolOutcome(ok=False, duration_ms=outcome.duration_ms, text=why)
-        await emit(event)
-        return ToolOutcome(
-            ok=True,
-            duration_ms=outcome.duration_ms,
-            text=(
-                f"The server runs this call as a background task (task {event.task_id}). Its result will be added to "
-                "this conversation when it finishes; the user sees its progress and can cancel it. Do not call the "
-                "tool again for the same work."
-            ),
-        )
 
     async def _app_of(self, tool: ToolInfo, user: str) -> AppResource | None:
         """An app tool's app, read (cached) on the user's session before the call: a changed

@@ -70,7 +70,7 @@ async def close_turn(turn: TurnState, finish: str, recorder: Recorder) -> AsyncG
     try:
         await recorder.commit(turn)
     except SwitchboardError as exc:
-        yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+        yield ErrorEvent.of(exc)
         finish = "error"
     else:
         if restarted:  # a page still attached hears it; a user's Stop is shown by the page itself

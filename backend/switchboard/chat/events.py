@@ -12,7 +12,7 @@ from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..errors import BadRequest
+from ..errors import BadRequest, SwitchboardError
 
 __all__ = [
     "CONVERSATION_ID",
@@ -306,6 +306,11 @@ class ErrorEvent(_Event):
     code: str
     message: str
     action: str | None = None
+
+    @classmethod
+    def of(cls, exc: SwitchboardError) -> Self:
+        """The event of an error of the tree (the doors' HTTP answers: web/error_render.py)."""
+        return cls(code=exc.code, message=exc.message, action=exc.action)
 
 
 class CatalogueChanged(_Event):

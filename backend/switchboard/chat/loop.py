@@ -26,6 +26,7 @@ from ..config.models import ModelConfig
 from ..errors import LLMUnavailable, SwitchboardError
 from ..history import AssistantText, CallRecord, UserText
 from ..llm.types import Completed, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
+from ..policy import Hooks
 from ..tools import ServerPool, ToolInfo
 from .app_context import app_context_text
 from .attachments import attach
@@ -44,6 +45,7 @@ from .events import (
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .growing import GrowingText
 from .live_render import LiveRender
+from .policy_points import refused, turn_facts
 from .session import new_id
 from .skills import SKILL_TOOLS, SkillShelf
 from .tool_round import Recorder, run_calls
@@ -84,16 +86,22 @@ class ChatEngine:
         self._calls = calls
         self._config = config
         self._limits = limits or TurnLimits()
+        calls.hooks.use(config.hooks)
 
     @property
     def config(self) -> AppConfig:
         return self._config
+
+    @property
+    def hooks(self) -> Hooks:
+        return self._calls.hooks
 
     def use_config(self, config: AppConfig, models: ModelResolver) -> None:
         """Switch to a reloaded configuration; turns already running finish on the old one."""
         self._config = config
         self._models = models
         self._calls.use_compliance(config.compliance)
+        self._calls.hooks.use(config.hooks)
 
     def access(self, turn: TurnState) -> Access:
         return turn.access_with(self._config.compliance)
@@ -120,6 +128,10 @@ class ChatEngine:
         SwitchboardError when the request is refused, before anything is stored."""
         access = self.access(turn)
         model = self._models.resolve(request.model, access)
+        turn.model = model.name
+        prompt = await self._turn_points(turn, None if request.regenerate else request.content)
+        if prompt is not None:  # a hook changed the prompt: the model, the store and the title see the new one
+            request = request.model_copy(update={"content": prompt})
         # The user's own sessions of per-user servers list the tools this turn may offer.
         mine = [name for name, config in self._pool.per_user_configs() if access.may_use_server(config)]
         if mine:
@@ -132,7 +144,22 @@ class ChatEngine:
             "files": [_file_ref(f) for f in turn.turn_files],
             "resources": [r.model_dump() for r in request.resources],
         }
-        return PreparedTurn(model, user, data)
+        return PreparedTurn(model, user, data, prompt)
+
+    async def _turn_points(self, turn: TurnState, prompt: str | None) -> str | None:
+        """The hooks before a turn: session_start (a conversation's first turn) and prompt_submit.
+        Raises Forbidden when one denies; returns the prompt a hook changed, else None."""
+        hooks = self._calls.hooks
+        if not turn.conversation.history:
+            verdict = await hooks.run("session_start", turn_facts(turn))
+            if verdict.denied is not None:
+                raise refused(verdict.denied)
+        if prompt is None:
+            return None
+        verdict = await hooks.run("prompt_submit", turn_facts(turn, prompt=prompt))
+        if verdict.denied is not None:
+            raise refused(verdict.denied)
+        return verdict.prompt
 
     def tool_tokens(self, tools: Sequence[ToolInfo]) -> int:
         """The estimated tokens of these tools' definitions (what `auto` exposure compares)."""
@@ -151,11 +178,11 @@ class ChatEngine:
                 turn.user_message_id = prepared.user.id
                 recorder.keep(turn, prepared.user, prepared.user_data)
         except SwitchboardError as exc:
-            yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+            yield ErrorEvent.of(exc)
             return
         # The first commit (a new conversation with its question) runs while the first model call
         # is sent: the `conversation` event, and every event after it, waits for it.
-        first_commit = asyncio.ensure_future(recorder.begin(turn, request.content))
+        first_commit = asyncio.ensure_future(recorder.begin(turn, prepared.prompt or request.content))
         first_commit.add_done_callback(retrieved)
         turn.announcement = Announcement(first_commit, lambda created: _conversation_events(turn, created), first=True)
         model = prepared.model
@@ -189,7 +216,7 @@ class ChatEngine:
                         yield waiting
                 except SwitchboardError as exc:
                     if first:  # the question could not be stored: nothing goes on
-                        yield ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+                        yield ErrorEvent.of(exc)
                         return
                     failure = failure or exc
             if failure is not None:
@@ -266,6 +293,9 @@ class ChatEngine:
         render; its last event goes to `turn.completed`."""
         turn.round_answer = GrowingText()
         live = LiveRender()
+        verdict = await self._calls.hooks.run("pre_model", turn_facts(turn))
+        if verdict.denied is not None:
+            raise refused(verdict.denied)
         try:
             rendered_at = time.monotonic()
             system = self._config.system_prompt.strip() + app_context_text(turn.conversation.app_context)
@@ -308,9 +338,12 @@ class ChatEngine:
         if turn.completed is not None:
             self._models.note_outcome(model.name, None)
 
-    def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
-        """Close the turn: answer every open call, store the answer, then announce it."""
-        return close_turn(turn, finish, recorder)
+    async def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
+        """Close the turn: answer every open call, store the answer, then announce it; then the
+        turn_end hooks run (not waited for: the answer is out)."""
+        async for event in close_turn(turn, finish, recorder):
+            yield event
+        self._calls.hooks.observe("turn_end", turn_facts(turn, finish_reason=finish))
 
 
 def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
@@ -332,7 +365,7 @@ async def _live_render(turn: TurnState, live: LiveRender) -> RenderEvent:
 
 
 def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:
-    turn.error = ErrorEvent(code=exc.code, message=exc.message, action=exc.action)
+    turn.error = ErrorEvent.of(exc)
     return turn.error
 
 

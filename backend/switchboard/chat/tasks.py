@@ -25,6 +25,7 @@ from ..tools import ServerPool, ToolOutcome
 from .calls import CallRunner
 from .conversations import Conversations
 from .events import ElicitationRequest, TaskEvent
+from .policy_points import task_result
 from .session import new_id
 from .task_board import TaskBoard
 
@@ -313,6 +314,9 @@ class TaskPoller:
             outcome = ToolOutcome(
                 ok=False, text=f"The task failed: {error or (state.error if state else None) or 'no reason given'}"
             )
+        outcome = await task_result(
+            self.calls.hooks, record.owner, record.conversation_id, record.tool, record.server, outcome
+        )
         duration_ms = int((time.time() - record.created_at.timestamp()) * 1000)
         event, model_text = await self.calls.result_of(
             record.call_id, record.tool, record.server, outcome, record.owner, duration_ms

@@ -40,6 +40,7 @@ class PreparedTurn:
     model: ModelConfig
     user: UserText | None  # None: regenerate the answer to the last user message
     user_data: dict[str, Any]
+    prompt: str | None = None  # the prompt as a prompt_submit hook changed it
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
+from ..policy.config import HookSet, load_hooks
 from .models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 
 __all__ = ["SERVER_NAME", "AppConfig", "McpConfig", "load_app_config", "load_mcp_config", "server_entry"]
@@ -46,6 +47,7 @@ class AppConfig:
     compliance: ComplianceLevels
     system_prompt: str
     errors: list[ConfigError] = field(default_factory=list)  # entries refused (a model, a field)
+    hooks: HookSet = field(default_factory=HookSet)  # hooks.json; its errors are file_errors too
     file_errors: list[ConfigError] = field(default_factory=list)  # files ignored whole (syntax, shape)
 
     def broken_files(self) -> list[ConfigError]:
@@ -277,6 +279,8 @@ def load_app_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[st
     if not prompt_path.is_file():
         prompt_path = defaults_dir / "system-prompt.md"
     system_prompt = prompt_path.read_text(encoding="utf-8") if prompt_path.is_file() else ""
+    hooks = load_hooks(defaults_dir, overrides_dir)
+    file_errors += hooks.errors  # a broken hooks.json is a broken file: every pre-execution point denies
     return AppConfig(
         mcp=load_mcp_config(defaults_dir, overrides_dir, environ),
         llm=_load_llm(defaults_dir, overrides_dir, errors, file_errors),
@@ -285,4 +289,5 @@ def load_app_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[st
         system_prompt=system_prompt,
         errors=errors,
         file_errors=file_errors,
+        hooks=hooks,
     )

@@ -21,14 +21,25 @@ import mcp_types
 
 from ..errors import ToolError
 
-__all__ = ["APP_MIME", "UI_EXTENSION", "AppResource", "AppResources", "app_fields", "check_csp", "permissions_of"]
+__all__ = [
+    "APP_MIME",
+    "UI_EXTENSION",
+    "AppResource",
+    "AppResources",
+    "app_fields",
+    "check_csp",
+    "features_of",
+    "permissions_of",
+]
 
 log = logging.getLogger("switchboard.tools")
 
 UI_EXTENSION = "io.modelcontextprotocol/ui"
 APP_MIME = "text/html;profile=mcp-app"
 CSP_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
-# the resource's name of a permission -> the operator's name of it in mcp.json (`app_permissions`)
+# the resource's name of a permission -> the operator's name of it in mcp.json (`app_permissions`), which
+# is the Permissions-Policy feature the app's frames are given (`features_of`): the page and the sandbox
+# proxy take the features from the server and keep no map of their own
 PERMISSIONS = {
     "camera": "camera",
     "microphone": "microphone",
@@ -113,6 +124,11 @@ def permissions_of(declared: Any, allowed: Sequence[str]) -> dict[str, dict[str,
     """Permissions the resource declares AND the operator allows for its server."""
     declared = _as_dict(declared)
     return {name: {} for name, config_name in PERMISSIONS.items() if name in declared and config_name in allowed}
+
+
+def features_of(permissions: Mapping[str, Any]) -> list[str]:
+    """The Permissions-Policy features (`allow` of the app's frames) of granted permissions."""
+    return [PERMISSIONS[name] for name in permissions if name in PERMISSIONS]
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,8 @@ __all__ = [
     "EndpointPolicy",
     "GuardedAuth",
     "PinnedTransport",
+    "Refusal",
+    "is_public_address",
     "origin_of",
     "pinned_transport",
     "sign_in_failure",
@@ -67,11 +69,26 @@ async def _resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+def is_public_address(address: str) -> bool:
+    """Whether an IP address is on the public internet (not loopback, link-local, private, multicast)."""
+    return _public(address)
+
+
 def _public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_global and not ip.is_multicast
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a URL may not be requested: `where` is its scheme and host, `why` the reason."""
+
+    where: str
+    why: str
+    hint: str = ""
+    unknown_host: bool = False
 
 
 @dataclass
@@ -87,32 +104,42 @@ class EndpointPolicy:
     async def check(self, url: str) -> str | None:
         """Raise SignInFailed when the host must not request `url` for this server's sign-in.
         Returns the address checked, to connect to (None: the server's own origin, not checked)."""
+        found = await self.screen(url)
+        if isinstance(found, Refusal):
+            if found.unknown_host:
+                raise SignInFailed(
+                    f"server '{self.server}': its sign-in names {found.where}, whose host could not be found",
+                    action="Ask your administrator to check the server's sign-in set-up.",
+                )
+            self._refuse(found.where, found.why, found.hint)
+        return found
+
+    async def screen(self, url: str) -> str | Refusal | None:
+        """The rule without its consequence: the address to connect to, None for the server's
+        own origin (not checked), or why the host may not request `url`."""
         parts = urlsplit(url)
         where = f"{parts.scheme}://{parts.netloc}" if parts.netloc else url[:80]
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            self._refuse(where, "it is not an http(s) address")
+            return Refusal(where, "it is not an http(s) address")
         if self.own_origin is not None and origin_of(url) == self.own_origin:
             return None
         host = parts.hostname.strip("[]")
         try:
             addresses = [host] if _is_ip(host) else await self.resolve(host, parts.port or 443)
         except OSError:
-            raise SignInFailed(
-                f"server '{self.server}': its sign-in names {where}, whose host could not be found",
-                action="Ask your administrator to check the server's sign-in set-up.",
-            ) from None
+            return Refusal(where, "its host could not be found", unknown_host=True)
         if not addresses:
-            self._refuse(where, "its host has no address")
+            return Refusal(where, "its host has no address")
         private = [a for a in addresses if not _public(a)]
         if private and not self.allow_private:
-            self._refuse(
+            return Refusal(
                 where,
                 "it is on a loopback, link-local or private network address",
                 hint="if this server is yours, your administrator can allow it with "
                 '"allow_private_endpoints": true in its "auth" in mcp.json',
             )
         if parts.scheme == "http" and not self.allow_http and not private:
-            self._refuse(where, "it is plain http (sign-in needs https)")
+            return Refusal(where, "it is plain http (sign-in needs https)")
         return addresses[0]
 
     def _refuse(self, where: str, why: str, hint: str = "") -> NoReturn:

@@ -46,7 +46,9 @@ class ToolReview(BaseModel):
     pin: str = Field(description="the pin of the definition listed now: approve exactly this")
     approved_pin: str | None = Field(description="the pin approved before (`legacy:...`: an older version's)")
     definition: dict[str, Any]
-    diff: list[Change] = Field(description="the fields that differ from the approved definition")
+    diff: list[Change] = Field(
+        description="the fields that differ from the approved definition (none approved: empty, all of it is new)"
+    )
     flags: list[HiddenFlag]
 
 
@@ -71,11 +73,12 @@ def _admin(request: Request, user: User) -> Services:
     return services_of(request)
 
 
-# A review is worked out once per (tool, pin, decision): listing 300 tools is then serializing them.
-_REVIEWS: LRUCache[tuple[str, str, str, int], ToolReview] = LRUCache(maxsize=4096)
+# A review is worked out (and written as JSON) once per tool, pin and decision: listing 300 tools
+# is then joining their texts.
+_REVIEWS: LRUCache[tuple[str, str, str, int], bytes] = LRUCache(maxsize=4096)
 
 
-def _review(services: Services, tool: ToolInfo) -> ToolReview | None:
+def _review(services: Services, tool: ToolInfo) -> bytes | None:
     trust = services.pool.trust
     seen = trust.seen(tool.server, tool.name)
     if seen is None:
@@ -84,7 +87,7 @@ def _review(services: Services, tool: ToolInfo) -> ToolReview | None:
     key = (tool.qualified_name, seen[0], tool.trust, record.version if record is not None else 0)
     review = _REVIEWS.get(key)
     if review is None:
-        review = _REVIEWS[key] = _make_review(tool, seen, record)
+        review = _REVIEWS[key] = _make_review(tool, seen, record).model_dump_json().encode()
     return review
 
 
@@ -94,7 +97,7 @@ def _make_review(tool: ToolInfo, seen: tuple[str, dict[str, Any]], record: Trust
     if before is not None and record is not None and (record.pin or "").startswith(LEGACY):
         changes = [c for c in diff(before, definition) if c["field"] in before]  # an old pin held fewer fields
     else:
-        changes = diff(before, definition) if tool.trust != "approved" else []
+        changes = diff(before, definition) if before is not None and tool.trust != "approved" else []
     return ToolReview(
         name=tool.qualified_name,
         server=tool.server,
@@ -125,9 +128,11 @@ async def list_tools(
     hidden characters found in its definition."""
     services = _admin(request, user)
     wanted = {state} if state is not None else {"pending", "changed", "blocked"}
-    reviews = (_review(services, t) for t in services.pool.registry.every_tool() if t.trust in wanted)
-    listed = ToolReviews(tools=sorted((r for r in reviews if r is not None), key=lambda r: r.name))
-    return Response(listed.model_dump_json(), media_type="application/json")  # serialized once
+    tools = sorted(
+        (t for t in services.pool.registry.every_tool() if t.trust in wanted), key=lambda t: t.qualified_name
+    )
+    reviews = [r for r in (_review(services, t) for t in tools) if r is not None]
+    return Response(b'{"tools":[' + b",".join(reviews) + b"]}", media_type="application/json")
 
 
 @router.post("/{name}/approve")

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.authentication import AuthenticationMiddleware
 
 from .. import __version__
-from ..errors import SwitchboardError, http_status
+from ..errors import BadRequest, SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
@@ -33,6 +33,7 @@ from . import (
     metrics,
     openai_compat,
     pages,
+    registry,
     tasks,
     tokens,
     ws,
@@ -40,6 +41,7 @@ from . import (
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
 from .docs_page import mount_docs
+from .error_render import render, style_for
 from .failures import UnhandledErrors, starlette_error
 from .open_files import raise_open_files_limit
 from .openapi_doc import app_errors, install_openapi, openai_errors
@@ -114,10 +116,7 @@ def create_app(
 
     @app.exception_handler(SwitchboardError)
     async def _switchboard_error(request: Request, exc: SwitchboardError) -> JSONResponse:
-        if request.url.path.startswith("/v1/"):
-            return openai_compat.openai_error(http_status(exc), exc.code, exc.message, exc.action)
-        body = {"error": {"code": exc.code, "message": exc.message, "action": exc.action}}
-        return JSONResponse(body, status_code=http_status(exc))
+        return render(exc, style_for(request.url.path)).response()
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -125,7 +124,7 @@ def create_app(
             return await request_validation_exception_handler(request, exc)
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
         where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
-        return openai_compat.openai_error(400, "bad_request", f"malformed request ({where}: {first['msg']})")
+        return render(BadRequest(f"malformed request ({where}: {first['msg']})"), "openai").response()
 
     # Each router with the error statuses its routes can answer (openapi_doc.py).
     app.include_router(api.router, responses=app_errors(400, 401, 403, 404, 413, 503))
@@ -140,6 +139,7 @@ def create_app(
     app.include_router(tasks.router, responses=app_errors(400, 401, 403, 404, 503))
     app.include_router(openai_compat.router, responses=openai_errors(400, 401, 403, 404, 413, 429, 503))
     app.include_router(connect.router, responses=app_errors(400, 401, 403, 404, 413, 503))
+    app.include_router(registry.router, responses=app_errors(401, 403))
     app.include_router(ws.router)
     app.include_router(metrics.router)
     pages.mount(app, settings)

@@ -4,9 +4,10 @@ with 413 before any route reads it, whether it announces its length or not. Uplo
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import TooLarge
+from .error_render import render, style_for
 
 __all__ = ["BodyLimitMiddleware"]
 
@@ -61,20 +62,12 @@ class BodyLimitMiddleware:
             "Send less text (long histories: only the recent messages); upload files with POST /api/files. "
             "The administrator sets the limit with SWITCHBOARD_MAX_REQUEST_BYTES."
         )
-        if path.startswith("/v1/"):  # OpenAI's error shape
-            error = {
-                "message": f"{message}. {action}",
-                "type": "invalid_request_error",
-                "param": None,
-                "code": "bad_request",
-            }
-        else:
-            error = {"code": "bad_request", "message": message, "action": action}
-        payload = json.dumps({"error": error}).encode()
+        wire = render(TooLarge(message, action=action), style_for(path))
+        payload = wire.json()
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": wire.status,
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(payload)).encode()),

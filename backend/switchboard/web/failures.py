@@ -4,14 +4,15 @@
   `unhandled_error` record in `app.jsonl` (with its traceback and a request id) and one line on
   the console; the answer is a 500 in the error model carrying the same `request_id`, so a
   user's report finds the record.
-- `starlette_error`: the router's 404 and 405 and a malformed multipart upload answer
-  `{"error": {"code", "message", "action"}}` like the rest. A 405's `Allow` lists every method
+- `starlette_error`: the router's 404 and 405 and a malformed multipart upload answer in the
+  path's error style like the rest (error_render.py). A 405's `Allow` lists every method
   of the path (Starlette names only the first route that matched it)."""
 
 from __future__ import annotations
 
 import logging
 import secrets
+from dataclasses import replace
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -19,15 +20,21 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..errors import BadRequest, Forbidden, MethodNotAllowed, NotFound, SwitchboardError, Unauthorized
+from .error_render import render, style_for
+
 __all__ = ["UnhandledErrors", "allowed_methods", "starlette_error"]
 
 log = logging.getLogger("switchboard")
 
-_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
-
-
-def error_body(code: str, message: str, action: str | None = None, **more: str) -> dict[str, object]:
-    return {"error": {"code": code, "message": message, "action": action, **more}}
+# The router's statuses as errors of the tree; any other status of Starlette's is a bad request
+_ERRORS: dict[int, type[SwitchboardError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+}
 
 
 class UnhandledErrors:
@@ -59,13 +66,11 @@ class UnhandledErrors:
             )
             if started:
                 return  # the answer is under way: it ends short, and the record says why
-            body = error_body(
-                "internal",
+            failed = SwitchboardError(
                 f"the server failed on this request (request id {request_id})",
-                "Try again; if it keeps failing, give the administrator this request id.",
-                request_id=request_id,
+                action="Try again; if it keeps failing, give the administrator this request id.",
             )
-            response = JSONResponse(body, status_code=500, headers={"X-Request-Id": request_id})
+            response = render(failed, style_for(path), request_id=request_id).response({"X-Request-Id": request_id})
             await response(scope, receive, send)
 
 
@@ -101,11 +106,8 @@ async def starlette_error(request: Request, exc: Exception) -> JSONResponse:
         )
     else:
         message, action = str(exc.detail), None
-    code = _CODES.get(status, "bad_request")
-    if request.url.path.startswith("/v1/"):
-        from .openai_compat import openai_error
-
-        response = openai_error(status, code, message, action)
-        response.headers.update(headers)
-        return response
-    return JSONResponse(error_body(code, message, action), status, headers=headers)
+    error = _ERRORS.get(status, BadRequest)(message, action=action)
+    wire = render(error, style_for(request.url.path))
+    if status not in _ERRORS:  # e.g. a 413 of Starlette's: its own status
+        wire = replace(wire, status=status)
+    return wire.response(headers)

@@ -23,7 +23,6 @@ from collections.abc import AsyncGenerator
 from typing import Annotated, Any, assert_never
 
 from fastapi import APIRouter, Depends, Header, Request
-from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from ..access import Access
@@ -44,25 +43,24 @@ from ..chat.events import (
     ToolStart,
 )
 from ..chat.session import Seed, new_id
-from ..errors import BadRequest, NotFound, SwitchboardError, status_for_code
+from ..errors import BadRequest, NotFound, SwitchboardError
 from .deps import current_user, services_of
+from .error_render import ErrorBody, render
 from .openai_request import CompletionRequest, history_of
 from .openai_response import (
     FINISH,
     ChatCompletion,
     Choice,
-    ErrorBody,
     ModelCard,
     ModelList,
     OutputMessage,
     Shown,
     completion_chunks,
-    openai_error,
     usage_of,
 )
 from .sse import EventStreamResponse
 
-__all__ = ["openai_error", "router"]  # openai_error lives in openai_response.py
+__all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 UserDep = Annotated[User, Depends(current_user)]
@@ -80,10 +78,6 @@ REFUSED_APPROVAL = (
 # Nobody can answer a question on this door: approvals are refused (the model reads why) and a
 # tool's questions declined, by the turn's own policy (chat/questions.py).
 NOBODY_TO_ASK = Preferences(approvals="refuse", refusal=REFUSED_APPROVAL, elicitations="decline")
-
-
-def _error_of(exc: SwitchboardError) -> JSONResponse:
-    return openai_error(exc.status, exc.code, exc.message, exc.action)
 
 
 # -- the request as a turn ------------------------------------------------------------------------
@@ -185,7 +179,7 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
     try:
         subscription = await _start(request, user, body, _level(request, body.compliance_level, level))
     except SwitchboardError as exc:
-        return _error_of(exc)
+        return render(exc, "openai").response()
     completion_id, created = f"chatcmpl-{new_id()}", int(time.time())
 
     def finished() -> None:
@@ -204,7 +198,7 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
                 case TokenEvent():
                     content.append(event.text)
                 case ErrorEvent():
-                    return openai_error(status_for_code(event.code), event.code, event.message, event.action)
+                    return render(event, "openai").response()
                 case MessageDone():
                     message = OutputMessage(content="".join(content))
                     choice = Choice(message=message, finish_reason=FINISH.get(event.finish_reason, "stop"))
@@ -215,4 +209,4 @@ async def chat_completions(request: Request, user: UserDep, body: CompletionRequ
                     assert_never(event)
     finally:
         finished()
-    return openai_error(500, "internal", "the answer ended without finishing")
+    return render(SwitchboardError("the answer ended without finishing"), "openai").response()

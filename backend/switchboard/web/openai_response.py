@@ -7,11 +7,10 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Literal, assert_never
 
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from ..chat.events import ErrorEvent, MessageDone, TokenEvent
-from ..errors import status_for_code
+from .error_render import ErrorBody, ErrorDetail, render
 from .sse import ServerSentEvent, data_frame
 
 __all__ = [
@@ -26,19 +25,10 @@ __all__ = [
     "Shown",
     "Usage",
     "completion_chunks",
-    "error_detail",
-    "openai_error",
     "usage_of",
-]
+]  # ErrorBody, ErrorDetail: from error_render
 
 FINISH = {"stop": "stop", "length": "length", "round_limit": "length", "cancelled": "stop"}
-_ERROR_TYPE = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "invalid_request_error",
-    429: "rate_limit_error",
-}
 
 
 class Usage(BaseModel):
@@ -79,27 +69,7 @@ class ModelList(BaseModel):
     data: list[ModelCard]
 
 
-class ErrorDetail(BaseModel):
-    message: str
-    type: str
-    param: str | None = None
-    code: str | None = None
-
-
-class ErrorBody(BaseModel):
-    error: ErrorDetail
-
-
 Shown = TokenEvent | ErrorEvent | MessageDone  # what this door's client sees of a turn
-
-
-def error_detail(status: int, code: str, message: str, action: str | None) -> ErrorDetail:
-    text = f"{message}. {action}" if action else message
-    return ErrorDetail(message=text, type=_ERROR_TYPE.get(status, "api_error"), code=code)
-
-
-def openai_error(status: int, code: str, message: str, action: str | None = None) -> JSONResponse:
-    return JSONResponse(ErrorBody(error=error_detail(status, code, message, action)).model_dump(), status_code=status)
 
 
 def usage_of(done: MessageDone) -> Usage:
@@ -136,8 +106,7 @@ async def completion_chunks(
                 case TokenEvent():
                     yield _chunk(completion_id, created, model, {"content": event.text})
                 case ErrorEvent():
-                    detail = error_detail(status_for_code(event.code), event.code, event.message, event.action)
-                    yield data_frame(ErrorBody(error=detail).model_dump_json())
+                    yield data_frame(render(event, "openai").json().decode())
                 case MessageDone():
                     yield _chunk(completion_id, created, model, {}, FINISH.get(event.finish_reason, "stop"))
                     if include_usage:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -10,7 +9,9 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..errors import BadRequest, Forbidden
 from ..settings import Settings
+from .error_render import WireError, render, style_for
 
 __all__ = [
     "ARTIFACT_CSP",
@@ -210,10 +211,6 @@ def _printable(value: str) -> str:
     return "".join(c for c in value if " " <= c <= "~")[:100]
 
 
-def _error_body(code: str, message: str, action: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message, "action": action}}).encode()
-
-
 class RequestGuardMiddleware:
     """Refuses, before any route runs: an unknown Host (400, DNS rebinding), a
     websocket from a foreign Origin (accepted, then closed with 1008), and a
@@ -243,14 +240,14 @@ class RequestGuardMiddleware:
             shown = _printable(hosts[0]) if hosts else ""
             name = shown.rsplit(":", 1)[0] if shown.count(":") == 1 else shown
             log.warning("refused a request for an unknown host", extra={"event": "host_refused", "host": shown})
-            body = _error_body(
-                "bad_request",
+            unknown = BadRequest(
                 f"Switchboard does not answer to the host name '{shown}'",
-                "Open Switchboard at its configured address. To serve it under this name, add the name to "
+                action="Open Switchboard at its configured address. To serve it under this name, add the name to "
                 f'SWITCHBOARD_ALLOWED_HOSTS (a JSON list, e.g. ["{name}"]) or set SWITCHBOARD_PUBLIC_URL '
                 "to the address your users open.",
             )
-            await (_deny_websocket(scope, receive, send, body) if kind == "websocket" else _respond(send, 400, body))
+            wire = render(unknown, style_for(scope.get("path", "")))
+            await (_deny_websocket(scope, receive, send, wire) if kind == "websocket" else _respond(send, wire))
             return
         origins = headers.getlist("origin")
         server = scope.get("server")
@@ -269,13 +266,12 @@ class RequestGuardMiddleware:
                 "refused a cross-site request",
                 extra={"event": "csrf_refused", "origin": shown_origin, "path": scope.get("path")},
             )
-            body = _error_body(
-                "forbidden",
+            cross_site = Forbidden(
                 f"refused a cross-site {scope['method']} request" + (f" from {shown_origin}" if shown_origin else ""),
-                "Use Switchboard from its own address. If this origin is a trusted front end, add it to "
+                action="Use Switchboard from its own address. If this origin is a trusted front end, add it to "
                 "SWITCHBOARD_ALLOWED_ORIGINS (a JSON list).",
             )
-            await _respond(send, 403, body)
+            await _respond(send, render(cross_site, style_for(scope.get("path", ""))))
             return
         await self.app(scope, receive, send)
 
@@ -290,26 +286,28 @@ async def refuse_websocket(receive: Receive, send: Send, reason: str) -> None:
     await send({"type": "websocket.close", "code": 1008, "reason": reason[:120]})
 
 
-async def _respond(send: Send, status: int, body: bytes) -> None:
+async def _respond(send: Send, wire: WireError) -> None:
+    body = wire.json()
     await send(
         {
             "type": "http.response.start",
-            "status": status,
+            "status": wire.status,
             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
         }
     )
     await send({"type": "http.response.body", "body": body})
 
 
-async def _deny_websocket(scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
+async def _deny_websocket(scope: Scope, receive: Receive, send: Send, wire: WireError) -> None:
     message = await receive()
     if message["type"] != "websocket.connect":
         return
     if "websocket.http.response" in scope.get("extensions", {}):
+        body = wire.json()
         await send(
             {
                 "type": "websocket.http.response.start",
-                "status": 400,
+                "status": wire.status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
             }
         )

@@ -112,7 +112,7 @@ class _Connection:
             await self.websocket.send_text(event.to_json())
 
     async def error(self, exc: SwitchboardError) -> None:
-        await self.send(ErrorEvent(code=exc.code, message=exc.message, action=exc.action))
+        await self.send(ErrorEvent.of(exc))
 
     async def handle(self, raw: str) -> None:
         if len(raw) > MAX_MESSAGE_BYTES:

@@ -97,6 +97,7 @@ def test_a_missing_variable_names_server_and_field_and_spares_the_others(dirs):
         ({"command": "x", "url": "http://h/mcp"}, "", "cannot both be set"),
         ({"description": "nothing to run"}, "", "set 'command'"),
         ({"command": "x", "approval": "sometimes"}, "approval", "never"),
+        ({"command": "x", "trust": "always"}, "trust", "'auto' or 'review'"),
         ({"command": "x", "groups": "users"}, "groups", "list"),
         ({"url": "http://h/x", "transport": "stdio"}, "", "needs 'command'"),
     ],
@@ -193,3 +194,10 @@ def test_file_type_patterns_match_names_and_types(dirs):
     assert server.handles_file("notes", "text/plain")
     assert server.handles_file("data.csv", "application/octet-stream")
     assert not server.handles_file("img.png", "image/png")
+
+
+def test_trust_is_auto_unless_review_is_asked(dirs):
+    defaults, overrides = dirs
+    write(overrides, {"servers": {"plain": {"command": "x"}, "vetted": {"command": "x", "trust": "review"}}})
+    servers = load_mcp_config(defaults, overrides, {}).servers
+    assert (servers["plain"].trust, servers["vetted"].trust) == ("auto", "review")
