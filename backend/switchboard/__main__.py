@@ -1,5 +1,5 @@
 """Command line: `switchboard serve`, `switchboard check-config`, `switchboard db upgrade`,
-`switchboard chat` (a terminal client, `cli_chat.py`)."""
+`switchboard chat` (a terminal client, `cli_chat.py`), `switchboard audit` (`audit/cli.py`)."""
 
 from __future__ import annotations
 
@@ -286,7 +286,10 @@ def main(argv: list[str] | None = None) -> int:
     p_db.add_parser("upgrade", help="apply the store's migrations (SWITCHBOARD_DATABASE_URL)").set_defaults(
         func=db_upgrade
     )
+    from .audit.cli import add_parser as add_audit_parser
     from .cli_chat_args import add_parser as add_chat_parser
+
+    add_audit_parser(sub)
 
     add_chat_parser(sub).set_defaults(func=chat)
     args = parser.parse_args(argv)

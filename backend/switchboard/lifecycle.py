@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .artifacts import ArtifactStore
+from .audit.writer import Auditor
 from .auth import Authenticator
 from .chat import ChatEngine, Conversations, TaskPoller, TurnHub
 from .chat.apps import AppBridge
@@ -26,6 +27,7 @@ from .registries import RegistryCatalogue
 from .settings import Settings
 from .signing import UrlSigner
 from .store import ConversationStore, down_store, open_store
+from .store.audit_log import AuditStore
 from .store.console_rows import ConsoleRecords
 from .store.trust_rows import TrustRows
 from .store.uploads import UploadRows
@@ -67,6 +69,7 @@ class Services:
     tasks: TaskPoller
     environ: Mapping[str, str]
     apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
+    audit: Auditor  # the audit log: `audit.record(kind, ...)` for every security-relevant fact (audit/)
     tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
     registries: RegistryCatalogue = field(default_factory=lambda: RegistryCatalogue([]))  # MCP registries, cached
     # The files as they are now, when the last reload was refused for them (the running
@@ -97,6 +100,7 @@ class Services:
         their start-up; a turn that comes first loads it itself."""
         await self.open_store()
         self.pool.prepare(await self._use_console(self.config))
+        self.audit.start()
         self.pool.start()
         self._probe_models()
         self.tasks.start()  # takes the stored tasks nobody follows (after a restart) once the store is open
@@ -143,6 +147,7 @@ class Services:
             return False
         was_down = self._store_retry is not None
         self._use_store(store)
+        self.audit.use(AuditStore(store, self.audit.key, checkpoint_every=self.audit.settings.checkpoint_every))
         # Upload quotas are counted in the store: right with several processes on one file store.
         self.artifacts.counts = StoreCounts(
             UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads
@@ -200,6 +205,7 @@ class Services:
             await _saying_waits("the model client's connections", close_llm())
         await _saying_waits("the MCP servers to exit", self.pool.stop())
         await self.pool.pins.flush()
+        await _saying_waits("the audit log", self.audit.close())  # what waits, and a checkpoint
         await self.pool.trust.flush()
         await _saying_waits("the conversation store", self.conversations.store.close())
         self.tracing.shutdown()
@@ -219,6 +225,7 @@ class Services:
         if everywhere:
             self.turns.relay.reloaded()
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
+        self.audit.record("config_reload", servers=servers, errors=errors)
         return {"servers": servers, "errors": errors}
 
     # -- the admin console (console.py): its servers live in the store, on every process ---------

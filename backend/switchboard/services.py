@@ -9,6 +9,8 @@ import os
 from collections.abc import Callable, Mapping
 
 from .artifacts import ArtifactStore
+from .audit.keys import load_key
+from .audit.writer import Auditor, AuditSettings
 from .auth import Authenticator
 from .chat import (
     CallRunner,
@@ -194,6 +196,11 @@ def build_services(
         ),
     )
     calls.tasks = tasks
+    audit = Auditor(
+        load_key(settings.audit_key.get_secret_value() if settings.audit_key else None, settings.data_dir),
+        AuditSettings(full_arguments=settings.audit_arguments == "full", retention_days=settings.audit_retention_days),
+    )
+    calls.audit = audit
     turns.task_questions = tasks.board
     tasks.board.share = lambda user, text: turns.relay.to_user(user, text)  # their pages on other processes
     tasks.board.opened = lambda user, page: turns.relay.page_opened(user, page)
@@ -213,6 +220,7 @@ def build_services(
         environ=environ,
         apps=AppBridge(turns, calls, pool, AppLimits(settings.app_requests_per_s, settings.app_requests_burst)),
         tracing=Tracing.from_environment(environ),
+        audit=audit,
         registries=RegistryCatalogue(settings.registry_urls),
     )
     built.append(services)

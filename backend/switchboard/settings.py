@@ -122,6 +122,12 @@ class Settings(BaseSettings):
     app_requests_per_s: float = Field(default=10.0, gt=0)
     app_requests_burst: int = Field(default=20, ge=1)
     app_cache_s: float = Field(default=60.0, ge=0)  # an app's ui:// resource is read again after this
+    # The audit log (docs/audit.md): its checkpoint signing key (base64 of a 32-byte Ed25519 seed, or a
+    # PEM key; made in data_dir when unset), tool arguments kept as a sha256 ("hash") or whole ("full"),
+    # and records kept this many days (whole checkpointed spans; unset: kept for ever).
+    audit_key: SecretStr | None = None
+    audit_arguments: Literal["hash", "full"] = "hash"
+    audit_retention_days: float | None = Field(default=None, gt=0)
     # MCP registries (API v0.1) the page's "Browse servers" lists, comma-separated; empty: none.
     registry_urls: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["https://registry.modelcontextprotocol.io"]

@@ -4,6 +4,7 @@
 // (Installing comes with the install routes; this view only lists.)
 
 import { el } from "./dom.js";
+import { fetchJson } from "./errors.js";
 
 const SEARCH_DELAY_MS = 300;
 const WHERE = { url: "URL" };
@@ -33,10 +34,8 @@ function openBrowser(url) {
     if (search.value.trim()) query.searchParams.set("search", search.value.trim());
     list.setAttribute("aria-busy", "true");
     try {
-      const res = await fetch(query, { credentials: "same-origin" });
-      const body = await res.json().catch(() => null);
+      const body = await fetchJson(query);
       if (mine !== asked) return; // a later search is on its way
-      if (!res.ok) throw new Error(body?.error?.message || `the server answered ${res.status}`);
       renderStates(states, body.registries || []);
       renderList(list, body.servers || []);
     } catch (exc) {

@@ -73,6 +73,7 @@ RPC = {
     "Unauthorized": -32000,
     "Forbidden": -32000,
     "ToolNotAllowed": -32000,
+    "ToolQuarantined": -32000,
     "RateLimited": -32000,
     "NotFound": -32601,
 }

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..artifacts import ArtifactStore
+from ..audit.writer import Auditor
 from ..config.models import ComplianceLevels, ServerConfig
 from ..errors import SwitchboardError, ToolError, ToolQuarantined
 from ..llm.types import ToolCallRequest
@@ -21,6 +22,7 @@ from ..telemetry import tool_call_done
 from ..tools import ServerPool, ToolInfo, ToolOutcome
 from ..tools.apps import AppResource
 from .approvals import allowance_key, approval_reason, schema_problem
+from .call_audit import audit_call, audit_cancelled
 from .call_questions import Emit, Sampler, TurnSink, ask_approval
 from .call_results import bounded_for_app, frame_for_model, limit_text, result_event
 from .call_tasks import TaskAdopter, adopt_task
@@ -57,6 +59,8 @@ class ExecutedCall:
     app_uri: str | None = None  # an app tool whose app can be shown: its `ui://` resource
     app_digest: str | None = None  # ... and the digest of the app as it was when the call ran
     hooks: list[HookRecord] = field(default_factory=list)  # each policy hook's decision on this call
+    decision: str = "error"  # for the audit log: "allow" (it ran), "deny" (refused or denied), "error"
+    pin: str | None = None  # the tool's definition hash, when the tool was found
 
 
 class CallRunner:
@@ -75,6 +79,7 @@ class CallRunner:
         self._signer = signer
         self.tasks: TaskAdopter | None = None  # the process's task poller (chat/tasks.py), set when built
         self.hooks = Hooks()  # hooks.json (the engine hands it the configuration's)
+        self.audit: Auditor | None = None  # the audit log (every call ends in one record), set when built
 
     def use_compliance(self, compliance: ComplianceLevels) -> None:
         self._compliance = compliance
@@ -89,7 +94,11 @@ class CallRunner:
             content=message,
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-        return ExecutedCall(request, event, frame_for_model(name, False, message, self._settings.max_tool_result_chars))
+        executed = ExecutedCall(
+            request, event, frame_for_model(name, False, message, self._settings.max_tool_result_chars)
+        )
+        executed.pin = tool.definition_hash if tool else None
+        return executed
 
     async def run(
         self,
@@ -111,8 +120,8 @@ class CallRunner:
             if from_app is not None:
                 executed.event = executed.event.model_copy(update={"from_app": from_app})
             tool_call_done(executed.event.server or "none", "ok" if executed.event.ok else "error")
-            return executed
         except asyncio.CancelledError:
+            audit_cancelled(self.audit, request, turn, from_app, int((time.monotonic() - started) * 1000))
             raise
         except Exception as exc:
             log.error(
@@ -120,7 +129,9 @@ class CallRunner:
                 exc_info=exc,
                 extra={"event": "tool_call_crashed", "tool": request.name, "user": turn.user.email},
             )
-            return self._failed(request, None, "The call failed inside the host; the error was logged.", started)
+            executed = self._failed(request, None, "The call failed inside the host; the error was logged.", started)
+        audit_call(self.audit, request, executed, turn, from_app)
+        return executed
 
     async def _run(
         self,
@@ -153,9 +164,10 @@ class CallRunner:
                     "from_app": from_app,
                 },
             )
-            executed = self._failed(request, None, f"Refused: {exc.message}.", started)
-            executed.event = executed.event.model_copy(update={"reason": exc.reason})
-            return executed
+            refused = self._failed(request, None, f"Refused: {exc.message}.", started)
+            refused.event = refused.event.model_copy(update={"reason": exc.reason})
+            refused.decision = "deny"
+            return refused
 
         arguments, problem = parse_arguments(request.arguments)
         if arguments is None:
@@ -189,9 +201,11 @@ class CallRunner:
                 request.id, tool.qualified_name, tool.server, arguments, reason, turn, emit, from_app=from_app
             )
             if not answer.approved:
-                return self._failed(
+                denied = self._failed(
                     request, tool, answer.reason or "The user denied this tool call; do not retry it unasked.", started
                 )
+                denied.decision = "deny"
+                return denied
             if answer.arguments is not None:
                 misfit = schema_problem(tool.input_schema, answer.arguments)
                 if misfit is not None:
@@ -259,7 +273,8 @@ class CallRunner:
             executed.mcp_result = bounded_for_app(outcome, self._settings.max_app_result_chars)
             if app is not None:
                 executed.app_uri, executed.app_digest = tool.app_uri, app.digest
-        executed.arguments, executed.ran = arguments, True
+        executed.arguments, executed.ran, executed.decision = arguments, True, "allow"
+        executed.pin = tool.definition_hash
         executed.approval = approval
         if approval is not None:
             executed.event = executed.event.model_copy(update={"approval": approval})

@@ -35,6 +35,9 @@ __all__ = [
     "allowances",
     "api_tokens",
     "app_processes",
+    "audit_checkpoints",
+    "audit_prunes",
+    "audit_records",
     "console_servers",
     "conversations",
     "files",
@@ -286,4 +289,40 @@ users_seen = Table(
     Column("groups", _json(), nullable=False),  # {group: "groups.yml" | "proxy header" | "group service"}
     Column("first_seen", UTCDateTime, nullable=False),
     Column("last_seen", UTCDateTime, nullable=False),
+)
+
+# The audit log (audit/, migration 0012): append-only, one hash chain per deployment. `body` is the
+# record's canonical JSON without its hash; the other columns repeat fields of it for the filters
+# (verify checks that they agree). Triggers refuse updates and deletes (deletes only below a
+# boundary recorded in `audit_prunes`, which must be a signed checkpoint's seq).
+audit_records = Table(
+    "audit_records",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("ts", UTCDateTime, nullable=False, index=True),
+    Column("kind", String(64), nullable=False),
+    Column("user", String(320), index=True),
+    Column("server", String(200)),
+    Column("tool", String(500)),
+    Column("decision", String(32)),
+    Column("prev", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("body", Text, nullable=False),
+)
+
+audit_checkpoints = Table(
+    "audit_checkpoints",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("ts", UTCDateTime, nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("signature", String(200), nullable=False),  # Ed25519 over the canonical {seq, hash, ts}, base64
+    Column("public_key", String(100), nullable=False),  # base64 of the raw key that signed it
+)
+
+audit_prunes = Table(
+    "audit_prunes",
+    metadata,
+    Column("through_seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("ts", UTCDateTime, nullable=False),
 )

@@ -33,6 +33,7 @@ async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
     services = admin_services(request, user, "reload the configuration")
     settings = services.settings
     broken = load_app_config(settings.defaults_dir, settings.config_dir, services.environ).broken_files()
+    services.audit.record("admin_action", action="reload", user=user.email, decision="error" if broken else "allow")
     if broken:
         services.refuse_reload(broken, user.email)
         raise BadRequest(
@@ -57,5 +58,6 @@ async def restart_server(request: Request, user: UserDep, name: str) -> dict[str
         raise NotFound(f"there is no server named '{name}'")
     if not config.enabled:
         raise BadRequest(f"server '{name}' is disabled", action='Set "enabled": true in mcp.json and reload.')
+    services.audit.record("admin_action", action="restart", user=user.email, server=name, decision="allow")
     await pool.restart(name)
     return {"server": name, "status": "starting"}

@@ -22,6 +22,7 @@ from ..settings import Settings
 from ..tools.launch import EarlyStarts
 from . import (
     admin,
+    admin_audit,
     admin_servers,
     admin_tools,
     admin_users,
@@ -133,6 +134,7 @@ def create_app(
     app.include_router(admin.router, responses=app_errors(400, 401, 403, 404, 503))
     app.include_router(admin_servers.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(admin_users.router, responses=app_errors(400, 401, 403, 404, 413, 503))
+    app.include_router(admin_audit.router, responses=app_errors(400, 401, 403, 503))
     app.include_router(admin_tools.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(http_chat.router, responses=app_errors(400, 401, 403, 404, 409, 413, 429, 503))
     app.include_router(tokens.router, responses=app_errors(400, 401, 403, 404, 413, 503))

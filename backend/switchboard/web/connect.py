@@ -69,14 +69,18 @@ async def put_token(name: str, body: TokenBody, request: Request, user: UserDep)
     refused = await services.pool.set_user_token(name, user.email, body.token)
     if refused is not None:
         return {"server": name, "connected": False, "refused": refused}
+    services.audit.record("token_connect", user=user.email, server=name)
     return {"server": name, "connected": True}
 
 
 @router.delete("/api/servers/{name}/connection")
 async def disconnect(name: str, request: Request, user: UserDep) -> dict[str, Any]:
     services = services_of(request)
-    _server(services, user, name)
+    config = _server(services, user, name)
     await services.pool.disconnect(name, user.email)
+    services.audit.record(
+        "oauth_disconnect" if config.auth.type == "oauth" else "token_disconnect", user=user.email, server=name
+    )
     return {"server": name, "connected": False}
 
 
@@ -133,4 +137,5 @@ async def callback(
         server = await services.pool.finish_sign_in(user.email, state=state, code=code, error=error, iss=iss)
     except SwitchboardError as exc:
         return _back_with_notice(services, user, "Signing in did not work", exc)
+    services.audit.record("oauth_connect", user=user.email, server=server)
     return RedirectResponse(f"/?{urlencode({'connected': server})}", status_code=303)

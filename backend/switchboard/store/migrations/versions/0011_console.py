@@ -1,7 +1,7 @@
 """The admin console: the servers it added or switched on and off, and the users seen.
 
 Revision ID: 0011
-Revises: 0010
+Revises: 0012
 """
 
 from typing import Any
@@ -11,7 +11,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0011"
-down_revision = "0010"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
