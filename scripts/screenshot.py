@@ -1,6 +1,7 @@
-"""Regenerate the README's screenshot (docs/screenshot.png) on demand.
+"""Regenerate the README's screenshot (docs/screenshot.png) and the admin console's
+(docs/admin-console.png) on demand.
 
-    uv run python scripts/screenshot.py [--out docs/screenshot.png]
+    uv run python scripts/screenshot.py [--out docs/screenshot.png] [--admin-out docs/admin-console.png]
 
 Serves the app as `scripts/serve` does (the bundled config, the offline demo
 model, the bundled MCP servers) on a free port with throw-away data and log
@@ -79,6 +80,9 @@ def _wait_ready(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshot.png", help="where to write the PNG")
+    parser.add_argument(
+        "--admin-out", type=Path, default=ROOT / "docs" / "admin-console.png", help="the admin console's PNG"
+    )
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"Chromium is not installed at {CHROMIUM}: apt-get install -y chromium")
@@ -108,6 +112,9 @@ def main() -> int:
                 converse(page)
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(args.out))
+                page.goto(url + "/admin")  # the dev user administers the bundled config
+                page.locator('.server-card[data-status="ready"]').first.wait_for()
+                page.screenshot(path=str(args.admin_out))
                 browser.close()
         finally:
             proc.send_signal(signal.SIGTERM)

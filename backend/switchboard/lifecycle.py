@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .artifacts import ArtifactStore
 from .audit.writer import Auditor
@@ -16,6 +16,8 @@ from .chat.apps import AppBridge
 from .chat.relay import LOST as LOST_REASON
 from .chat.relay import LocalRelay
 from .config import AppConfig, load_app_config
+from .config.console import overlay
+from .config.loader import McpConfig
 from .credentials import StoreVault
 from .errors import ConfigError, SwitchboardError
 from .llm import ModelCatalogue
@@ -26,11 +28,13 @@ from .settings import Settings
 from .signing import UrlSigner
 from .store import ConversationStore, down_store, open_store
 from .store.audit_log import AuditStore
+from .store.console_rows import ConsoleRecords
 from .store.trust_rows import TrustRows
 from .store.uploads import UploadRows
 from .telemetry import Tracing
 from .tools import ServerPool
 from .upload_counts import StoreCounts
+from .users_seen import UsersSeen
 
 __all__ = ["Services"]
 
@@ -71,6 +75,11 @@ class Services:
     # The files as they are now, when the last reload was refused for them (the running
     # configuration is older): what /readyz and the page report until a reload succeeds.
     refused_reload: list[ConfigError] = field(default_factory=list)
+    # user -> how many of their open pages (websockets) here were closed; set by the web layer
+    close_sessions: Callable[[str], int] = lambda user: 0
+    users_seen: UsersSeen = field(default_factory=UsersSeen)  # noted by each signed-in request
+    # The files' servers alone: `config.mcp` is them with the admin console's laid over them.
+    file_mcp: McpConfig | None = None
     _store_retry: asyncio.Task[None] | None = None
     _warm_up: asyncio.Task[None] | None = None
     _model_probe: asyncio.Task[None] | None = None
@@ -90,6 +99,7 @@ class Services:
         of CPU to import) loads only once the servers have settled, so that it does not hold back
         their start-up; a turn that comes first loads it itself."""
         await self.open_store()
+        self.pool.prepare(await self._use_console(self.config))
         self.audit.start()
         self.pool.start()
         self._probe_models()
@@ -146,6 +156,7 @@ class Services:
             await self._relay_on(store)
         if was_down:
             log.info("conversation store reached", extra={"event": "store_available"})
+            await self.servers_changed(everywhere=False)  # the admin console's servers live there
         return True
 
     def _use_store(self, store: ConversationStore) -> None:
@@ -168,6 +179,7 @@ class Services:
             on_reload=self.reload_from_peer,
             on_credentials=self.pool.credentials_changed_elsewhere,
             on_trust=self.pool.trust.refresh,  # an administrator decided on a tool on another process
+            on_admin=self.admin_from_peer,
         )
         await relay.start(self.turns)
         self.turns.relay = relay
@@ -202,20 +214,57 @@ class Services:
         """Re-read every config file; servers start, stop or restart as their entries changed.
         `everywhere`: the other app processes on the same database reload too."""
         config = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ)
-        servers = await self.pool.reload(config.mcp)
-        self.config = config
+        servers = await self.pool.reload(await self._use_console(config))
         self.models = ModelCatalogue(config.llm, self.environ)
         self.auth.use_groups(config.groups)  # the next request, turn and catalogue push see them
-        self.engine.use_config(config, self.models)
+        self.engine.use_config(self.config, self.models)
         self._probe_models()
         self.refused_reload = []
-        errors = [str(e) for e in config.all_errors()]
+        errors = [str(e) for e in self.config.all_errors()]
         self.pool.watch.reloaded()  # open sockets work out their users' groups again
         if everywhere:
             self.turns.relay.reloaded()
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         self.audit.record("config_reload", servers=servers, errors=errors)
         return {"servers": servers, "errors": errors}
+
+    # -- the admin console (console.py): its servers live in the store, on every process ---------
+
+    async def with_console(self, mcp: McpConfig) -> McpConfig:
+        """The files' servers with the admin console's laid over them (the files' alone while the
+        store cannot be read)."""
+        if self.store_error is not None:
+            return mcp
+        try:
+            rows = await ConsoleRecords(self.store).servers()
+        except SwitchboardError as exc:
+            log.warning("the console's servers could not be read: %s", exc.message, extra={"event": "console_unread"})
+            return mcp
+        return overlay(mcp, rows, self.environ)
+
+    @property
+    def files_mcp(self) -> McpConfig:
+        return self.file_mcp or self.config.mcp
+
+    async def _use_console(self, config: AppConfig) -> McpConfig:
+        """`config` from the files becomes the configuration, with the console's servers."""
+        self.file_mcp = config.mcp
+        self.config = replace(config, mcp=await self.with_console(config.mcp))
+        return self.config.mcp
+
+    async def servers_changed(self, *, everywhere: bool = True) -> dict[str, str]:
+        """An administrator changed a server in the console: run with it here and everywhere."""
+        report = await self.pool.reload(await self._use_console(replace(self.config, mcp=self.files_mcp)))
+        self.engine.use_config(self.config, self.models)
+        if everywhere:
+            self.turns.relay.admin_changed("servers")
+        return report
+
+    async def admin_from_peer(self, what: str, user: str) -> None:
+        if what == "servers":
+            await self.servers_changed(everywhere=False)
+        elif what == "sessions":
+            self.close_sessions(user)
 
     async def reload_from_peer(self) -> None:
         """Another app process reloaded the configuration: reload here too (the same files, as the

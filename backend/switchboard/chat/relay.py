@@ -1,20 +1,12 @@
 """Turn control across app processes: the seam between the turn hub and the other processes.
 
-A turn runs in the process that started it. `Relay` carries to it, from any other process, what
-the user does there (attach, approval and question answers, cancel), and carries its events back.
-`LocalRelay` is the one-process case (the SQLite default): nothing to carry. `PostgresRelay` uses
-the shared database: `live_turns` says which process runs a conversation's turn, LISTEN/NOTIFY
-carries messages (in order, through one outbox per process: store/live.py), and a followed turn's
-events go inside them, kept in `turn_events` for followers that join later (chat/relay_follow.py):
-an event crosses as its JSON text (serialized once) and is read back once per process. Each
-process heartbeats; the turns of a process silent for longer than the lease end as failed, and
-the user is told. Events made outside turns (an MCP App's own calls, background tasks), a
-configuration reload and a changed credential reach every process too.
-
-Messages (chat/relay_messages.py, typed; on channel `sb_<process>`, or `sb_all` for everyone):
-follow, ev, events, end (a followed turn), ask -> ack (answers and cancels), lost, page, user,
-questions (events made outside turns), reload, credentials, trust. One that does not read (another
-version's, during a rolling restart) is logged and dropped."""
+A turn runs in the process that started it; `Relay` carries to it what the user does on another
+process (attach, answers, cancel) and carries its events back. `LocalRelay`: one process (SQLite).
+`PostgresRelay`: `live_turns` says which process runs a turn, LISTEN/NOTIFY carries messages (one
+outbox per process: store/live.py), a followed turn's events go inside them (kept in `turn_events`
+for late followers: chat/relay_follow.py). Each process heartbeats; the turns of one silent past
+the lease end as failed. Messages: chat/relay_messages.py (on `sb_<process>`, or `sb_all`: events
+outside turns, reload, credentials, trust, admin); one another version sent is logged, dropped."""
 
 from __future__ import annotations
 
@@ -35,9 +27,11 @@ from .questions import ApprovalAnswer
 from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
 from .relay_messages import (
     Ack,
+    AdminChanged,
     ApprovalAsk,
     Ask,
     AskRequest,
+    Broadcast,
     CancelAsk,
     CredentialsChanged,
     ElicitationAsk,
@@ -80,6 +74,7 @@ class PostgresRelay:
         on_lost: Callable[[str, str], Awaitable[None]] | None = None,
         on_reload: Callable[[], Awaitable[None]] | None = None,
         on_credentials: Callable[[str, str], Awaitable[None]] | None = None,
+        on_admin: Callable[[str, str], Awaitable[None]] | None = None,  # (what, user): AdminChanged
         on_trust: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.live = live
@@ -87,7 +82,7 @@ class PostgresRelay:
         self.process_id = secrets.token_hex(8)
         self._on_lost = on_lost
         self._on_reload = on_reload
-        self._on_credentials, self._on_trust = on_credentials, on_trust
+        self._on_credentials, self._on_trust, self._on_admin = on_credentials, on_trust, on_admin
         self._hub: TurnHub | None = None
         self._shared: dict[str, Shared] = {}
         self._remote: dict[str, RemoteTurn] = {}
@@ -280,6 +275,9 @@ class PostgresRelay:
     def trust_changed(self, server: str) -> None:
         self._post("sb_all", TrustChanged(server=server, sender=self.process_id))
 
+    def admin_changed(self, what: str, user: str = "") -> None:
+        self._post("sb_all", AdminChanged(what=what, owner=user, sender=self.process_id))
+
     # -- messages -----------------------------------------------------------------------------
 
     def _received(self, text: str) -> Awaitable[None] | None:
@@ -302,8 +300,7 @@ class PostgresRelay:
             log.exception("message between processes failed", extra={"event": "relay_failed"})
 
     async def _handle(self, message: RelayMessage) -> None:
-        everyone = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged | TrustChanged
-        if isinstance(message, everyone) and message.sender == self.process_id:
+        if isinstance(message, Broadcast) and message.sender == self.process_id:
             return  # sent to everyone, this process included: it has them already
         match message:
             case EventBatch() | EventsInTable():  # (a batch here does not continue what it has: read)
@@ -346,6 +343,9 @@ class PostgresRelay:
             case TrustChanged():
                 if self._on_trust is not None:
                     await self._on_trust(message.server)
+            case AdminChanged():
+                if self._on_admin is not None:
+                    await self._on_admin(message.what, message.owner)
             case _:
                 assert_never(message)  # a new kind of message is handled here too
 

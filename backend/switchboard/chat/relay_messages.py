@@ -18,7 +18,9 @@ which the relay logs and drops. Fields a newer version adds are ignored.
   questions {u, k, from}               page k of user u opened on `from`: send it u's open questions
   reload {from}                        an administrator reloaded the configuration on `from`
   credentials {s, u, from}             user u's credential for server s changed on `from`
-  trust {s, from}                      an administrator approved or blocked a tool of server s on `from`"""
+  trust {s, from}                      an administrator approved or blocked a tool of server s on `from`
+  admin {w, u, from}                   an administrator changed `w` on `from`: "servers", or
+                                       "sessions" (user u's open pages are closed)"""
 
 from __future__ import annotations
 
@@ -30,9 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = [
     "Ack",
+    "AdminChanged",
     "ApprovalAsk",
     "Ask",
     "AskRequest",
+    "Broadcast",
     "CancelAsk",
     "CredentialsChanged",
     "ElicitationAsk",
@@ -189,6 +193,16 @@ class TrustChanged(_Wire):
     sender: str = Field(validation_alias="from", serialization_alias="from")
 
 
+class AdminChanged(_Wire):
+    op: Literal["admin"] = "admin"
+    what: str = Field(validation_alias="w", serialization_alias="w")
+    owner: str = Field(default="", validation_alias="u", serialization_alias="u")
+    sender: str = Field(validation_alias="from", serialization_alias="from")
+
+
+# Sent to every process, the sender included (which passes over its own).
+Broadcast = PageEvent | UserEvent | QuestionsWanted | Reloaded | CredentialsChanged | TrustChanged | AdminChanged
+
 RelayMessage = (
     Follow
     | EventBatch
@@ -203,6 +217,7 @@ RelayMessage = (
     | Reloaded
     | CredentialsChanged
     | TrustChanged
+    | AdminChanged
 )
 _adapter: TypeAdapter[RelayMessage] = TypeAdapter(Annotated[RelayMessage, Field(discriminator="op")])
 

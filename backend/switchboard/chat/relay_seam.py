@@ -100,6 +100,9 @@ class Relay(Protocol):
     def credentials_changed(self, server: str, user: str) -> None:
         """A user's credential for a server changed here: the other processes drop their session."""
 
+    def admin_changed(self, what: str, user: str = "") -> None:
+        """An administrator changed `what` ("servers", a user's "sessions") here: the others follow."""
+
 
 class LocalRelay:
     """One process: every turn is here."""
@@ -140,4 +143,7 @@ class LocalRelay:
         return None
 
     def credentials_changed(self, server: str, user: str) -> None:
+        return None
+
+    def admin_changed(self, what: str, user: str = "") -> None:
         return None

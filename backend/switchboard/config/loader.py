@@ -23,7 +23,7 @@ from ..errors import ConfigError
 from ..policy.config import HookSet, load_hooks
 from .models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 
-__all__ = ["AppConfig", "McpConfig", "load_app_config", "load_mcp_config"]
+__all__ = ["SERVER_NAME", "AppConfig", "McpConfig", "load_app_config", "load_mcp_config", "server_entry"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _EXPANDED_FIELDS = ("command", "args", "cwd", "env", "url", "headers", "auth")
@@ -35,6 +35,8 @@ class McpConfig:
     errors: dict[str, ConfigError] = field(default_factory=dict)  # server name -> why it was refused
     file_errors: list[ConfigError] = field(default_factory=list)  # whole-file problems
     required_errors: set[str] = field(default_factory=set)  # refused entries that said "required": true
+    sources: dict[str, str] = field(default_factory=dict)  # server -> "admin" (the console's); else "config"
+    trust: dict[str, str] = field(default_factory=dict)  # server -> the console's "trust" for it
 
 
 @dataclass
@@ -142,6 +144,33 @@ def _server_entries(path: Path, data: Any) -> dict[str, Any]:
     return entries
 
 
+SERVER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def server_entry(name: str, entry: Any, environ: Mapping[str, str], *, file: str) -> ServerConfig:
+    """One mcp.json entry validated, `${VAR}`s expanded; raises ConfigError naming every field at
+    fault. The console's servers pass through here too (`file`: where the entry comes from)."""
+    if not SERVER_NAME.fullmatch(name):
+        raise ConfigError(
+            "server names may use letters, digits, '_', '.', '-' (at most 64)", file=file, server=name, field="name"
+        )
+    if not isinstance(entry, dict):
+        raise ConfigError("a server entry must be an object", file=file, server=name)
+    entry = dict(entry)
+    problems: Problems = []
+    if entry.get("enabled", True) is not False:
+        for key in _EXPANDED_FIELDS:
+            if key in entry:
+                entry[key] = _expand(entry[key], environ, problems, key)
+    try:
+        server = ServerConfig.model_validate(entry)
+    except ValidationError as exc:
+        problems += _problems(exc)
+    if problems:
+        raise _entry_error(problems, file=file, server=name)
+    return server
+
+
 def load_mcp_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[str, str] | None = None) -> McpConfig:
     environ = os.environ if environ is None else environ
     result = McpConfig()
@@ -155,27 +184,8 @@ def load_mcp_config(defaults_dir: Path, overrides_dir: Path, environ: Mapping[st
         for name, entry in entries.items():
             raw[name] = (path, entry)
     for name, (path, entry) in raw.items():
-        file = str(path)
         try:
-            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
-                raise ConfigError(
-                    "server names may use letters, digits, '_', '.', '-' (at most 64)", file=file, server=name
-                )
-            if not isinstance(entry, dict):
-                raise ConfigError("a server entry must be an object", file=file, server=name)
-            entry = dict(entry)
-            problems: Problems = []
-            if entry.get("enabled", True) is not False:
-                for key in _EXPANDED_FIELDS:
-                    if key in entry:
-                        entry[key] = _expand(entry[key], environ, problems, key)
-            try:
-                server = ServerConfig.model_validate(entry)
-            except ValidationError as exc:
-                problems += _problems(exc)
-            if problems:
-                raise _entry_error(problems, file=file, server=name)
-            result.servers[name] = server
+            result.servers[name] = server_entry(name, entry, environ, file=str(path))
         except ConfigError as exc:
             result.errors[name] = exc
             if isinstance(entry, dict) and entry.get("required") is True:

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -37,6 +38,7 @@ __all__ = [
     "audit_checkpoints",
     "audit_prunes",
     "audit_records",
+    "console_servers",
     "conversations",
     "files",
     "live_turns",
@@ -50,6 +52,7 @@ __all__ = [
     "turn_events",
     "uploads",
     "user_credentials",
+    "users_seen",
 ]
 
 
@@ -263,6 +266,32 @@ owner_spellings = Table(
     metadata,
     Column("owner", String(320), primary_key=True),
     Column("spelling", String(320), primary_key=True),
+)
+
+# Servers the admin console added (`source` "admin": `entry` is the mcp.json entry as given, its
+# ${VAR}s unexpanded), and config-file servers it switched on or off (`source` "config", no entry).
+# `version` goes up with every change: an edit made against an older version is refused.
+console_servers = Table(
+    "console_servers",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("source", String(16), nullable=False),
+    Column("entry", _json()),
+    Column("enabled", Boolean, nullable=False),
+    Column("trust", String(16)),
+    Column("version", Integer, nullable=False),
+    Column("updated_by", String(320), nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# Every user the host has seen: their groups with where each came from, first and last seen.
+users_seen = Table(
+    "users_seen",
+    metadata,
+    Column("email", String(320), primary_key=True),
+    Column("groups", _json(), nullable=False),  # {group: "groups.yml" | "proxy header" | "group service"}
+    Column("first_seen", UTCDateTime, nullable=False),
+    Column("last_seen", UTCDateTime, nullable=False),
 )
 
 # The audit log (audit/, migration 0012): append-only, one hash chain per deployment. `body` is the

@@ -188,6 +188,22 @@ class ServerPool(PerUserServers, PoolTraffic):
             {name: conn.instructions for name, conn in self.connections.items()},
         )
 
+    @property
+    def mcp(self) -> McpConfig:
+        """The configuration the servers run with (the files' and the admin console's)."""
+        return self._mcp
+
+    def prepare(self, mcp: McpConfig) -> None:
+        """Before `start`: run with `mcp` instead (the files' servers and the console's)."""
+        self.connections = {
+            name: (current if (current := self.connections.get(name)) and current.config == config else None)
+            or self._connection(name, config)
+            for name, config in mcp.servers.items()
+        }
+        self._limits = {name: self._limits.get(name) or asyncio.Semaphore(self._concurrency) for name in mcp.servers}
+        self._mcp = mcp
+        self._rebuild()
+
     def start(self) -> None:
         """Start every enabled server in the background; returns at once."""
         for conn in self.connections.values():

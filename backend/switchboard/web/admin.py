@@ -13,13 +13,13 @@ from ..errors import BadRequest, Forbidden, NotFound
 from ..services import Services
 from .deps import current_user, services_of
 
-__all__ = ["router"]
+__all__ = ["admin_services", "restart_server", "router"]
 
 router = APIRouter()
 UserDep = Annotated[User, Depends(current_user)]
 
 
-def _admin_services(request: Request, user: User, doing: str) -> Services:
+def admin_services(request: Request, user: User, doing: str) -> Services:
     services = services_of(request)
     if not Access(user).allowed("administer"):
         raise Forbidden(f"only administrators may {doing}")
@@ -30,7 +30,7 @@ def _admin_services(request: Request, user: User, doing: str) -> Services:
 async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
     """Re-read every config file. A file that cannot be read at all is refused, and the running
     configuration stays: a typo must not stop every server the file lists."""
-    services = _admin_services(request, user, "reload the configuration")
+    services = admin_services(request, user, "reload the configuration")
     settings = services.settings
     broken = load_app_config(settings.defaults_dir, settings.config_dir, services.environ).broken_files()
     services.audit.record("admin_action", action="reload", user=user.email, decision="error" if broken else "allow")
@@ -46,7 +46,7 @@ async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
 @router.post("/api/servers/{name}/restart")
 async def restart_server(request: Request, user: UserDep, name: str) -> dict[str, str]:
     """Stop one server and start it afresh (its status goes back to `starting`)."""
-    services = _admin_services(request, user, "restart a server")
+    services = admin_services(request, user, "restart a server")
     pool = services.pool
     if name in services.config.mcp.errors:
         raise BadRequest(

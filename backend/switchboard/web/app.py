@@ -23,7 +23,9 @@ from ..tools.launch import EarlyStarts
 from . import (
     admin,
     admin_audit,
+    admin_servers,
     admin_tools,
+    admin_users,
     api,
     apps,
     connect,
@@ -101,6 +103,7 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
     app.state.sandbox = SandboxPolicy.from_settings(settings)
     app.state.open_sockets = ws.OpenSockets(settings.max_sockets_per_user)
+    services.close_sessions = app.state.open_sockets.close_user  # the admin console's revoke, from any process
     # Who the user is is worked out only for requests the guard let through.
     app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
     # Added before the headers middleware, so it runs inside it: its refusals get the headers too.
@@ -129,6 +132,8 @@ def create_app(
     app.include_router(conversations.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(apps.router, responses=app_errors(400, 401, 403, 404, 413, 429, 503))
     app.include_router(admin.router, responses=app_errors(400, 401, 403, 404, 503))
+    app.include_router(admin_servers.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
+    app.include_router(admin_users.router, responses=app_errors(400, 401, 403, 404, 413, 503))
     app.include_router(admin_audit.router, responses=app_errors(400, 401, 403, 503))
     app.include_router(admin_tools.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(http_chat.router, responses=app_errors(400, 401, 403, 404, 409, 413, 429, 503))

@@ -68,6 +68,7 @@ class SwitchboardAuthBackend(AuthenticationBackend):
             user = await _identify(conn, services)
         except SwitchboardError as exc:
             return AuthCredentials(), Anonymous(exc)
+        services.users_seen.note(user, services.config.groups, services.store)  # the admin console's list
         services.audit.user_seen(user.email)  # (once per deployment; a set lookup after the first)
         return AuthCredentials(["authenticated"]), user
 

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
+from ..access import Access
 from ..auth import User
 from ..settings import Settings
 from .deps import page_viewer, services_of
@@ -79,7 +80,8 @@ def mount(app: FastAPI, settings: Settings) -> None:
         }
         sealed = request.query_params.get("signin_notice")  # a Connect that failed (web/connect.py)
         notice = services.signer.open_notice(user.email, sealed) if sealed else None
-        response = templates.render(request, "chat.html", {"page": page, "signin_notice": notice})
+        admin = Access(user).allowed("administer")  # the top bar's Admin link: decided here, not in the page
+        response = templates.render(request, "chat.html", {"page": page, "signin_notice": notice, "is_admin": admin})
         response.headers["content-security-policy"] = page_csp(sandbox)
         return response
 
@@ -87,3 +89,12 @@ def mount(app: FastAPI, settings: Settings) -> None:
     async def tokens_page(request: Request, user: Annotated[User, Depends(page_viewer)]) -> HTMLResponse:
         """Personal API tokens: make, list, revoke (the routes under /api/tokens)."""
         return templates.render(request, "tokens.html", {"page": {"user": user.email}})
+
+    @app.get("/admin", response_class=HTMLResponse, include_in_schema=False)
+    async def admin_page(request: Request, user: Annotated[User, Depends(page_viewer)]) -> HTMLResponse:
+        """The admin console: a client of /api/admin/... (servers, tools, users, audit)."""
+        if not Access(user).allowed("administer"):
+            response = templates.render(request, "forbidden.html", {"page": {"user": user.email}})
+            response.status_code = 403
+            return response
+        return templates.render(request, "admin.html", {"page": {"user": user.email}})

@@ -44,6 +44,7 @@ router = APIRouter()
 
 MAX_MESSAGE_BYTES = 1_000_000
 TOKEN_REFUSED = "an API token opens /api and /v1 only; the websocket needs the page's sign-in"
+SESSION_REVOKED = "an administrator closed your session"
 CATALOGUE_SETTLE_S = 0.2  # a burst of changes (start-up, reload) reaches the page as one event per server
 
 
@@ -54,6 +55,27 @@ class OpenSockets:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._open: dict[str, int] = {}
+        self._closers: dict[str, set[asyncio.Event]] = {}  # set one: that socket closes
+
+    def count(self, user: str) -> int:
+        return self._open.get(user, 0)
+
+    def closer(self, user: str) -> asyncio.Event:
+        event = asyncio.Event()
+        self._closers.setdefault(user, set()).add(event)
+        return event
+
+    def forget(self, user: str, closer: asyncio.Event) -> None:
+        self._closers.get(user, set()).discard(closer)
+        if not self._closers.get(user):
+            self._closers.pop(user, None)
+
+    def close_user(self, user: str) -> int:
+        """Close every socket of `user` here (an administrator revoked their sessions)."""
+        closers = self._closers.get(user, set())
+        for closer in closers:
+            closer.set()
+        return len(closers)
 
     def enter(self, user: str) -> bool:
         if self._open.get(user, 0) >= self.limit:
@@ -231,6 +253,12 @@ async def _leave_when_draining(connection: _Connection) -> None:
         await connection.websocket.close(code=status.WS_1012_SERVICE_RESTART)
 
 
+async def _leave_when_revoked(connection: _Connection, closer: asyncio.Event) -> None:
+    await closer.wait()
+    async with connection._send_lock:
+        await connection.websocket.close(code=status.WS_1008_POLICY_VIOLATION, reason=SESSION_REVOKED)
+
+
 async def _refuse(websocket: WebSocket, reason: str) -> None:
     await websocket.accept()  # closing before accepting would reach the browser as HTTP 403, not 1008
     await websocket.close(code=status.WS_1008_POLICY_VIOLATION, reason=reason)
@@ -252,13 +280,15 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     if not sockets.enter(user.email):  # not logged: a page retries every few seconds
         await _refuse(websocket, too_many_sockets(sockets.limit))
         return
+    closer = sockets.closer(user.email)
     try:
-        await _serve(websocket, services, user)
+        await _serve(websocket, services, user, closer)
     finally:
+        sockets.forget(user.email, closer)
         sockets.leave(user.email)
 
 
-async def _serve(websocket: WebSocket, services: Services, user: User) -> None:
+async def _serve(websocket: WebSocket, services: Services, user: User, closer: asyncio.Event) -> None:
     await websocket.accept()
     sessions_changed(+1)
     connection = _Connection(websocket, services, user)
@@ -266,6 +296,7 @@ async def _serve(websocket: WebSocket, services: Services, user: User) -> None:
     catalogue = asyncio.create_task(_forward_catalogue_changes(connection), name=f"catalogue:{user.email}")
     task_events = asyncio.create_task(_forward_task_events(connection), name=f"tasks:{user.email}")
     leaving = asyncio.create_task(_leave_when_draining(connection), name=f"drain:{user.email}")
+    revoked = asyncio.create_task(_leave_when_revoked(connection, closer), name=f"revoke:{user.email}")
     try:
         while True:
             message = await websocket.receive()
@@ -283,7 +314,7 @@ async def _serve(websocket: WebSocket, services: Services, user: User) -> None:
         pass
     finally:
         # The turn goes on for a while without listeners (a reload attaches again).
-        for forwarder in (catalogue, task_events, leaving):
+        for forwarder in (catalogue, task_events, leaving, revoked):
             forwarder.cancel()
             with suppress(asyncio.CancelledError, Exception):
                 await forwarder

@@ -14,6 +14,7 @@ import pytest
 from switchboard.chat.relay_follow import Pieces, pieces
 from switchboard.chat.relay_messages import (
     Ack,
+    AdminChanged,
     ApprovalAsk,
     Ask,
     CancelAsk,
@@ -70,6 +71,8 @@ EXAMPLES: list[RelayMessage] = [
     QuestionsWanted(owner="ann@example.com", page="page-1", sender=PROCESS),
     Reloaded(sender=PROCESS),
     CredentialsChanged(server="github", owner="ann@example.com", sender=PROCESS),
+    AdminChanged(what="sessions", owner="ann@example.com", sender=PROCESS),
+    AdminChanged(what="servers", sender=PROCESS),
     TrustChanged(server="github", sender=PROCESS),
 ]
 

@@ -7,14 +7,14 @@ signed checkpoint (so a retention prune removes only whole checkpointed spans, a
 Someone who may drop triggers can still edit the rows: `switchboard audit verify` finds that.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
