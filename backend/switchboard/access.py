@@ -10,15 +10,22 @@ groups itself (tests/unit/test_identity_door.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from .auth import User
-from .config.models import ComplianceLevels, ModelConfig, ServerConfig
+from .config.models import ComplianceLevels, GroupsConfig, ModelConfig, ServerConfig
 
-__all__ = ["Access", "Action"]
+__all__ = ["Access", "Action", "administers"]
 
 Action = Literal["use_server", "see_server", "use_model", "administer"]
+
+
+def administers(groups: Iterable[str], config: GroupsConfig) -> bool:
+    """Whether groups a user was last seen with (the admin console's list, not a signed-in
+    request: that one asks `Access(user).is_admin`) include the administrators' group."""
+    return config.admin_group in set(groups)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict
 
+from ..access import administers
 from ..auth import User, normalize_email
 from ..errors import BadRequest, NotFound, StoreUnavailable
 from ..services import Services
@@ -52,13 +53,12 @@ async def list_users(request: Request, user: UserDep) -> dict[str, Any]:
     services, records = _records(request, user, "see the users")
     sockets: OpenSockets = request.app.state.open_sockets
     tokens, connected = await records.tokens(), _connected(services)
-    admin_group = services.config.groups.admin_group
     return {
         "users": [
             {
                 "email": seen.email,
                 "groups": [{"name": group, "source": source} for group, source in seen.groups.items()],
-                "admin": admin_group in seen.groups,
+                "admin": administers(seen.groups, services.config.groups),
                 "first_seen": seen.first_seen,
                 "last_seen": seen.last_seen,
                 "open_sessions": sockets.count(seen.email),
