@@ -11,7 +11,7 @@ from ..auth import User
 from ..console import ConsoleServers
 from ..errors import BadRequest, StoreUnavailable
 from .admin import admin_services, restart_server
-from .deps import current_user
+from .deps import current_user, services_of
 
 __all__ = ["router"]
 
@@ -45,6 +45,7 @@ async def add_server(request: Request, user: UserDep, body: dict[str, Any], chec
     """Add a server (an mcp.json entry plus `name`); `?check=true`: only if it connects and lists tools."""
     console = _console(request, user, "add a server")
     row = await console.add(body, user.email, check=check)
+    _audit(request, user, "server_add", row.name, sorted(k for k in body if k != "name"))
     return {"server": row.name, "version": row.version}
 
 
@@ -55,12 +56,14 @@ async def edit_server(
     """Change fields of a console server (null removes one), or switch any server on or off
     (`enabled`). `version`: the one shown; an older one is refused with 409."""
     await _console(request, user, "change a server").edit(name, dict(body), user.email, check=check)
+    _audit(request, user, "server_edit", name, sorted(k for k in body if k != "version"))
     return {"server": name}
 
 
 @router.delete("/{name}", status_code=204)
 async def remove_server(request: Request, user: UserDep, name: str) -> Response:
     await _console(request, user, "remove a server").remove(name)
+    _audit(request, user, "server_remove", name, [])
     return Response(status_code=204)
 
 
@@ -73,3 +76,10 @@ def _entry(body: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object: an mcp.json entry plus 'name'")
     return {k: v for k, v in body.items() if k != "name"}
+
+
+def _audit(request: Request, user: User, action: str, server: str, fields: list[str]) -> None:
+    """The console's change as an audit record: which fields, never their values (headers and env hold secrets)."""
+    services_of(request).audit.record(
+        "admin_action", action=action, user=user.email, server=server, fields=fields or None, decision="allow"
+    )

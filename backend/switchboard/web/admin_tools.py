@@ -154,7 +154,7 @@ async def block_tool(request: Request, user: UserDep, name: str) -> Decided:
 
 async def _decide(services: Services, user: User, name: str, kind: Literal["approve", "block"], pin: str) -> Decided:
     tool = _tool(services, name)
-    await services.pool.trust.decide(
+    decided = await services.pool.trust.decide(
         kind,
         server=tool.server,
         tool=tool.name,
@@ -162,6 +162,17 @@ async def _decide(services: Services, user: User, name: str, kind: Literal["appr
         pin=pin,
         by=user.email,
         before_state=tool.trust,
+    )
+    services.audit.record(
+        "admin_action",
+        action=f"tool_{kind}",
+        user=decided.by,
+        server=decided.server,
+        tool=decided.qualified_name,
+        pin=decided.pin,
+        before_state=decided.before_state,
+        before_pin=decided.before_pin,
+        decision="allow",
     )
     now = _tool(services, name)
     return Decided(name=now.qualified_name, state=now.trust, pin=now.definition_hash)

@@ -85,4 +85,13 @@ async def revoke(request: Request, user: UserDep, email: str, body: Revoke) -> d
     if body.sessions:
         done["sessions_closed_here"] = services.close_sessions(email)
         services.turns.relay.admin_changed("sessions", email)
+    services.audit.record(
+        "admin_action",
+        action="revoke",
+        user=user.email,
+        target=email,
+        tokens=body.tokens,
+        sessions=body.sessions,
+        decision="allow",
+    )
     return done
