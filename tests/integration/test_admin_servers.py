@@ -172,7 +172,7 @@ def test_the_check_connects_and_lists_tools_without_saving(tmp_path):
 
 def test_every_console_decision_is_an_audit_record_naming_fields_never_values(tmp_path):
     entry = {**NEW, "env": {"TOKEN": "s3cret-value"}}
-    with _site(tmp_path) as (client, services):
+    with _site(tmp_path) as (client, _):
         assert client.post("/api/admin/servers", json=entry, headers=ADMIN).status_code == 201
         _until(client, "extra", "ready")
         tool = next(t for t in client.get("/api/admin/tools?state=pending", headers=ADMIN).json()["tools"])
@@ -181,7 +181,10 @@ def test_every_console_decision_is_an_audit_record_naming_fields_never_values(tm
         assert client.patch("/api/admin/servers/extra", json={"enabled": False}, headers=ADMIN).status_code == 200
         assert client.delete("/api/admin/servers/extra", headers=ADMIN).status_code == 204
         client.get("/api/config", headers=BOB)  # bob is seen, so his access can be revoked
-        assert client.post("/api/admin/users/bob@example.com/revoke", json={"tokens": True}, headers=ADMIN).status_code == 200
+        assert (
+            client.post("/api/admin/users/bob@example.com/revoke", json={"tokens": True}, headers=ADMIN).status_code
+            == 200
+        )
         records = client.get("/api/admin/audit?kind=admin_action&limit=100", headers=ADMIN).json()["records"]
     actions = {r["action"]: r for r in records}
     assert {"server_add", "tool_approve", "server_edit", "server_remove", "revoke"} <= set(actions)
