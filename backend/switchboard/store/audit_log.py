@@ -2,7 +2,8 @@
 `prune`, and the reads `verify`, `export` and the admin route use), over the conversation store's
 engine and error translation. SQLite serializes writers itself (BEGIN IMMEDIATE); on PostgreSQL
 each append takes a transaction-scoped advisory lock, so processes sharing the database extend
-one chain. The lock is held only while the batch is written, never across a tool call."""
+one chain. The lock is held only while the batch is written, never across a tool call. Once a
+process knows the chain's end, an append there is one statement (`audit_pg.py`)."""
 
 from __future__ import annotations
 
