@@ -2,7 +2,8 @@
 `prune`, and the reads `verify`, `export` and the admin route use), over the conversation store's
 engine and error translation. SQLite serializes writers itself (BEGIN IMMEDIATE); on PostgreSQL
 each append takes a transaction-scoped advisory lock, so processes sharing the database extend
-one chain. The lock is held only while the batch is written, never across a tool call."""
+one chain. The lock is held only while the batch is written, never across a tool call. Once a
+process knows the chain's end, an append there is one statement (`audit_pg.py`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from sqlalchemy import Connection, and_, bindparam, delete, exists, func, insert
 
 from ..audit.chain import GENESIS, Sealed, seal
 from ..audit.keys import public_text, sign_checkpoint
+from .audit_pg import APPEND, append_values
 from .models import audit_checkpoints, audit_prunes, audit_records
 from .repo import ConversationStore
 
@@ -101,6 +103,7 @@ class AuditStore:
         self._key = key
         self.checkpoint_every = checkpoint_every
         self._checkpointed = 0  # the highest checkpoint seen (another process may have made a later one)
+        self._end: tuple[int, str] | None = None  # (seq, hash) of the chain's end as this process last saw it
 
     @property
     def dialect(self) -> str:
@@ -137,8 +140,11 @@ class AuditStore:
     async def append(self, batch: Sequence[Pending]) -> tuple[int, list[Checkpoint]]:
         """Write `batch` at the chain's end in one transaction: (the last seq, the checkpoints made:
         one every `checkpoint_every` records)."""
+        if await self._append_at_known_end(batch):
+            assert self._end is not None
+            return self._end[0], []
 
-        def work(conn: Any) -> tuple[int, list[Checkpoint]]:
+        def work(conn: Any) -> tuple[int, str, list[Checkpoint]]:
             self._lock(conn)
             seq, prev = self._tail(conn)
             rows, made, seen = [], [], set()
@@ -160,13 +166,46 @@ class AuditStore:
                         made.append(cp)
             if rows:
                 conn.execute(_INSERT_RECORDS, rows)
-            return seq, made
+            return seq, prev, made
 
         # driver: on a SQLite file, on the sqlite3 connection with the statements compiled once
-        last, made = await self._store._run("write the audit log", work, write=True, driver=True)
+        last, end_hash, made = await self._store._run("write the audit log", work, write=True, driver=True)
+        self._end = (last, end_hash)
         if made:  # committed: the next checkpoint is due `checkpoint_every` records after it
             self._checkpointed = max(self._checkpointed, made[-1].seq)
         return last, made
+
+    async def _append_at_known_end(self, batch: Sequence[Pending]) -> bool:
+        """PostgreSQL: `batch` sealed after the chain's end as this process last saw it, and written
+        by one statement (audit_pg.py) if the chain still ends there. Not when the end is unknown,
+        a record is written only once (that needs a read first), or a checkpoint may be due."""
+        end = self._end
+        if (
+            self.dialect != "postgresql"
+            or end is None
+            or not batch
+            or any(pending.once for pending in batch)
+            or end[0] + len(batch) - self._checkpointed >= self.checkpoint_every
+        ):
+            return False
+        seq, prev = end
+        records = []
+        for pending in batch:
+            seq += 1
+            records.append(record := seal(seq, prev, pending.ts, pending.fields))
+            prev = record.hash
+        values = append_values(_LOCK, end[0], end[1], records)
+        done = await self._store._run(
+            "write the audit log",
+            lambda d: d.execute(APPEND, values).scalar_one(),
+            write=True,
+            single=True,
+            driver=True,
+        )
+        if not done:  # another process appended meanwhile: the usual way reads the new end
+            return False
+        self._end = (seq, prev)
+        return True
 
     @staticmethod
     def _has(conn: Any, kind: str, user: str | None) -> bool:
@@ -209,7 +248,9 @@ class AuditStore:
             conn.execute(insert(audit_records).values(**_columns(seal(seq + 1, prev, ts, fields))))
             return int(boundary)
 
-        return await self._store._run("prune the audit log", work, write=True)
+        boundary = await self._store._run("prune the audit log", work, write=True)
+        self._end = None  # (the prune's own record moved the end)
+        return boundary
 
     # reads
 

@@ -6,6 +6,11 @@ below the highest `audit_prunes.through_seq`; a prune mark may only be inserted 
 signed checkpoint (so a retention prune removes only whole checkpointed spans, and says so).
 Someone who may drop triggers can still edit the rows: `switchboard audit verify` finds that.
 
+On PostgreSQL, `audit_append` is the app's append as one statement (store/audit_pg.py): it takes
+the chain's advisory lock, checks that the chain still ends at the seq and hash the app sealed the
+batch after, and inserts the batch (one array per column); if the chain moved on, it inserts
+nothing and returns false. It runs with the caller's rights, so the triggers apply to it as well.
+
 Revision ID: 0012
 Revises: 0011
 """
@@ -72,6 +77,30 @@ def _postgres_triggers() -> list[str]:
     ]
 
 
+# (PL/pgSQL takes a new snapshot for each statement of a VOLATILE function: the tail read after the
+# lock sees every append committed before the lock was granted)
+_POSTGRES_APPEND = """CREATE FUNCTION audit_append(
+    lock_key bigint, after_seq bigint, after_hash text, tss text[], kinds text[], users text[],
+    servers text[], tools text[], decisions text[], hashes text[], bodies text[]
+) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  end_seq bigint;
+  end_hash text;
+BEGIN
+  PERFORM pg_advisory_xact_lock(lock_key);
+  SELECT r.seq, r.hash INTO end_seq, end_hash FROM audit_records r ORDER BY r.seq DESC LIMIT 1;
+  IF end_seq IS DISTINCT FROM after_seq OR end_hash IS DISTINCT FROM after_hash THEN
+    RETURN false;
+  END IF;
+  INSERT INTO audit_records (seq, ts, kind, "user", server, tool, decision, prev, hash, body)
+  SELECT after_seq + b.n, b.ts::timestamptz, b.kind, b.usr, b.server, b.tool, b.decision,
+         CASE WHEN b.n = 1 THEN after_hash ELSE hashes[b.n - 1] END, b.hash, b.body
+  FROM unnest(tss, kinds, users, servers, tools, decisions, hashes, bodies)
+       WITH ORDINALITY AS b(ts, kind, usr, server, tool, decision, hash, body, n);
+  RETURN true;
+END $$"""
+
+
 def upgrade() -> None:
     op.create_table(
         "audit_records",
@@ -104,6 +133,8 @@ def upgrade() -> None:
     triggers = _sqlite_triggers() if op.get_bind().dialect.name == "sqlite" else _postgres_triggers()
     for statement in triggers:
         op.execute(statement)
+    if op.get_bind().dialect.name != "sqlite":
+        op.execute(_POSTGRES_APPEND)
 
 
 def downgrade() -> None:
@@ -112,3 +143,4 @@ def downgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":
         for function in ("audit_refuse", "audit_records_delete", "audit_prunes_insert"):
             op.execute(f"DROP FUNCTION IF EXISTS {function}()")
+        op.execute("DROP FUNCTION IF EXISTS audit_append")
