@@ -135,6 +135,7 @@ class ServerConfig(_Strict):
     per_user: bool | None = None
     idle_close_s: float = Field(default=600.0, gt=0)  # a user's idle session is closed after this
     max_user_sessions: int = Field(default=100, ge=1)  # per server; the least recently used is closed
+    owner: str | None = None  # a user's own server (user_servers.py): only this user sees and calls it
     # Browser permissions this server's MCP Apps may have, when their resource declares them too.
     app_permissions: list[Literal["camera", "microphone", "geolocation", "clipboard-write"]] = Field(
         default_factory=list
