@@ -103,10 +103,15 @@ def test_only_its_owner_lists_sees_approves_and_calls_a_users_server(tmp_path):
         # the console lists it with its owner
         listed_all = {s["name"]: s for s in client.get("/api/admin/servers", headers=ADMIN).json()["servers"]}
         assert listed_all[server]["source"] == "user:alice@example.com"
+        off = client.patch(f"/api/admin/servers/{server}", json={"enabled": False}, headers=ADMIN)
+        assert off.status_code == 200, off.text
+        assert _mine(client, ALICE)["mine"]["enabled"] is False and not services.pool.server_config(server).enabled
+        bobs = again.json()["server"]
+        assert client.delete(f"/api/admin/servers/{bobs}", headers=ADMIN).status_code == 204
+        assert _mine(client, BOB) == {} and bobs not in services.pool.mcp.servers
 
         assert client.delete("/api/servers/mine", headers=ALICE).status_code == 204
         assert _mine(client, ALICE) == {} and server not in services.pool.mcp.servers
-        assert "mine" in _mine(client, BOB)
 
 
 @contextmanager
