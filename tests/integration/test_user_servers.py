@@ -112,6 +112,10 @@ def test_only_its_owner_lists_sees_approves_and_calls_a_users_server(tmp_path):
 
         assert client.delete("/api/servers/mine", headers=ALICE).status_code == 204
         assert _mine(client, ALICE) == {} and server not in services.pool.mcp.servers
+        records = client.get("/api/admin/audit?kind=user_server&limit=100", headers=ADMIN).json()["records"]
+    alices = {r["action"]: r for r in records if r["user"] == "alice@example.com"}
+    assert set(alices) == {"server_add", "tool_approve", "server_remove"} and {r["server"] for r in records} >= {server}
+    assert alices["tool_approve"]["pin"] == echo["pin"] and TOKEN not in str(records)
 
 
 @contextmanager
