@@ -241,7 +241,9 @@ class Services:
         except SwitchboardError as exc:
             log.warning("the console's servers could not be read: %s", exc.message, extra={"event": "console_unread"})
             return mcp
-        rows = await with_headers(rows, self.pool.vault)  # users' own servers: headers from the vault
+        rows = await with_headers(
+            rows, self.pool.vault, self.settings.user_server_hosts
+        )  # users' own servers: headers from the vault
         return overlay(mcp, rows, self.environ)
 
     @property

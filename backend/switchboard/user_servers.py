@@ -42,15 +42,24 @@ def _owner(row: ConsoleRow) -> str | None:
     return row.source.removeprefix("user:") if row.source.startswith("user:") else None
 
 
-async def with_headers(rows: list[ConsoleRow], vault: CredentialVault) -> list[ConsoleRow]:
-    """The rows with each user server's headers opened from the vault (for the configuration only)."""
+def _guard(url: str, allowed_hosts: list[str]) -> str:
+    """Which of a user's server's requests pass the endpoint policy: all, or all but those to its
+    own origin when its host is one the operator allowed."""
+    return "others" if (urlsplit(url).hostname or "").lower() in allowed_hosts else "all"
+
+
+async def with_headers(rows: list[ConsoleRow], vault: CredentialVault, allowed_hosts: list[str]) -> list[ConsoleRow]:
+    """The rows with each user server's headers opened from the vault and its requests guarded
+    (for the configuration only)."""
     opened = []
     for row in rows:
         owner = _owner(row)
         if owner and row.entry is not None:
+            entry = {**row.entry, "guard_requests": _guard(str(row.entry.get("url")), allowed_hosts)}
             sealed = await vault.get(row.name, owner, HEADERS)
             if sealed:
-                row = replace(row, entry={**row.entry, "headers": json.loads(sealed)})
+                entry["headers"] = json.loads(sealed)
+            row = replace(row, entry=entry)
         opened.append(row)
     return opened
 
@@ -148,7 +157,8 @@ class UserServers:
         if transport:
             entry["transport"] = transport
         try:
-            config, trust = console_entry(server, {**entry, "headers": headers}, {})
+            guard = _guard(url, self._services.settings.user_server_hosts)
+            config, trust = console_entry(server, {**entry, "headers": headers, "guard_requests": guard}, {})
         except ConfigError as exc:
             raise BadRequest(str(exc), action="Correct the field and try again; nothing was changed.") from None
         settings = self._services.settings

@@ -5,6 +5,8 @@ input is refused with a clear message and changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import asyncio.base_events
 import http.server
 import threading
 import time
@@ -141,6 +143,37 @@ def _not_mcp() -> Iterator[str]:
         yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
     finally:
         server.shutdown()
+
+
+def test_a_name_that_moves_to_a_private_address_after_the_check_is_not_followed(tmp_path, monkeypatch):
+    """DNS rebinding: `rebind.example` answers a public address to the endpoint policy's check,
+    then 127.0.0.1, where a real MCP server listens. The connection goes only to an address the
+    policy checked, so the server is refused (without the guard it would be added)."""
+    import socket
+
+    real, real_sync = asyncio.base_events.BaseEventLoop.getaddrinfo, socket.getaddrinfo
+    asked: list[str] = []
+
+    def answer(host, port):
+        asked.append(host)
+        address = "93.184.215.14" if len(asked) == 1 else "127.0.0.1"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, int(port)))]
+
+    async def getaddrinfo(self, host, port, *args, **kwargs):
+        return answer(host, port) if host == "rebind.example" else await real(self, host, port, *args, **kwargs)
+
+    def getaddrinfo_sync(host, port, *args, **kwargs):
+        return answer(host, port) if host == "rebind.example" else real_sync(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo_sync)
+    with run_toolbox_server("http") as url, _site(tmp_path, user_server_hosts=[]) as (client, _):
+        moved = url.replace("127.0.0.1", "rebind.example")
+        answer = client.post("/api/servers", json={"name": "moved", "url": moved}, headers=ALICE)
+        assert answer.status_code == 400, answer.text
+        message = answer.json()["error"]["message"]
+        assert "did not answer as an MCP server" in message and "loopback" in message, message
+        assert len(asked) >= 2 and _mine(client, ALICE) == {}
 
 
 def test_bad_input_is_refused_clearly_and_changes_nothing(tmp_path, monkeypatch):
