@@ -57,6 +57,7 @@ class Access:
         """Tools, resources and prompts of this server, in this conversation."""
         return (
             config is not None
+            and (config.owner is None or config.owner == self.email)  # a user's own server: its owner only
             and config.admits_group(self.groups)
             and self.compliance.admits(self.compliance_level, config.compliance_level)
         )

@@ -116,6 +116,11 @@ class ConsoleServers:
                 raise _field(name, "enabled", "must be true or false")
             new = ConsoleRow(name, "config", None, enabled, None, (version or 0) + 1, by, datetime.now(UTC))
             await self._records.put(new, expected=version if row else None)
+        elif row.source.startswith("user:"):  # a user's own server: switched on or off here, or removed
+            if set(changes) - {"enabled"} or not isinstance(changes.get("enabled"), bool):
+                raise _field(name, "enabled", "a user's own server can only be switched on or off here, or removed")
+            new = replace(row, enabled=changes["enabled"], updated_by=by, updated_at=datetime.now(UTC))
+            await self._records.put(replace(new, version=(version or 0) + 1), expected=version)
         else:
             assert row.entry is not None
             entry = {**row.entry}
@@ -152,4 +157,6 @@ class ConsoleServers:
                 )
             raise NotFound(f"there is no server named '{name}'")
         await self._records.remove(name)
+        if row.source.startswith("user:"):  # a user's own server's headers, in the vault
+            await self._services.pool.vault.forget(name, row.source.removeprefix("user:"))
         await self._services.servers_changed()

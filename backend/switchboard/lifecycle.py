@@ -34,6 +34,7 @@ from .store.uploads import UploadRows
 from .telemetry import Tracing
 from .tools import ServerPool
 from .upload_counts import StoreCounts
+from .user_servers import with_headers
 from .users_seen import UsersSeen
 
 __all__ = ["Services"]
@@ -240,6 +241,9 @@ class Services:
         except SwitchboardError as exc:
             log.warning("the console's servers could not be read: %s", exc.message, extra={"event": "console_unread"})
             return mcp
+        rows = await with_headers(
+            rows, self.pool.vault, self.settings.user_server_hosts
+        )  # users' own servers: headers from the vault
         return overlay(mcp, rows, self.environ)
 
     @property

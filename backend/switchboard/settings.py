@@ -128,6 +128,19 @@ class Settings(BaseSettings):
     audit_key: SecretStr | None = None
     audit_arguments: Literal["hash", "full"] = "hash"
     audit_retention_days: float | None = Field(default=None, gt=0)
+    # Users' own remote servers (docs/servers.md): "remote" lets each user add some, "off" none;
+    # hosts listed here skip the endpoint policy (e.g. an intranet host), comma-separated.
+    user_servers: Literal["remote", "off"] = "remote"
+    max_servers_per_user: int = Field(default=20, ge=0)
+    user_server_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("user_server_hosts", mode="before")
+    @classmethod
+    def _split_user_server_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value
+
     # MCP registries (API v0.1) the page's "Browse servers" lists, comma-separated; empty: none.
     registry_urls: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["https://registry.modelcontextprotocol.io"]

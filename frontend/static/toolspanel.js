@@ -6,6 +6,7 @@ import { connectControls } from "./connect.js";
 import { el } from "./dom.js";
 import { fetchJson } from "./errors.js";
 import { browseServersButton } from "./registry.js";
+import { addServerButton } from "./user_servers.js";
 import { reloadControl } from "./reload.js";
 import { ToolFilter } from "./toolfilter.js";
 
@@ -268,7 +269,7 @@ export class ToolsPanel {
       this.reloader ??= reloadControl(this.configUrl, () => this.load());
       children.push(this.reloader);
     }
-    children.push((this.browser ??= browseServersButton(this.configUrl)));
+    children.push((this.browser ??= browseServersButton(this.configUrl)), (this.adder ??= addServerButton(this.configUrl, () => this.load())));
     this.statusBox.replaceChildren(...children);
     this.statusBox.dataset.failed = String(failed.length);
   }

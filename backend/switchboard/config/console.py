@@ -53,11 +53,12 @@ def overlay(mcp: McpConfig, rows: Iterable[ConsoleServer], environ: Mapping[str,
             continue
         if row.name in servers or row.name in errors or row.entry is None:
             continue  # the files' entry wins (a console add refuses a name in use; a file may add one later)
-        sources[row.name] = "admin"
+        sources[row.name] = row.source  # "admin", or "user:<email>" for a user's own server
         try:
             config, trust[row.name] = console_entry(row.name, {**row.entry, "enabled": row.enabled}, environ)
         except ConfigError as exc:  # e.g. a ${VAR} unset since it was added
             errors[row.name] = exc
             continue
-        servers[row.name] = config
+        owner = row.source.removeprefix("user:") if row.source.startswith("user:") else None
+        servers[row.name] = config.model_copy(update={"owner": owner}) if owner else config
     return replace(mcp, servers=servers, errors=errors, sources=sources, trust=trust)

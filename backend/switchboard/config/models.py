@@ -135,6 +135,10 @@ class ServerConfig(_Strict):
     per_user: bool | None = None
     idle_close_s: float = Field(default=600.0, gt=0)  # a user's idle session is closed after this
     max_user_sessions: int = Field(default=100, ge=1)  # per server; the least recently used is closed
+    owner: str | None = None  # a user's own server (user_servers.py): only this user sees and calls it
+    # A user's own server: every request (redirects too) goes only to an address the endpoint policy
+    # checked then ("all"), or but for the server's own origin, a host the operator allowed ("others").
+    guard_requests: Literal["none", "all", "others"] = "none"
     # Browser permissions this server's MCP Apps may have, when their resource declares them too.
     app_permissions: list[Literal["camera", "microphone", "geolocation", "clipboard-write"]] = Field(
         default_factory=list

@@ -100,6 +100,7 @@ class EndpointPolicy:
     allow_private: bool = False
     allow_http: bool = False  # dev mode
     resolve: Resolve = _resolve
+    what: str = "sign-in"  # what a refusal stops: a sign-in, or a user's server's "connection"
 
     async def check(self, url: str) -> str | None:
         """Raise SignInFailed when the host must not request `url` for this server's sign-in.
@@ -151,8 +152,8 @@ class EndpointPolicy:
             extra={"event": "oauth_endpoint_refused", "server": self.server, "origin": where},
         )
         raise SignInFailed(
-            f"server '{self.server}': the sign-in was stopped because it would make this host "
-            f"contact {where}, and {why}" + (f"; {hint}" if hint else ""),
+            f"server '{self.server}': the {self.what} was stopped because it would make this host "
+            f"contact {where}, and {why}" + (f"; {hint}" if hint and self.what == "sign-in" else ""),
             action="Ask your administrator to check the server's sign-in set-up.",
         )
 

@@ -18,6 +18,7 @@ from mcp import ClientSession, StdioServerParameters
 from ..config.models import ServerConfig
 from .diagnostics import HttpTrace, http_client_factory
 from .launch import FILES_ORIGIN_ENV, EarlyStarts, Launch, stderr_path, stdio_launch
+from .oauth_guard import POLICY_KEY, EndpointPolicy, origin_of
 from .stdio import ProcessEnd, ServerExited, stdio_streams
 
 if TYPE_CHECKING:
@@ -73,6 +74,23 @@ class _StdioTransport(ClientTransport):
         return f"<stdio: {self._params.command} {' '.join(self._params.args)}>"
 
 
+def _guarded(factory: Any, name: str, config: ServerConfig) -> Any:
+    """`factory`'s clients with every request (each redirect too) marked for the endpoint policy:
+    `PinnedTransport` checks its address and connects to the address checked (no DNS rebinding)."""
+    own = origin_of(config.url or "") if config.guard_requests == "others" else None
+    policy = EndpointPolicy(server=name, own_origin=own, allow_http=True, what="connection")
+
+    async def mark(request: httpx2.Request) -> None:
+        request.extensions = {**request.extensions, POLICY_KEY: policy}
+
+    def make(*args: Any, **kwargs: Any) -> httpx2.AsyncClient:
+        client: httpx2.AsyncClient = factory(*args, **kwargs)
+        client.event_hooks = {**client.event_hooks, "request": [*client.event_hooks.get("request", []), mark]}
+        return client
+
+    return make
+
+
 def build_transport(
     name: str,
     config: ServerConfig,
@@ -96,6 +114,8 @@ def build_transport(
         return _StdioTransport(params, launch, early.take(name, launch) if early is not None else None, early)
     assert config.url is not None
     factory = http_client_factory(trace or HttpTrace())
+    if config.guard_requests != "none":
+        factory = _guarded(factory, name, config)
     # `headers`/`auth`: one user's own credential, for that user's session only.
     all_headers = dict(config.headers) | (headers or {})
     if config.transport == "sse":

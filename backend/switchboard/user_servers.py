@@ -1,0 +1,199 @@
+"""A user's own remote servers (`/api/servers`, docs/servers.md "Your own servers"): stored as the
+admin console's are (`console_servers`, source `user:<email>`), under a name of their own made
+from the user's name and a short hash of the owner, so that two users' servers of one name never
+meet; its headers are sealed in the credential vault, never in the row and never shown back. Only
+its owner sees and calls it (`Access.may_use_server` checks `ServerConfig.owner`). A server is
+saved only once its URL passed the endpoint policy and it answered MCP with at most MAX_TOOLS tools:
+a refused add changes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from .config.console import console_entry
+from .config.loader import SERVER_NAME
+from .errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
+from .store.console_rows import ConsoleRecords, ConsoleRow
+from .tools.console_view import check_server, refused_url, trust_counts
+from .tools.vault import CredentialVault
+
+if TYPE_CHECKING:
+    from .lifecycle import Services
+
+__all__ = ["HEADERS", "MAX_TOOLS", "UserServers", "internal_name", "with_headers"]
+
+FIELDS = ("name", "url", "transport", "headers")
+TRANSPORTS = ("http", "sse")
+MAX_TOOLS = 200  # a server listing more is refused: a catalogue that large drowns the model
+HEADERS = "server_headers"  # the vault kind its headers are sealed under
+MAX_NAME = 55  # 64 less the owner's suffix
+
+
+def internal_name(name: str, owner: str) -> str:
+    return f"{name}.{hashlib.sha256(owner.lower().encode()).hexdigest()[:8]}"
+
+
+def _owner(row: ConsoleRow) -> str | None:
+    return row.source.removeprefix("user:") if row.source.startswith("user:") else None
+
+
+def _guard(url: str, allowed_hosts: list[str]) -> str:
+    """Which of a user's server's requests pass the endpoint policy: all, or all but those to its
+    own origin when its host is one the operator allowed."""
+    return "others" if (urlsplit(url).hostname or "").lower() in allowed_hosts else "all"
+
+
+async def with_headers(rows: list[ConsoleRow], vault: CredentialVault, allowed_hosts: list[str]) -> list[ConsoleRow]:
+    """The rows with each user server's headers opened from the vault and its requests guarded
+    (for the configuration only)."""
+    opened = []
+    for row in rows:
+        owner = _owner(row)
+        if owner and row.entry is not None:
+            entry = {**row.entry, "guard_requests": _guard(str(row.entry.get("url")), allowed_hosts)}
+            sealed = await vault.get(row.name, owner, HEADERS)
+            if sealed:
+                entry["headers"] = json.loads(sealed)
+            row = replace(row, entry=entry)
+        opened.append(row)
+    return opened
+
+
+def _field(field: str, message: str) -> BadRequest:
+    return BadRequest(f"field '{field}': {message}", action="Correct the field and try again; nothing was changed.")
+
+
+class UserServers:
+    def __init__(self, services: Services, owner: str) -> None:
+        if services.settings.user_servers == "off":
+            raise Forbidden(
+                "adding your own servers is switched off on this host",
+                action="Ask your administrator to add the server for you.",
+            )
+        self._services = services
+        self._owner = owner
+        self._records = ConsoleRecords(services.store)
+
+    async def mine(self) -> dict[str, ConsoleRow]:
+        """This user's servers by the name they gave them."""
+        source = f"user:{self._owner}"
+        return {row.name.rsplit(".", 1)[0]: row for row in await self._records.servers() if row.source == source}
+
+    async def views(self) -> list[dict[str, Any]]:
+        pool = self._services.pool
+        states: dict[str, list[str]] = {}
+        for tool in pool.registry.all():
+            states.setdefault(tool.server, []).append(tool.trust)
+        statuses = {status.name: status for status in pool.statuses()}
+        views = []
+        for name, row in sorted((await self.mine()).items()):
+            entry, status = row.entry or {}, statuses.get(row.name)
+            views.append(
+                {
+                    "name": name,
+                    "server": row.name,
+                    "url": entry.get("url"),
+                    "transport": entry.get("transport"),
+                    "headers": sorted(await self._header_names(row.name)),
+                    "enabled": row.enabled,
+                    "status": status.status if status else "starting",
+                    "last_error": status.reason if status else None,
+                    "tools": trust_counts(states.get(row.name, ())),
+                }
+            )
+        return views
+
+    async def _header_names(self, server: str) -> list[str]:
+        sealed = await self._services.pool.vault.get(server, self._owner, HEADERS)
+        return list(json.loads(sealed)) if sealed else []
+
+    async def row(self, name: str) -> ConsoleRow:
+        row = (await self.mine()).get(name)
+        if row is None:
+            raise NotFound(f"you have no server named '{name}'")
+        return row
+
+    async def add(self, body: Any) -> ConsoleRow:
+        if not isinstance(body, dict):
+            raise BadRequest("the body must be a JSON object: name, url, transport, headers")
+        unknown = sorted(set(body) - set(FIELDS))
+        if unknown:
+            raise _field(unknown[0], f"unknown field (a server of your own takes only {', '.join(FIELDS)})")
+        name, url, headers = body.get("name"), body.get("url"), body.get("headers") or {}
+        if not isinstance(name, str) or len(name) > MAX_NAME or not SERVER_NAME.fullmatch(name):
+            raise _field("name", f"server names may use letters, digits, '_', '.', '-' (at most {MAX_NAME})")
+        if not isinstance(url, str) or not url:
+            raise _field("url", "the server's address is needed (a remote server: http or sse)")
+        transport = body.get("transport")
+        if transport is not None and transport not in TRANSPORTS:
+            raise _field("transport", f"must be one of {', '.join(TRANSPORTS)} (never a command)")
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            raise _field("headers", "must be an object of names to text values")
+        mine = await self.mine()
+        if name in mine:
+            raise Conflict(f"field 'name': you have a server named '{name}' already", action="Choose another name.")
+        mcp = self._services.pool.mcp
+        taken = {n for n, source in mcp.sources.items() if not source.startswith("user:")}
+        if name in taken or name in mcp.errors or name in self._services.files_mcp.servers:
+            raise Conflict(f"field 'name': the host has a server named '{name}'", action="Choose another name.")
+        limit = self._services.settings.max_servers_per_user
+        if len(mine) >= limit:
+            raise Conflict(
+                f"you have {len(mine)} servers of your own, the most this host allows ({limit})",
+                action="Remove one first.",
+            )
+        host = (urlsplit(url).hostname or "").lower()
+        if host not in self._services.settings.user_server_hosts:
+            why = await refused_url(url, allow_private=False)
+            if why is not None:
+                raise _field("url", f"the endpoint policy refuses this address: {why}")
+        server = internal_name(name, self._owner)
+        entry: dict[str, Any] = {"url": url, "trust": "review", "description": f"{name} (added by {self._owner})"}
+        if transport:
+            entry["transport"] = transport
+        try:
+            guard = _guard(url, self._services.settings.user_server_hosts)
+            config, trust = console_entry(server, {**entry, "headers": headers, "guard_requests": guard}, {})
+        except ConfigError as exc:
+            raise BadRequest(str(exc), action="Correct the field and try again; nothing was changed.") from None
+        settings = self._services.settings
+        result = await check_server(
+            server,
+            config,
+            project_root=settings.project_root,
+            log_dir=settings.log_dir,
+            timeout_s=settings.server_start_timeout_s,
+        )
+        if not result["ok"]:
+            raise BadRequest(
+                f"server '{name}': {url} did not answer as an MCP server ({result['status']}): {result['reason']}",
+                action="Check the address and transport; nothing was saved.",
+            )
+        if len(result["tools"]) > MAX_TOOLS:
+            raise BadRequest(
+                f"server '{name}' lists {len(result['tools'])} tools; a server of your own may have at most {MAX_TOOLS}",
+                action="Ask your administrator to add it, with a tool filter; nothing was saved.",
+            )
+        vault = self._services.pool.vault
+        if headers:
+            await vault.put(server, self._owner, HEADERS, json.dumps(headers))
+        row = ConsoleRow(server, f"user:{self._owner}", entry, True, trust, 1, self._owner, datetime.now(UTC))
+        try:
+            await self._records.add(row)
+        except Exception:
+            await vault.forget(server, self._owner)
+            raise
+        await self._services.servers_changed()
+        return row
+
+    async def remove(self, name: str) -> str:
+        row = await self.row(name)
+        await self._records.remove(row.name)
+        await self._services.pool.vault.forget(row.name, self._owner)
+        await self._services.servers_changed()
+        return row.name
