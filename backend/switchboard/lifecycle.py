@@ -34,7 +34,7 @@ from .store.uploads import UploadRows
 from .telemetry import Tracing
 from .tools import ServerPool
 from .upload_counts import StoreCounts
-from .user_servers import with_headers
+from .user_server_rows import with_headers
 from .users_seen import UsersSeen
 
 __all__ = ["Services"]

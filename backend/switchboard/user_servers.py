@@ -8,9 +8,7 @@ a refused add changes nothing."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -20,48 +18,17 @@ from .config.loader import SERVER_NAME
 from .errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
 from .store.console_rows import ConsoleRecords, ConsoleRow
 from .tools.console_view import check_server, refused_url, trust_counts
-from .tools.vault import CredentialVault
+from .user_server_rows import HEADERS, guard_for, internal_name
 
 if TYPE_CHECKING:
     from .lifecycle import Services
 
-__all__ = ["HEADERS", "MAX_TOOLS", "UserServers", "internal_name", "with_headers"]
+__all__ = ["MAX_TOOLS", "UserServers"]
 
 FIELDS = ("name", "url", "transport", "headers")
 TRANSPORTS = ("http", "sse")
 MAX_TOOLS = 200  # a server listing more is refused: a catalogue that large drowns the model
-HEADERS = "server_headers"  # the vault kind its headers are sealed under
 MAX_NAME = 55  # 64 less the owner's suffix
-
-
-def internal_name(name: str, owner: str) -> str:
-    return f"{name}.{hashlib.sha256(owner.lower().encode()).hexdigest()[:8]}"
-
-
-def _owner(row: ConsoleRow) -> str | None:
-    return row.source.removeprefix("user:") if row.source.startswith("user:") else None
-
-
-def _guard(url: str, allowed_hosts: list[str]) -> str:
-    """Which of a user's server's requests pass the endpoint policy: all, or all but those to its
-    own origin when its host is one the operator allowed."""
-    return "others" if (urlsplit(url).hostname or "").lower() in allowed_hosts else "all"
-
-
-async def with_headers(rows: list[ConsoleRow], vault: CredentialVault, allowed_hosts: list[str]) -> list[ConsoleRow]:
-    """The rows with each user server's headers opened from the vault and its requests guarded
-    (for the configuration only)."""
-    opened = []
-    for row in rows:
-        owner = _owner(row)
-        if owner and row.entry is not None:
-            entry = {**row.entry, "guard_requests": _guard(str(row.entry.get("url")), allowed_hosts)}
-            sealed = await vault.get(row.name, owner, HEADERS)
-            if sealed:
-                entry["headers"] = json.loads(sealed)
-            row = replace(row, entry=entry)
-        opened.append(row)
-    return opened
 
 
 def _field(field: str, message: str) -> BadRequest:
@@ -157,7 +124,7 @@ class UserServers:
         if transport:
             entry["transport"] = transport
         try:
-            guard = _guard(url, self._services.settings.user_server_hosts)
+            guard = guard_for(url, self._services.settings.user_server_hosts)
             config, trust = console_entry(server, {**entry, "headers": headers, "guard_requests": guard}, {})
         except ConfigError as exc:
             raise BadRequest(str(exc), action="Correct the field and try again; nothing was changed.") from None

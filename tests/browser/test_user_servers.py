@@ -18,7 +18,7 @@ from switchboard.services import build_services
 from switchboard.store import open_store
 from switchboard.store.tokens import TokenStore
 from switchboard.tools.naming import qualify
-from switchboard.user_servers import internal_name
+from switchboard.user_server_rows import internal_name
 from switchboard.web.app import create_app
 from tests.browser.conftest import LiveServer
 from tests.support.harness import double_model, free_port, make_settings, run_toolbox_server, write_config
