@@ -34,11 +34,14 @@ def _audit(request: Request, user: User) -> tuple[Services, AuditStore]:
     return services, services.audit.store
 
 
+_DATE_TIME: dict[str, Any] = {"format": "date-time", "description": "an ISO date-time (or a date: its midnight, UTC)"}
+
+
 def _when(name: str, text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        value = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
     except ValueError:
         raise BadRequest(
             f"{name} is not an ISO date or time", action="Send e.g. 2026-11-28 or 2026-11-28T10:00:00Z."
@@ -54,8 +57,8 @@ class _Filters:
         server: str | None = Query(default=None, max_length=200),
         decision: str | None = Query(default=None, max_length=32),
         kind: str | None = Query(default=None, max_length=64),
-        since: str | None = Query(default=None, max_length=40),
-        until: str | None = Query(default=None, max_length=40),
+        since: str | None = Query(default=None, max_length=40, json_schema_extra=_DATE_TIME),
+        until: str | None = Query(default=None, max_length=40, json_schema_extra=_DATE_TIME),
     ) -> None:
         self.values: dict[str, Any] = {
             "user": user,
