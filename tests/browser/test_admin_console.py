@@ -143,7 +143,8 @@ def test_the_console_works_on_a_phone(browser, console_site, watch):
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
         page.get_by_role("tab", name="Audit").click()
         # the audit helper's module (admin_audit.js) fills it; without it, the tab says so
-        expect(page.locator("#pane-audit")).not_to_be_empty()
+        expect(page.locator("#pane-audit .audit-filters")).to_be_visible()  # its module has drawn the tab
+        expect(page.locator("#pane-audit .audit-row").first).to_be_visible()
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
         assert watch.errors == []
     finally:
