@@ -1,4 +1,4 @@
-"""What the audit log costs (ARCHITECTURE.md §14; docs/benchmarks.md "The audit log").
+"""What the audit log costs (docs/audit.md; docs/benchmarks.md "The audit log").
 
 1. Per tool turn: the real `Auditor` writes one tool-call record per turn, with the turn waiting
    for it (`flush`, the worst case: no batching with other turns), on a SQLite file and on a

@@ -1,4 +1,4 @@
-"""A tool call as its audit record (audit/, ARCHITECTURE.md §14): written once, where every
+"""A tool call as its audit record (audit/, docs/audit.md): written once, where every
 call ends (`CallRunner.run`), whatever the outcome. The record never carries the arguments
 themselves unless SWITCHBOARD_AUDIT_ARGUMENTS=full, only the sha256 of their canonical JSON."""
 
