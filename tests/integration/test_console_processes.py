@@ -62,6 +62,26 @@ def test_a_server_changed_on_one_process_is_live_on_the_other_within_2_s(cluster
         _within(lambda: "added" not in _servers(second), LIVE_WITHIN_S)
 
 
+def _held(client: httpx.Client, email: str) -> dict:
+    users = {u["email"]: u for u in client.get("/api/admin/users").json()["users"]}
+    return users.get(email, {"open_sessions": 0})
+
+
+def test_the_users_tab_counts_the_pages_open_on_every_process(cluster):
+    """A page open on one process is counted by the other (within the share interval, 5 s), and
+    no longer once it closes."""
+    with _http(cluster, 0) as first, _http(cluster, 1) as second:
+        assert second.get("/api/config").status_code == 200  # seen
+        with connect(f"ws://127.0.0.1:{cluster.ports[1]}/ws", open_timeout=30) as page:
+            assert json.loads(page.recv(timeout=30))["type"] == "session"
+            assert _held(second, "dev@localhost")["open_sessions"] == 1  # counted where it is open, at once
+            _within(lambda: _held(first, "dev@localhost")["open_sessions"] == 1, 20)
+            with connect(f"ws://127.0.0.1:{cluster.ports[0]}/ws", open_timeout=30) as other:
+                assert json.loads(other.recv(timeout=30))["type"] == "session"
+                assert _held(first, "dev@localhost")["open_sessions"] == 2  # its own, plus the other's share
+        _within(lambda: _held(first, "dev@localhost")["open_sessions"] == 0, 20)
+
+
 def test_revoking_tokens_and_sessions_on_one_process_takes_effect_on_the_other(cluster):
     with _http(cluster, 0) as first, _http(cluster, 1) as second:
         made = second.post("/api/tokens", json={"name": "script"})

@@ -21,7 +21,7 @@ from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, String, bindparam, delete, exists, select
+from sqlalchemy import Connection, String, bindparam, delete, exists, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 
@@ -250,6 +250,24 @@ class LiveTurns:
         stmt = select(app_processes.c.id).where(app_processes.c.heartbeat_at >= cutoff, app_processes.c.id != besides)
         return await self._store._run(
             "find the other app processes", lambda c: list(c.execute(stmt).scalars()), write=False
+        )
+
+    async def share_presence(self, process_id: str, presence: dict[str, Any]) -> None:
+        """What this process holds for each user (see `app_processes.presence`); kept on its heartbeat
+        row, so it goes when the process signs off and is ignored once the process falls silent."""
+        stmt = update(app_processes).where(app_processes.c.id == process_id).values(presence=presence)
+        await self._store._run("share this process's open sessions", lambda c: c.execute(stmt), write=True, single=True)
+
+    async def presences(self, lease_s: float, besides: str) -> list[dict[str, Any]]:
+        """What the other live processes last shared, one mapping each."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=lease_s)
+        stmt = select(app_processes.c.presence).where(
+            app_processes.c.heartbeat_at >= cutoff,
+            app_processes.c.id != besides,
+            app_processes.c.presence.is_not(None),
+        )
+        return await self._store._run(
+            "read the other processes' open sessions", lambda c: list(c.execute(stmt).scalars()), write=False
         )
 
     async def notify(self, channel: str, text: str) -> None:

@@ -200,6 +200,9 @@ app_processes = Table(
     metadata,
     Column("id", String(40), primary_key=True),
     Column("heartbeat_at", UTCDateTime, nullable=False),
+    # user -> {"sessions": open pages, "servers": servers with a session of the user's own}, as of
+    # that process's last share (web/presence.py): the admin console adds the processes up.
+    Column("presence", _json(), nullable=True),
 )
 
 turn_events = Table(

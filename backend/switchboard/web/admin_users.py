@@ -1,5 +1,5 @@
 """The admin console's users: `GET /api/admin/users` (seen, groups and where each comes from, last
-seen, open sessions, API tokens, connected servers) and `POST /api/admin/users/{email}/revoke`
+seen, open sessions and connected servers on every process (web/presence.py), API tokens) and `POST /api/admin/users/{email}/revoke`
 (their API tokens and open sessions, on every process at once). Administrators only."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from ..auth import User, normalize_email
 from ..errors import BadRequest, NotFound, StoreUnavailable
 from ..services import Services
 from ..store.console_rows import ConsoleRecords
-from ..tools.user_sessions import UserSessions
 from .admin import admin_services
 from .deps import current_user
+from .presence import everywhere
 from .ws import OpenSockets
 
 __all__ = ["router"]
@@ -38,21 +38,12 @@ def _records(request: Request, user: User, doing: str) -> tuple[Services, Consol
     return services, ConsoleRecords(services.store)
 
 
-def _connected(services: Services) -> dict[str, list[str]]:
-    """user -> the servers they hold a session of their own with (on this process)."""
-    found: dict[str, list[str]] = {}
-    for name, conn in services.pool.connections.items():
-        if isinstance(conn, UserSessions):
-            for email in conn.listings():
-                found.setdefault(email, []).append(name)
-    return found
-
-
 @router.get("")
 async def list_users(request: Request, user: UserDep) -> dict[str, Any]:
     services, records = _records(request, user, "see the users")
     sockets: OpenSockets = request.app.state.open_sockets
-    tokens, connected = await records.tokens(), _connected(services)
+    tokens, held = await records.tokens(), await everywhere(services, sockets)
+    nothing: dict[str, Any] = {"sessions": 0, "servers": []}
     return {
         "users": [
             {
@@ -61,9 +52,9 @@ async def list_users(request: Request, user: UserDep) -> dict[str, Any]:
                 "admin": administers(seen.groups, services.config.groups),
                 "first_seen": seen.first_seen,
                 "last_seen": seen.last_seen,
-                "open_sessions": sockets.count(seen.email),
+                "open_sessions": held.get(seen.email, nothing)["sessions"],
                 "api_tokens": tokens.get(seen.email, []),
-                "connected_servers": sorted(connected.get(seen.email, [])),
+                "connected_servers": sorted(held.get(seen.email, nothing)["servers"]),
             }
             for seen in await records.users()
         ]

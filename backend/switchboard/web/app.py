@@ -47,6 +47,7 @@ from .error_render import render, style_for
 from .failures import UnhandledErrors, starlette_error
 from .open_files import raise_open_files_limit
 from .openapi_doc import app_errors, install_openapi, openai_errors
+from .presence import keep_shared
 from .sandbox import SandboxMiddleware, SandboxPolicy
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
 
@@ -86,10 +87,12 @@ def create_app(
         raise_open_files_limit()  # each websocket is a file descriptor
         await services.start()  # servers start in the background: the app serves at once
         retention = asyncio.create_task(_retention(services), name="retention")
+        shared = asyncio.create_task(keep_shared(services, app.state.open_sockets), name="presence")
         try:
             yield
         finally:
             retention.cancel()
+            shared.cancel()
             await services.close()
             log.info("switchboard stopped", extra={"event": "shutdown"})
             flush_logs()

@@ -60,6 +60,10 @@ class OpenSockets:
     def count(self, user: str) -> int:
         return self._open.get(user, 0)
 
+    def counts(self) -> dict[str, int]:
+        """Each user with a page open here, and how many."""
+        return {user: n for user, n in self._open.items() if n}
+
     def closer(self, user: str) -> asyncio.Event:
         event = asyncio.Event()
         self._closers.setdefault(user, set()).add(event)
