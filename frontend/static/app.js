@@ -78,6 +78,7 @@ const thread = new Thread(view, {
   onEdit: sendEdit,
   onRegenerate: sendRegenerate,
   onBranch: (messageId) => opener.switchBranch(messageId),
+  onEarlier: () => opener.showEarlier(),
   onOpenArtifact: (artifact) => canvas.open(artifact),
   onOpenApp: openApp,
   onStoredApp: (callId, tool) => apps.stored(callId, tool),

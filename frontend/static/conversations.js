@@ -22,30 +22,26 @@ export class ConversationsApi {
     return fetchJson(url);
   }
 
-  /** The conversation with its whole shown branch: the server answers a page of the newest
-   *  messages (`has_more` when older ones exist), so the older pages are read in turn. */
-  async get(id) {
-    return this._whole(id, await fetchJson(this._url(id)));
+  /** The conversation with the newest page of its shown branch (about 200 messages); `has_more`
+   *  when older ones exist, which `older` reads a page at a time when the reader asks for them. */
+  get(id) {
+    return fetchJson(this._url(id));
   }
 
-  async _whole(id, conv) {
-    while (conv.has_more && conv.messages.length) {
-      const url = new URL(this._url(id), location.href);
-      url.searchParams.set("before", conv.messages[0].id);
-      const older = await fetchJson(url);
-      conv.messages = [...older.messages, ...conv.messages];
-      conv.has_more = older.has_more;
-    }
-    return conv;
+  /** The page of the shown branch just before the message `beforeId`: `{messages, has_more, ...}`. */
+  older(id, beforeId) {
+    const url = new URL(this._url(id), location.href);
+    url.searchParams.set("before", beforeId);
+    return fetchJson(url);
   }
 
   rename(id, title) {
     return fetchJson(this._url(id), jsonBody("PATCH", { title }));
   }
 
-  /** Switch to the newest branch through a message; answers the whole conversation. */
-  async branch(id, messageId) {
-    return this._whole(id, await fetchJson(this._url(id), jsonBody("PATCH", { branch: messageId })));
+  /** Switch to the newest branch through a message; answers the conversation as `get` does. */
+  branch(id, messageId) {
+    return fetchJson(this._url(id), jsonBody("PATCH", { branch: messageId }));
   }
 
   remove(id) {

@@ -136,6 +136,26 @@ export class Opener {
     this.updateControls();
   }
 
+  /** The page of messages before those shown, drawn above them; the reader stays where they were. */
+  async showEarlier() {
+    const { shown } = this.thread;
+    const id = this.state.conversationId;
+    if (!shown?.has_more || !shown.messages.length) return;
+    const seq = this.loadSeq;
+    let older;
+    try {
+      older = await this.api.older(id, shown.messages[0].id);
+    } catch (exc) {
+      this.view.error({ code: exc.code, message: `Could not read the earlier messages: ${exc.message}`, action: exc.action });
+      return;
+    }
+    if (seq !== this.loadSeq || this.thread.shown !== shown || this.state.running) return;
+    const box = this.view.container;
+    const fromBottom = box.scrollHeight - box.scrollTop;
+    const merged = { ...shown, messages: [...older.messages, ...shown.messages], has_more: older.has_more };
+    this.unfinished = this.thread.render(merged, { keep: () => this.view.scroller.hold(fromBottom) });
+  }
+
   /** Put the conversation's level and model back in the pickers (their options come with the config). */
   configLoaded() {
     const want = this.pending;

@@ -32,6 +32,15 @@ export class Scroller {
     });
   }
 
+  /** Content was drawn above what the reader sees: keep them `fromBottom` px above the end, as they were. */
+  hold(fromBottom) {
+    const { container } = this;
+    this.stuck = container.scrollHeight - fromBottom - container.clientHeight <= NEAR_BOTTOM_PX;
+    container.scrollTop = container.scrollHeight - fromBottom;
+    this.lastTop = container.scrollTop;
+    this.jump.hidden = this.stuck;
+  }
+
   toBottom(focus = false) {
     this.stuck = true;
     this.jump.hidden = true;

@@ -30,7 +30,7 @@ export function entriesOf(messages) {
 }
 
 export class Thread {
-  /** `actions`: {onEdit(entry, text), onRegenerate(entry), onBranch(messageId), canAct(), onOpenArtifact(a),
+  /** `actions`: {onEdit(entry, text), onRegenerate(entry), onBranch(messageId), onEarlier(), canAct(), onOpenArtifact(a),
    * onOpenApp(callId, tool), onStoredApp(callId, tool)} */
   constructor(view, actions) {
     this.view = view;
@@ -44,6 +44,7 @@ export class Thread {
 
   clear() {
     this.entries = [];
+    this.shown = null; // the stored conversation drawn: its messages, and `has_more` when older ones exist
     this.view.clear();
   }
 
@@ -114,15 +115,20 @@ export class Thread {
 
   // -- stored ----------------------------------------------------------------
   /** Draw a stored conversation; returns the last entry when its answer has not finished. */
-  render(conversation) {
+  /** Draw a stored conversation (a page of it: older messages are drawn when the reader asks, above
+   *  the rest); `keep`: put the scroll position back instead of showing the newest. */
+  render(conversation, { keep = null } = {}) {
     this.clear();
+    this.shown = conversation;
     this.drawing = true;
     try {
       this._drawAll(conversation);
     } finally {
       this.drawing = false;
     }
-    this.view.scroller.toBottom();
+    if (conversation.has_more) this.view.container.prepend(this._earlier());
+    if (keep) keep();
+    else this.view.scroller.toBottom();
     this.refreshActions();
     const last = this.last;
     return last && !this._finished(last) ? last : null;
@@ -142,11 +148,22 @@ export class Thread {
     }
   }
 
-  /** After a turn: ids and branch controls from the stored conversation, when it matches the view. */
+  _earlier() {
+    const button = el("button", { type: "button", class: "btn earlier-btn", text: "Show earlier messages" });
+    button.addEventListener("click", () => {
+      if (this.actions.canAct()) this.actions.onEarlier();
+    });
+    return el("div", { class: "earlier" }, button);
+  }
+
+  /** After a turn: ids and branch controls from the stored conversation (its newest page), matched
+   *  to the view's newest entries, when it matches the view. */
   annotate(conversation) {
-    const stored = entriesOf(conversation.messages);
-    if (stored.length !== this.entries.length) return false;
-    stored.forEach((s, i) => this._applyIds(this.entries[i], s));
+    let stored = entriesOf(conversation.messages);
+    if (conversation.has_more && stored.length && !stored[0].user) stored = stored.slice(1); // cut by the page
+    const offset = this.entries.length - stored.length;
+    if (offset < 0 || (offset > 0 && !conversation.has_more)) return false;
+    stored.forEach((s, i) => this._applyIds(this.entries[offset + i], s));
     this.refreshActions();
     return true;
   }
@@ -214,6 +231,8 @@ export class Thread {
   refreshActions() {
     if (this.drawing) return; // once, at the end of render()
     const may = this.actions.canAct();
+    const earlier = this.view.container.querySelector(".earlier-btn");
+    if (earlier) earlier.disabled = !may;
     this.entries.forEach((entry, i) => {
       const lastOne = i === this.entries.length - 1;
       const edit = entry.userActions?.querySelector(".edit-btn");

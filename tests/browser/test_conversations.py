@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from playwright.sync_api import Page, expect
 from websockets.sync.client import connect as ws_connect
 
@@ -511,9 +512,12 @@ def test_show_more_pages_through_a_long_list(page, live):
     assert len(set(ids)) == len(ids)
 
 
-def test_a_conversation_longer_than_one_page_opens_whole(page, live, llm):
-    """The server answers a long conversation a page at a time (about 2 MB of text each);
-    the page reads every page and shows the whole branch, oldest first."""
+@pytest.mark.timeout(240)  # 16 turns of 150,000 characters are written first
+def test_a_conversation_longer_than_one_page_opens_at_its_newest_page(page, live, llm):
+    """The server answers a long conversation a page at a time (about 2 MB of text each); the
+    page draws the newest page at once (opening costs a page, not the conversation) and reads
+    the older pages when the reader asks, drawn above, the reader's place kept; a turn after
+    that still gets its ids and actions."""
     marker = word()
     with ws_connect(f"ws://127.0.0.1:{live.port}/ws", open_timeout=10) as ws:
         conversation_id = json.loads(ws.recv(timeout=10))["conversation_id"]
@@ -530,6 +534,26 @@ def test_a_conversation_longer_than_one_page_opens_whole(page, live, llm):
     assert first["has_more"] and 0 < len(first["messages"]) < 32
     page.goto(f"{live.url}/?c={conversation_id}")
     answers = page.locator(".msg.assistant").filter(has_text=marker)
+    expect(answers.last).to_contain_text(f"answer 15 {marker}")
+    drawn = answers.count()
+    assert drawn < 16  # the newest page only
+    earlier = page.get_by_role("button", name="Show earlier messages")
+    while earlier.count():
+        earlier.scroll_into_view_if_needed()
+        top = page.locator(".msg[data-message-id]").first
+        held = top.get_attribute("data-message-id")
+        at = top.bounding_box()["y"]
+        earlier.click()
+        expect(answers).not_to_have_count(drawn)
+        drawn = answers.count()
+        # The reader's place is kept: the message that was first stays where it was on screen.
+        assert abs(page.locator(f'.msg[data-message-id="{held}"]').bounding_box()["y"] - at) < 2
     expect(answers).to_have_count(16)
     expect(answers.first).to_contain_text(f"answer 0 {marker}")
     expect(page.locator(".msg.user")).to_have_count(16)
+    llm.enqueue(TextReply(f"answer 16 {marker}"))
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("one more")
+    box.press("Enter")
+    expect(answers).to_have_count(17)
+    expect(page.locator(".msg.assistant").last.get_by_role("button", name="Regenerate answer")).to_be_visible()

@@ -1,0 +1,166 @@
+"""Opening long conversations in the page (real Chromium through Playwright):
+1. the time from navigating to a conversation's link to its newest answer on screen, for
+   conversations of 900 and 5,000 messages (each assistant answer markdown of ~600 characters,
+   a code block in every fifth), with the page's long tasks (PerformanceObserver `longtask`)
+   while it opens;
+2. the page's JavaScript heap (after a forced garbage collection, CDP `Runtime.getHeapUsage`)
+   after opening the first of 20 conversations of 50 messages from the sidebar, and after the
+   twentieth: what opening conversations one after another leaves behind.
+
+    uv run python bench/page_open.py [--sizes 900,5000] [--runs 3] [--json]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _support as S
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+OWNER = "dev@localhost"
+SMALL, SMALL_MESSAGES = 20, 50
+OBSERVE = """
+window.__sb = {longtasks: []};
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) __sb.longtasks.push([e.startTime, e.duration]);
+}).observe({type: "longtask", buffered: true});
+"""
+
+
+def _answer(i: int, last: str | None) -> str:
+    code = f"\n\n```python\ndef step_{i}(x):\n    return x * {i} + 1\n```\n" if i % 5 == 0 else "\n"
+    text = (
+        f"## Step {i}\n\nThe host keeps **every** message of a long conversation, and the page shows "
+        f"the newest first. Point {i} of the plan:\n\n- read the context\n- call the tool\n- write the "
+        f"answer with *care*{code}\nA closing paragraph that makes the answer about six hundred characters "
+        "long, as a typical model's short answer is, with `inline code` and a [link](https://example.com)."
+    )
+    return text + (f"\n\n{last}" if last else "")
+
+
+async def seed(folder: Path, sizes: list[int]) -> dict[str, str]:
+    """The conversations, written through the store; returns id -> the marker its newest answer ends with."""
+    from switchboard.store import open_store
+
+    markers: dict[str, str] = {}
+    store = await open_store(f"sqlite+aiosqlite:///{folder}/data/switchboard.db")
+    try:
+        wanted = [(f"small-{n:02d}", SMALL_MESSAGES) for n in range(SMALL)] + [(f"long-{n}", n) for n in sizes]
+        for cid, count in wanted:
+            await store.create_conversation(id=cid, owner=OWNER, title=cid, model=None, compliance_level=None)
+            markers[cid] = f"END-OF-{cid}"
+            parent = None
+            for i in range(count):
+                user = i % 2 == 0
+                last = markers[cid] if i >= count - 2 and not user else None
+                content = f"Question {i}: what is the next step?" if user else _answer(i, last)
+                message = await store.add_message(
+                    cid, id=f"{cid}-m{i:05d}", parent_id=parent, role="user" if user else "assistant", content=content
+                )
+                parent = message.id
+    finally:
+        await store.close()
+    return markers
+
+
+def _open_by_link(browser: Any, app: S.App, cid: str, marker: str) -> dict[str, float]:
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.add_init_script(OBSERVE)
+    page.goto(f"{app.base}/?c={cid}", wait_until="commit")
+    page.locator(".msg.assistant", has_text=marker).last.wait_for(state="visible", timeout=120_000)
+    shown_ms = page.evaluate("performance.now()")  # from the navigation's start
+    tasks = [d for _, d in page.evaluate("window.__sb.longtasks")]
+    messages = page.locator(".msg").count()
+    page.close()
+    return {
+        "shown_ms": shown_ms,
+        "longtasks": len(tasks),
+        "longest_ms": max(tasks, default=0.0),
+        "tbt_ms": sum(max(0.0, d - 50) for d in tasks),
+        "messages_drawn": messages,
+    }
+
+
+def _heap_mib(cdp: Any) -> float:
+    cdp.send("HeapProfiler.collectGarbage")
+    return float(cdp.send("Runtime.getHeapUsage")["usedSize"]) / 2**20
+
+
+def _heap_over_twenty(browser: Any, app: S.App, markers: dict[str, str]) -> dict[str, float]:
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    cdp = page.context.new_cdp_session(page)
+    page.goto(app.base + "/")
+    page.get_by_role("status").filter(has_text="Connected").wait_for(timeout=60_000)
+    heaps: list[float] = []
+    started = time.monotonic()
+    for n in range(SMALL):
+        cid = f"small-{n:02d}"
+        page.locator(f'.conv[data-id="{cid}"] .conv-link').click()
+        page.locator(".msg.assistant", has_text=markers[cid]).last.wait_for(state="visible", timeout=60_000)
+        if n in (0, SMALL - 1):
+            heaps.append(_heap_mib(cdp))
+    seconds = time.monotonic() - started
+    page.close()
+    return {"heap_after_1_mib": heaps[0], "heap_after_20_mib": heaps[1], "open_20_s": seconds}
+
+
+def main() -> None:
+    p = S.parser(__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="900,5000", help="messages in each long conversation")
+    p.add_argument("--runs", type=int, default=3, help="page openings per conversation (the median is kept)")
+    args = p.parse_args()
+    started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
+    sizes = [int(x) for x in args.sizes.split(",")]
+    from playwright.sync_api import sync_playwright
+
+    data: dict[str, Any] = {"sizes": sizes}
+    with tempfile.TemporaryDirectory(prefix="bench-page-open-") as tmp:
+        folder = Path(tmp)
+        env = S.write_site(folder, {}, None)
+        (folder / "data").mkdir()
+        seeded = time.monotonic()
+        markers = asyncio.run(seed(folder, sizes))
+        data["seed_s"] = round(time.monotonic() - seeded, 1)
+        with S.app_process(folder, env) as app, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            opened: dict[int, list[dict[str, float]]] = {}
+            for size in sizes:
+                cid = f"long-{size}"
+                opened[size] = [_open_by_link(browser, app, cid, markers[cid]) for _ in range(args.runs)]
+            data["open"] = opened
+            data["heap"] = _heap_over_twenty(browser, app, markers)
+            browser.close()
+
+    print(f"\nOpening a conversation from its link, to its newest answer on screen (median of {args.runs})\n")
+    S.print_table(
+        ["messages", "newest answer shown ms", "runs ms", "long tasks", "longest ms", "total blocking ms", "drawn"],
+        [
+            [
+                size,
+                statistics.median(r["shown_ms"] for r in runs),
+                " / ".join(f"{r['shown_ms']:.0f}" for r in runs),
+                statistics.median(r["longtasks"] for r in runs),
+                statistics.median(r["longest_ms"] for r in runs),
+                statistics.median(r["tbt_ms"] for r in runs),
+                runs[0]["messages_drawn"],
+            ]
+            for size, runs in opened.items()
+        ],
+    )
+    heap = data["heap"]
+    print(f"\n{SMALL} conversations of {SMALL_MESSAGES} messages opened one after another from the sidebar\n")
+    S.print_table(
+        ["heap after the 1st MiB", f"heap after the {SMALL}th MiB", "all opened in s"],
+        [[heap["heap_after_1_mib"], heap["heap_after_20_mib"], heap["open_20_s"]]],
+    )
+    S.report("page_open", data, args, started, load)
+
+
+if __name__ == "__main__":
+    main()
