@@ -151,7 +151,6 @@ class TurnHub:
             raise
         if key != wanted:
             self._busy.discard(wanted)  # the turn holds the conversation's own key from here on
-        state.progress.model = prepared.model.name
         turn = Turn(self, state)
         turn.sealed = state.conversation.incognito and not door_made
         self._turns[key] = turn
