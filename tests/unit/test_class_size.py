@@ -121,6 +121,6 @@ class FrozenModel(BaseModel):
 
 def test_no_class_keeps_more_than_15_mutable_fields():
     found = sizes()
-    assert "chat/turn_state.py::TurnState" in found  # the walk reaches the package
+    assert any(name.endswith("::TurnState") for name in found)  # the walk reaches the package
     over = {name: n for name, n in found.items() if n > LIMIT and name.split("::")[-1] not in ALLOWED}
     assert over == {}, f"split these by owner: {over}"
