@@ -28,7 +28,7 @@ def is_loopback_host(host: str) -> bool:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SWITCHBOARD_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="SWITCHBOARD_", env_file=".env", extra="ignore", frozen=True)
 
     host: str = "127.0.0.1"
     port: int = 8000

@@ -264,7 +264,7 @@ class AppBridge:
         with self._hub.app_call(turn):
             executed = await self._calls.run(request, turn=turn, offered=offered, emit=emit, from_app=mounted.call_id)
         self._hub.pages.publish(user.email, conversation_id, executed.event)
-        await self._keep(mounted, executed, turn.new_allowances)
+        await self._keep(mounted, executed, turn.writes.new_allowances)
         if not executed.ran:
             raise Forbidden(executed.event.content)
         return executed.mcp_result or {

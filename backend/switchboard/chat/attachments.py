@@ -25,7 +25,7 @@ async def attach(request: ChatMessage, turn: TurnState, files: ArtifactStore, po
         raise NotFound(
             "an attached file was not found", action="Attach the file again; uploads are kept for a limited time."
         ) from None
-    turn.turn_files = attached
+    turn.progress.turn_files = attached
     turn.conversation.files.update((f.id, f) for f in attached)
     content = request.content
     if attached:

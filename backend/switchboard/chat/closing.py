@@ -1,5 +1,5 @@
-"""The end of a turn: every open call answered, the answer stored, then `message_done`;
-and the events that wait for a commit, handed out once it is stored."""
+"""The end of a turn: what waited for a commit announced, every open call answered, the answer
+stored, then `message_done`."""
 
 from __future__ import annotations
 
@@ -16,51 +16,45 @@ from .tool_round import Recorder
 from .turn_state import TurnState, retrieved
 from .unfinished import unfinished_text
 
-__all__ = ["announced", "close_turn"]
-
-
-async def announced(turn: TurnState) -> list[ServerEvent]:
-    """What waited for a commit, once it is stored (nothing when nothing waits); raises the store's error."""
-    announcement = turn.announcement
-    if announcement is None:
-        return []
-    events = await announcement.due()  # a failed commit stays: the loop's end finds it again
-    turn.announcement = None
-    return events
+__all__ = ["close_turn"]
 
 
 async def close_turn(turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
     """Close the turn: answer every open call, store the answer, then announce it."""
     try:  # a result stored while the turn was stopped is still announced, before the end
-        for waiting in await announced(turn):
+        for waiting in await turn.writes.announced():
             yield waiting
     except SwitchboardError:
-        turn.announcement = None  # the closing commit tries again, and says so if it fails
-    restarted = turn.stopped_by == "restart"
+        turn.writes.announcement = None  # the closing commit tries again, and says so if it fails
+    restarted = turn.stop.stopped_by == "restart"
     if restarted:
         finish = "error"
-        turn.error = ErrorEvent(
+        turn.progress.error = ErrorEvent(
             code="internal",
             message="The server restarted while this answer was being written.",
             action="Ask again.",
         )
-        yield turn.error
+        yield turn.progress.error
     unanswered = []
-    for call in turn.open_calls:
+    for call in turn.progress.open_calls:
         # A gateway call names the tool it runs (once known), not the gateway.
-        tool, server = turn.tools_of_calls.get(call.id, (call.name, ""))
+        tool, server = turn.progress.tools_of_calls.get(call.id, (call.name, ""))
         text = unfinished_text(
-            turn.stopped_by if finish in ("cancelled", "error") else None,
-            call.id in turn.awaiting_approval,
-            call.id in turn.awaiting_answer,
+            turn.stop.stopped_by if finish in ("cancelled", "error") else None,
+            call.id in turn.stop.awaiting_approval,
+            call.id in turn.stop.awaiting_answer,
         )
         reply = ToolReply(id=new_id(), call_id=call.id, tool=tool, server=server, ok=False, text=text)
         recorder.keep(turn, reply, {"turn": turn.message_id, "content": reply.text})
         unanswered.append(ToolResultEvent(call_id=call.id, tool=tool, server=server, ok=False, content=text))
-    turn.open_calls = []
+    turn.progress.open_calls = []
     answer = AssistantText(id=turn.message_id, text=turn.round_text, finish_reason=finish)
-    usage = _usage_dict(turn.usage)
-    error = turn.error.model_dump(exclude={"type"}, exclude_none=True) if turn.error and finish == "error" else None
+    usage = _usage_dict(turn.progress.usage)
+    error = (
+        turn.progress.error.model_dump(exclude={"type"}, exclude_none=True)
+        if turn.progress.error and finish == "error"
+        else None
+    )
     recorder.keep(turn, answer, {"turn": turn.message_id, "usage": usage, "error": error})
     # A long answer renders in a thread beside the commit; a short one after it, on the loop.
     text = turn.text
@@ -83,7 +77,7 @@ async def close_turn(turn: TurnState, finish: str, recorder: Recorder) -> AsyncG
         usage=usage,
         html=html,
         conversation_id=turn.conversation_id,
-        user_message_id=turn.user_message_id,
+        user_message_id=turn.progress.user_message_id,
     )
 
 

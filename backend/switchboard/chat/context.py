@@ -29,7 +29,7 @@ log = logging.getLogger("switchboard.chat")
 def more_to_trim(turn: TurnState) -> int:
     """How many more tool results to leave out: the older half (rounded up) of
     those still in view; 0 when none is left."""
-    in_view = sum(isinstance(r, ToolReply) for r in turn.conversation.history) - turn.trimmed
+    in_view = sum(isinstance(r, ToolReply) for r in turn.conversation.history) - turn.progress.trimmed
     return (in_view + 1) // 2 if in_view > 0 else 0
 
 
@@ -42,7 +42,7 @@ async def fitting_context(
     produced = False
     try:
         async with aclosing(
-            llm.stream(model, trimmed(turn.conversation.history, turn.trimmed), tools, system=system)
+            llm.stream(model, trimmed(turn.conversation.history, turn.progress.trimmed), tools, system=system)
         ) as events:
             async for event in events:
                 produced = produced or not isinstance(event, Notice)
@@ -52,11 +52,11 @@ async def fitting_context(
         more = 0 if produced else more_to_trim(turn)
         if not more:
             raise
-    turn.trimmed += more
+    turn.progress.trimmed += more
     log.warning(
         "context window exceeded; left out %d more tool results and retrying",
         more,
-        extra={"event": "context_trimmed", "model": model.name, "trimmed": turn.trimmed},
+        extra={"event": "context_trimmed", "model": model.name, "trimmed": turn.progress.trimmed},
     )
     yield Notice(
         "context_trimmed",
@@ -64,7 +64,7 @@ async def fitting_context(
         "results were left out and the question sent again.",
     )
     async with aclosing(
-        llm.stream(model, trimmed(turn.conversation.history, turn.trimmed), tools, system=system)
+        llm.stream(model, trimmed(turn.conversation.history, turn.progress.trimmed), tools, system=system)
     ) as events:
         async for event in events:
             yield event

@@ -32,7 +32,7 @@ from .questions import ASK, Preferences
 from .recording import TurnRecorder
 from .sealed import IncognitoSeal, OpenedState
 from .session import ConversationState, new_id
-from .turn_state import TurnState
+from .turn_state import PendingWrites, TurnState
 
 __all__ = ["ConversationLimits", "Conversations"]
 
@@ -146,21 +146,23 @@ class Conversations:
             conversation = await self._unseal(user, conversation_id, request.incognito_state, picked=picked)
         else:
             conversation = await self._load(user, conversation_id, incognito=request.incognito, picked=picked)
-        turn = TurnState(user=user, conversation=conversation, preferences=preferences)
+        moved: str | None = None
+        writes = PendingWrites()
         if request.changes_level and request.compliance_level != conversation.compliance_level:
             new_level = request.compliance_level
             if conversation.history and not _may_move(conversation.levels_used, new_level, compliance):
-                turn.moved = (
+                moved = (
                     f"This conversation has run at compliance level {_name(conversation.compliance_level)}, "
                     f"which may not be mixed with {_name(new_level)}, so a new conversation was started."
                 )
-                conversation = turn.conversation = ConversationState(owner=user.email, incognito=request.incognito)
+                conversation = ConversationState(owner=user.email, incognito=request.incognito)
                 if request.incognito:
                     self._memory.keep(conversation)
             conversation.compliance_level = new_level
-            turn.levels_changed = True
+            writes.levels_changed = True
             if new_level not in conversation.levels_used:
                 conversation.levels_used.append(new_level)
+        turn = TurnState(user=user, conversation=conversation, preferences=preferences, moved=moved, writes=writes)
         if request.edit_of is not None:
             await self._branch_at(conversation, request.edit_of)
         elif request.regenerate:

@@ -54,7 +54,7 @@ def fill_host_arguments(
     file_params = (FILE_PARAMS | FILE_LIST_PARAMS).intersection(properties)
     if not file_params:
         return arguments
-    if (not turn.conversation.files and not turn.turn_files) or signer is None:
+    if (not turn.conversation.files and not turn.progress.turn_files) or signer is None:
         for name in file_params:
             arguments.pop(name, None)
         if file_params & required:
@@ -66,8 +66,8 @@ def fill_host_arguments(
     owner = turn.user.email
     chooser = FileChooser(
         tool=tool.qualified_name,
-        turn_files=turn.turn_files,
-        known=list({f.id: f for f in (*turn.conversation.files.values(), *turn.turn_files)}.values()),
+        turn_files=turn.progress.turn_files,
+        known=list({f.id: f for f in (*turn.conversation.files.values(), *turn.progress.turn_files)}.values()),
         server=server,
     )
     for name in FILE_PARAMS.intersection(properties):

@@ -31,7 +31,7 @@ from ..tools import ServerPool, ToolInfo
 from .app_context import app_context_text
 from .attachments import attach
 from .calls import CallRunner
-from .closing import announced, close_turn
+from .closing import close_turn
 from .context import fitting_context
 from .events import (
     ChatMessage,
@@ -128,7 +128,7 @@ class ChatEngine:
         SwitchboardError when the request is refused, before anything is stored."""
         access = self.access(turn)
         model = self._models.resolve(request.model, access)
-        turn.model = model.name
+        turn.progress.model = model.name
         prompt = await self._turn_points(turn, None if request.regenerate else request.content)
         if prompt is not None:  # a hook changed the prompt: the model, the store and the title see the new one
             request = request.model_copy(update={"content": prompt})
@@ -141,7 +141,7 @@ class ChatEngine:
         content = await attach(request, turn, self._files, self._pool, access)
         user = UserText(id=new_id(), text=request.content, context=content.removeprefix(request.content))
         data = {
-            "files": [_file_ref(f) for f in turn.turn_files],
+            "files": [_file_ref(f) for f in turn.progress.turn_files],
             "resources": [r.model_dump() for r in request.resources],
         }
         return PreparedTurn(model, user, data, prompt)
@@ -171,11 +171,11 @@ class ChatEngine:
         conversation = turn.conversation
         try:
             prepared = prepared or await self.prepare(turn, request)
-            turn.model = prepared.model.name
+            turn.progress.model = prepared.model.name
             if prepared.user is None:
-                turn.user_message_id = conversation.leaf_id
+                turn.progress.user_message_id = conversation.leaf_id
             else:
-                turn.user_message_id = prepared.user.id
+                turn.progress.user_message_id = prepared.user.id
                 recorder.keep(turn, prepared.user, prepared.user_data)
         except SwitchboardError as exc:
             yield ErrorEvent.of(exc)
@@ -184,7 +184,10 @@ class ChatEngine:
         # is sent: the `conversation` event, and every event after it, waits for it.
         first_commit = asyncio.ensure_future(recorder.begin(turn, prepared.prompt or request.content))
         first_commit.add_done_callback(retrieved)
-        turn.announcement = Announcement(first_commit, lambda created: _conversation_events(turn, created), first=True)
+        writes = turn.writes
+        writes.announcement = Announcement(
+            first_commit, lambda created: _conversation_events(turn, created), first=True
+        )
         model = prepared.model
         tools = self.tools_for(turn, request.tools)
         offered = {tool.qualified_name for tool in tools}
@@ -196,23 +199,23 @@ class ChatEngine:
         finish = "stop"
         for round_no in range(self._limits.round_limit + 1):
             last_round = round_no == self._limits.round_limit
-            turn.completed = None
+            turn.progress.completed = None
             try:
                 offer = gateway.schemas() if gateway is not None else schemas
                 if skills:
                     offer = [*(offer or []), *skills.schemas()]
                 async for event in self._stream_round(model, turn, None if last_round else offer):
-                    for waiting in await announced(turn):
+                    for waiting in await writes.announced():
                         yield waiting
                     yield event
             except SwitchboardError as exc:
                 failure: SwitchboardError | None = exc
             else:
                 failure = None
-            if turn.announcement is not None:  # the round ended without an event, or failed
-                first = turn.announcement.first
+            if writes.announcement is not None:  # the round ended without an event, or failed
+                first = writes.announcement.first
                 try:
-                    for waiting in await announced(turn):
+                    for waiting in await writes.announced():
                         yield waiting
                 except SwitchboardError as exc:
                     if first:  # the question could not be stored: nothing goes on
@@ -223,9 +226,9 @@ class ChatEngine:
                 yield _failed(turn, failure)
                 finish = "error"
                 break
-            completed, round_text = turn.completed, turn.round_text
+            completed, round_text = turn.progress.completed, turn.round_text
             if completed is not None and completed.usage is not None:
-                turn.usage = _add_usage(turn.usage, completed.usage)
+                turn.progress.usage = _add_usage(turn.progress.usage, completed.usage)
             asked: list[ToolCallRequest] = completed.tool_calls if completed is not None and not last_round else []
             if not asked:
                 reason = completed.finish_reason if completed is not None else "stop"
@@ -236,10 +239,10 @@ class ChatEngine:
                 ToolCallRequest(id=f"call_{secrets.token_urlsafe(9)}", name=c.name, arguments=c.arguments)
                 for c in asked
             ]
-            room = min(self._limits.calls_per_round, self._limits.calls_per_turn - turn.calls_run)
+            room = min(self._limits.calls_per_round, self._limits.calls_per_turn - turn.progress.calls_run)
             dropped = max(len(calls) - max(room, 0), 0)
             calls = calls[: max(room, 0)]
-            turn.calls_run += len(calls)
+            turn.progress.calls_run += len(calls)
             recorder.keep(
                 turn,
                 AssistantText(
@@ -250,7 +253,7 @@ class ChatEngine:
             # Written while the calls run, unless they end first (then with their results, in one
             # transaction): a process that dies during a longer call leaves a conversation saying which ran.
             recorder.commit_later(turn, CALL_RECORD_DELAY_S)
-            turn.round_answer = GrowingText()
+            turn.progress.round_answer = GrowingText()
             why = ""
             if dropped:
                 why = (
@@ -262,11 +265,11 @@ class ChatEngine:
             if not calls:
                 finish = "round_limit"
                 break
-            if turn.answer and not turn.answer.endswith("\n"):
-                turn.answer.add("\n\n")
-            turn.open_calls = list(calls)
+            if turn.progress.answer and not turn.progress.answer.endswith("\n"):
+                turn.progress.answer.add("\n\n")
+            turn.progress.open_calls = list(calls)
             try:
-                async for event in run_calls(
+                async for item in run_calls(
                     calls,
                     turn,
                     runner=self._calls,
@@ -278,7 +281,10 @@ class ChatEngine:
                     gateway=gateway,
                     skills=skills,
                 ):
-                    yield event
+                    if isinstance(item, Announcement):  # sent before the next model call's first event
+                        writes.announcement = item
+                    else:
+                        yield item
             except SwitchboardError as exc:
                 yield _failed(turn, exc)
                 finish = "error"
@@ -290,8 +296,8 @@ class ChatEngine:
         self, model: ModelConfig, turn: TurnState, tools: list[dict[str, Any]] | None
     ) -> AsyncGenerator[ServerEvent, None]:
         """One model call: tokens (cut at the answer limit), notices and now and then a live
-        render; its last event goes to `turn.completed`."""
-        turn.round_answer = GrowingText()
+        render; its last event goes to `turn.progress.completed`."""
+        turn.progress.round_answer = GrowingText()
         live = LiveRender()
         verdict = await self._calls.hooks.run("pre_model", turn_facts(turn))
         if verdict.denied is not None:
@@ -306,36 +312,38 @@ class ChatEngine:
                         yield NoticeEvent(code=event.code, message=event.message)
                         continue
                     if not isinstance(event, TextDelta):
-                        turn.completed = event
+                        turn.progress.completed = event
                         continue
-                    room = max(self._limits.answer_chars - len(turn.answer), 0)
+                    room = max(self._limits.answer_chars - len(turn.progress.answer), 0)
                     text = event.text if len(event.text) <= room else event.text[:room]
-                    turn.round_answer.add(text)
-                    turn.answer.add(text)
+                    turn.progress.round_answer.add(text)
+                    turn.progress.answer.add(text)
                     if text:
                         yield TokenEvent(text=text)
-                    if len(turn.answer) >= self._limits.answer_chars:
+                    if len(turn.progress.answer) >= self._limits.answer_chars:
                         yield NoticeEvent(
                             code="answer_cut",
                             message=f"The answer reached the limit of "
                             f"{self._limits.answer_chars:,} characters and was cut there.",
                         )
-                        turn.completed = Completed(finish_reason="length")
+                        turn.progress.completed = Completed(finish_reason="length")
                         break
                     # Only the round's unfinished last block is rendered again (`LiveRender`).
                     now = time.monotonic()
-                    if live.due(len(turn.round_answer), waited=now - rendered_at >= self._limits.render_interval_s):
+                    if live.due(
+                        len(turn.progress.round_answer), waited=now - rendered_at >= self._limits.render_interval_s
+                    ):
                         rendered_at = now
                         yield await _live_render(turn, live)
             # The round's text shown whole before what follows: a tool card, or the final HTML (which
             # then changes nothing on the page). A short answer's final HTML is enough.
-            asked = turn.completed is not None and bool(turn.completed.tool_calls)
-            if live.behind(len(turn.round_answer)) and (live.started or asked):
+            asked = turn.progress.completed is not None and bool(turn.progress.completed.tool_calls)
+            if live.behind(len(turn.progress.round_answer)) and (live.started or asked):
                 yield await _live_render(turn, live)
         except LLMUnavailable as exc:  # not usable as configured: never picked as the default meanwhile
             self._models.note_outcome(model.name, exc.message)
             raise
-        if turn.completed is not None:
+        if turn.progress.completed is not None:
             self._models.note_outcome(model.name, None)
 
     async def finish(self, turn: TurnState, finish: str, recorder: Recorder) -> AsyncGenerator[ServerEvent, None]:
@@ -360,13 +368,13 @@ def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
 
 
 async def _live_render(turn: TurnState, live: LiveRender) -> RenderEvent:
-    settled, last = await live.render(turn.round_answer.since(live.settled))
+    settled, last = await live.render(turn.progress.round_answer.since(live.settled))
     return RenderEvent(message_id=turn.message_id, settled=settled, open=last)
 
 
 def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:
-    turn.error = ErrorEvent.of(exc)
-    return turn.error
+    turn.progress.error = ErrorEvent.of(exc)
+    return turn.progress.error
 
 
 def _file_ref(stored: StoredFile) -> dict[str, Any]:

@@ -7,7 +7,7 @@ event that announces a message (`tool_result`, `message_done`) the loop commits 
 what a client was told is never lost.
 
 A round's last result is committed while the next model request is sent; its `tool_result` waits
-for that commit and goes out before the next call's first event (`TurnState.announcement`).
+for that commit and goes out before the next call's first event (`PendingWrites.announcement`).
 
 Where no event waits, a commit runs in the background (`commit_soon`) and the turn goes on: the
 question of a stored conversation while the model answers, and a round's call message while its
@@ -93,7 +93,7 @@ class TurnRecorder:
         if conversation.incognito:  # its files go when it ends (Conversations.turn_ended)
             conversation.made_files.extend(a["id"] for a in data.get("artifacts") or [] if a.get("id"))
         else:
-            turn.unsaved.append(Unsaved(record, conversation.leaf_id, data))
+            turn.writes.unsaved.append(Unsaved(record, conversation.leaf_id, data))
         conversation.history.append(record)
         conversation.leaf_id = record.id
 
@@ -114,21 +114,21 @@ class TurnRecorder:
     def commit_soon(self, turn: TurnState) -> None:
         """Start a commit and go on; the next commit waits for it (and retries what it could not store)."""
         _no_timer(turn)
-        if not turn.unsaved and not turn.levels_changed:
+        if not turn.writes.unsaved and not turn.writes.levels_changed:
             return
-        turn.writing = asyncio.ensure_future(self._write(turn, turn.writing))
-        turn.writing.add_done_callback(_seen)
+        turn.writes.writing = asyncio.ensure_future(self._write(turn, turn.writes.writing))
+        turn.writes.writing.add_done_callback(_seen)
 
     def commit_later(self, turn: TurnState, delay_s: float) -> None:
         """`commit_soon` in `delay_s`, unless a commit comes first (and stores it all in one go);
         at once where one write per message costs less than writing them together (Postgres)."""
-        if turn.conversation.incognito or not turn.unsaved:
+        if turn.conversation.incognito or not turn.writes.unsaved:
             return
         if not self.store.joins_writes:
             self.commit_soon(turn)
             return
         _no_timer(turn)
-        turn.commit_timer = asyncio.get_running_loop().call_later(delay_s, self.commit_soon, turn)
+        turn.writes.commit_timer = asyncio.get_running_loop().call_later(delay_s, self.commit_soon, turn)
 
     async def commit(self, turn: TurnState) -> None:
         """Store what was kept since the last commit in one transaction; returns once committed
@@ -136,11 +136,11 @@ class TurnRecorder:
         _no_timer(turn)
         if turn.conversation.incognito:
             return
-        if not turn.unsaved and not turn.levels_changed and turn.conversation.stored:
-            if turn.writing is not None:
-                await _settled(turn.writing)
+        if not turn.writes.unsaved and not turn.writes.levels_changed and turn.conversation.stored:
+            if turn.writes.writing is not None:
+                await _settled(turn.writes.writing)
             return
-        write = turn.writing = asyncio.ensure_future(self._write(turn, turn.writing))
+        write = turn.writes.writing = asyncio.ensure_future(self._write(turn, turn.writes.writing))
         try:
             await asyncio.shield(write)
         except asyncio.CancelledError:
@@ -151,7 +151,7 @@ class TurnRecorder:
         if before is not None:
             await _settled(before)  # its records were taken from `unsaved` only if it stored them
         conversation = turn.conversation
-        batch, allowances = list(turn.unsaved), list(turn.new_allowances)
+        batch, allowances = list(turn.writes.unsaved), list(turn.writes.new_allowances)
         answered = any(isinstance(u.record, AssistantText) and u.record.finish_reason for u in batch)
         new_model = answered and turn.model is not None and turn.model != conversation.model
         creating = not conversation.stored
@@ -163,7 +163,9 @@ class TurnRecorder:
             if isinstance(unsaved.record, UserText):
                 files.extend(f["id"] for f in payload.get("files", []))
         levels = (
-            (conversation.compliance_level, conversation.levels_used) if turn.levels_changed and not creating else None
+            (conversation.compliance_level, conversation.levels_used)
+            if turn.writes.levels_changed and not creating
+            else None
         )
         create = (
             NewConversation(
@@ -178,7 +180,7 @@ class TurnRecorder:
         )
         # The answer's last message frees the conversation for the next turn in the same transaction:
         # a process that dies right after it leaves no claim behind (docs/reliability.md).
-        release = turn.claim if answered else None
+        release = turn.writes.claim if answered else None
         await self.store.append(
             conversation.id,
             messages,
@@ -190,20 +192,20 @@ class TurnRecorder:
             release_claim=release,
         )
         if release is not None:
-            turn.claim = None
-        del turn.unsaved[: len(batch)]
-        del turn.new_allowances[: len(allowances)]
+            turn.writes.claim = None
+        del turn.writes.unsaved[: len(batch)]
+        del turn.writes.new_allowances[: len(allowances)]
         if creating:
             conversation.stored, conversation.model = True, turn.model or conversation.model
         elif new_model:
             conversation.model = turn.model
-        turn.levels_changed = False
+        turn.writes.levels_changed = False
 
 
 def _no_timer(turn: TurnState) -> None:
-    if turn.commit_timer is not None:
-        turn.commit_timer.cancel()
-        turn.commit_timer = None
+    if turn.writes.commit_timer is not None:
+        turn.writes.commit_timer.cancel()
+        turn.writes.commit_timer = None
 
 
 async def _settled(write: asyncio.Future[None]) -> None:

@@ -50,8 +50,10 @@ async def run_calls(
     dropped_note: str,
     gateway: Gateway | None = None,
     skills: SkillShelf | None = None,
-) -> AsyncIterator[ServerEvent]:
-    """Run the calls concurrently, yielding their events as they happen."""
+) -> AsyncIterator[ServerEvent | Announcement]:
+    """Run the calls concurrently, yielding their events as they happen; the round's last result
+    comes as an `Announcement` (its events wait for the commit that stores it), for the loop to
+    send before the next model call's first event."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
 
     async def emit(event: ServerEvent) -> None:
@@ -89,10 +91,10 @@ async def run_calls(
             elif isinstance(item, ExecutedCall):
                 last = remaining == 1 and dropped_note
                 recorder.keep(turn, _reply_of(item, dropped_note if last else ""), _tool_data(item, turn))
-                turn.open_calls = [c for c in turn.open_calls if c.id != item.request.id]
+                turn.progress.open_calls = [c for c in turn.progress.open_calls if c.id != item.request.id]
                 # The round so far (its call message too) is stored before the result goes out. The
                 # round's last result is stored while the next model request is sent: the loop sends
-                # it before that call's first event (`TurnState.announcement`).
+                # it before that call's first event.
                 commit = asyncio.ensure_future(recorder.commit(turn))
                 commit.add_done_callback(retrieved)
                 announcement = Announcement(commit, partial(_result_events, item, turn))
@@ -100,10 +102,10 @@ async def run_calls(
                     for event in await announcement.due():
                         yield event
                 else:
-                    turn.announcement = announcement
+                    yield announcement
             else:
                 if isinstance(item, ToolStart | ApprovalRequest):
-                    turn.tools_of_calls[item.call_id] = (item.tool, item.server)
+                    turn.progress.tools_of_calls[item.call_id] = (item.tool, item.server)
                 yield item
     finally:
         for task in tasks:

@@ -48,7 +48,7 @@ class Turn:
 
     @property
     def claimed(self) -> bool:
-        return self.state.claim is not None
+        return self.state.writes.claim is not None
 
     @property
     def running(self) -> bool:
@@ -82,9 +82,9 @@ class Turn:
         if self.task is None or self.task.done():
             return
         approvals, questions = self.state.questions.pending()
-        self.state.stopped_by = by
-        self.state.awaiting_approval = approvals
-        self.state.awaiting_answer = {self._asked[asked] for asked in questions if asked in self._asked}
+        self.state.stop.stopped_by = by
+        self.state.stop.awaiting_approval = approvals
+        self.state.stop.awaiting_answer = {self._asked[asked] for asked in questions if asked in self._asked}
         self.task.cancel()
 
     def replay(self) -> list[ServerEvent]:

@@ -143,7 +143,7 @@ class TurnHub:
                 held.append(key)
             prepared = await self.engine.prepare(state, request)
             if not state.conversation.incognito:
-                state.claim = await self.relay.claim(
+                state.writes.claim = await self.relay.claim(
                     state.conversation.id, email
                 )  # one turn per conversation, across processes
         except BaseException:
@@ -151,7 +151,6 @@ class TurnHub:
             raise
         if key != wanted:
             self._busy.discard(wanted)  # the turn holds the conversation's own key from here on
-        state.model = prepared.model.name
         turn = Turn(self, state)
         turn.sealed = state.conversation.incognito and not door_made
         self._turns[key] = turn
@@ -213,7 +212,7 @@ class TurnHub:
                     finish_reason="error",
                     html="",
                     conversation_id=state.conversation.id,
-                    user_message_id=state.user_message_id,
+                    user_message_id=state.progress.user_message_id,
                 )
             )
         finally:

@@ -33,6 +33,7 @@ from ..errors import NeedsAuth
 from .apps import APP_MIME, UI_EXTENSION
 from .call_traffic import CallTraffic
 from .connection_calls import ConnectionCalls
+from .connection_state import ConnectionSetup, ServerLists
 from .diagnostics import HttpTrace, caused_by, describe_failure
 from .freshness import ReadCache, keep_listening, list_cache
 from .launch import EarlyStarts
@@ -71,44 +72,69 @@ class ServerConnection(ConnectionCalls):
         input_rounds: int = 10,
         log_failures: bool = True,
     ) -> None:
-        self._log_failures = log_failures  # False where the caller reports the status itself (check-config)
-        self._input_rounds = input_rounds  # MRTR: input_required rounds answered before giving up
+        self._setup = ConnectionSetup(
+            project_root=project_root,
+            log_dir=log_dir,
+            init_timeout_s=init_timeout_s,
+            on_status=on_status,
+            transport=transport,
+            files_origin=files_origin,
+            headers=headers or {},
+            http_auth=http_auth,
+            early=early,
+            input_rounds=input_rounds,
+            log_failures=log_failures,
+        )
         self.name = name
-        self._early = early  # a process started before the app was built, for the first session
-        # A per-user session: the user's own headers/auth, and a refused credential ends it
-        # (status needs_auth) instead of being retried.
-        self.user = user
-        self._headers = headers or {}
-        self._http_auth = http_auth
-        self._files_origin = files_origin
+        self.user = user  # a per-user session's user
         self.config = config
-        self._transport = transport  # given: e.g. an in-memory server (tests); else built from config
-        self._project_root = project_root
-        self._log_dir = log_dir
-        self._init_timeout_s = init_timeout_s
-        self._on_status = on_status
         self._trace = HttpTrace()  # what the server answered on the wire during the last attempt
         self._client: Client[Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._broken = asyncio.Event()
         self._traffic = CallTraffic(name)
         self._reads = ReadCache(shared=user is None)  # resource reads the server allowed to keep (ttlMs)
-        self.tools: list[mcp_types.Tool] = []
-        self.resources: list[mcp_types.Resource] = []
-        self.resource_templates: list[mcp_types.ResourceTemplate] = []
-        self.prompts: list[mcp_types.Prompt] = []
-        self.skills: list[SkillEntry] = []  # listed only; no file is read before the model uses a skill
+        self.listed = ServerLists()  # what the server said on its last connect
         self.ready_event = asyncio.Event()
         self.status = ServerStatus(
             name=name,
             status="starting" if config.enabled else "disabled",
             transport=config.transport or "stdio",
         )
-        self.instructions = ""  # the server's, from its last connect (part of its tools' pins)
-        self.protocol_version: str | None = None  # negotiated on the last connect (kept while reconnecting)
-        self.generation = 0  # bumps on every (re)connect, so the registry can refresh
         self._refresh: asyncio.Task[None] | None = None
         self._refresh_again = False
+
+    @property
+    def tools(self) -> list[mcp_types.Tool]:
+        return self.listed.tools
+
+    @property
+    def resources(self) -> list[mcp_types.Resource]:
+        return self.listed.resources
+
+    @property
+    def resource_templates(self) -> list[mcp_types.ResourceTemplate]:
+        return self.listed.resource_templates
+
+    @property
+    def prompts(self) -> list[mcp_types.Prompt]:
+        return self.listed.prompts
+
+    @property
+    def skills(self) -> list[SkillEntry]:
+        return self.listed.skills
+
+    @property
+    def instructions(self) -> str:
+        return self.listed.instructions
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.listed.protocol_version
+
+    @property
+    def generation(self) -> int:
+        return self.listed.generation
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -138,29 +164,29 @@ class ServerConnection(ConnectionCalls):
             stderr_tail=extra.get("stderr_tail"),
             stderr_log=extra.get("stderr_log"),
             ready_after_s=extra.get("ready_after_s"),
-            tool_count=len(self.tools) if status == "ready" else 0,
-            protocol_version=self.protocol_version,
+            tool_count=len(self.listed.tools) if status == "ready" else 0,
+            protocol_version=self.listed.protocol_version,
         )
         if status == "ready":
             self.ready_event.set()
         else:
             self.ready_event.clear()
-        if self._on_status is not None:
-            outcome = self._on_status(self.status)
+        if self._setup.on_status is not None:
+            outcome = self._setup.on_status(self.status)
             if outcome is not None:
                 await outcome
 
     def _make_client(self) -> Client[Any]:
-        transport = self._transport or build_transport(
+        transport = self._setup.transport or build_transport(
             self.name,
             self.config,
-            project_root=self._project_root,
-            log_dir=self._log_dir,
-            files_origin=self._files_origin,
+            project_root=self._setup.project_root,
+            log_dir=self._setup.log_dir,
+            files_origin=self._setup.files_origin,
             trace=self._trace,
-            headers=self._headers,
-            auth=self._http_auth,
-            early=self._early,
+            headers=self._setup.headers,
+            auth=self._setup.http_auth,
+            early=self._setup.early,
         )
         roots = [Path(r).resolve().as_uri() if "://" not in r else r for r in self.config.roots] or None
         return Client(
@@ -173,7 +199,7 @@ class ServerConnection(ConnectionCalls):
             elicitation_handler=self._traffic.on_elicit,
             sampling_handler=self._traffic.on_sample if self.config.sampling != "deny" else None,
             message_handler=self._on_message,
-            input_required_max_rounds=self._input_rounds,
+            input_required_max_rounds=self._setup.input_rounds,
             cache=list_cache(self.name, self.user),  # 2026-07-28 cache hints on lists; `private` stays per user
             # MCP Apps: the host renders `ui://` resources of this MIME type; a tools/call may come back
             # as a task (tools/tasks.py); skills are offered to the model (tools/skills.py)
@@ -192,15 +218,15 @@ class ServerConnection(ConnectionCalls):
                 self._trace.reset()
                 client = self._make_client()
                 async with contextlib.AsyncExitStack() as stack:
-                    async with asyncio.timeout(self._init_timeout_s):
+                    async with asyncio.timeout(self._setup.init_timeout_s):
                         await stack.enter_async_context(client)
-                        self.tools = await client.list_tools()
+                        self.listed.tools = await client.list_tools()
                         await self._list_extras(client)
                     self._client = client
-                    self.protocol_version = client.protocol_version
-                    self.instructions = client.instructions or ""
+                    self.listed.protocol_version = client.protocol_version
+                    self.listed.instructions = client.instructions or ""
                     self._broken.clear()
-                    self.generation += 1
+                    self.listed.generation += 1
                     attempt = 0
                     await self._set_status("ready", ready_after_s=round(time.monotonic() - started, 3))
                     await self._watch_and_listen(client)
@@ -218,13 +244,13 @@ class ServerConnection(ConnectionCalls):
                 if self.user is not None and self._trace.status == 401:
                     await self._set_status("needs_auth", "the server refused the credential (HTTP 401): connect again")
                     return
-                log_file = stderr_path(self._log_dir, self.name) if self.config.transport == "stdio" else None
+                log_file = stderr_path(self._setup.log_dir, self.name) if self.config.transport == "stdio" else None
                 tail = stderr_tail(log_file) if log_file is not None else None
                 reason = describe_failure(
-                    exc, url=self.config.url or "", trace=self._trace, timeout_s=self._init_timeout_s
+                    exc, url=self.config.url or "", trace=self._trace, timeout_s=self._setup.init_timeout_s
                 )
                 await self._set_status("failed", reason, stderr_tail=tail, stderr_log=str(log_file) if tail else None)
-                if self._log_failures:
+                if self._setup.log_failures:
                     log.warning("server %s failed: %s", self.name, reason)
             attempt += 1
             await asyncio.sleep(min(BACKOFF_CAP_S, 0.5 * 2**attempt))
@@ -232,19 +258,19 @@ class ServerConnection(ConnectionCalls):
     async def _list_extras(self, client: Client[Any]) -> None:
         """Resources, templates, prompts and skills, for servers that offer them."""
         caps = client.server_capabilities
-        self.resources, self.resource_templates, self.prompts = [], [], []
+        self.listed.resources, self.listed.resource_templates, self.listed.prompts = [], [], []
         try:
             if caps is None or caps.resources is not None:
-                self.resources = await client.list_resources()
-                self.resource_templates = await client.list_resource_templates()
+                self.listed.resources = await client.list_resources()
+                self.listed.resource_templates = await client.list_resource_templates()
             if caps is None or caps.prompts is not None:
-                self.prompts = await client.list_prompts()
+                self.listed.prompts = await client.list_prompts()
         except MCPError as exc:
             log.info("server %s: listing resources/prompts failed: %s", self.name, exc.message)
         try:
-            self.skills = await list_skills(self.name, client.session) if declares_skills(caps) else []
+            self.listed.skills = await list_skills(self.name, client.session) if declares_skills(caps) else []
         except (MCPError, ValidationError) as exc:
-            self.skills = []
+            self.listed.skills = []
             log.info("server %s: listing skills failed: %s", self.name, exc)
 
     # -- list_changed ------------------------------------------------------------
@@ -278,7 +304,7 @@ class ServerConnection(ConnectionCalls):
             except (MCPError, TimeoutError, OSError, httpx.HTTPError, RuntimeError) as exc:
                 log.info("server %s: listing again after list_changed failed: %s", self.name, exc)
                 return
-            self.tools = tools
+            self.listed.tools = tools
             log.info(
                 "server %s changed its lists",
                 self.name,
@@ -301,7 +327,7 @@ class ServerConnection(ConnectionCalls):
                 await listener
 
     def _resource_uris(self) -> list[str]:
-        return [str(resource.uri) for resource in self.resources]
+        return [str(resource.uri) for resource in self.listed.resources]
 
     async def _watch(self, client: Client[Any]) -> None:
         while True:
@@ -311,7 +337,7 @@ class ServerConnection(ConnectionCalls):
             except TimeoutError:
                 pass
             if self._traffic.busy or (
-                self.config.transport == "http" and self.protocol_version in MODERN_PROTOCOL_VERSIONS
+                self.config.transport == "http" and self.listed.protocol_version in MODERN_PROTOCOL_VERSIONS
             ):
                 # Calls in flight notice a dead session themselves; a 2026 server over HTTP holds no
                 # session at all, so a restart between two requests is nothing to reconnect for.

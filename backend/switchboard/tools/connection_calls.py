@@ -20,6 +20,7 @@ from mcp import MCPError
 from ..config.models import ServerConfig
 from ..errors import ServerUnavailable, ToolError, ToolTimeout
 from .call_traffic import Activity, CallTraffic
+from .connection_state import ConnectionSetup
 from .diagnostics import HttpTrace, describe_failure
 from .models import CallSink, ServerStatus
 from .tasks import TaskHandle, TaskStarted
@@ -44,7 +45,7 @@ class ConnectionCalls:
     _trace: HttpTrace
     _reads: ReadCache
     _broken: asyncio.Event
-    _input_rounds: int
+    _setup: ConnectionSetup
 
     @property
     def busy(self) -> bool:
@@ -113,7 +114,7 @@ class ConnectionCalls:
             raise ToolError(f"server '{self.name}' refused the call: {exc.message}") from None
         except InputRequiredRoundsExceededError:
             raise ToolError(
-                f"server '{self.name}' kept asking for input for more than {self._input_rounds} rounds and was "
+                f"server '{self.name}' kept asking for input for more than {self._setup.input_rounds} rounds and was "
                 "stopped (the limit is SWITCHBOARD_MCP_INPUT_ROUNDS)"
             ) from None
         except ValidationError as exc:

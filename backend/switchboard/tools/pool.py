@@ -23,7 +23,7 @@ from .launch import EarlyStarts
 from .models import ServerStatus
 from .oauth import SignIns
 from .pins import ToolPins
-from .pool_calls import PoolTraffic
+from .pool_calls import CallBounds, PoolTraffic
 from .pool_users import PerUserServers
 from .registry import ToolRegistry
 from .trust import Trust
@@ -60,6 +60,15 @@ class Readiness:
         return not self.starting and not self.required_not_ready
 
 
+@dataclass(frozen=True, slots=True)
+class _Wiring:
+    """What the pool is built with beside its configuration, fixed for its life."""
+
+    in_memory: dict[str, Any]  # server name -> a FastMCP server object to talk to without a process (tests)
+    early: EarlyStarts | None  # stdio processes started before the app was built (launch.py), adopted by connections
+    on_status: Callable[[ServerStatus], None] | None  # told of every server's status change
+
+
 class ServerPool(PerUserServers, PoolTraffic):
     """Every configured server's connection (or per-user sessions), the registry of their tools,
     start, restart, reload and readiness; per-user credentials (pool_users.py) and the calls,
@@ -93,11 +102,8 @@ class ServerPool(PerUserServers, PoolTraffic):
         self.sign_ins = SignIns(
             self.vault, redirect_uri=f"{base}/oauth/callback", client_metadata_url=client_metadata_url, dev=dev_auth
         )
-        # in_memory: server name -> a FastMCP server object to talk to without a process (tests).
-        self._in_memory = dict(in_memory or {})
+        self._wiring = _Wiring(dict(in_memory or {}), early, on_status)
         self._mcp = mcp
-        # early: stdio processes started before the app was built (launch.py), adopted by their connections.
-        self._early = early
         self._connection_args = {
             "project_root": project_root,
             "log_dir": log_dir,
@@ -105,9 +111,7 @@ class ServerPool(PerUserServers, PoolTraffic):
             "files_origin": files_origin,
             "input_rounds": input_rounds,
         }
-        self._concurrency = concurrency_per_server
-        self._max_artifact_bytes = max_artifact_bytes
-        self._on_status_cb = on_status
+        self._bounds = CallBounds(concurrency_per_server, max_artifact_bytes)
         self.pins = ToolPins(on_change=self._rebuild)
         self.apps = AppResources(ttl_s=app_cache_s)  # MCP Apps' ui:// resources read lately
         self.watch = CatalogueWatch()  # the pages hear of every change of a server's lists or status
@@ -120,7 +124,7 @@ class ServerPool(PerUserServers, PoolTraffic):
         self._settled_said = False  # the "every server has left starting" summary is logged once per (re)start
 
     def _connection(self, name: str, config: ServerConfig) -> ServerConnection | UserSessions:
-        server = self._in_memory.get(name)
+        server = self._wiring.in_memory.get(name)
         transport = FastMCPTransport(server) if server is not None else None
         self.sign_ins.warn_without_issuer(name, config)
         if config.sessions_per_user:
@@ -133,7 +137,7 @@ class ServerPool(PerUserServers, PoolTraffic):
             on_status=self._on_status,
             transport=transport,
             http_auth=machine,
-            early=self._early,
+            early=self._wiring.early,
             **self._connection_args,
         )
 
@@ -141,8 +145,8 @@ class ServerPool(PerUserServers, PoolTraffic):
         self.apps.forget(status.name)
         self._rebuild()
         self.watch.changed(status.name)
-        if self._on_status_cb is not None:
-            self._on_status_cb(status)
+        if self._wiring.on_status is not None:
+            self._wiring.on_status(status)
         self._say_when_settled()
 
     def _say_when_settled(self) -> None:
@@ -200,7 +204,9 @@ class ServerPool(PerUserServers, PoolTraffic):
             or self._connection(name, config)
             for name, config in mcp.servers.items()
         }
-        self._limits = {name: self._limits.get(name) or asyncio.Semaphore(self._concurrency) for name in mcp.servers}
+        self._limits = {
+            name: self._limits.get(name) or asyncio.Semaphore(self._bounds.concurrency) for name in mcp.servers
+        }
         self._mcp = mcp
         self._rebuild()
 
@@ -225,8 +231,8 @@ class ServerPool(PerUserServers, PoolTraffic):
 
     async def stop(self) -> None:
         await asyncio.gather(*(conn.stop() for conn in self.connections.values()))
-        if self._early is not None:
-            await self._early.close()  # processes started early that no connection adopted
+        if self._wiring.early is not None:
+            await self._wiring.early.close()  # processes started early that no connection adopted
 
     async def wait_settled(self, timeout_s: float) -> None:
         """Wait until no enabled server is still `starting` (or the timeout)."""
@@ -254,7 +260,7 @@ class ServerPool(PerUserServers, PoolTraffic):
                 await current.stop()
             report[name] = "restarted" if current is not None else "added"
             old[name] = self._connection(name, config)
-            self._limits.setdefault(name, asyncio.Semaphore(self._concurrency))
+            self._limits.setdefault(name, asyncio.Semaphore(self._bounds.concurrency))
             old[name].start()
         for name, error in mcp.errors.items():
             report.setdefault(name, f"not started: {error}")

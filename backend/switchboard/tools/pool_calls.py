@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -25,9 +26,15 @@ if TYPE_CHECKING:
     from .apps import AppResources
     from .oauth import SignIns
 
-__all__ = ["PoolTraffic"]
+__all__ = ["CallBounds", "PoolTraffic"]
 
 MAX_RESOURCE_LINKS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class CallBounds:
+    concurrency: int  # requests in flight per server
+    max_artifact_bytes: int  # a result's file larger than this is not kept
 
 
 class PoolTraffic:
@@ -37,8 +44,7 @@ class PoolTraffic:
     sign_ins: SignIns
     apps: AppResources
     _limits: dict[str, asyncio.Semaphore]
-    _concurrency: int
-    _max_artifact_bytes: int
+    _bounds: CallBounds
 
     def resources_of(self, server: str, user: str) -> tuple[list[Any], list[Any], list[Any]]:
         """The server's resources, resource templates and prompts as `user` may see them: a
@@ -67,7 +73,7 @@ class PoolTraffic:
         outcome = ToolOutcome(ok=True, text="")
         with mcp_span("resources/read", uri, server=server, address=_address(conn)):
             contents = await conn.read_resource(uri)
-        add_resource_contents(outcome, uri.rsplit("/", 1)[-1] or "resource", contents, self._max_artifact_bytes)
+        add_resource_contents(outcome, uri.rsplit("/", 1)[-1] or "resource", contents, self._bounds.max_artifact_bytes)
         if outcome.notes:
             raise ToolError("; ".join(outcome.notes))
         return outcome.artifacts
@@ -81,7 +87,7 @@ class PoolTraffic:
 
         async def read() -> AppResource:
             return parse_app_resource(
-                tool.server, uri, await conn.read_resource(uri), conn.resources, self._max_artifact_bytes
+                tool.server, uri, await conn.read_resource(uri), conn.resources, self._bounds.max_artifact_bytes
             )
 
         return await self.apps.get(tool.server, conn.user, uri, read)
@@ -131,7 +137,7 @@ class PoolTraffic:
         started = time.monotonic()
         conn = await self._session(tool.server, user)
         key = tool.server if conn.user is None else f"{tool.server}\n{conn.user}"  # per session
-        async with self._limits.setdefault(key, asyncio.Semaphore(self._concurrency)):
+        async with self._limits.setdefault(key, asyncio.Semaphore(self._bounds.concurrency)):
             try:
                 with mcp_span(
                     "tools/call",
@@ -164,7 +170,7 @@ class PoolTraffic:
         return await self._outcome(await self._session(server, user), result)
 
     async def _outcome(self, conn: ServerConnection, result: Any, *, raw: bool = False) -> ToolOutcome:
-        outcome = parse_result(result, max_artifact_bytes=self._max_artifact_bytes)
+        outcome = parse_result(result, max_artifact_bytes=self._bounds.max_artifact_bytes)
         if raw:  # an app gets the whole MCP result (content blocks, structuredContent, _meta)
             outcome.mcp_result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         for name, uri in outcome.resource_links[:MAX_RESOURCE_LINKS]:
@@ -173,7 +179,7 @@ class PoolTraffic:
             except (MCPError, ToolError) as exc:
                 outcome.notes.append(f"could not read linked resource {uri}: {getattr(exc, 'message', exc)}")
                 continue
-            add_resource_contents(outcome, name, contents, self._max_artifact_bytes)
+            add_resource_contents(outcome, name, contents, self._bounds.max_artifact_bytes)
         for name, uri in outcome.resource_links[MAX_RESOURCE_LINKS:]:
             outcome.notes.append(f"linked resource {name} <{uri}> not fetched (more than {MAX_RESOURCE_LINKS} links)")
         finish_text(outcome)

@@ -45,7 +45,7 @@ def test_each_trim_takes_the_older_half_of_what_is_still_in_view():
     steps = []
     while more := more_to_trim(session):
         steps.append(more)
-        session.trimmed += more
+        session.progress.trimmed += more
     assert steps == [2, 1, 1]
     assert more_to_trim(session_with(0)) == 0
 
@@ -73,7 +73,7 @@ async def test_an_overflow_trims_the_view_and_calls_once_more():
         "result 0",
         "result 1",
     ]  # records intact
-    assert session.trimmed == 1  # later calls of the turn start from the trimmed view
+    assert session.progress.trimmed == 1  # later calls of the turn start from the trimmed view
 
 
 async def test_a_second_overflow_is_raised():

@@ -11,6 +11,7 @@ from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
 from switchboard.chat.conversations import Conversations
+from switchboard.chat.turn_state import TurnProgress
 from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
 from switchboard.store import open_store
 
@@ -32,7 +33,9 @@ async def conversations(request, tmp_path):
 
 
 def new_turn(model: str = "m1") -> TurnState:
-    return TurnState(user=ANN, conversation=ConversationState(owner=ANN.email, id="conv-0001"), model=model)
+    return TurnState(
+        user=ANN, conversation=ConversationState(owner=ANN.email, id="conv-0001"), progress=TurnProgress(model=model)
+    )
 
 
 async def test_a_new_conversation_is_created_with_its_question_in_one_commit(conversations):
@@ -46,7 +49,7 @@ async def test_a_new_conversation_is_created_with_its_question_in_one_commit(con
         "u1",
     )
     assert [m.id for m in loaded.messages] == ["u1"] and loaded.files == ["f1", "f2"]
-    assert turn.conversation.stored and turn.unsaved == []
+    assert turn.conversation.stored and turn.writes.unsaved == []
 
 
 async def test_a_tool_round_is_one_transaction_and_the_answer_brings_the_new_model(conversations):
@@ -65,7 +68,7 @@ async def test_a_tool_round_is_one_transaction_and_the_answer_brings_the_new_mod
     recorder.keep(turn, ToolReply(id="t1", call_id="c1", tool="t", server="s", ok=True, text="r"), {})
     turn.allow("git:log")
     await recorder.commit(turn)
-    turn.model = "m2"
+    turn.progress.model = "m2"
     recorder.keep(turn, AssistantText(id="a2", text="done", finish_reason="stop"), {})
     await recorder.commit(turn)
 
@@ -78,7 +81,7 @@ async def test_a_tool_round_is_one_transaction_and_the_answer_brings_the_new_mod
         "a2",
         4,
     )
-    assert turn.new_allowances == [] and turn.conversation.model == "m2"
+    assert turn.writes.new_allowances == [] and turn.conversation.model == "m2"
 
 
 async def test_a_stored_conversations_question_is_written_while_the_turn_goes_on(conversations):
@@ -91,11 +94,11 @@ async def test_a_stored_conversations_question_is_written_while_the_turn_goes_on
         conversation=ConversationState(
             owner=ANN.email, id=conversation.id, stored=True, leaf_id=conversation.leaf_id, model="m1"
         ),
-        model="m1",
+        progress=TurnProgress(model="m1"),
     )
     conversations.recorder.keep(turn, UserText(id="u2", text="again"), {})
     assert not await conversations.recorder.begin(turn, "again")  # returns before the write is done
-    assert turn.writing is not None
+    assert turn.writes.writing is not None
     conversations.recorder.keep(turn, AssistantText(id="a2", text="ok", finish_reason="stop"), {})
     await conversations.recorder.commit(turn)  # waits for the question's write, then stores the answer after it
     assert [m.id for m in (await conversations.store.load("conv-0001")).messages] == ["u1", "u2", "a2"]
@@ -115,7 +118,7 @@ async def test_a_turn_stopped_during_a_commit_leaves_nothing_lost_or_twice(conve
     await recorder.commit(turn)  # what the stop left unsaved (the turn's closing commit)
     stored = await conversations.store.load("conv-0001")
     assert [r.id for r in turn.conversation.history] == [m.id for m in stored.messages]
-    assert turn.conversation.leaf_id == stored.conversation.leaf_id and turn.unsaved == []
+    assert turn.conversation.leaf_id == stored.conversation.leaf_id and turn.writes.unsaved == []
 
 
 async def test_a_call_message_waits_to_join_its_result_on_sqlite_and_goes_at_once_on_postgres(conversations):
@@ -126,12 +129,12 @@ async def test_a_call_message_waits_to_join_its_result_on_sqlite_and_goes_at_onc
 
     recorder.commit_later(turn, 0.3)
     await asyncio.sleep(0.1)
-    if turn.writing is not None:
-        await turn.writing
+    if turn.writes.writing is not None:
+        await turn.writes.writing
     stored = [m.id for m in (await conversations.store.load("conv-0001")).messages]
     joins = conversations.store.dialect == "sqlite"
     assert stored == (["u1"] if joins else ["u1", "a1"])
     await asyncio.sleep(0.3)  # the call ran longer: the message is stored while it runs
-    if turn.writing is not None:
-        await turn.writing
+    if turn.writes.writing is not None:
+        await turn.writes.writing
     assert [m.id for m in (await conversations.store.load("conv-0001")).messages] == ["u1", "a1"]

@@ -22,6 +22,7 @@ from switchboard.chat import (
     TurnState,
 )
 from switchboard.chat.events import ChatMessage
+from switchboard.chat.turn_state import TurnProgress
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.history import AssistantText, ToolReply, UserText
@@ -241,13 +242,15 @@ async def test_live_rendering_costs_time_linear_in_the_answer(make, blocks):
     assert len(renders) > 1000 if blocks else len(renders) < 40, len(renders)
 
 
-class CopyCountingState(TurnState):
-    """A turn's state that counts the characters of every string stored into it: storing
-    `state.text + piece` for each piece copies the whole answer each time."""
+class CopyCountingProgress(TurnProgress):
+    """A turn's progress that counts the characters of every string stored into it: storing
+    `answer + piece` for each piece copies the whole answer each time."""
+
+    __slots__ = ("stored",)
 
     def __init__(self) -> None:
         object.__setattr__(self, "stored", [])
-        super().__init__(user=USER, conversation=ConversationState(owner=USER.email, incognito=True))
+        super().__init__()
 
     def __setattr__(self, name: str, value: object) -> None:
         if isinstance(value, str):
@@ -260,11 +263,12 @@ async def test_gathering_a_long_answer_costs_work_linear_in_its_length(make):
     # for a 20,000-token answer (bench/long_answer.py). Count the characters so copied.
     llm = ScriptedLLM(["word " * 20 + "\n"] * 2000)  # about 200 KB in 2,000 pieces
     engine, conversations = await make(llm, limits=TurnLimits(answer_chars=400_000))
-    state = CopyCountingState()
+    progress = CopyCountingProgress()
+    state = TurnState(user=USER, conversation=ConversationState(owner=USER.email, incognito=True), progress=progress)
 
     events = [e async for e in engine.run_turn(state, ChatMessage(type="chat", content="hi"), conversations.recorder)]
 
     answer = sum(len(e.text) for e in events if e.type == "token")
     assert answer > 200_000 and events[-1].finish_reason == "stop"
     assert state.text == "".join(e.text for e in events if e.type == "token")
-    assert sum(state.stored) <= 2 * answer, sum(state.stored)
+    assert sum(progress.stored) <= 2 * answer, sum(progress.stored)

@@ -226,7 +226,7 @@ async def test_each_hooks_decision_is_kept_with_the_call(make):
     llm = ScriptedLLM([call("box_echo", {"text": "x"})], ["ok"])
     await make(llm, hook("pre_tool", "allow"), hook("post_tool", "redact", "x"))
     session = new_session()
-    session.model = "m"
+    session.progress.model = "m"
     executed = await make.calls[-1].run(
         call("box_echo", {"text": "x"}), turn=session, offered={"box_echo"}, emit=_ignore
     )

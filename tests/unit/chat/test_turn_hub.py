@@ -390,7 +390,7 @@ async def test_a_turn_every_listener_left_is_stopped_after_the_grace(make):
 
     async with asyncio.timeout(5):
         await asyncio.gather(*hub.tasks(), return_exceptions=True)
-    assert turn.state.stopped_by == "abandoned"
+    assert turn.state.stop.stopped_by == "abandoned"
     stored = await hub.conversations.store.load(turn.conversation_id)
     assert (
         stored.messages[-2].content.startswith("Stopped: every page")
