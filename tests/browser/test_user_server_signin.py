@@ -39,35 +39,39 @@ def site(tmp_path):
         server.stop()
 
 
-def test_adding_a_server_that_asks_for_sign_in_shows_the_step_and_sign_in_completes_it(browser, site):
-    for url in run_signin("--oauth"):
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        errors: list[str] = []
-        try:
-            page = context.new_page()
-            page.set_default_timeout(30_000)
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(site.url + "/")
-            page.get_by_role("button", name="Add server").click()
-            dialog = page.get_by_role("dialog", name="Your servers")
-            dialog.get_by_label("Name").fill("notes")
-            dialog.get_by_label("URL").fill(url)
-            dialog.get_by_role("button", name="Add", exact=True).click()
-            expect(dialog.get_by_role("status")).to_contain_text("asks you to sign in")
-            block = dialog.locator('.user-server[data-server="notes"]')
-            expect(block).to_contain_text("needs_auth")
-            sign_in = block.get_by_role("link", name="Sign in")
-            expect(sign_in).to_have_attribute("href", f"{site.url}/api/servers/{internal_name('notes', ALICE)}/connect")
+@pytest.fixture
+def oauth_url():
+    yield from run_signin("--oauth")
 
-            sign_in.click()  # -> the authorization server (it approves at once) -> back to the page
-            page.wait_for_url(f"**/?connected={internal_name('notes', ALICE)}")
-            page.get_by_role("button", name="Add server").click()
-            block = page.get_by_role("dialog", name="Your servers").locator('.user-server[data-server="notes"]')
-            whoami = block.locator('li[data-tool="whoami"]')
-            expect(whoami).to_have_attribute("data-state", "pending", timeout=60_000)
-            expect(block.get_by_role("link", name="Sign in")).to_have_count(0)
-            whoami.get_by_role("button", name="Approve").click()
-            expect(whoami).to_have_attribute("data-state", "approved")
-            assert errors == []
-        finally:
-            context.close()
+
+def test_adding_a_server_that_asks_for_sign_in_shows_the_step_and_sign_in_completes_it(browser, site, oauth_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    try:
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(site.url + "/")
+        page.get_by_role("button", name="Add server").click()
+        dialog = page.get_by_role("dialog", name="Your servers")
+        dialog.get_by_label("Name").fill("notes")
+        dialog.get_by_label("URL").fill(oauth_url)
+        dialog.get_by_role("button", name="Add", exact=True).click()
+        expect(dialog.get_by_role("status")).to_contain_text("asks you to sign in")
+        block = dialog.locator('.user-server[data-server="notes"]')
+        expect(block).to_contain_text("needs_auth")
+        sign_in = block.get_by_role("link", name="Sign in")
+        expect(sign_in).to_have_attribute("href", f"{site.url}/api/servers/{internal_name('notes', ALICE)}/connect")
+
+        sign_in.click()  # -> the authorization server (it approves at once) -> back to the page
+        page.wait_for_url(f"**/?connected={internal_name('notes', ALICE)}")
+        page.get_by_role("button", name="Add server").click()
+        block = page.get_by_role("dialog", name="Your servers").locator('.user-server[data-server="notes"]')
+        whoami = block.locator('li[data-tool="whoami"]')
+        expect(whoami).to_have_attribute("data-state", "pending", timeout=60_000)
+        expect(block.get_by_role("link", name="Sign in")).to_have_count(0)
+        whoami.get_by_role("button", name="Approve").click()
+        expect(whoami).to_have_attribute("data-state", "approved")
+        assert errors == []
+    finally:
+        context.close()
