@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from collections.abc import Collection
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -87,8 +88,8 @@ class StoreVault:
     async def put(self, server: str, user: str, kind: str, value: str) -> None:
         await self._rows().put(server, user, kind, self._box.seal(server, user, kind, value))
 
-    async def forget(self, server: str, user: str) -> None:
-        await self._rows().forget(server, user)
+    async def forget(self, server: str, user: str, kinds: Collection[str] | None = None) -> None:
+        await self._rows().forget(server, user, kinds)
 
     async def put_pending(self, state: str, server: str, user: str, value: str, *, max_age_s: float) -> None:
         sealed = self._box.seal(server, user, "oauth_pending", value)

@@ -3,8 +3,9 @@ admin console's are (`console_servers`, source `user:<email>`), under a name of 
 from the user's name and a short hash of the owner, so that two users' servers of one name never
 meet; its headers are sealed in the credential vault, never in the row and never shown back. Only
 its owner sees and calls it (`Access.may_use_server` checks `ServerConfig.owner`). A server is
-saved only once its URL passed the endpoint policy and it answered MCP with at most MAX_TOOLS tools:
-a refused add changes nothing."""
+saved only once its URL passed the endpoint policy and it answered MCP with at most MAX_TOOLS tools,
+or answered 401 with OAuth metadata (then its owner signs in with the Connect flow, under the same
+endpoint policy): a refused add changes nothing."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from urllib.parse import urlsplit
 
 from .config.console import console_entry
 from .config.loader import SERVER_NAME
-from .errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
+from .errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound, ToolError
 from .store.console_rows import ConsoleRecords, ConsoleRow
 from .tools.console_view import check_server, refused_url, trust_counts
+from .tools.oauth_discovery import asks_for_sign_in
 from .user_server_rows import HEADERS, guard_for, internal_name
 
 if TYPE_CHECKING:
@@ -60,6 +62,9 @@ class UserServers:
         views = []
         for name, row in sorted((await self.mine()).items()):
             entry, status = row.entry or {}, statuses.get(row.name)
+            sign_in = await self.sign_in(row)
+            if sign_in is not None and row.name in pool.connections:
+                status = await pool.user_status(row.name, self._owner)  # the server as its owner sees it
             views.append(
                 {
                     "name": name,
@@ -71,9 +76,25 @@ class UserServers:
                     "status": status.status if status else "starting",
                     "last_error": status.reason if status else None,
                     "tools": trust_counts(states.get(row.name, ())),
+                    "sign_in": sign_in,
                 }
             )
         return views
+
+    async def sign_in(self, row: ConsoleRow) -> dict[str, Any] | None:
+        """For a server that signs in (OAuth): whether its owner is signed in, and the Connect flow's
+        routes; else None."""
+        if not (row.entry or {}).get("auth"):
+            return None
+        try:
+            connected = await self._services.pool.connected(row.name, self._owner)
+        except ToolError:  # not running (switched off): not signed in, as far as it shows
+            connected = False
+        return {
+            "connected": connected,
+            "connect_url": f"/api/servers/{row.name}/connect",
+            "disconnect_url": f"/api/servers/{row.name}/connection",
+        }
 
     async def _header_names(self, server: str) -> list[str]:
         sealed = await self._services.pool.vault.get(server, self._owner, HEADERS)
@@ -136,7 +157,9 @@ class UserServers:
             log_dir=settings.log_dir,
             timeout_s=settings.server_start_timeout_s,
         )
-        if not result["ok"]:
+        if not result["ok"] and await self._asks_for_sign_in(server, entry, headers, guard):
+            entry["auth"] = {"type": "oauth"}  # kept: its owner signs in with Connect, then reviews its tools
+        elif not result["ok"]:
             raise BadRequest(
                 f"server '{name}': {url} did not answer as an MCP server ({result['status']}): {result['reason']}",
                 action="Check the address and transport; nothing was saved.",
@@ -157,6 +180,13 @@ class UserServers:
             raise
         await self._services.servers_changed()
         return row
+
+    async def _asks_for_sign_in(self, server: str, entry: dict[str, Any], headers: dict[str, str], guard: str) -> bool:
+        """Whether the server answered 401 with OAuth metadata (the Connect flow's discovery), asked
+        under the policy its sign-in will have."""
+        config, _ = console_entry(server, {**entry, "auth": {"type": "oauth"}, "guard_requests": guard}, {})
+        assert config.url is not None
+        return await asks_for_sign_in(config.url, self._services.pool.sign_ins.policy(server, config), headers)
 
     async def remove(self, name: str) -> str:
         row = await self.row(name)

@@ -1,6 +1,6 @@
 // "Add server": a dialog in the tools panel where a user adds a remote MCP server of their own
-// (POST /api/servers: name, URL, transport, headers), sees their servers, and approves each tool
-// (its pin shown; Approve sends exactly that pin). Server data is untrusted: textContent only,
+// (POST /api/servers: name, URL, transport, headers), sees their servers, signs in to one that asks
+// for it (the Connect flow), and approves each tool (its pin shown; Approve sends exactly that pin). Server data is untrusted: textContent only,
 // hidden characters shown as visible escapes.
 
 import { visible } from "./admin_tools.js";
@@ -53,7 +53,7 @@ function openDialog(base, changed) {
   const act = async (work, done) => {
     try {
       await work();
-      say(done);
+      say(typeof done === "function" ? done() : done);
       changed();
       await settle();
     } catch (exc) {
@@ -62,6 +62,8 @@ function openDialog(base, changed) {
   };
   const serverBlock = (server, tools) => el("section", { class: "user-server", dataset: { server: server.name } },
     el("h3", {}, ...visible(server.name), el("span", { class: "muted small", text: ` ${server.status} · ${server.url}` })),
+    server.sign_in && !server.sign_in.connected ? el("a", { class: "btn primary sign-in", text: "Sign in",
+      href: path(base, server.server, "connect"), title: "The server asks you to sign in (OAuth); you come back here" }) : "",
     el("button", { type: "button", class: "btn danger", text: "Remove",
       onclick: () => act(() => fetchJson(path(base, server.name), { method: "DELETE" }), `Removed ${server.name}.`) }),
     el("ul", { class: "user-server-tools" }, tools.map((tool) => el("li", { dataset: { tool: tool.tool, state: tool.state } },
@@ -83,7 +85,10 @@ function openDialog(base, changed) {
       .filter((parts) => parts.length > 1 && parts[0].trim());
     if (pairs.length) body.headers = Object.fromEntries(pairs.map(([k, ...v]) => [k.trim(), v.join(":").trim()]));
     say("Checking the server…");
-    act(() => fetchJson(base, jsonBody("POST", body)), `Added ${body.name}: approve its tools to use them.`)
+    let signIn = false;
+    act(async () => { signIn = Boolean((await fetchJson(base, jsonBody("POST", body))).sign_in); },
+      () => signIn ? `Added ${body.name}: it asks you to sign in; press Sign in, then approve its tools.`
+        : `Added ${body.name}: approve its tools to use them.`)
       .then(() => { if (!message.classList.contains("alert")) form.reset(); });
   });
   dialog.addEventListener("close", () => dialog.remove());

@@ -4,6 +4,7 @@ arrive encrypted (see ``switchboard.credentials``); this module never sees a cre
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, delete, or_, select
@@ -41,9 +42,11 @@ class CredentialRecords:
         )
         await self._store._run("store a credential", lambda conn: conn.execute(stmt), write=True, single=True)
 
-    async def forget(self, server: str, user: str) -> None:
+    async def forget(self, server: str, user: str, kinds: Collection[str] | None = None) -> None:
         table = user_credentials
         stmt = delete(table).where(table.c.server == server, table.c.user == user)
+        if kinds is not None:
+            stmt = stmt.where(table.c.kind.in_(list(kinds)))
         await self._store._run("forget a credential", lambda conn: conn.execute(stmt), write=True, single=True)
 
     async def put_pending(self, state: str, server: str, user: str, value: str, *, max_age_s: float) -> None:

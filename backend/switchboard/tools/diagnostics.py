@@ -143,6 +143,9 @@ def describe_failure(
         return _http_status(status_error.response.status_code, url)
     if trace is not None and trace.status is not None:
         return _http_status(trace.status, url)
+    if (cert := _first(exc, ssl.SSLCertVerificationError)) is not None:  # e.g. self-signed, expired, another name
+        why = cert.verify_message or cert.reason or "it did not verify"
+        return f"TLS failed talking to {url or 'the server'}: certificate not trusted: {why}"
     if (tls := _first(exc, ssl.SSLError)) is not None:
         return f"TLS error talking to {url or 'the server'}: {tls} (is the scheme right, http or https?)"
     if (connect := _first(exc, httpx2.ConnectError)) is not None:

@@ -89,7 +89,9 @@ class SignIns:
         """Where this server's sign-in may send the host (see `oauth_guard`)."""
         assert isinstance(config.auth, OAuthConfig) and config.url is not None
         allow = config.auth.allow_private_endpoints or (self._dev and is_local_url(config.url))
-        return EndpointPolicy(server, own_origin=origin_of(config.url), allow_private=allow, allow_http=self._dev)
+        # A user's own server's origin is checked (and pinned) too, unless the operator allowed its host.
+        own = None if config.guard_requests == "all" else origin_of(config.url)
+        return EndpointPolicy(server, own_origin=own, allow_private=allow, allow_http=self._dev)
 
     @staticmethod
     def warn_without_issuer(server: str, config: ServerConfig) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "is_public_address",
     "origin_of",
     "pinned_transport",
+    "resolve_host",
     "sign_in_failure",
 ]
 
@@ -64,9 +65,14 @@ def is_local_url(url: str) -> bool:
     return is_loopback_host(urlsplit(url).hostname or "")
 
 
-async def _resolve(host: str, port: int) -> list[str]:
+async def resolve_host(host: str, port: int) -> list[str]:
+    """The policy's DNS lookup: the addresses it checks are the ones connected to (no second lookup)."""
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return [str(info[4][0]) for info in infos]
+
+
+async def _resolve(host: str, port: int) -> list[str]:
+    return await resolve_host(host, port)  # looked up when called: the one place a test stands in for DNS
 
 
 def is_public_address(address: str) -> bool:

@@ -13,6 +13,7 @@ from ..errors import NeedsAuth, ServerUnavailable, ToolError
 from .connection import ServerConnection
 from .models import ServerStatus
 from .user_sessions import UserSessions
+from .vault import SIGN_IN_KINDS
 
 if TYPE_CHECKING:
     from .apps import AppResources
@@ -190,9 +191,10 @@ class PerUserServers:
         return None
 
     async def disconnect(self, name: str, user: str) -> None:
-        """Forget this user's credential for the server and close their session."""
+        """Forget this user's sign-in to the server (what else the vault keeps for it stays: a user
+        server's headers) and close their session."""
         group = self._per_user(name)
-        await self.vault.forget(name, user)
+        await self.vault.forget(name, user, SIGN_IN_KINDS)
         await group.forget_user(user)
         self.credentials_changed(name, user)
 

@@ -13,9 +13,14 @@ land on any app process that shares the store."""
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import NamedTuple, Protocol
 
-__all__ = ["CredentialVault", "MemoryVault", "PendingSignIn"]
+__all__ = ["SIGN_IN_KINDS", "CredentialVault", "MemoryVault", "PendingSignIn"]
+
+# What Disconnect forgets: the user's sign-in to a server. A user's own server also keeps its
+# headers in the vault (kind `server_headers`): they belong to the server, not to the sign-in.
+SIGN_IN_KINDS = ("token", "oauth_tokens", "oauth_client", "oauth_step_up")
 
 
 class PendingSignIn(NamedTuple):
@@ -30,8 +35,8 @@ class CredentialVault(Protocol):
 
     async def put(self, server: str, user: str, kind: str, value: str) -> None: ...
 
-    async def forget(self, server: str, user: str) -> None:
-        """Every credential of this user for this server."""
+    async def forget(self, server: str, user: str, kinds: Collection[str] | None = None) -> None:
+        """This user's credentials for this server: those of `kinds`, else every one."""
         ...
 
     async def put_pending(self, state: str, server: str, user: str, value: str, *, max_age_s: float) -> None:
@@ -57,8 +62,8 @@ class MemoryVault:
     async def put(self, server: str, user: str, kind: str, value: str) -> None:
         self._items[(server, user, kind)] = value
 
-    async def forget(self, server: str, user: str) -> None:
-        for key in [k for k in self._items if k[:2] == (server, user)]:
+    async def forget(self, server: str, user: str, kinds: Collection[str] | None = None) -> None:
+        for key in [k for k in self._items if k[:2] == (server, user) and (kinds is None or k[2] in kinds)]:
             del self._items[key]
 
     async def put_pending(self, state: str, server: str, user: str, value: str, *, max_age_s: float) -> None:

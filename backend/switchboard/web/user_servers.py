@@ -36,11 +36,12 @@ async def list_servers(request: Request, user: UserDep) -> dict[str, Any]:
 
 @router.post("", status_code=201)
 async def add_server(request: Request, user: UserDep, body: dict[str, Any]) -> dict[str, Any]:
-    """Add a remote server of your own: `name`, `url`, `transport` (http or sse), `headers`."""
+    """Add a remote server of your own: `name`, `url`, `transport` (http or sse), `headers`. One that
+    answers 401 with OAuth metadata is kept with `sign_in`: its owner signs in at `connect_url`."""
     services, servers = _mine(request, user)
     row = await servers.add(body)
     services.audit.record("user_server", action="server_add", user=user.email, server=row.name, decision="allow")
-    return {"name": body["name"], "server": row.name, "trust": row.trust}
+    return {"name": body["name"], "server": row.name, "trust": row.trust, "sign_in": await servers.sign_in(row)}
 
 
 @router.delete("/{name}", status_code=204)

@@ -112,6 +112,23 @@ def test_dev_mode_allows_private_endpoints_only_for_a_server_on_localhost():
     assert policy("http://localhost:3000/mcp", dev=True).allow_http and not policy("http://x/mcp", dev=False).allow_http
 
 
+def test_a_user_servers_sign_in_checks_its_own_origin_unless_the_operator_allowed_its_host():
+    """A configured server's own origin is the operator's choice; a user's server's is the user's,
+    so its sign-in checks (and pins) it too, unless its host is in SWITCHBOARD_USER_SERVER_HOSTS."""
+
+    async def private(host: str, port: int) -> list[str]:
+        return ["10.0.0.5"]
+
+    def screened(guard: str) -> object:
+        config = ServerConfig(url="https://mcp.corp.example/mcp", auth={"type": "oauth"}, guard_requests=guard)
+        policy = SignIns(MemoryVault(), "https://sb.example/oauth/callback").policy("s", config)
+        policy.resolve = private
+        return asyncio.run(policy.screen("https://mcp.corp.example/.well-known/oauth-protected-resource"))
+
+    assert screened("none") is None and screened("others") is None
+    assert "private network" in getattr(screened("all"), "why", "")
+
+
 # -- the check and the connection use one address ------------------------------------------
 
 
