@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from .config.console import console_entry
 from .config.loader import SERVER_NAME
 from .errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
+from .registry_install import planned
 from .store.console_rows import ConsoleRecords, ConsoleRow
 from .tools.console_view import check_server, refused_url, trust_counts
 from .user_server_rows import HEADERS, guard_for, internal_name
@@ -86,6 +87,12 @@ class UserServers:
         return row
 
     async def add(self, body: Any) -> ConsoleRow:
+        """A server from its URL (FIELDS), or installed from a registry's entry (INSTALL_FIELDS)."""
+        if isinstance(body, dict) and "from_registry" in body:
+            found = await planned(self._services, body, is_admin=False, max_name=MAX_NAME)
+            fields, entry_name = found.plan.fields, found.plan.entry
+            about = f"{fields['description']} ({entry_name}, added by {self._owner})"
+            return await self._save(found.name, fields["url"], fields["transport"], fields.get("headers") or {}, about)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object: name, url, transport, headers")
         unknown = sorted(set(body) - set(FIELDS))
@@ -101,6 +108,11 @@ class UserServers:
             raise _field("transport", f"must be one of {', '.join(TRANSPORTS)} (never a command)")
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise _field("headers", "must be an object of names to text values")
+        return await self._save(name, url, transport, headers, f"{name} (added by {self._owner})")
+
+    async def _save(
+        self, name: str, url: str, transport: str | None, headers: dict[str, str], description: str
+    ) -> ConsoleRow:
         mine = await self.mine()
         if name in mine:
             raise Conflict(f"field 'name': you have a server named '{name}' already", action="Choose another name.")
@@ -120,7 +132,7 @@ class UserServers:
             if why is not None:
                 raise _field("url", f"the endpoint policy refuses this address: {why}")
         server = internal_name(name, self._owner)
-        entry: dict[str, Any] = {"url": url, "trust": "review", "description": f"{name} (added by {self._owner})"}
+        entry: dict[str, Any] = {"url": url, "trust": "review", "description": description}
         if transport:
             entry["transport"] = transport
         try:

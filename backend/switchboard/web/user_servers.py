@@ -36,10 +36,18 @@ async def list_servers(request: Request, user: UserDep) -> dict[str, Any]:
 
 @router.post("", status_code=201)
 async def add_server(request: Request, user: UserDep, body: dict[str, Any]) -> dict[str, Any]:
-    """Add a remote server of your own: `name`, `url`, `transport` (http or sse), `headers`."""
+    """Add a remote server of your own: `name`, `url`, `transport` (http or sse), `headers`; or
+    install a registry entry's remote: `name`, `from_registry`, `variables`."""
     services, servers = _mine(request, user)
     row = await servers.add(body)
-    services.audit.record("user_server", action="server_add", user=user.email, server=row.name, decision="allow")
+    services.audit.record(
+        "user_server",
+        action="server_add",
+        user=user.email,
+        server=row.name,
+        from_registry=body.get("from_registry"),
+        decision="allow",
+    )
     return {"name": body["name"], "server": row.name, "trust": row.trust}
 
 
