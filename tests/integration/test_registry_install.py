@@ -139,7 +139,7 @@ def test_a_users_install_that_cannot_be_done_says_why_and_installs_nothing(site)
 
 
 def test_bad_registry_data_is_refused_and_installs_nothing(site):
-    client, services, registry, port = site
+    client, _, registry, _ = site
     registry.publish({**_local("com.example/broken"), "description": "x" * 500})  # over server.json's 100
     broken = client.post("/api/servers", json={"name": "b", "from_registry": "com.example/broken"}, headers=ALICE)
     assert broken.status_code == 400 and "does not fit server.json" in broken.json()["error"]["message"]
