@@ -17,6 +17,7 @@ from .errors import BadRequest, ConfigError, Conflict, NotFound
 from .lifecycle import Services
 from .registry_install import planned
 from .store.console_rows import ConsoleRecords, ConsoleRow
+from .store.share_rows import ShareRecords
 from .tools.console_view import HIDDEN, check_server, refused_url, server_views
 from .user_server_rows import DEPLOYMENT, SEALED, vault_owner
 
@@ -191,5 +192,6 @@ class ConsoleServers:
                 )
             raise NotFound(f"there is no server named '{name}'")
         await self._records.remove(name)
+        await ShareRecords(self._services.store).forget(name)  # a request to share it, if it was a user's
         await self._services.pool.vault.forget(name, vault_owner(row))  # its sealed headers (and env)
         await self._services.servers_changed()

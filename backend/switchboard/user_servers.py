@@ -18,6 +18,7 @@ from .config.loader import SERVER_NAME
 from .errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound
 from .registry_install import planned
 from .store.console_rows import ConsoleRecords, ConsoleRow
+from .store.share_rows import ShareRecords, ShareRequest
 from .tools.console_view import check_server, refused_url, trust_counts
 from .user_server_rows import HEADERS, guard_for, internal_name
 
@@ -30,6 +31,12 @@ FIELDS = ("name", "url", "transport", "headers")
 TRANSPORTS = ("http", "sse")
 MAX_TOOLS = 200  # a server listing more is refused: a catalogue that large drowns the model
 MAX_NAME = 55  # 64 less the owner's suffix
+
+
+def _share(request: ShareRequest | None) -> dict[str, Any] | None:
+    if request is None:
+        return None
+    return {"state": request.state, "reason": request.reason, "requested_at": request.requested_at.isoformat()}
 
 
 def _field(field: str, message: str) -> BadRequest:
@@ -58,6 +65,7 @@ class UserServers:
         for tool in pool.registry.all():
             states.setdefault(tool.server, []).append(tool.trust)
         statuses = {status.name: status for status in pool.statuses()}
+        shares = {r.server: r for r in await ShareRecords(self._services.store).requests(self._owner)}
         views = []
         for name, row in sorted((await self.mine()).items()):
             entry, status = row.entry or {}, statuses.get(row.name)
@@ -72,6 +80,7 @@ class UserServers:
                     "status": status.status if status else "starting",
                     "last_error": status.reason if status else None,
                     "tools": trust_counts(states.get(row.name, ())),
+                    "share": _share(shares.get(row.name)),
                 }
             )
         return views
@@ -117,6 +126,8 @@ class UserServers:
         if name in mine:
             raise Conflict(f"field 'name': you have a server named '{name}' already", action="Choose another name.")
         mcp = self._services.pool.mcp
+        if internal_name(name, self._owner) in mcp.sources:  # one of theirs, shared with the deployment
+            raise Conflict(f"field 'name': your server '{name}' was shared; choose another name")
         taken = {n for n, source in mcp.sources.items() if not source.startswith("user:")}
         if name in taken or name in mcp.errors or name in self._services.files_mcp.servers:
             raise Conflict(f"field 'name': the host has a server named '{name}'", action="Choose another name.")
@@ -173,6 +184,7 @@ class UserServers:
     async def remove(self, name: str) -> str:
         row = await self.row(name)
         await self._records.remove(row.name)
+        await ShareRecords(self._services.store).forget(row.name)
         await self._services.pool.vault.forget(row.name, self._owner)
         await self._services.servers_changed()
         return row.name
