@@ -1,6 +1,7 @@
 """The Browse dialog's Install and the Your servers dialog's Ask to share, in Chromium: a user
 installs a registry entry's remote (a real toolbox on 127.0.0.1) by filling the fields it needs,
-the secret one as a password field; then asks to share it and sees that it waits."""
+the secret one as a password field; then asks to share it and sees that it waits; and in the
+console (the same user is an administrator here) the request is approved for a group."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ TOKEN = "page-install-secret-1234"
 @pytest.fixture(scope="module")
 def install_site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("registry-install")
-    write_config(tmp / "defaults", groups={"dev@localhost": ["users"]})
+    write_config(tmp / "defaults", groups={"dev@localhost": ["users", "admin"]})
     with RegistryDouble() as registry, run_toolbox_server("http") as url:
         registry.publish(
             remote_server(
@@ -47,7 +48,7 @@ def install_site(tmp_path_factory):
             server.stop()
 
 
-def test_a_user_installs_from_the_browse_dialog_and_asks_to_share(browser, install_site, watch):
+def test_a_user_installs_from_the_browse_dialog_asks_to_share_and_the_console_approves(browser, install_site, watch):
     server, services, port = install_site
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
@@ -71,12 +72,24 @@ def test_a_user_installs_from_the_browse_dialog_and_asks_to_share(browser, insta
 
         page.get_by_role("button", name="Add server").click()
         mine = page.locator('.user-server[data-server="toolbox"]')
+        expect(mine.locator("h3")).to_contain_text("ready")  # (the list is drawn again while a server starts)
         mine.get_by_role("button", name="Ask to share").click()
         share = mine.get_by_role("form", name="Share toolbox")
         expect(share).to_contain_text("its headers (your keys, if any) move with it")
         share.get_by_role("textbox").fill("for the team")
         share.get_by_role("button", name="Send request").click()
         expect(mine.locator(".share-state")).to_have_text("Waiting for an administrator to share it.", timeout=30_000)
+
+        page.goto(server.url + "/admin")
+        request = page.locator(f'.share-request[data-server="{owned[0]}"]')
+        expect(request).to_contain_text("dev@localhost")
+        expect(request).to_contain_text("X-Token")
+        assert TOKEN not in page.content()
+        request.get_by_role("textbox", name=f"Groups for {owned[0]}").fill("users")
+        request.get_by_role("button", name=f"Approve sharing {owned[0]}").click()
+        expect(page.locator(".admin-ok")).to_have_text(f"Shared {owned[0]}.")
+        expect(page.locator(f'.server-card[data-name="{owned[0]}"] .badge')).to_have_text("admin")
+        assert services.pool.server_config(owned[0]).groups == ["users"]
         assert watch.errors == []
     finally:
         context.close()
