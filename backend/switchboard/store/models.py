@@ -276,7 +276,7 @@ console_servers = Table(
     "console_servers",
     metadata,
     Column("name", String(64), primary_key=True),
-    Column("source", String(16), nullable=False),
+    Column("source", String(330), nullable=False),  # "admin", "config" or "user:<email>"
     Column("entry", _json()),
     Column("enabled", Boolean, nullable=False),
     Column("trust", String(16)),

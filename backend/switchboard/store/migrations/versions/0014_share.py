@@ -1,4 +1,5 @@
-"""`server_shares`: users' requests to share their own servers, waiting for an administrator.
+"""`server_shares`: users' requests to share their own servers, waiting for an administrator; and
+`console_servers.source` long enough for `user:<email>` (16 characters refused it on PostgreSQL).
 
 Revision ID: 0014
 Revises: 0013
@@ -14,6 +15,8 @@ depends_on = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("console_servers") as batch:
+        batch.alter_column("source", type_=sa.String(330), existing_type=sa.String(16), existing_nullable=False)
     op.create_table(
         "server_shares",
         sa.Column("server", sa.String(200), primary_key=True),
@@ -31,3 +34,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("server_shares")
+    with op.batch_alter_table("console_servers") as batch:
+        batch.alter_column("source", type_=sa.String(16), existing_type=sa.String(330), existing_nullable=False)
