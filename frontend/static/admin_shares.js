@@ -1,6 +1,6 @@
 // The Servers pane's share requests: users asking that one of their own servers become the
 // deployment's. Approve with groups (and a compliance level) or decline with a reason; the
-// server decides and says why (GET /api/admin/servers/shares, POST .../share/approve|decline).
+// server decides and says why (GET /api/admin/shares, POST .../share/approve|decline).
 
 import { el } from "./dom.js";
 import { button, call, when } from "./admin_api.js";
@@ -10,7 +10,7 @@ export function shareRequests(say, changed) {
   const box = el("section", { class: "share-requests", "aria-label": "Share requests", hidden: true });
   const load = async () => {
     try {
-      const { requests } = await call("GET", "/api/admin/servers/shares");
+      const { requests } = await call("GET", "/api/admin/shares");
       const pending = requests.filter((r) => r.state === "pending");
       box.hidden = !pending.length;
       box.replaceChildren(el("h3", { text: `Share requests (${pending.length})` }),

@@ -86,8 +86,8 @@ def test_an_approved_request_makes_the_server_the_deployments_with_its_trust_and
     mine = {s["name"]: s for s in client.get("/api/servers", headers=ALICE).json()["servers"]}
     assert mine["mine"]["share"]["state"] == "pending"
 
-    assert client.get("/api/admin/servers/shares", headers=BOB).status_code == 403
-    requests = client.get("/api/admin/servers/shares", headers=ADMIN).json()["requests"]
+    assert client.get("/api/admin/shares", headers=BOB).status_code == 403
+    requests = client.get("/api/admin/shares", headers=ADMIN).json()["requests"]
     assert [(r["server"], r["owner"], r["name"], r["note"], r["headers"]) for r in requests] == [
         (server, "alice@example.com", "mine", "the team needs it", ["X-Token"])
     ]
@@ -122,7 +122,7 @@ def test_an_approved_request_makes_the_server_the_deployments_with_its_trust_and
     assert "mine" not in {s["name"] for s in client.get("/api/servers", headers=ALICE).json()["servers"]}
     listed = {s["name"]: s for s in client.get("/api/admin/servers", headers=ADMIN).json()["servers"]}
     assert listed[server]["source"] == "admin"
-    assert client.get("/api/admin/servers/shares", headers=ADMIN).json()["requests"] == []
+    assert client.get("/api/admin/shares", headers=ADMIN).json()["requests"] == []
     assert (
         client.post(f"/api/admin/servers/{server}/share/approve", json={"groups": ["users"]}, headers=ADMIN).status_code
         == 404
@@ -146,4 +146,4 @@ def test_a_declined_request_leaves_the_server_its_owners_with_the_reason(site):
     assert refused.status_code == 404, "a declined request is not approved later"
     assert client.post("/api/servers/kept/share", json={}, headers=ALICE).status_code == 202  # may ask again
     assert client.delete("/api/servers/kept", headers=ALICE).status_code == 204
-    assert client.get("/api/admin/servers/shares", headers=ADMIN).json()["requests"] == []
+    assert client.get("/api/admin/shares", headers=ADMIN).json()["requests"] == []

@@ -1,5 +1,5 @@
 """Sharing a user's own server (server_shares.py): its owner asks on
-`POST /api/servers/{name}/share`; administrators see the requests on `GET /api/admin/servers/shares`
+`POST /api/servers/{name}/share`; administrators see the requests on `GET /api/admin/shares`
 and decide on `POST /api/admin/servers/{server}/share/approve` (groups, compliance level) or
 `.../share/decline` (a reason). Every step is audited."""
 
@@ -54,7 +54,7 @@ async def ask_to_share(request: Request, user: UserDep, name: str, body: ShareAs
     return {"server": asked.server, "state": asked.state}
 
 
-@router.get("/api/admin/servers/shares")
+@router.get("/api/admin/shares")  # not under /api/admin/servers/: that would be a server's name
 async def share_requests(request: Request, user: UserDep) -> dict[str, Any]:
     """Users' requests to share their servers (pending and declined), with owner, URL and header names."""
     services = _usable(admin_services(request, user, "see the share requests"))
