@@ -5,6 +5,7 @@ on every other process (`Services.servers_changed`). A change refused changes no
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -14,12 +15,16 @@ from .config.loader import SERVER_NAME
 from .config.models import ServerConfig
 from .errors import BadRequest, ConfigError, Conflict, NotFound
 from .lifecycle import Services
+from .registry_install import planned
 from .store.console_rows import ConsoleRecords, ConsoleRow
+from .store.share_rows import ShareRecords
 from .tools.console_view import HIDDEN, check_server, refused_url, server_views
+from .user_server_rows import DEPLOYMENT, SEALED, vault_owner
 
 __all__ = ["ConsoleServers"]
 
 CONFIG_FILE_FIELDS = {"enabled", "version"}  # what the console may change of a config-file server
+INSTALL_EXTRA = ("groups", "compliance_level", "enabled")  # what an administrator's install may add
 
 
 def _bad(exc: ConfigError) -> BadRequest:
@@ -96,6 +101,36 @@ class ConsoleServers:
         await self._services.servers_changed()
         return row
 
+    async def install(self, body: dict[str, Any], by: str, *, check: bool) -> ConsoleRow:
+        """A registry entry installed as a deployment server (registry_install.py), in `review`
+        trust whatever the body says; its secret values sealed in the vault, not in its row."""
+        found = await planned(self._services, body, is_admin=True, extra=INSTALL_EXTRA)
+        name = found.name
+        mcp = self._services.pool.mcp
+        if name in mcp.servers or name in mcp.errors or name in await self.rows():
+            raise Conflict(
+                f"server '{name}', field 'name': a server of this name exists", action="Choose another name."
+            )
+        entry = {**found.entry, **{k: body[k] for k in INSTALL_EXTRA if k in body}}
+        opened = {**entry, **{part: {**entry.get(part, {}), **values} for part, values in found.sealed.items()}}
+        try:
+            config, trust = console_entry(name, opened, self._services.environ)
+        except ConfigError as exc:
+            raise _bad(exc) from None
+        if check:
+            await self._checked(name, config)
+        vault = self._services.pool.vault
+        for part, values in found.sealed.items():
+            await vault.put(name, DEPLOYMENT, SEALED[part], json.dumps(values))
+        row = ConsoleRow(name, "admin", entry, config.enabled, trust, 1, by, datetime.now(UTC))
+        try:
+            await self._records.add(row)
+        except Exception:
+            await vault.forget(name, DEPLOYMENT)
+            raise
+        await self._services.servers_changed()
+        return row
+
     async def edit(self, name: str, changes: dict[str, Any], by: str, *, check: bool) -> None:
         rows = await self.rows()
         row = rows.get(name)
@@ -157,6 +192,6 @@ class ConsoleServers:
                 )
             raise NotFound(f"there is no server named '{name}'")
         await self._records.remove(name)
-        if row.source.startswith("user:"):  # a user's own server's headers, in the vault
-            await self._services.pool.vault.forget(name, row.source.removeprefix("user:"))
+        await ShareRecords(self._services.store).forget(name)  # a request to share it, if it was a user's
+        await self._services.pool.vault.forget(name, vault_owner(row))  # its sealed headers (and env)
         await self._services.servers_changed()

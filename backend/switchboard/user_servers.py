@@ -17,7 +17,9 @@ from urllib.parse import urlsplit
 from .config.console import console_entry
 from .config.loader import SERVER_NAME
 from .errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound, ToolError
+from .registry_install import planned
 from .store.console_rows import ConsoleRecords, ConsoleRow
+from .store.share_rows import ShareRecords, ShareRequest
 from .tools.console_view import check_server, refused_url, trust_counts
 from .tools.oauth_discovery import asks_for_sign_in
 from .user_server_rows import HEADERS, guard_for, internal_name
@@ -31,6 +33,12 @@ FIELDS = ("name", "url", "transport", "headers")
 TRANSPORTS = ("http", "sse")
 MAX_TOOLS = 200  # a server listing more is refused: a catalogue that large drowns the model
 MAX_NAME = 55  # 64 less the owner's suffix
+
+
+def _share(request: ShareRequest | None) -> dict[str, Any] | None:
+    if request is None:
+        return None
+    return {"state": request.state, "reason": request.reason, "requested_at": request.requested_at.isoformat()}
 
 
 def _field(field: str, message: str) -> BadRequest:
@@ -59,6 +67,7 @@ class UserServers:
         for tool in pool.registry.all():
             states.setdefault(tool.server, []).append(tool.trust)
         statuses = {status.name: status for status in pool.statuses()}
+        shares = {r.server: r for r in await ShareRecords(self._services.store).requests(self._owner)}
         views = []
         for name, row in sorted((await self.mine()).items()):
             entry, status = row.entry or {}, statuses.get(row.name)
@@ -77,6 +86,7 @@ class UserServers:
                     "last_error": status.reason if status else None,
                     "tools": trust_counts(states.get(row.name, ())),
                     "sign_in": sign_in,
+                    "share": _share(shares.get(row.name)),
                 }
             )
         return views
@@ -107,6 +117,12 @@ class UserServers:
         return row
 
     async def add(self, body: Any) -> ConsoleRow:
+        """A server from its URL (FIELDS), or installed from a registry's entry (INSTALL_FIELDS)."""
+        if isinstance(body, dict) and "from_registry" in body:
+            found = await planned(self._services, body, is_admin=False, max_name=MAX_NAME)
+            fields, entry_name = found.plan.fields, found.plan.entry
+            about = f"{fields['description']} ({entry_name}, added by {self._owner})"
+            return await self._save(found.name, fields["url"], fields["transport"], fields.get("headers") or {}, about)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object: name, url, transport, headers")
         unknown = sorted(set(body) - set(FIELDS))
@@ -122,10 +138,17 @@ class UserServers:
             raise _field("transport", f"must be one of {', '.join(TRANSPORTS)} (never a command)")
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise _field("headers", "must be an object of names to text values")
+        return await self._save(name, url, transport, headers, f"{name} (added by {self._owner})")
+
+    async def _save(
+        self, name: str, url: str, transport: str | None, headers: dict[str, str], description: str
+    ) -> ConsoleRow:
         mine = await self.mine()
         if name in mine:
             raise Conflict(f"field 'name': you have a server named '{name}' already", action="Choose another name.")
         mcp = self._services.pool.mcp
+        if internal_name(name, self._owner) in mcp.sources:  # one of theirs, shared with the deployment
+            raise Conflict(f"field 'name': your server '{name}' was shared; choose another name")
         taken = {n for n, source in mcp.sources.items() if not source.startswith("user:")}
         if name in taken or name in mcp.errors or name in self._services.files_mcp.servers:
             raise Conflict(f"field 'name': the host has a server named '{name}'", action="Choose another name.")
@@ -141,7 +164,7 @@ class UserServers:
             if why is not None:
                 raise _field("url", f"the endpoint policy refuses this address: {why}")
         server = internal_name(name, self._owner)
-        entry: dict[str, Any] = {"url": url, "trust": "review", "description": f"{name} (added by {self._owner})"}
+        entry: dict[str, Any] = {"url": url, "trust": "review", "description": description}
         if transport:
             entry["transport"] = transport
         try:
@@ -191,6 +214,7 @@ class UserServers:
     async def remove(self, name: str) -> str:
         row = await self.row(name)
         await self._records.remove(row.name)
+        await ShareRecords(self._services.store).forget(row.name)
         await self._services.pool.vault.forget(row.name, self._owner)
         await self._services.servers_changed()
         return row.name

@@ -3,6 +3,7 @@
 
 import { el } from "./dom.js";
 import { button, call, messageLine } from "./admin_api.js";
+import { shareRequests } from "./admin_shares.js";
 
 const FORM_FIELDS = ["name", "command", "args", "url", "description", "groups", "compliance_level", "trust", "enabled"];
 const STATES = ["approved", "pending", "changed", "blocked"];
@@ -12,10 +13,12 @@ export function mountServers(container) {
   const list = el("div", { class: "server-list", "aria-live": "polite" });
   const form = serverForm(async () => { form.hidden = true; await load(); }, say);
   const add = button("Add a server", () => form.open(null), { primary: true });
+  const shares = shareRequests(say, () => load());
   container.replaceChildren(
     el("div", { class: "pane-head" }, el("h2", { text: "Servers" }), add,
-      button("Refresh", () => load())),
-    message, form, list);
+      button("Refresh", () => { shares.load(); load(); })),
+    message, shares, form, list);
+  shares.load();
   let polling = null;
 
   async function load() {

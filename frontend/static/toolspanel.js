@@ -269,7 +269,7 @@ export class ToolsPanel {
       this.reloader ??= reloadControl(this.configUrl, () => this.load());
       children.push(this.reloader);
     }
-    children.push((this.browser ??= browseServersButton(this.configUrl)), (this.adder ??= addServerButton(this.configUrl, () => this.load())));
+    children.push((this.browser ??= browseServersButton(this.configUrl, () => this.load())), (this.adder ??= addServerButton(this.configUrl, () => this.load())));
     this.statusBox.replaceChildren(...children);
     this.statusBox.dataset.failed = String(failed.length);
   }

@@ -16,6 +16,28 @@ export function addServerButton(configUrl, changed) {
 
 const path = (base, ...parts) => `${base}/${parts.map(encodeURIComponent).join("/")}`;
 
+const SHARE_TERMS = "If an administrator approves, this server becomes the deployment's, for the groups they choose: "
+  + "it leaves your list, its tools keep their approvals, and its headers (your keys, if any) move with it "
+  + "and are sent for everyone who uses it. Remove a personal key first if that is not what you want.";
+
+/** "Ask to share": its state when asked, else a button opening the terms and a note. */
+function shareBox(server, ask) {
+  const share = server.share;
+  if (share?.state === "pending") return el("p", { class: "muted small share-state", text: "Waiting for an administrator to share it." });
+  const box = el("div", { class: "share-box" });
+  if (share?.state === "declined") {
+    box.append(el("p", { class: "small share-state", text: `Sharing was declined${share.reason ? `: ${share.reason}` : "."}` }));
+  }
+  const note = el("textarea", { rows: "2", maxlength: "500", "aria-label": "A note to the administrator" });
+  const form = el("form", { class: "share-form", hidden: true, "aria-label": `Share ${server.name}` },
+    el("p", { class: "small", text: SHARE_TERMS }), note,
+    el("button", { type: "submit", class: "btn primary", text: "Send request" }));
+  form.addEventListener("submit", (event) => { event.preventDefault(); ask(note.value.trim()); });
+  box.append(el("button", { type: "button", class: "btn", text: "Ask to share",
+    onclick: () => { form.hidden = false; note.focus(); } }), form);
+  return box;
+}
+
 function openDialog(base, changed) {
   const input = (name, label, attrs = {}) => el("label", { class: "field" }, label,
     el("input", { name, autocomplete: "off", spellcheck: "false", ...attrs }));
@@ -66,6 +88,8 @@ function openDialog(base, changed) {
       href: path(base, server.server, "connect"), title: "The server asks you to sign in (OAuth); you come back here" }) : "",
     el("button", { type: "button", class: "btn danger", text: "Remove",
       onclick: () => act(() => fetchJson(path(base, server.name), { method: "DELETE" }), `Removed ${server.name}.`) }),
+    shareBox(server, (note) => act(() => fetchJson(path(base, server.name, "share"), jsonBody("POST", { note: note || null })),
+      `Asked to share ${server.name}: an administrator decides.`)),
     el("ul", { class: "user-server-tools" }, tools.map((tool) => el("li", { dataset: { tool: tool.tool, state: tool.state } },
       el("strong", {}, ...visible(tool.tool)), " ",
       el("span", { class: "tool-state", text: tool.state }), " ",

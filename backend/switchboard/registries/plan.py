@@ -33,7 +33,7 @@ from ..config.models import ServerConfig
 from ..errors import Forbidden
 from ..settings import is_loopback_host
 from ..tools.oauth_guard import EndpointPolicy, Refusal, Resolve, is_public_address
-from .entries import BadRegistryData, Input, Package, RegistryEntry, Remote
+from .entries import BadRegistryData, Input, KeyValueInput, Package, RegistryEntry, Remote
 from .needs import PYPI_COMMAND, Filler
 
 __all__ = ["InstallPlan", "host_allowed", "plan_install", "screen_plan"]
@@ -112,16 +112,7 @@ def _remote_plan(
 ) -> InstallPlan:
     fill = Filler(variables, entry.name)
     url, _ = fill.template(remote.url, remote.variables)
-    headers: dict[str, str] = {}
-    secrets: list[str] = []
-    for header in remote.headers:
-        if not _HEADER.match(header.name):
-            raise BadRegistryData(f"'{entry.name}' names a header that is not a valid header name")
-        value, secret = fill.key_value(header)
-        if value is not None:
-            headers[header.name] = value
-            if secret:
-                secrets.append(f"headers.{header.name}")
+    headers, secrets = _filled(entry.name, "headers", remote.headers, fill)
     fill.check_complete()  # a URL with a hole has a missing value
     if url is None:
         raise BadRegistryData(f"'{entry.name}': its server URL could not be filled in")
@@ -135,6 +126,31 @@ def _remote_plan(
     if headers:
         fields["headers"] = headers
     return InstallPlan(entry.name, entry.registry, "remote", _valid(entry.name, fields), tuple(secrets))
+
+
+_NAMED = {
+    "headers": (_HEADER, "a header that is not a valid header name"),
+    "env": (_ENV, "an environment variable that is not a valid name"),
+}
+
+
+def _filled(
+    name: str, part: Literal["headers", "env"], items: list[KeyValueInput], fill: Filler
+) -> tuple[dict[str, str], list[str]]:
+    """Headers or environment variables filled in (an optional one not given is left out), and
+    the paths (`headers.<name>`, `env.<name>`) of those that hold a secret."""
+    pattern, what = _NAMED[part]
+    values: dict[str, str] = {}
+    secrets: list[str] = []
+    for item in items:
+        if not pattern.match(item.name):
+            raise BadRegistryData(f"'{name}' names {what}")
+        value, secret = fill.key_value(item)
+        if value is not None:
+            values[item.name] = value
+            if secret:
+                secrets.append(f"{part}.{item.name}")
+    return values, secrets
 
 
 def _check_url(name: str, url: str, allowed_hosts: Collection[str]) -> None:
@@ -201,16 +217,7 @@ def _package_plan(entry: RegistryEntry, package: Package, variables: Mapping[str
     if base and package.registryBaseUrl and package.registryBaseUrl.rstrip("/") != base:
         raise BadRegistryData(f"'{entry.name}': its {kind} package comes from another registry than {base}")
     fill = Filler(variables, entry.name)
-    env: dict[str, str] = {}
-    secrets: list[str] = []
-    for item in package.environmentVariables:
-        if not _ENV.match(item.name):
-            raise BadRegistryData(f"'{entry.name}' names an environment variable that is not a valid name")
-        value, secret = fill.key_value(item)
-        if value is not None:
-            env[item.name] = value
-            if secret:
-                secrets.append(f"env.{item.name}")
+    env, secrets = _filled(entry.name, "env", package.environmentVariables, fill)
     runtime = {"npm": "npx", "pypi": "uvx", "oci": "docker"}[kind]
     runtime_args = _runtime_args(entry.name, runtime, package, fill)
     package_args = [a for arg in package.packageArguments for a in fill.argument(arg)]

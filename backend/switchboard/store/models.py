@@ -46,6 +46,7 @@ __all__ = [
     "metadata",
     "oauth_pending",
     "owner_spellings",
+    "server_shares",
     "tasks",
     "tool_pins",
     "tool_trust",
@@ -278,13 +279,30 @@ console_servers = Table(
     "console_servers",
     metadata,
     Column("name", String(64), primary_key=True),
-    Column("source", String(16), nullable=False),
+    Column("source", String(330), nullable=False),  # "admin", "config" or "user:<email>"
     Column("entry", _json()),
     Column("enabled", Boolean, nullable=False),
     Column("trust", String(16)),
     Column("version", Integer, nullable=False),
     Column("updated_by", String(320), nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# A user's request to share their own server (server_shares.py): `pending` until an administrator
+# decides; an approved one is gone (the server is the deployment's), a declined one keeps the reason.
+server_shares = Table(
+    "server_shares",
+    metadata,
+    Column("server", String(200), primary_key=True),  # the console row's name
+    Column("owner", String(320), nullable=False),
+    Column("name", String(64), nullable=False),  # the name its owner gave it
+    Column("note", String(500)),
+    Column("state", String(16), nullable=False),
+    Column("requested_at", UTCDateTime, nullable=False),
+    Column("decided_by", String(320)),
+    Column("decided_at", UTCDateTime),
+    Column("reason", String(500)),
+    CheckConstraint("state IN ('pending', 'declined')", name="ck_server_shares_state"),
 )
 
 # Every user the host has seen: their groups with where each came from, first and last seen.

@@ -42,10 +42,15 @@ async def check_server(request: Request, user: UserDep, name: str, body: dict[st
 
 @router.post("", status_code=201)
 async def add_server(request: Request, user: UserDep, body: dict[str, Any], check: bool = False) -> dict[str, Any]:
-    """Add a server (an mcp.json entry plus `name`); `?check=true`: only if it connects and lists tools."""
+    """Add a server (an mcp.json entry plus `name`), or install a registry entry (`name`,
+    `from_registry`, `variables`; `groups`, `compliance_level`, `enabled` optional); `?check=true`:
+    only if it connects and lists tools."""
     console = _console(request, user, "add a server")
-    row = await console.add(body, user.email, check=check)
-    _audit(request, user, "server_add", row.name, sorted(k for k in body if k != "name"))
+    if "from_registry" in body:
+        row = await console.install(body, user.email, check=check)
+    else:
+        row = await console.add(body, user.email, check=check)
+    _audit(request, user, "server_add", row.name, sorted(k for k in body if k not in ("name", "variables")))
     return {"server": row.name, "version": row.version}
 
 

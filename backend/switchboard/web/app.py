@@ -35,6 +35,7 @@ from . import (
     openai_compat,
     pages,
     registry,
+    shares,
     tasks,
     tokens,
     user_servers,
@@ -141,6 +142,7 @@ def create_app(
     app.include_router(admin_audit.router, responses=app_errors(400, 401, 403, 503))
     app.include_router(admin_tools.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(user_servers.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
+    app.include_router(shares.router, responses=app_errors(400, 401, 403, 404, 409, 413, 503))
     app.include_router(http_chat.router, responses=app_errors(400, 401, 403, 404, 409, 413, 429, 503))
     app.include_router(tokens.router, responses=app_errors(400, 401, 403, 404, 413, 503))
     app.include_router(tasks.router, responses=app_errors(400, 401, 403, 404, 503))

@@ -36,11 +36,19 @@ async def list_servers(request: Request, user: UserDep) -> dict[str, Any]:
 
 @router.post("", status_code=201)
 async def add_server(request: Request, user: UserDep, body: dict[str, Any]) -> dict[str, Any]:
-    """Add a remote server of your own: `name`, `url`, `transport` (http or sse), `headers`. One that
-    answers 401 with OAuth metadata is kept with `sign_in`: its owner signs in at `connect_url`."""
+    """Add a remote server of your own: `name`, `url`, `transport` (http or sse), `headers`; or
+    install a registry entry's remote: `name`, `from_registry`, `variables`. One that answers 401
+    with OAuth metadata is kept with `sign_in`: its owner signs in at `connect_url`."""
     services, servers = _mine(request, user)
     row = await servers.add(body)
-    services.audit.record("user_server", action="server_add", user=user.email, server=row.name, decision="allow")
+    services.audit.record(
+        "user_server",
+        action="server_add",
+        user=user.email,
+        server=row.name,
+        from_registry=body.get("from_registry"),
+        decision="allow",
+    )
     return {"name": body["name"], "server": row.name, "trust": row.trust, "sign_in": await servers.sign_in(row)}
 
 
