@@ -40,7 +40,7 @@ class AppCallQueries(StoreBase):
             found = conn.execute(select(conversations).where(conversations.c.id == row["conversation_id"]))
             return conversation_of(found.mappings().one()), message_of(row)
 
-        return await self._run("find the tool call", work, write=False)
+        return await self.read("find the tool call", work)
 
     async def change_message_data(
         self, conversation_id: str, message_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
@@ -65,4 +65,4 @@ class AppCallQueries(StoreBase):
             )
             return data
 
-        return await self._run("save the app's data", work, write=True)
+        return await self.transaction("save the app's data", work)

@@ -85,7 +85,7 @@ class PagedReads(StoreBase):
             rows = conn.execute(_OUTLINE, {"cid": conversation_id}).mappings()
             return [Outline(r["id"], r["parent_id"], r["seq"], int(r["size"] or 0)) for r in rows]
 
-        return await self._run("read the conversation's outline", work, write=False)
+        return await self.read("read the conversation's outline", work)
 
     async def messages_by_id(self, conversation_id: str, ids: Sequence[str]) -> list[Message]:
         """These messages of the conversation, in the order written."""
@@ -96,4 +96,4 @@ class PagedReads(StoreBase):
         def work(conn: Connection) -> list[Message]:
             return [Message(**{**row, "data": dict(row["data"] or {})}) for row in conn.execute(stmt).mappings()]
 
-        return await self._run("read the conversation's messages", work, write=False)
+        return await self.read("read the conversation's messages", work)
