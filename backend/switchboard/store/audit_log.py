@@ -169,7 +169,7 @@ class AuditStore:
                 conn.execute(_INSERT_RECORDS, rows)
             return seq, prev, made
 
-        # driver: on a SQLite file, on the sqlite3 connection with the statements compiled once
+        # prepared: on a SQLite file, on the sqlite3 connection with the statements compiled once
         last, end_hash, made = await self._store.transaction_prepared("write the audit log", work)
         self._end = (last, end_hash)
         if made:  # committed: the next checkpoint is due `checkpoint_every` records after it

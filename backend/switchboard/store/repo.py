@@ -4,9 +4,9 @@ Every write is one transaction, committed when the method returns, so the caller
 what it wrote. Database errors are translated in ``_base.py``; ids that are taken or missing are
 ``Conflict`` and ``NotFound``.
 
-Each method's work is a plain function of a connection (``_base.StoreBase._run``); the
-statements of the frequent calls are built once (``statements.py``). What a turn writes is in
-``turn_writes.py``."""
+Each method's work is a plain function of a connection, run by ``read``/``transaction``
+(``_base.py``); the statements of the frequent calls are built once (``statements.py``). What a
+turn writes is in ``turn_writes.py``."""
 
 from __future__ import annotations
 
