@@ -16,6 +16,7 @@ from ..errors import NotFound
 from ._base import StoreBase
 from .models import messages
 from .records import Message
+from .rows import message_of
 
 __all__ = ["MessagePage", "Outline", "PagedReads", "page_of"]
 
@@ -94,6 +95,6 @@ class PagedReads(StoreBase):
         stmt = select(messages).where(_m.conversation_id == conversation_id, _m.id.in_(list(ids))).order_by(_m.seq)
 
         def work(conn: Connection) -> list[Message]:
-            return [Message(**{**row, "data": dict(row["data"] or {})}) for row in conn.execute(stmt).mappings()]
+            return [message_of(row) for row in conn.execute(stmt).mappings()]
 
         return await self.read("read the conversation's messages", work)

@@ -8,7 +8,7 @@ one-message case; on Postgres a lone message is one statement (no BEGIN/COMMIT).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from ..errors import BadRequest, Conflict, NotFound
 from . import statements as S
 from ._base import StoreBase
+from .message_data import RoleData, UserData
 from .models import messages
 from .prepared import Statements
 from .records import ROLES, Message
@@ -41,7 +42,7 @@ class NewMessage:
     parent_id: str | None
     role: str
     content: str
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: RoleData = field(default_factory=UserData)  # its keys per role: message_data.py (none: {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class TurnWrites(StoreBase):
         parent_id: str | None,
         role: str,
         content: str,
-        data: Mapping[str, Any] | None = None,
+        data: RoleData | None = None,
         files: Sequence[str] = (),
         allowances: Sequence[str] = (),
         model: str | _Unset | None = UNSET,
@@ -98,7 +99,7 @@ class TurnWrites(StoreBase):
         """Appends a message and makes it the conversation's leaf, in one transaction, together
         with what came with it: ``files`` linked to the conversation, ``allowances`` granted in it,
         and the conversation's ``model`` when it changed."""
-        message = NewMessage(id, parent_id, role, content, dict(data or {}))
+        message = NewMessage(id, parent_id, role, content, data.copy() if data is not None else {})
         return (await self.append(conversation_id, [message], files=files, allowances=allowances, model=model))[0]
 
     async def append(
