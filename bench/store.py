@@ -42,7 +42,7 @@ from sqlalchemy import insert, text
 import _support as S
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
-from switchboard.chat.conversations import Conversations, scoped_id
+from switchboard.chat.conversations import Conversations
 from switchboard.chat.events import ChatMessage
 from switchboard.config.models import ComplianceLevels
 from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
@@ -188,7 +188,9 @@ async def _turns(url: str, reps: int, files_dir: str) -> dict[str, Any]:
             await _tool_turn(conversations, user, compliance, n)
             wall_ms.append((time.perf_counter() - t0) * 1000)
             cpu_ms.append((time.process_time() - c0) * 1000)
-        stored = await store.messages(scoped_id(OWNER, f"bench-turn-{reps - 1:08d}"))  # an id the client picked
+        stored = await store.messages(
+            conversations.ids.scoped(OWNER, f"bench-turn-{reps - 1:08d}")
+        )  # an id the client picked
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"], stored
     finally:
         await store.close()

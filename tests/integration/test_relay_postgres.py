@@ -191,8 +191,8 @@ async def test_a_relay_listens_and_sends_again_after_its_connections_are_lost(po
         pids = [listener.get_server_pid(), a.live._sender.get_server_pid()]
         store = await open_store(postgres_url)
         for pid in pids:
-            await store._run(
-                "end a backend", lambda c, pid=pid: c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"), write=True
+            await store.transaction(
+                "end a backend", lambda c, pid=pid: c.exec_driver_sql(f"SELECT pg_terminate_backend({pid})")
             )
         await store.close()
         for _ in range(100):  # its next heartbeat listens again
@@ -216,27 +216,24 @@ async def test_one_process_claims_a_conversation_s_turn_and_its_earlier_events_g
     try:
 
         async def events() -> int:
-            return await store._run(
+            return await store.read(
                 "count",
                 lambda c: len(
                     c.execute(turn_events.select().where(turn_events.c.conversation_id == conversation)).all()
                 ),
-                write=False,
             )
 
-        await store._run(
+        await store.transaction(
             "seed",
             lambda c: c.execute(
                 turn_events.insert(), [{"conversation_id": conversation, "seq": n, "body": "{}"} for n in (1, 2)]
             ),
-            write=True,
         )
         assert await live.claim(conversation, ALICE.email, "process-a") is None
         assert await events() == 0  # a new turn's events start afresh
-        await store._run(
+        await store.transaction(
             "seed",
             lambda c: c.execute(turn_events.insert(), {"conversation_id": conversation, "seq": 1, "body": "{}"}),
-            write=True,
         )
         assert await live.claim(conversation, ALICE.email, "process-b") == "process-a"
         assert await live.claim(conversation, ALICE.email, "process-a") == "process-a"  # its own: still its own

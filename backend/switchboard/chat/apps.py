@@ -32,6 +32,7 @@ from ..errors import (
 )
 from ..llm.types import ToolCallRequest
 from ..store import Conversation, Message
+from ..store.message_data import AppCall, AppData, MessageData
 from ..tools import ServerPool, ToolInfo
 from ..tools.apps import features_of, permissions_of
 from .app_context import model_context_of
@@ -278,7 +279,7 @@ class AppBridge:
         for key in allowances:
             await store.add_allowance(mounted.conversation.id, key)
         event = executed.event
-        entry = {
+        entry: AppCall = {
             "call_id": event.call_id,
             "tool": event.tool,
             "ok": event.ok,
@@ -290,8 +291,8 @@ class AppBridge:
         if not executed.ran:
             entry["refused"] = event.content[:500]
 
-        def add(data: dict[str, Any]) -> dict[str, Any]:
-            app = dict(data.get("app") or {})
+        def add(data: MessageData) -> MessageData:
+            app = (data.get("app") or AppData()).copy()
             app["calls"] = [*(app.get("calls") or []), entry][-MAX_KEPT_CALLS:]
             return {**data, "app": app}
 
@@ -318,8 +319,8 @@ class AppBridge:
         text = model_context_of(params)
         self._tool(user, mounted)  # the user may still use the server here, as for tools/call
 
-        def put(data: dict[str, Any]) -> dict[str, Any]:
-            app = dict(data.get("app") or {})
+        def put(data: MessageData) -> MessageData:
+            app = (data.get("app") or AppData()).copy()
             if text:
                 app["model_context"] = text
             else:

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator
 from ..errors import SwitchboardError
 from ..history import AssistantText, ToolReply
 from ..llm.types import Usage
+from ..store.message_data import AssistantData, ErrorData, UsageData
 from .events import ErrorEvent, MessageDone, ServerEvent, ToolResultEvent
 from .render import INLINE_CHARS, render_markdown, rendered
 from .session import new_id
@@ -50,12 +51,12 @@ async def close_turn(turn: TurnState, finish: str, recorder: Recorder) -> AsyncG
     turn.progress.open_calls = []
     answer = AssistantText(id=turn.message_id, text=turn.round_text, finish_reason=finish)
     usage = _usage_dict(turn.progress.usage)
-    error = (
-        turn.progress.error.model_dump(exclude={"type"}, exclude_none=True)
-        if turn.progress.error and finish == "error"
-        else None
-    )
-    recorder.keep(turn, answer, {"turn": turn.message_id, "usage": usage, "error": error})
+    answer_data: AssistantData = {"turn": turn.message_id}
+    if turn.progress.usage is not None:
+        answer_data["usage"] = _usage_data(turn.progress.usage)
+    if turn.progress.error and finish == "error":
+        answer_data["error"] = _error_data(turn.progress.error)
+    recorder.keep(turn, answer, answer_data)
     # A long answer renders in a thread beside the commit; a short one after it, on the loop.
     text = turn.text
     rendering = asyncio.ensure_future(rendered(text)) if len(text) > INLINE_CHARS else None
@@ -79,6 +80,21 @@ async def close_turn(turn: TurnState, finish: str, recorder: Recorder) -> AsyncG
         conversation_id=turn.conversation_id,
         user_message_id=turn.progress.user_message_id,
     )
+
+
+def _usage_data(usage: Usage) -> UsageData:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def _error_data(error: ErrorEvent) -> ErrorData:
+    data: ErrorData = {"code": error.code, "message": error.message}
+    if error.action is not None:
+        data["action"] = error.action
+    return data
 
 
 def _usage_dict(usage: Usage | None) -> dict[str, int] | None:

@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..store import Conversation, Message, active_path
+from ..store.message_data import ErrorData
 from .export_safe import code_span, fenced, safe_inline, safe_markdown
 
 __all__ = ["export_filename", "export_markdown", "unsigned"]
@@ -97,7 +98,7 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
     return "\n\n".join(block.strip("\n") for block in blocks) + "\n"
 
 
-def _failure(error: dict[str, Any]) -> str:
+def _failure(error: ErrorData) -> str:
     """A failed answer, with the reason the page showed."""
     reason = " ".join(part for part in (error.get("message"), error.get("action")) if part)
     return f"> **The answer failed**{': ' + safe_inline(reason) if reason else '.'}"

@@ -27,6 +27,7 @@ from ..errors import LLMUnavailable, SwitchboardError
 from ..history import AssistantText, CallRecord, UserText
 from ..llm.types import Completed, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..policy import Hooks
+from ..store.message_data import FileRef, UserData
 from ..tools import ServerPool, ToolInfo
 from .app_context import app_context_text
 from .attachments import attach
@@ -140,7 +141,7 @@ class ChatEngine:
             return PreparedTurn(model, None, {})
         content = await attach(request, turn, self._files, self._pool, access)
         user = UserText(id=new_id(), text=request.content, context=content.removeprefix(request.content))
-        data = {
+        data: UserData = {
             "files": [_file_ref(f) for f in turn.progress.turn_files],
             "resources": [r.model_dump() for r in request.resources],
         }
@@ -377,7 +378,7 @@ def _failed(turn: TurnState, exc: SwitchboardError) -> ErrorEvent:
     return turn.progress.error
 
 
-def _file_ref(stored: StoredFile) -> dict[str, Any]:
+def _file_ref(stored: StoredFile) -> FileRef:
     return {"id": stored.id, "name": stored.name, "mime": stored.mime, "size": stored.size}
 
 

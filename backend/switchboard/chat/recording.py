@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import cast, overload
 
 from ..history import AssistantText, HistoryRecord, ToolReply, UserText
 from ..store import UNSET, ConversationStore, NewConversation, NewMessage
+from ..store.message_data import AssistantData, RoleData, ToolCallData, ToolData, UserData
+from ..store.records import Role
 from .turn_state import TurnState, Unsaved
 
 __all__ = ["TurnRecorder", "stored_form", "title_of"]
@@ -53,45 +55,58 @@ def title_of(text: str) -> str:
     return words[:TITLE_CHARS].rsplit(" ", 1)[0] + "…"
 
 
-def stored_form(record: HistoryRecord, data: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
-    """(role, content, data) of a record as the store keeps it."""
-    data = {k: v for k, v in data.items() if v is not None}
+def stored_form(record: HistoryRecord, data: RoleData) -> tuple[Role, str, RoleData]:
+    """(role, content, data) of a record as the store keeps it (``keep`` checked that ``data`` is
+    of the record's role)."""
     if isinstance(record, UserText):
-        return "user", record.text, {**data, "context": record.context}
+        user: UserData = {**cast(UserData, _given(data)), "context": record.context}
+        return "user", record.text, user
     if isinstance(record, AssistantText):
-        extra: dict[str, Any] = (
-            {"tool_calls": [{"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in record.calls]}
-            if record.calls
-            else {}
-        )
+        assistant = cast(AssistantData, _given(data))
+        if record.calls:
+            calls: list[ToolCallData] = [
+                {"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in record.calls
+            ]
+            assistant["tool_calls"] = calls
         if record.finish_reason:
-            extra["finish_reason"] = record.finish_reason
-        return "assistant", record.text, {**data, **extra}
+            assistant["finish_reason"] = record.finish_reason
+        return "assistant", record.text, assistant
     assert isinstance(record, ToolReply)
-    content = data.pop("content", record.text)
-    return (
-        "tool",
-        content,
-        {
-            **data,
-            "call_id": record.call_id,
-            "tool": record.tool,
-            "server": record.server,
-            "ok": record.ok,
-            "model_text": record.text,
-        },
-    )
+    tool = cast(ToolData, _given(data))
+    content = tool.pop("content", record.text)
+    reply: ToolData = {
+        **tool,
+        "call_id": record.call_id,
+        "tool": record.tool,
+        "server": record.server,
+        "ok": record.ok,
+        "model_text": record.text,
+    }
+    return "tool", content, reply
+
+
+def _given(data: RoleData) -> dict[str, object]:
+    return {k: v for k, v in data.items() if v is not None}
 
 
 class TurnRecorder:
     def __init__(self, store: ConversationStore) -> None:
         self.store = store
 
-    def keep(self, turn: TurnState, record: HistoryRecord, data: dict[str, Any]) -> None:
-        """The record joins the conversation now; it is stored by the next commit."""
+    @overload
+    def keep(self, turn: TurnState, record: UserText, data: UserData) -> None: ...
+    @overload
+    def keep(self, turn: TurnState, record: AssistantText, data: AssistantData) -> None: ...
+    @overload
+    def keep(self, turn: TurnState, record: ToolReply, data: ToolData) -> None: ...
+    def keep(self, turn: TurnState, record: HistoryRecord, data: RoleData) -> None:
+        """The record joins the conversation now (with ``data`` of its role); it is stored by the
+        next commit."""
         conversation = turn.conversation
         if conversation.incognito:  # its files go when it ends (Conversations.turn_ended)
-            conversation.made_files.extend(a["id"] for a in data.get("artifacts") or [] if a.get("id"))
+            if isinstance(record, ToolReply):  # (keep's overloads: its data is ToolData)
+                artifacts = cast(ToolData, data).get("artifacts") or []
+                conversation.made_files.extend(a["id"] for a in artifacts if a.get("id"))
         else:
             turn.writes.unsaved.append(Unsaved(record, conversation.leaf_id, data))
         conversation.history.append(record)
@@ -161,7 +176,7 @@ class TurnRecorder:
             role, content, payload = stored_form(unsaved.record, unsaved.data)
             messages.append(NewMessage(unsaved.record.id, unsaved.parent_id, role, content, payload))
             if isinstance(unsaved.record, UserText):
-                files.extend(f["id"] for f in payload.get("files", []))
+                files.extend(f["id"] for f in cast(UserData, payload).get("files", []))
         levels = (
             (conversation.compliance_level, conversation.levels_used)
             if turn.writes.levels_changed and not creating

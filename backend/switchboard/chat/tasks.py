@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ServerUnavailable, SwitchboardError, TaskGone, TooMany
+from ..store.message_data import ToolData
 from ..store.tasks import TaskRecord, TaskRecords
 from ..tools import ServerPool, ToolOutcome
 from .calls import CallRunner
@@ -359,7 +360,7 @@ class TaskPoller:
         if conversation is None or conversation.owner != record.owner:
             return None  # incognito, deleted since, or (never) another user's: the owner's pages still hear of it
         message_id = new_id()
-        data = {
+        data: ToolData = {
             "call_id": record.call_id,
             "tool": record.tool,
             "server": record.server,
@@ -368,17 +369,19 @@ class TaskPoller:
             "task_result": record.id,
             "content": event.content,
             "artifacts": [a.model_dump() for a in event.artifacts],
-            "results": event.results,
-            "display": event.display,
-            "duration_ms": event.duration_ms,
         }
+        if event.results is not None:
+            data["results"] = event.results
+        if event.display is not None:
+            data["display"] = event.display
+        data["duration_ms"] = event.duration_ms
         await store.add_message(
             record.conversation_id,
             id=message_id,
             parent_id=conversation.leaf_id,
             role="tool",
             content=event.content,
-            data={k: v for k, v in data.items() if v is not None},
+            data=data,
         )
         return message_id
 

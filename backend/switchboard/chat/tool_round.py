@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from ..config.models import ModelConfig
-from ..history import HistoryRecord, ToolReply
+from ..history import AssistantText, ToolReply, UserText
 from ..llm.types import LLMStream, TextDelta, ToolCallRequest
+from ..store.message_data import AssistantData, ToolData, UserData
 from .calls import CallRunner, ExecutedCall
 from .events import AppEvent, ApprovalRequest, ServerEvent, ToolStart
 from .gateway import Gateway
@@ -27,7 +28,12 @@ class Recorder(Protocol):
     """Keeps a turn's records (in its conversation at once) and stores them once per round
     (chat/recording.py); `commit` raises StoreError when it cannot."""
 
-    def keep(self, turn: TurnState, record: HistoryRecord, data: dict[str, Any]) -> None: ...
+    @overload
+    def keep(self, turn: TurnState, record: UserText, data: UserData) -> None: ...
+    @overload
+    def keep(self, turn: TurnState, record: AssistantText, data: AssistantData) -> None: ...
+    @overload
+    def keep(self, turn: TurnState, record: ToolReply, data: ToolData) -> None: ...
 
     async def begin(self, turn: TurnState, first_text: str) -> bool: ...
 
@@ -133,9 +139,16 @@ def _reply_of(executed: ExecutedCall, note: str) -> ToolReply:
     return ToolReply(id=new_id(), call_id=event.call_id, tool=event.tool, server=event.server, ok=event.ok, text=text)
 
 
-def _tool_data(executed: ExecutedCall, turn: TurnState) -> dict[str, Any]:
+def _tool_data(executed: ExecutedCall, turn: TurnState) -> ToolData:
     event = executed.event
-    data = event.model_dump(include={"results", "display", "duration_ms", "approval"}, exclude_none=True)
+    data: ToolData = {}
+    if event.results is not None:
+        data["results"] = event.results
+    if event.display is not None:
+        data["display"] = event.display
+    data["duration_ms"] = event.duration_ms
+    if event.approval is not None:
+        data["approval"] = event.approval
     data["artifacts"] = [a.model_dump() for a in event.artifacts]
     data["content"] = event.content
     data["arguments"] = executed.arguments

@@ -23,6 +23,7 @@ from ..auth import User
 from ..config.models import ComplianceLevels, ModelConfig
 from ..history import HistoryRecord, UserText
 from ..llm.types import Completed, ToolCallRequest, Usage
+from ..store.message_data import RoleData, UserData
 from .events import ErrorEvent, ServerEvent
 from .growing import GrowingText
 from .questions import ASK, Preferences, Questions
@@ -54,7 +55,7 @@ class TurnLimits:
 class PreparedTurn:
     model: ModelConfig
     user: UserText | None  # None: regenerate the answer to the last user message
-    user_data: dict[str, Any]
+    user_data: UserData
     prompt: str | None = None  # the prompt as a prompt_submit hook changed it
 
 
@@ -86,7 +87,7 @@ def retrieved(future: asyncio.Future[Any]) -> None:
 class Unsaved:
     record: HistoryRecord
     parent_id: str | None
-    data: dict[str, Any]
+    data: RoleData
 
 
 @dataclass(slots=True)

@@ -5,12 +5,12 @@ the app made)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from sqlalchemy import Connection, select, update
 
 from ..errors import NotFound
 from ._base import StoreBase
+from .message_data import MessageData, stored_data
 from .models import conversations, messages
 from .records import Conversation, Message
 from .rows import conversation_of, message_of
@@ -40,11 +40,11 @@ class AppCallQueries(StoreBase):
             found = conn.execute(select(conversations).where(conversations.c.id == row["conversation_id"]))
             return conversation_of(found.mappings().one()), message_of(row)
 
-        return await self._run("find the tool call", work, write=False)
+        return await self.read("find the tool call", work)
 
     async def change_message_data(
-        self, conversation_id: str, message_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
-    ) -> dict[str, Any]:
+        self, conversation_id: str, message_id: str, change: Callable[[MessageData], MessageData]
+    ) -> MessageData:
         """Replace a message's `data` with `change(data)`, in one transaction; the new data."""
         query = (
             select(messages.c.data)
@@ -52,11 +52,11 @@ class AppCallQueries(StoreBase):
             .with_for_update()
         )
 
-        def work(conn: Connection) -> dict[str, Any]:
+        def work(conn: Connection) -> MessageData:
             current = conn.execute(query).scalar_one_or_none()
             if current is None:
                 raise NotFound(f"there is no message '{message_id}' in conversation '{conversation_id}'")
-            data = change(dict(current))
+            data = change(stored_data(current))
             conn.execute(update(messages).where(messages.c.id == message_id).values(data=data))
             conn.execute(
                 update(conversations)
@@ -65,4 +65,4 @@ class AppCallQueries(StoreBase):
             )
             return data
 
-        return await self._run("save the app's data", work, write=True)
+        return await self.transaction("save the app's data", work)

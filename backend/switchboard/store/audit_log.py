@@ -19,6 +19,7 @@ from ..audit.chain import GENESIS, Sealed, seal
 from ..audit.keys import public_text, sign_checkpoint
 from .audit_pg import APPEND, append_values
 from .models import audit_checkpoints, audit_prunes, audit_records
+from .prepared import Statements
 from .repo import ConversationStore
 
 __all__ = ["AuditQuery", "AuditStore", "Checkpoint", "Pending", "ts_text"]
@@ -109,12 +110,12 @@ class AuditStore:
     def dialect(self) -> str:
         return self._store.dialect
 
-    def _lock(self, conn: Any) -> None:
+    def _lock(self, conn: Statements) -> None:
         if self.dialect == "postgresql":
             conn.execute(_ADVISORY_LOCK, {"key": _LOCK})
 
     @staticmethod
-    def _tail(conn: Any) -> tuple[int, str]:
+    def _tail(conn: Statements) -> tuple[int, str]:
         row = conn.execute(_TAIL, {}).first()
         if row is not None:
             return int(row[0]), str(row[1])
@@ -124,7 +125,7 @@ class AuditStore:
             return int(through), str(conn.execute(_CHECKPOINT_HASH, {"seq": through}).scalar_one())
         return 0, GENESIS
 
-    def _checkpoint_in(self, conn: Any, seq: int, hash_: str, *, force: bool) -> Checkpoint | None:
+    def _checkpoint_in(self, conn: Statements, seq: int, hash_: str, *, force: bool) -> Checkpoint | None:
         if not force and seq - self._checkpointed < self.checkpoint_every:
             return None  # (the last checkpoint this process knows of is a lower bound: no query needed)
         last = self._checkpointed = max(self._checkpointed, conn.execute(_LAST_CHECKPOINT, {}).scalar_one() or 0)
@@ -144,7 +145,7 @@ class AuditStore:
             assert self._end is not None
             return self._end[0], []
 
-        def work(conn: Any) -> tuple[int, str, list[Checkpoint]]:
+        def work(conn: Statements) -> tuple[int, str, list[Checkpoint]]:
             self._lock(conn)
             seq, prev = self._tail(conn)
             rows, made, seen = [], [], set()
@@ -168,8 +169,8 @@ class AuditStore:
                 conn.execute(_INSERT_RECORDS, rows)
             return seq, prev, made
 
-        # driver: on a SQLite file, on the sqlite3 connection with the statements compiled once
-        last, end_hash, made = await self._store._run("write the audit log", work, write=True, driver=True)
+        # prepared: on a SQLite file, on the sqlite3 connection with the statements compiled once
+        last, end_hash, made = await self._store.transaction_prepared("write the audit log", work)
         self._end = (last, end_hash)
         if made:  # committed: the next checkpoint is due `checkpoint_every` records after it
             self._checkpointed = max(self._checkpointed, made[-1].seq)
@@ -195,12 +196,10 @@ class AuditStore:
             records.append(record := seal(seq, prev, pending.ts, pending.fields))
             prev = record.hash
         values = append_values(_LOCK, end[0], end[1], records)
-        done = await self._store._run(
+        done = await self._store.transaction_prepared(
             "write the audit log",
             lambda d: d.execute(APPEND, values).scalar_one(),
-            write=True,
             single=True,
-            driver=True,
         )
         if not done:  # another process appended meanwhile: the usual way reads the new end
             return False
@@ -208,18 +207,18 @@ class AuditStore:
         return True
 
     @staticmethod
-    def _has(conn: Any, kind: str, user: str | None) -> bool:
+    def _has(conn: Statements, kind: str, user: str | None) -> bool:
         return conn.execute(_HAS, {"kind": kind, "user": user}).first() is not None
 
     async def checkpoint(self) -> Checkpoint | None:
         """A checkpoint of the chain's end now, unless it has one already."""
 
-        def work(conn: Any) -> Checkpoint | None:
+        def work(conn: Statements) -> Checkpoint | None:
             self._lock(conn)
             seq, prev = self._tail(conn)
             return self._checkpoint_in(conn, seq, prev, force=True) if seq else None
 
-        made = await self._store._run("sign an audit checkpoint", work, write=True, driver=True)
+        made = await self._store.transaction_prepared("sign an audit checkpoint", work)
         if made is not None:
             self._checkpointed = max(self._checkpointed, made.seq)
         return made
@@ -248,7 +247,7 @@ class AuditStore:
             conn.execute(insert(audit_records).values(**_columns(seal(seq + 1, prev, ts, fields))))
             return int(boundary)
 
-        boundary = await self._store._run("prune the audit log", work, write=True)
+        boundary = await self._store.transaction("prune the audit log", work)
         self._end = None  # (the prune's own record moved the end)
         return boundary
 
@@ -256,9 +255,7 @@ class AuditStore:
 
     async def public_keys(self) -> list[str]:
         stmt = select(audit_checkpoints.c.public_key).distinct()
-        return await self._store._run(
-            "read the audit log", lambda c: [str(k) for k in c.execute(stmt).scalars()], write=False
-        )
+        return await self._store.read("read the audit log", lambda c: [str(k) for k in c.execute(stmt).scalars()])
 
     async def checkpoints(self, from_seq: int = 0) -> list[Checkpoint]:
         stmt = select(audit_checkpoints).where(audit_checkpoints.c.seq >= from_seq).order_by(audit_checkpoints.c.seq)
@@ -269,15 +266,15 @@ class AuditStore:
                 for r in conn.execute(stmt).mappings()
             ]
 
-        return await self._store._run("read the audit checkpoints", work, write=False)
+        return await self._store.read("read the audit checkpoints", work)
 
     async def pruned_through(self) -> int:
         stmt = select(func.max(audit_prunes.c.through_seq))
-        return await self._store._run("read the audit log", lambda c: int(c.execute(stmt).scalar() or 0), write=False)
+        return await self._store.read("read the audit log", lambda c: int(c.execute(stmt).scalar() or 0))
 
     async def hash_at(self, seq: int) -> str | None:
         stmt = select(audit_records.c.hash).where(audit_records.c.seq == seq)
-        return await self._store._run("read the audit log", lambda c: c.execute(stmt).scalar(), write=False)
+        return await self._store.read("read the audit log", lambda c: c.execute(stmt).scalar())
 
     async def page(self, after: int, size: int) -> list[tuple[Any, ...]]:
         """(seq, prev, hash, kind, user, server, tool, decision, body) of up to `size` records after `after`."""
@@ -288,9 +285,7 @@ class AuditStore:
             .order_by(c.seq)
             .limit(size)
         )
-        return await self._store._run(
-            "read the audit log", lambda conn: [tuple(r) for r in conn.execute(stmt)], write=False
-        )
+        return await self._store.read("read the audit log", lambda conn: [tuple(r) for r in conn.execute(stmt)])
 
     async def find(self, query: AuditQuery) -> list[tuple[int, str]]:
         """(seq, body) of the records the query picks: oldest first after a cursor, else newest first."""
@@ -319,8 +314,7 @@ class AuditStore:
             where.append(c.seq < query.before)
         order = c.seq.asc() if query.after is not None else c.seq.desc()
         stmt = select(c.seq, c.body, c.hash).where(*where).order_by(order).limit(query.limit)
-        return await self._store._run(
+        return await self._store.read(
             "read the audit log",
             lambda conn: [(int(r[0]), str(r[1]), str(r[2])) for r in conn.execute(stmt)],
-            write=False,
         )

@@ -48,8 +48,8 @@ class ConsoleRecords:
 
     async def servers(self) -> list[ConsoleRow]:
         stmt = select(console_servers).order_by(console_servers.c.name)
-        return await self._store._run(
-            "read the console's servers", lambda conn: [_row(r) for r in conn.execute(stmt).mappings()], write=False
+        return await self._store.read(
+            "read the console's servers", lambda conn: [_row(r) for r in conn.execute(stmt).mappings()]
         )
 
     async def add(self, row: ConsoleRow) -> None:
@@ -61,7 +61,7 @@ class ConsoleRecords:
                 raise Conflict(f"a server named '{row.name}' exists already", action="Choose another name.")
             conn.execute(insert(table).values(**{key: getattr(row, key) for key in ConsoleRow.__slots__}))
 
-        await self._store._run("save the server", work, write=True)
+        await self._store.transaction("save the server", work)
 
     async def put(self, row: ConsoleRow, *, expected: int | None) -> None:
         """Write `row` over the version `expected` (None: there is no row yet, for a config-file
@@ -83,7 +83,7 @@ class ConsoleRecords:
             else:
                 conn.execute(update(table).where(table.c.name == row.name).values(**values))
 
-        await self._store._run("save the server", work, write=True)
+        await self._store.transaction("save the server", work)
 
     async def remove(self, name: str, *, expected: int | None = None) -> None:
         table = console_servers
@@ -95,7 +95,7 @@ class ConsoleRecords:
             if conn.execute(stmt).rowcount == 0:
                 raise NotFound(f"the server '{name}' was removed meanwhile", action="Reload the list.")
 
-        await self._store._run("remove the server", work, write=True)
+        await self._store.transaction("remove the server", work)
 
     async def seen(self, email: str, groups: dict[str, str], now: datetime | None = None) -> None:
         table, now = users_seen, now or datetime.now(UTC)
@@ -107,17 +107,16 @@ class ConsoleRecords:
             if not changed:
                 conn.execute(insert(table).values(email=email, groups=groups, first_seen=now, last_seen=now))
 
-        await self._store._run("note the user", work, write=True)
+        await self._store.transaction("note the user", work)
 
     async def users(self) -> list[SeenUser]:
         stmt = select(users_seen).order_by(users_seen.c.email)
-        return await self._store._run(
+        return await self._store.read(
             "list the users",
             lambda conn: [
                 SeenUser(r["email"], dict(r["groups"]), r["first_seen"], r["last_seen"])
                 for r in conn.execute(stmt).mappings()
             ],
-            write=False,
         )
 
     async def tokens(self) -> dict[str, list[dict[str, Any]]]:
@@ -134,12 +133,12 @@ class ConsoleRecords:
                 )
             return found
 
-        return await self._store._run("list the API tokens", work, write=False)
+        return await self._store.read("list the API tokens", work)
 
     async def revoke_tokens(self, owner: str) -> int:
         """Delete every API token of `owner`: each request checks its token in the store, so this
         counts at once on every process."""
         stmt = delete(api_tokens).where(api_tokens.c.owner == owner)
-        return await self._store._run(
-            "revoke the API tokens", lambda conn: conn.execute(stmt).rowcount, write=True, single=True
+        return await self._store.transaction(
+            "revoke the API tokens", lambda conn: conn.execute(stmt).rowcount, single=True
         )

@@ -29,9 +29,7 @@ class CredentialRecords:
     async def get(self, server: str, user: str, kind: str) -> str | None:
         table = user_credentials
         stmt = select(table.c.value).where(table.c.server == server, table.c.user == user, table.c.kind == kind)
-        return await self._store._run(
-            "read a stored credential", lambda conn: conn.execute(stmt).scalar_one_or_none(), write=False
-        )
+        return await self._store.read("read a stored credential", lambda conn: conn.execute(stmt).scalar_one_or_none())
 
     async def put(self, server: str, user: str, kind: str, value: str) -> None:
         values = {"value": value, "updated_at": datetime.now(UTC)}
@@ -40,14 +38,14 @@ class CredentialRecords:
         stmt = stmt.on_conflict_do_update(
             index_elements=[user_credentials.c.server, user_credentials.c.user, user_credentials.c.kind], set_=values
         )
-        await self._store._run("store a credential", lambda conn: conn.execute(stmt), write=True, single=True)
+        await self._store.transaction("store a credential", lambda conn: conn.execute(stmt), single=True)
 
     async def forget(self, server: str, user: str, kinds: Collection[str] | None = None) -> None:
         table = user_credentials
         stmt = delete(table).where(table.c.server == server, table.c.user == user)
         if kinds is not None:
             stmt = stmt.where(table.c.kind.in_(list(kinds)))
-        await self._store._run("forget a credential", lambda conn: conn.execute(stmt), write=True, single=True)
+        await self._store.transaction("forget a credential", lambda conn: conn.execute(stmt), single=True)
 
     async def put_pending(self, state: str, server: str, user: str, value: str, *, max_age_s: float) -> None:
         """One pending sign-in per (server, user): the older one and every expired one go."""
@@ -68,7 +66,7 @@ class CredentialRecords:
                 )
             )
 
-        await self._store._run("keep a pending sign-in", work, write=True)
+        await self._store.transaction("keep a pending sign-in", work)
 
     async def take_pending(self, state: str) -> tuple[str, str, str, datetime] | None:
         """The row of this state, deleted in the same statement: two callbacks cannot both take it."""
@@ -78,7 +76,7 @@ class CredentialRecords:
             .where(table.c.state_hash == _state_hash(state))
             .returning(table.c.server, table.c.user, table.c.value, table.c.created_at)
         )
-        row = await self._store._run(
-            "take a pending sign-in", lambda conn: conn.execute(stmt).first(), write=True, single=True
+        row = await self._store.transaction(
+            "take a pending sign-in", lambda conn: conn.execute(stmt).first(), single=True
         )
         return None if row is None else (row.server, row.user, row.value, row.created_at)

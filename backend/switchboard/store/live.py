@@ -28,6 +28,7 @@ from sqlalchemy.engine import make_url
 from ..telemetry import store_timer
 from .engine import CONNECT_TIMEOUT_S, unavailable
 from .models import UTCDateTime, app_processes, live_turns, turn_events
+from .prepared import Statements
 from .repo import ConversationStore
 
 __all__ = ["MAX_PAYLOAD", "EventRow", "LiveRow", "LiveTurns", "Note", "Outbox"]
@@ -157,7 +158,7 @@ class LiveTurns:
         now = datetime.now(UTC)
         stmt = postgresql.insert(app_processes).values(id=process_id, heartbeat_at=now)
         stmt = stmt.on_conflict_do_update(index_elements=[app_processes.c.id], set_={"heartbeat_at": now})
-        await self._store._run("record this process's heartbeat", lambda c: c.execute(stmt), write=True, single=True)
+        await self._store.transaction("record this process's heartbeat", lambda c: c.execute(stmt), single=True)
 
     async def claim(self, conversation_id: str, owner: str, process_id: str) -> str | None:
         """Record that `process_id` runs this conversation's turn; None when it now does, else the
@@ -166,11 +167,11 @@ class LiveTurns:
         snapshot, which therefore cannot name its process."""
         params = {"cid": conversation_id, "owner": owner, "pid": process_id, "now": datetime.now(UTC)}
 
-        def one_statement(conn: Connection) -> tuple[bool, str | None]:
+        def one_statement(conn: Statements) -> tuple[bool, str | None]:
             won, holder = conn.execute(_CLAIM, params).one()
             return bool(won), holder
 
-        won, holder = await self._store._run("start the answer", one_statement, write=True, single=True, driver=True)
+        won, holder = await self._store.transaction_prepared("start the answer", one_statement, single=True)
         if won or holder is not None:
             return None if won else holder
         stmt = (
@@ -187,13 +188,11 @@ class LiveTurns:
                 select(live_turns.c.process_id).where(live_turns.c.conversation_id == conversation_id)
             ).scalar()
 
-        return await self._store._run("start the answer", work, write=True)
+        return await self._store.transaction("start the answer", work)
 
     async def release(self, conversation_id: str, process_id: str) -> None:
         params = {"cid": conversation_id, "pid": process_id}
-        await self._store._run(
-            "finish the answer", lambda c: c.execute(_RELEASE, params), write=True, single=True, driver=True
-        )
+        await self._store.transaction_prepared("finish the answer", lambda c: c.execute(_RELEASE, params), single=True)
 
     async def row(self, conversation_id: str) -> LiveRow | None:
         stmt = (
@@ -201,15 +200,13 @@ class LiveTurns:
             .join(app_processes, app_processes.c.id == live_turns.c.process_id, isouter=True)
             .where(live_turns.c.conversation_id == conversation_id)
         )
-        found = await self._store._run("find the running answer", lambda c: c.execute(stmt).first(), write=False)
+        found = await self._store.read("find the running answer", lambda c: c.execute(stmt).first())
         return (found[0], found[1], found[2]) if found else None
 
     async def processes_of(self, owner: str) -> list[str]:
         """The processes running a turn of this user's."""
         stmt = select(live_turns.c.process_id).where(live_turns.c.owner == owner).distinct()
-        return await self._store._run(
-            "find your running answers", lambda c: list(c.execute(stmt).scalars()), write=False
-        )
+        return await self._store.read("find your running answers", lambda c: list(c.execute(stmt).scalars()))
 
     async def read_events(self, conversation_id: str, after: int) -> list[tuple[int, str]]:
         stmt = (
@@ -217,9 +214,7 @@ class LiveTurns:
             .where(turn_events.c.conversation_id == conversation_id, turn_events.c.seq > after)
             .order_by(turn_events.c.seq)
         )
-        return await self._store._run(
-            "read the answer's events", lambda c: [tuple(r) for r in c.execute(stmt)], write=False
-        )
+        return await self._store.read("read the answer's events", lambda c: [tuple(r) for r in c.execute(stmt)])
 
     async def take_dead(self, lease_s: float, process_id: str) -> list[tuple[str, str, str]]:
         """The turns of processes silent for longer than the lease, taken over (their rows removed):
@@ -237,26 +232,24 @@ class LiveTurns:
             conn.execute(delete(app_processes).where(app_processes.c.heartbeat_at < cutoff))
             return gone
 
-        return await self._store._run("end the answers of a stopped process", work, write=True)
+        return await self._store.transaction("end the answers of a stopped process", work)
 
     async def forget(self, process_id: str) -> None:
         """A process that stops: its heartbeat row goes (its turns were released one by one)."""
         stmt = delete(app_processes).where(app_processes.c.id == process_id)
-        await self._store._run("sign this process off", lambda c: c.execute(stmt), write=True, single=True)
+        await self._store.transaction("sign this process off", lambda c: c.execute(stmt), single=True)
 
     async def alive(self, lease_s: float, besides: str) -> list[str]:
         """The other processes that heartbeated within the lease."""
         cutoff = datetime.now(UTC) - timedelta(seconds=lease_s)
         stmt = select(app_processes.c.id).where(app_processes.c.heartbeat_at >= cutoff, app_processes.c.id != besides)
-        return await self._store._run(
-            "find the other app processes", lambda c: list(c.execute(stmt).scalars()), write=False
-        )
+        return await self._store.read("find the other app processes", lambda c: list(c.execute(stmt).scalars()))
 
     async def share_presence(self, process_id: str, presence: dict[str, Any]) -> None:
         """What this process holds for each user (see `app_processes.presence`); kept on its heartbeat
         row, so it goes when the process signs off and is ignored once the process falls silent."""
         stmt = update(app_processes).where(app_processes.c.id == process_id).values(presence=presence)
-        await self._store._run("share this process's open sessions", lambda c: c.execute(stmt), write=True, single=True)
+        await self._store.transaction("share this process's open sessions", lambda c: c.execute(stmt), single=True)
 
     async def presences(self, lease_s: float, besides: str) -> list[dict[str, Any]]:
         """What the other live processes last shared, one mapping each."""
@@ -266,8 +259,8 @@ class LiveTurns:
             app_processes.c.id != besides,
             app_processes.c.presence.is_not(None),
         )
-        return await self._store._run(
-            "read the other processes' open sessions", lambda c: list(c.execute(stmt).scalars()), write=False
+        return await self._store.read(
+            "read the other processes' open sessions", lambda c: list(c.execute(stmt).scalars())
         )
 
     async def notify(self, channel: str, text: str) -> None:

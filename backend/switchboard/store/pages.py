@@ -16,6 +16,7 @@ from ..errors import NotFound
 from ._base import StoreBase
 from .models import messages
 from .records import Message
+from .rows import message_of
 
 __all__ = ["MessagePage", "Outline", "PagedReads", "page_of"]
 
@@ -85,7 +86,7 @@ class PagedReads(StoreBase):
             rows = conn.execute(_OUTLINE, {"cid": conversation_id}).mappings()
             return [Outline(r["id"], r["parent_id"], r["seq"], int(r["size"] or 0)) for r in rows]
 
-        return await self._run("read the conversation's outline", work, write=False)
+        return await self.read("read the conversation's outline", work)
 
     async def messages_by_id(self, conversation_id: str, ids: Sequence[str]) -> list[Message]:
         """These messages of the conversation, in the order written."""
@@ -94,6 +95,6 @@ class PagedReads(StoreBase):
         stmt = select(messages).where(_m.conversation_id == conversation_id, _m.id.in_(list(ids))).order_by(_m.seq)
 
         def work(conn: Connection) -> list[Message]:
-            return [Message(**{**row, "data": dict(row["data"] or {})}) for row in conn.execute(stmt).mappings()]
+            return [message_of(row) for row in conn.execute(stmt).mappings()]
 
-        return await self._run("read the conversation's messages", work, write=False)
+        return await self.read("read the conversation's messages", work)

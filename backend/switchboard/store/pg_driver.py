@@ -23,10 +23,10 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import Executable
 from sqlalchemy.util import await_only, greenlet_spawn
 
-from .prepared import Done, Prepared, prepared_for
+from .prepared import Done, Parameters, Prepared, Statements, prepared_for
 
 __all__ = ["PgDriver", "pg_call"]
 
@@ -35,7 +35,7 @@ T = TypeVar("T")
 _COUNT = re.compile(r"(?:SELECT|UPDATE|DELETE|INSERT \d+) (\d+)")
 
 
-async def pg_call(engine: Engine, prepared: dict[tuple[Any, ...], Prepared], work: Callable[[PgDriver], T]) -> T:
+async def pg_call(engine: Engine, prepared: dict[tuple[Any, ...], Prepared], work: Callable[[Statements], T]) -> T:
     """``work`` on a connection checked out of ``engine``'s pool for it, and back in after. The
     pool's check-out and check-in events run as for any use (the check before reuse, engine.py)."""
 
@@ -73,10 +73,17 @@ class PgDriver:
         self._dbapi = dialect.loaded_dbapi
         self._prepared = prepared
 
-    def execute(self, statement: ClauseElement, parameters: Mapping[str, Any] | None = None) -> Done:
-        values = parameters or {}
-        prepared = prepared_for(self._prepared, statement, self._dialect, tuple(values))
-        args = prepared.bind(values)
+    def execute(self, statement: Executable, parameters: Parameters, /) -> Done:
+        if not isinstance(parameters, Mapping):  # many rows: one statement per row, all or none
+            prepared = prepared_for(self._prepared, statement, self._dialect, tuple(parameters[0]))
+            many = [prepared.bind(values) for values in parameters]
+            try:
+                await_only(self._raw.executemany(prepared.sql, many))
+            except Exception as exc:
+                raise self._translated(exc, prepared.sql, many) from exc
+            return Done(-1, [])
+        prepared = prepared_for(self._prepared, statement, self._dialect, tuple(parameters))
+        args = prepared.bind(parameters)
         try:
             if prepared.keys:  # a SELECT, or a statement with RETURNING
                 rows = [tuple(record) for record in await_only(self._raw.fetch(prepared.sql, *args))]

@@ -15,22 +15,50 @@ failures the same way.
 ``SqliteDriver`` speaks the part of a SQLAlchemy ``Connection`` that such work uses:
 ``execute(statement, parameters)`` (a mapping, or a list of them for many rows) and, on its
 result, ``rowcount``, ``first()``, ``one()``, ``scalar_one()``, ``scalars()`` and ``mappings()``
-(with its ``first()``). ``pg_driver.PgDriver`` speaks the same on Postgres."""
+(with its ``first()``): the ``Statements`` protocol, which a ``Connection`` satisfies too.
+``pg_driver.PgDriver`` speaks the same on Postgres."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["MOST_PREPARED", "Done", "Prepared", "SqliteDriver", "prepared_for"]
+__all__ = ["MOST_PREPARED", "Done", "MappedRows", "Prepared", "Rows", "SqliteDriver", "Statements", "prepared_for"]
 
 T = TypeVar("T")
+
+Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]]  # one row's values, or many rows'
+
+
+class MappedRows(Protocol):
+    def __iter__(self) -> Iterator[Mapping[Any, Any]]: ...
+    def first(self) -> Mapping[Any, Any] | None: ...
+
+
+class Rows(Protocol):
+    """What work on ``Statements`` reads of a statement's result."""
+
+    @property
+    def rowcount(self) -> int: ...
+    def first(self) -> Sequence[Any] | None: ...
+    def one(self) -> Sequence[Any]: ...
+    def scalar_one(self) -> Any: ...
+    def scalars(self) -> Iterable[Any]: ...
+    def mappings(self) -> MappedRows: ...
+
+
+class Statements(Protocol):
+    """The part of a SQLAlchemy ``Connection`` that the hottest work uses: statements built once
+    (``statements.py``), executed with their parameters (``{}`` for none). A ``Connection``,
+    ``SqliteDriver`` and ``pg_driver.PgDriver`` all speak it."""
+
+    def execute(self, statement: Executable, parameters: Parameters, /) -> Rows: ...
 
 
 class Prepared:
@@ -39,7 +67,9 @@ class Prepared:
 
     __slots__ = ("_results", "_slots", "keys", "sql")
 
-    def __init__(self, statement: ClauseElement, dialect: Dialect, keys: Sequence[str]) -> None:
+    def __init__(self, statement: Executable, dialect: Dialect, keys: Sequence[str]) -> None:
+        if not isinstance(statement, ClauseElement):
+            raise TypeError(f"cannot prepare {type(statement).__name__}: not a SQL expression")
         compiled = cast(SQLCompiler, statement.compile(dialect=dialect, column_keys=list(keys)))
         if dialect.paramstyle not in ("qmark", "numeric_dollar") or compiled.positiontup is None:
             raise ValueError(f"{dialect.name} does not take positional parameters")
@@ -83,7 +113,7 @@ MOST_PREPARED = 256  # statements kept compiled per engine (the hot calls use ab
 
 
 def prepared_for(
-    cache: dict[tuple[Any, ...], Prepared], statement: ClauseElement, dialect: Dialect, keys: tuple[str, ...]
+    cache: dict[tuple[Any, ...], Prepared], statement: Executable, dialect: Dialect, keys: tuple[str, ...]
 ) -> Prepared:
     """The statement compiled for these parameter names, from `cache` (one per engine), or compiled now.
 
@@ -148,7 +178,7 @@ class SqliteDriver:
         self._dbapi = conn.dialect.loaded_dbapi
         self._prepared = prepared  # shared by the transactions of one engine
 
-    def execute(self, statement: ClauseElement, parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> Done:
+    def execute(self, statement: Executable, parameters: Parameters, /) -> Done:
         if isinstance(parameters, Mapping):
             prepared = self._prepare(statement, tuple(parameters))
             args: Any = prepared.bind(parameters)
@@ -164,10 +194,10 @@ class SqliteDriver:
         except self._dbapi.Error as exc:
             raise self._translated(exc, prepared.sql, args) from exc
 
-    def _prepare(self, statement: ClauseElement, keys: tuple[str, ...]) -> Prepared:
+    def _prepare(self, statement: Executable, keys: tuple[str, ...]) -> Prepared:
         return prepared_for(self._prepared, statement, self._dialect, keys)
 
-    def transaction(self, work: Callable[[SqliteDriver], T], begin: str) -> T:
+    def transaction(self, work: Callable[[Statements], T], begin: str) -> T:
         """``work`` between ``begin`` (e.g. ``BEGIN IMMEDIATE``) and COMMIT; rolled back if it raises."""
         try:
             self._raw.execute(begin)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from .message_data import MessageData
+
 __all__ = ["Conversation", "Message", "Role", "StoredConversation", "active_path", "latest_leaf"]
 
 Role = Literal["user", "assistant", "tool"]
@@ -53,7 +55,7 @@ class Message:
     seq: int
     role: Role
     content: str
-    data: dict[str, Any]
+    data: MessageData  # its keys per role: message_data.py
     created_at: datetime
 
     def to_api(self) -> dict[str, Any]:

@@ -4,9 +4,9 @@ Every write is one transaction, committed when the method returns, so the caller
 what it wrote. Database errors are translated in ``_base.py``; ids that are taken or missing are
 ``Conflict`` and ``NotFound``.
 
-Each method's work is a plain function of a connection (``_base.StoreBase._run``); the
-statements of the frequent calls are built once (``statements.py``). What a turn writes is in
-``turn_writes.py``."""
+Each method's work is a plain function of a connection, run by ``read``/``transaction``
+(``_base.py``); the statements of the frequent calls are built once (``statements.py``). What a
+turn writes is in ``turn_writes.py``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from .engine import make_engine, unavailable
 from .migrate import migrate as run_migrations
 from .models import allowances, conversations, files, tool_pins
 from .pages import PagedReads
-from .prepared import SqliteDriver
+from .prepared import Statements
 from .records import Conversation, Message, StoredConversation
 from .rows import conversation_of as _conversation
 from .rows import message_of as _message
@@ -90,7 +90,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
             except IntegrityError as exc:
                 raise Conflict(f"a conversation with id '{id}' exists already; pick another id") from exc
 
-        await self._run("save the new conversation", work, write=True, single=True)
+        await self.transaction("save the new conversation", work, single=True)
         return _conversation(row)
 
     async def get_conversation(self, id: str) -> Conversation | None:
@@ -98,7 +98,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
             row = conn.execute(S.CONVERSATION, {"cid": id}).mappings().first()
             return _conversation(row) if row else None
 
-        return await self._run("read the conversation", work, write=False)
+        return await self.read("read the conversation", work)
 
     async def load(self, id: str, *others: str, after: Mapping[str, int] | None = None) -> StoredConversation | None:
         """The conversation with its messages (every branch, in order), allowances and file links
@@ -107,7 +107,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         (in the same call: one call for a name that may be stored two ways). ``after``: per id, the
         highest seq the caller holds: only the messages after it are read."""
 
-        def work(conn: Connection | SqliteDriver) -> StoredConversation | None:
+        def work(conn: Statements) -> StoredConversation | None:
             if len(others) == 1:  # the usual pair (as given, as scoped): both looked up at once
                 found = {
                     r["id"]: r for r in conn.execute(S.CONVERSATION_OF_TWO, {"cid": id, "cid2": others[0]}).mappings()
@@ -138,7 +138,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
 
         # on a SQLite file, on the sqlite3 connection (prepared.py): every new conversation's turn
         # starts with this look-up, and SQLAlchemy's handling of it cost more than SQLite's work
-        return await self._run("read the conversation", work, write=False, driver=True)
+        return await self.read_prepared("read the conversation", work)
 
     async def list_conversations(
         self, owner: str, *, q: str | None = None, limit: int = 50, before: datetime | None = None
@@ -158,7 +158,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
 
         if q and uses_index(q, self._dialect):
             # rows written since the index last took new ones are added first (search.py)
-            await self._run("update the search index", catch_up, write=True)
+            await self.transaction("update the search index", catch_up)
             self._unindexed = 0
 
         def work(conn: Connection) -> list[Conversation]:
@@ -172,7 +172,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
             query = query.order_by(conversations.c.updated_at.desc(), conversations.c.id.desc()).limit(max(0, limit))
             return [_conversation(row) for row in conn.execute(query).mappings()]
 
-        return await self._run("list conversations", work, write=False)
+        return await self.read("list conversations", work)
 
     async def update_conversation(
         self,
@@ -209,7 +209,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
                 raise NotFound(f"conversation '{id}' does not exist")
             return _conversation(row)
 
-        return await self._run("save the conversation's changes", work, write=True, single=True)
+        return await self.transaction("save the conversation's changes", work, single=True)
 
     async def delete_conversation(self, id: str) -> list[str]:
         """Deletes the conversation with its messages, allowances and file links; returns the
@@ -220,7 +220,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
             conn.execute(delete(conversations).where(conversations.c.id == id))
             return file_ids
 
-        return sorted(await self._run("delete the conversation", work, write=True))
+        return sorted(await self.transaction("delete the conversation", work))
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         def work(conn: Connection) -> list[Message]:
             return [_message(row) for row in conn.execute(S.MESSAGES, {"cid": conversation_id}).mappings()]
 
-        return await self._run("read the conversation's messages", work, write=False)
+        return await self.read("read the conversation's messages", work)
 
     # -- allowances and files -----------------------------------------------------------------
 
@@ -241,7 +241,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
             except IntegrityError as exc:  # only the foreign key can fail: duplicates are ignored
                 raise NotFound(f"conversation '{conversation_id}' does not exist") from exc
 
-        await self._run(doing, work, write=True, single=True)
+        await self.transaction(doing, work, single=True)
 
     async def add_allowance(self, conversation_id: str, key: str) -> None:
         await self._link(self._link_allowance, "save the allowance", conversation_id, key=key)
@@ -250,7 +250,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         def work(conn: Connection) -> set[str]:
             return set(conn.execute(S.ALLOWANCES, {"cid": conversation_id}).scalars())
 
-        return await self._run("read the conversation's allowances", work, write=False)
+        return await self.read("read the conversation's allowances", work)
 
     async def link_file(self, conversation_id: str, file_id: str) -> None:
         await self._link(self._link_file, "link the file to the conversation", conversation_id, file_id=file_id)
@@ -259,7 +259,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         def work(conn: Connection) -> list[str]:
             return list(conn.execute(S.FILES, {"cid": conversation_id}).scalars())
 
-        return await self._run("read the conversation's files", work, write=False)
+        return await self.read("read the conversation's files", work)
 
     # -- tool pins ----------------------------------------------------------------------------
 
@@ -268,12 +268,12 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
             rows = conn.execute(select(tool_pins)).mappings()
             return {(r["server"], r["tool"]): (r["digest"], dict(r["definition"])) for r in rows}
 
-        return await self._run("read the tool pins", work, write=False)
+        return await self.read("read the tool pins", work)
 
     async def pin_if_absent(self, server: str, tool: str, digest: str, definition: Mapping[str, Any]) -> str:
         """Pins the definition unless one is pinned already; returns the digest pinned (the first
         writer's, across processes)."""
-        insert_stmt = self._insert_ignoring_duplicates(
+        insert_stmt = self.insert_ignoring_duplicates(
             tool_pins, server=server, tool=tool, digest=digest, definition=dict(definition), pinned_at=_now()
         )
         stored = select(tool_pins.c.digest).where(tool_pins.c.server == server, tool_pins.c.tool == tool)
@@ -282,7 +282,7 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
             conn.execute(insert_stmt)
             return str(conn.execute(stored).scalar_one())
 
-        return await self._run("pin the tool", work, write=True)
+        return await self.transaction("pin the tool", work)
 
     async def replace_pin(self, server: str, tool: str, digest: str, definition: Mapping[str, Any]) -> None:
         values = {"digest": digest, "definition": dict(definition), "pinned_at": _now()}
@@ -293,4 +293,4 @@ class ConversationStore(TurnWrites, PagedReads, AppCallQueries, OwnerSpellings):
         def work(conn: Connection) -> None:
             conn.execute(stmt)
 
-        await self._run("re-pin the tool", work, write=True, single=True)
+        await self.transaction("re-pin the tool", work, single=True)

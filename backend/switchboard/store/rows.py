@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .message_data import stored_data
 from .records import Conversation, Message
 
 __all__ = ["conversation_of", "message_of"]
@@ -34,6 +35,6 @@ def message_of(row: Mapping[Any, Any]) -> Message:
         seq=row["seq"],
         role=row["role"],
         content=row["content"],
-        data=dict(row["data"] or {}),
+        data=stored_data(row["data"]),
         created_at=row["created_at"],
     )

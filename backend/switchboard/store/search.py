@@ -23,7 +23,6 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    Connection,
     Select,
     TextClause,
     column,
@@ -38,7 +37,7 @@ from sqlalchemy import (
 )
 
 from .models import conversations, messages
-from .prepared import SqliteDriver
+from .prepared import Statements
 
 __all__ = [
     "COMMON_MATCHES",
@@ -158,7 +157,7 @@ CATCH_UP = (
 )
 
 
-def catch_up(conn: Connection | SqliteDriver) -> None:
+def catch_up(conn: Statements) -> None:
     """SQLite, in a write transaction: add the rows waiting to the search index."""
     for statement in CATCH_UP:
         conn.execute(statement, {})

@@ -45,8 +45,8 @@ class ShareRecords:
         stmt = select(server_shares).order_by(server_shares.c.requested_at)
         if owner is not None:
             stmt = stmt.where(server_shares.c.owner == owner)
-        return await self._store._run(
-            "read the share requests", lambda conn: [_request(r) for r in conn.execute(stmt).mappings()], write=False
+        return await self._store.read(
+            "read the share requests", lambda conn: [_request(r) for r in conn.execute(stmt).mappings()]
         )
 
     async def ask(self, request: ShareRequest) -> None:
@@ -62,7 +62,7 @@ class ShareRecords:
             conn.execute(delete(table).where(table.c.server == request.server))
             conn.execute(insert(table).values(**request.as_dict()))
 
-        await self._store._run("save the share request", work, write=True)
+        await self._store.transaction("save the share request", work)
 
     async def decline(self, server: str, by: str, reason: str | None, now: datetime) -> None:
         table = server_shares
@@ -76,7 +76,7 @@ class ShareRecords:
             if conn.execute(stmt).rowcount == 0:
                 raise NotFound(f"no request to share '{server}' is waiting", action="Reload the list.")
 
-        await self._store._run("decline the share request", work, write=True)
+        await self._store.transaction("decline the share request", work)
 
     async def approve(self, row: ConsoleRow, *, expected: int) -> None:
         """Write the server's row as the deployment's (over the version `expected`, still its
@@ -94,10 +94,8 @@ class ShareRecords:
             if changed == 0:
                 raise Conflict(f"the server '{row.name}' was changed or removed meanwhile", action="Reload the list.")
 
-        await self._store._run("share the server", work, write=True)
+        await self._store.transaction("share the server", work)
 
     async def forget(self, server: str) -> None:
         stmt = delete(server_shares).where(server_shares.c.server == server)
-        await self._store._run(
-            "forget the share request", lambda conn: conn.execute(stmt).rowcount, write=True, single=True
-        )
+        await self._store.transaction("forget the share request", lambda conn: conn.execute(stmt).rowcount, single=True)

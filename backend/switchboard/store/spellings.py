@@ -29,7 +29,7 @@ class OwnerSpellings(StoreBase):
             return []
         known = self._spellings_known
         if known is None:
-            if not await self._run("read the users' earlier spellings", _any_spelling, write=False):
+            if not await self.read("read the users' earlier spellings", _any_spelling):
                 self._no_spellings = True
                 return []
             known = self._spellings_known = LRUCache(maxsize=4096)
@@ -39,7 +39,7 @@ class OwnerSpellings(StoreBase):
             def work(conn: Connection) -> tuple[str, ...]:
                 return tuple(conn.execute(_QUERY.where(owner_spellings.c.owner == owner)).scalars().all())
 
-            found = known[owner] = await self._run("read the user's earlier spellings", work, write=False)
+            found = known[owner] = await self.read("read the user's earlier spellings", work)
         return list(found)
 
 

@@ -88,7 +88,7 @@ class TaskRecords:
         }
         stmt = insert(tasks).values(**row, lease_owner=lease_owner, lease_until=now + timedelta(seconds=lease_s))
         if most_active is None:
-            await self._store._run("save the task", lambda conn: conn.execute(stmt), write=True, single=True)
+            await self._store.transaction("save the task", lambda conn: conn.execute(stmt), single=True)
             return _record(row)
         postgres = self._store.dialect == "postgresql"  # (SQLite: writers take turns already)
         active = select(func.count()).select_from(tasks).where(tasks.c.owner == owner, tasks.c.status.in_(ACTIVE))
@@ -101,33 +101,33 @@ class TaskRecords:
             conn.execute(stmt)
             return True
 
-        return _record(row) if await self._store._run("save the task", work, write=True) else None
+        return _record(row) if await self._store.transaction("save the task", work) else None
 
     async def active_of(self, owner: str) -> int:
         """How many of the owner's tasks are still running."""
         stmt = select(func.count()).select_from(tasks).where(tasks.c.owner == owner, tasks.c.status.in_(ACTIVE))
-        return await self._store._run("count your tasks", lambda conn: conn.execute(stmt).scalar_one(), write=False)
+        return await self._store.read("count your tasks", lambda conn: conn.execute(stmt).scalar_one())
 
     async def get(self, id: str) -> TaskRecord | None:
         def work(conn: Connection) -> TaskRecord | None:
             row = conn.execute(select(tasks).where(tasks.c.id == id)).mappings().first()
             return _record(row) if row is not None else None
 
-        return await self._store._run("read the task", work, write=False)
+        return await self._store.read("read the task", work)
 
     async def of_owner(self, owner: str, conversation_id: str | None = None, limit: int = 100) -> list[TaskRecord]:
         stmt = select(tasks).where(tasks.c.owner == owner)
         if conversation_id is not None:
             stmt = stmt.where(tasks.c.conversation_id == conversation_id)
         stmt = stmt.order_by(tasks.c.created_at.desc(), tasks.c.id.desc()).limit(limit)
-        return await self._store._run(
-            "list your tasks", lambda conn: [_record(r) for r in conn.execute(stmt).mappings()], write=False
+        return await self._store.read(
+            "list your tasks", lambda conn: [_record(r) for r in conn.execute(stmt).mappings()]
         )
 
     async def update(self, id: str, **values: Any) -> None:
         values["updated_at"] = datetime.now(UTC)
         stmt = update(tasks).where(tasks.c.id == id).values(**values)
-        await self._store._run("save the task's state", lambda conn: conn.execute(stmt), write=True, single=True)
+        await self._store.transaction("save the task's state", lambda conn: conn.execute(stmt), single=True)
 
     async def lease(self, owner: str, lease_s: float, limit: int = 1000) -> list[TaskRecord]:
         """Take (or keep) the lease on active tasks that no other process holds; returns the tasks
@@ -148,9 +148,9 @@ class TaskRecords:
             rows = conn.execute(select(tasks).where(tasks.c.id.in_(ids), tasks.c.lease_owner == owner))
             return [_record(row) for row in rows.mappings()]
 
-        return await self._store._run("take the lease on tasks", work, write=True)
+        return await self._store.transaction("take the lease on tasks", work)
 
     async def release(self, owner: str) -> None:
         """Give up this process's leases (shutdown): another process may take them at once."""
         stmt = update(tasks).where(tasks.c.lease_owner == owner).values(lease_owner=None, lease_until=None)
-        await self._store._run("release the task leases", lambda conn: conn.execute(stmt), write=True, single=True)
+        await self._store.transaction("release the task leases", lambda conn: conn.execute(stmt), single=True)

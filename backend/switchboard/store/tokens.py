@@ -101,20 +101,20 @@ class TokenStore:
                 )
             conn.execute(insert(api_tokens).values(**row))
 
-        await self._store._run("save the new API token", work, write=True)
+        await self._store.transaction("save the new API token", work)
         return NewToken(_token(row), f"{TOKEN_PREFIX}{token_id}_{secret}")
 
     async def list(self, owner: str) -> list[ApiToken]:
         stmt = select(api_tokens).where(api_tokens.c.owner == owner).order_by(api_tokens.c.created_at.desc())
-        return await self._store._run(
-            "list your API tokens", lambda conn: [_token(r) for r in conn.execute(stmt).mappings()], write=False
+        return await self._store.read(
+            "list your API tokens", lambda conn: [_token(r) for r in conn.execute(stmt).mappings()]
         )
 
     async def revoke(self, owner: str, token_id: str) -> bool:
         """Delete one of the owner's tokens; False when the owner has no such token."""
         stmt = delete(api_tokens).where(api_tokens.c.id == token_id, api_tokens.c.owner == owner)
-        return await self._store._run(
-            "revoke the API token", lambda conn: conn.execute(stmt).rowcount > 0, write=True, single=True
+        return await self._store.transaction(
+            "revoke the API token", lambda conn: conn.execute(stmt).rowcount > 0, single=True
         )
 
     async def verify(self, text: str) -> ApiToken | None:
@@ -124,16 +124,12 @@ class TokenStore:
             return None
         token_id, secret = parts
         found = select(api_tokens).where(api_tokens.c.id == token_id)
-        row = await self._store._run(
-            "check the API token", lambda conn: conn.execute(found).mappings().first(), write=False
-        )
+        row = await self._store.read("check the API token", lambda conn: conn.execute(found).mappings().first())
         if row is None or not hmac.compare_digest(_hash(secret), row["secret_hash"]):
             return None
         token = _token(row)
         now = datetime.now(UTC)
         if token.last_used_at is None or now - token.last_used_at >= _TOUCH_EVERY:
             touch = update(api_tokens).where(api_tokens.c.id == token_id).values(last_used_at=now)
-            await self._store._run(
-                "note the API token's use", lambda conn: conn.execute(touch), write=True, single=True
-            )
+            await self._store.transaction("note the API token's use", lambda conn: conn.execute(touch), single=True)
         return token

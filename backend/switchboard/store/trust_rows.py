@@ -55,7 +55,7 @@ class TrustRows:
         def work(conn: Connection) -> dict[tuple[str, str], TrustRecord]:
             return {(r["server"], r["tool"]): _record(r) for r in conn.execute(stmt).mappings()}
 
-        return await self._store._run("read the tools' trust", work, write=False)
+        return await self._store.read("read the tools' trust", work)
 
     async def record(self, server: str, tool: str) -> TrustRecord | None:
         stmt = select(tool_trust).where(tool_trust.c.server == server, tool_trust.c.tool == tool)
@@ -64,11 +64,11 @@ class TrustRows:
             row = conn.execute(stmt).mappings().first()
             return _record(row) if row is not None else None
 
-        return await self._store._run("read the tool's trust", work, write=False)
+        return await self._store.read("read the tool's trust", work)
 
     async def first(self, record: TrustRecord) -> TrustRecord:
         """Store `record` unless the tool has a row already; the row stored (the first writer's)."""
-        stmt = self._store._insert_ignoring_duplicates(
+        stmt = self._store.insert_ignoring_duplicates(
             tool_trust, server=record.server, tool=record.tool, **_values(record)
         )
         stored = select(tool_trust).where(tool_trust.c.server == record.server, tool_trust.c.tool == record.tool)
@@ -77,13 +77,13 @@ class TrustRows:
             conn.execute(stmt)
             return _record(conn.execute(stored).mappings().one())
 
-        return await self._store._run("approve the tool", work, write=True)
+        return await self._store.transaction("approve the tool", work)
 
     async def write(self, record: TrustRecord, expected_version: int | None) -> bool:
         """Write `record` if the row is still at `expected_version` (None: there is no row yet).
         False when another decision came first."""
         if expected_version is None:
-            stmt: Any = self._store._insert_ignoring_duplicates(
+            stmt: Any = self._store.insert_ignoring_duplicates(
                 tool_trust, server=record.server, tool=record.tool, **_values(record)
             )
         else:
@@ -100,4 +100,4 @@ class TrustRows:
         def work(conn: Connection) -> bool:
             return bool(conn.execute(stmt).rowcount == 1)
 
-        return await self._store._run("record the decision on the tool", work, write=True, single=True)
+        return await self._store.transaction("record the decision on the tool", work, single=True)

@@ -8,7 +8,7 @@ one-message case; on Postgres a lone message is one statement (no BEGIN/COMMIT).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
@@ -19,8 +19,9 @@ from sqlalchemy.exc import IntegrityError
 from ..errors import BadRequest, Conflict, NotFound
 from . import statements as S
 from ._base import StoreBase
+from .message_data import RoleData, UserData
 from .models import messages
-from .prepared import SqliteDriver
+from .prepared import Statements
 from .records import ROLES, Message
 from .search import INDEX_EVERY, catch_up
 
@@ -41,7 +42,7 @@ class NewMessage:
     parent_id: str | None
     role: str
     content: str
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: RoleData = field(default_factory=UserData)  # its keys per role: message_data.py (none: {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class TurnWrites(StoreBase):
         parent_id: str | None,
         role: str,
         content: str,
-        data: Mapping[str, Any] | None = None,
+        data: RoleData | None = None,
         files: Sequence[str] = (),
         allowances: Sequence[str] = (),
         model: str | _Unset | None = UNSET,
@@ -98,7 +99,7 @@ class TurnWrites(StoreBase):
         """Appends a message and makes it the conversation's leaf, in one transaction, together
         with what came with it: ``files`` linked to the conversation, ``allowances`` granted in it,
         and the conversation's ``model`` when it changed."""
-        message = NewMessage(id, parent_id, role, content, dict(data or {}))
+        message = NewMessage(id, parent_id, role, content, data.copy() if data is not None else {})
         return (await self.append(conversation_id, [message], files=files, allowances=allowances, model=model))[0]
 
     async def append(
@@ -138,7 +139,7 @@ class TurnWrites(StoreBase):
         ]
         created = create.row(conversation_id, now) if create is not None else None
 
-        def refuse(conn: Connection | SqliteDriver, parent_id: str | None) -> NoReturn:
+        def refuse(conn: Statements, parent_id: str | None) -> NoReturn:
             if conn.execute(S.EXISTS, {"cid": conversation_id}).first() is None:
                 raise NotFound(f"conversation '{conversation_id}' does not exist")
             raise BadRequest(f"message '{parent_id}' is not in conversation '{conversation_id}'")
@@ -146,7 +147,7 @@ class TurnWrites(StoreBase):
         # SQLite: now and then a turn's write also adds the rows waiting to the search index (search.py)
         index_now = self._dialect == "sqlite" and self._unindexed + len(rows) >= INDEX_EVERY
 
-        def work(conn: Connection | SqliteDriver) -> list[int]:  # SqliteDriver: see below
+        def work(conn: Statements) -> list[int]:
             if created is not None:
                 try:
                     conn.execute(S.INSERT_CONVERSATION, created)
@@ -180,7 +181,7 @@ class TurnWrites(StoreBase):
                 catch_up(conn)
             return seqs
 
-        def one_statement(conn: Connection) -> list[int]:
+        def one_statement(conn: Statements) -> list[int]:
             row = rows[0]
             one = {
                 "cid": conversation_id,
@@ -206,7 +207,7 @@ class TurnWrites(StoreBase):
                 refuse(conn, row["parent_id"])
             return [int(added[0])]
 
-        def created_with_first(conn: Connection) -> list[int]:
+        def created_with_first(conn: Statements) -> list[int]:
             assert created is not None
             row = rows[0]
             params = {
@@ -241,7 +242,7 @@ class TurnWrites(StoreBase):
             # On a SQLite file `work` runs on the sqlite3 connection (prepared.py): the statements are
             # the same, SQLAlchemy's handling of them cost more CPU than SQLite's work.
             # On Postgres the one statement runs on the asyncpg connection (pg_driver.py).
-            seqs = await self._run("save the message", chosen, write=True, single=single, driver=True)
+            seqs = await self.transaction_prepared("save the message", chosen, single=single)
         except _Refused as refused:
             # Rolled back. A taken id is the caller's mistake, not the store's: say so (checked
             # after the fact, so that the usual write needs no look-up first).
@@ -260,4 +261,4 @@ class TurnWrites(StoreBase):
         def work(conn: Connection) -> bool:
             return conn.execute(select(messages.c.id).where(messages.c.id == id)).first() is not None
 
-        return await self._run("check the message id", work, write=False)
+        return await self.read("check the message id", work)

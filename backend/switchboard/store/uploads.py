@@ -34,15 +34,15 @@ class UploadRows:
             check(int(used), int(count))
             conn.execute(insert(uploads).values(id=file_id, owner=owner, size=size, created_at=datetime.now(UTC)))
 
-        await self._store._run("count your uploads", work, write=True)
+        await self._store.transaction("count your uploads", work)
 
     async def release(self, file_id: str) -> None:
         stmt = delete(uploads).where(uploads.c.id == file_id)
-        await self._store._run("count your uploads", lambda c: c.execute(stmt), write=True, single=True)
+        await self._store.transaction("count your uploads", lambda c: c.execute(stmt), single=True)
 
     async def usage(self, owner: str) -> tuple[int, int]:
         stmt = select(func.coalesce(func.sum(uploads.c.size), 0), func.count()).where(uploads.c.owner == owner)
-        used, count = await self._store._run("count your uploads", lambda c: tuple(c.execute(stmt).one()), write=False)
+        used, count = await self._store.read("count your uploads", lambda c: tuple(c.execute(stmt).one()))
         return int(used), int(count)
 
     async def add_missing(self, stored: Iterable[tuple[str, str, int]]) -> None:
@@ -50,5 +50,5 @@ class UploadRows:
         rows = [{"id": i, "owner": o, "size": s, "created_at": datetime.now(UTC)} for i, o, s in stored]
         if not rows:
             return
-        stmt = self._store._insert_ignoring_duplicates(uploads)
-        await self._store._run("count your uploads", lambda c: c.execute(stmt, rows), write=True)
+        stmt = self._store.insert_ignoring_duplicates(uploads)
+        await self._store.transaction("count your uploads", lambda c: c.execute(stmt, rows))

@@ -77,13 +77,13 @@ async def _attack(store, *statements: str) -> None:
         for statement in statements:
             conn.execute(text(statement))
 
-    await store._run("attack", work, write=True)
+    await store.transaction("attack", work)
 
 
 async def _refused(store, statement: str) -> str:
     """The database's own words for refusing `statement` (the store's error wraps them)."""
     with pytest.raises(StoreError) as caught:
-        await store._run("tamper", lambda conn: conn.execute(text(statement)), write=True)
+        await store.transaction("tamper", lambda conn: conn.execute(text(statement)))
     return str(caught.value.__cause__)
 
 

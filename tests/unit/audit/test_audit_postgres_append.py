@@ -32,10 +32,9 @@ async def test_an_append_is_one_round_trip_and_holds_no_lock_after(postgres_url)
             for _ in range(5):
                 await audit.append(_records(2))
             assert wire.round_trips - before == 5
-            held = await store._run(
+            held = await store.read(
                 "read locks",
                 lambda c: c.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")).scalar(),
-                write=False,
             )
             assert held == 0
             verdict = await verify(audit, public_text(KEY))

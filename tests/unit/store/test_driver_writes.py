@@ -213,7 +213,7 @@ async def test_a_sqlite_connection_found_closed_is_store_unavailable_and_then_re
     try:
         made = NewConversation(owner="ann@example.com", title="t", model=None, compliance_level=None)
         await store.append("c1", [NewMessage("u1", None, "user", "q")], create=made)
-        threads = store._sqlite_threads()  # break the writer thread's own connection, on that thread
+        threads = store._threads  # break the writer thread's own connection, on that thread
         await threads.write_thread.call(
             lambda _: threads._connection(threads.writer).connection.driver_connection.close(), None
         )

@@ -1,4 +1,4 @@
-"""The store's threads (`store._base.Lane`): results and errors reach the caller, jobs run in
+"""The store's threads (`store.lanes.Lane`): results and errors reach the caller, jobs run in
 order on the lane's threads, a job whose caller gave up before it started does not run, and a
 closed lane runs what was queued and takes nothing more."""
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from switchboard.store._base import Lane
+from switchboard.store.lanes import Lane
 
 
 async def test_results_errors_and_order_on_the_lanes_own_thread():

@@ -142,13 +142,13 @@ def test_files_stored_under_a_mixed_case_owner_belong_to_the_normalized_address(
 
 def _counting_reads(store) -> list[str]:
     reads: list[str] = []
-    run = store._run
+    read = store.read
 
-    async def counting(doing, work, **kwargs):
+    async def counting(doing, work):
         reads.append(doing)
-        return await run(doing, work, **kwargs)
+        return await read(doing, work)
 
-    store._run = counting
+    store.read = counting
     return reads
 
 
@@ -164,7 +164,7 @@ async def test_earlier_spellings_are_read_once_and_an_empty_table_never_again(st
         def add(conn):
             conn.execute(m.owner_spellings.insert().values(owner="alice@example.com", spelling="Alice@Example.com"))
 
-        await store._run("add a spelling", add, write=True)  # as the migration does, before a process serves
+        await store.transaction("add a spelling", add)  # as the migration does, before a process serves
     finally:
         await store.close()
     again = await open_store(store_url)

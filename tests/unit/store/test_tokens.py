@@ -30,7 +30,7 @@ async def test_a_token_is_made_verified_listed_and_revoked(store):
 async def test_only_a_hash_of_the_secret_is_stored(store):
     made = await TokenStore(store).create("ann@example.com", "ci")
     secret = split_token(made.secret)[1]
-    row = await store._run("look", lambda conn: conn.execute(select(api_tokens)).mappings().one(), write=False)
+    row = await store.read("look", lambda conn: conn.execute(select(api_tokens)).mappings().one())
     assert secret not in str(dict(row)) and row["secret_hash"] == hashlib.sha256(secret.encode()).hexdigest()
 
 

@@ -16,7 +16,7 @@ async def test_waiting_sqlite_writers_hold_no_pooled_connection(tmp_path):
     store = await open_store(f"sqlite+aiosqlite:///{tmp_path}/data/switchboard.db")
     records = CredentialRecords(store)  # as the credential vault opens them
     await records.get("warm", "up@example.com", "token")  # the store's own engine and threads exist now
-    pools = [store._engine.sync_engine.pool, store._sqlite_threads().engine.pool]
+    pools = [store._engine.sync_engine.pool, store._threads.engine.pool]
     try:
         most = 0
 
