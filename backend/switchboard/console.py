@@ -1,7 +1,7 @@
 """What the admin console does to servers: add, edit, switch on and off, remove, check. Each
 change is validated as the loader validates mcp.json (an error names the field), written to the
 store in one transaction against the version the administrator saw, and only then run, here and
-on every other process (`Services.servers_changed`). A change refused changes nothing."""
+on every other process (`Lifecycle.servers_changed`). A change refused changes nothing."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .config.console import CONSOLE, console_entry
 from .config.loader import SERVER_NAME
 from .config.models import ServerConfig
 from .errors import BadRequest, ConfigError, Conflict, NotFound
-from .lifecycle import Services
+from .services import Services
 from .store.console_rows import ConsoleRecords, ConsoleRow
 from .tools.console_view import HIDDEN, check_server, refused_url, server_views
 
@@ -93,7 +93,7 @@ class ConsoleServers:
             await self._checked(name, config)
         row = ConsoleRow(name, "admin", entry, config.enabled, trust, 1, by, datetime.now(UTC))
         await self._records.add(row)
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
         return row
 
     async def edit(self, name: str, changes: dict[str, Any], by: str, *, check: bool) -> None:
@@ -145,7 +145,7 @@ class ConsoleServers:
                 version=(version or 0) + 1,
             )
             await self._records.put(new, expected=version)
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
 
     async def remove(self, name: str) -> None:
         row = (await self.rows()).get(name)
@@ -159,4 +159,4 @@ class ConsoleServers:
         await self._records.remove(name)
         if row.source.startswith("user:"):  # a user's own server's headers, in the vault
             await self._services.pool.vault.forget(name, row.source.removeprefix("user:"))
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()

@@ -21,7 +21,7 @@ from .tools.console_view import check_server, refused_url, trust_counts
 from .user_server_rows import HEADERS, guard_for, internal_name
 
 if TYPE_CHECKING:
-    from .lifecycle import Services
+    from .services import Services
 
 __all__ = ["MAX_TOOLS", "UserServers"]
 
@@ -155,12 +155,12 @@ class UserServers:
         except Exception:
             await vault.forget(server, self._owner)
             raise
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
         return row
 
     async def remove(self, name: str) -> str:
         row = await self.row(name)
         await self._records.remove(row.name)
         await self._services.pool.vault.forget(row.name, self._owner)
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
         return row.name

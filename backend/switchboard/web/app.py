@@ -84,13 +84,13 @@ def create_app(
             extra={"event": "startup", "servers": len(services.pool.connections)},
         )
         raise_open_files_limit()  # each websocket is a file descriptor
-        await services.start()  # servers start in the background: the app serves at once
+        await services.life.start()  # servers start in the background: the app serves at once
         retention = asyncio.create_task(_retention(services), name="retention")
         try:
             yield
         finally:
             retention.cancel()
-            await services.close()
+            await services.life.close()
             log.info("switchboard stopped", extra={"event": "shutdown"})
             flush_logs()
 
@@ -104,7 +104,9 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
     app.state.sandbox = SandboxPolicy.from_settings(settings)
     app.state.open_sockets = ws.OpenSockets(settings.max_sockets_per_user)
-    services.close_sessions = app.state.open_sockets.close_user  # the admin console's revoke, from any process
+    services.life.sessions_revoked.append(
+        app.state.open_sockets.close_user
+    )  # the admin console's revoke, from any process
     # Who the user is is worked out only for requests the guard let through.
     app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
     # Added before the headers middleware, so it runs inside it: its refusals get the headers too.
