@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.authentication import AuthenticationMiddleware
 
 from .. import __version__
+from ..environment import set_defaults
 from ..errors import BadRequest, SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
@@ -69,7 +70,10 @@ async def _retention(services: Services) -> None:
 def create_app(
     settings: Settings | None = None, *, services: Services | None = None, early: EarlyStarts | None = None
 ) -> FastAPI:
-    """`early`: stdio server processes `switchboard serve` started before the app was built."""
+    """`early`: stdio server processes `switchboard serve` started before the app was built.
+    The environment's defaults (environment.py) are set here too, for an app built in code; set them
+    before importing this module to keep fastmcp's import lean as `switchboard serve` does."""
+    set_defaults()
     settings = settings or (services.settings if services else Settings())
     setup_logging(settings.log_dir)
     services = services or build_services(settings, early=early)
