@@ -60,11 +60,11 @@ async def run_one(tmp: Path, url: str, tasks: int, window: float) -> dict[str, A
             default_model="double",
         )
         services = build_services(make_settings(tmp), environ={"DOUBLE_KEY": "k"})
-        await services.start()
+        await services.life.start()
         try:
             await services.pool.wait_settled(60)
-            if services._warm_up is not None:
-                await services._warm_up  # the model library's import is not the baseline
+            if services.life._warm_up is not None:
+                await services.life._warm_up  # the model library's import is not the baseline
             await asyncio.sleep(1)
             idle_cpu, _ = await measure(window, services.tasks)
             await services.store.create_conversation(
@@ -91,7 +91,7 @@ async def run_one(tmp: Path, url: str, tasks: int, window: float) -> dict[str, A
             for record in await services.tasks.records.of_owner(OWNER, limit=tasks):
                 await services.tasks.cancel(OWNER, record.id)
         finally:
-            await services.close()
+            await services.life.close()
     return {
         "tasks": tasks,
         "held": held,

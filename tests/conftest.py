@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from switchboard.environment import set_defaults
+
+set_defaults()
 # Tests must not pick up the developer's own model keys or .env.
 for _key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
     os.environ.pop(_key, None)

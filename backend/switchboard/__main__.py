@@ -11,8 +11,7 @@ import socket
 import sys
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
+from .environment import set_defaults
 from .settings import Settings, is_loopback_host
 
 
@@ -262,6 +261,7 @@ def chat(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    set_defaults()  # before any command imports the model library or fastmcp (environment.py)
     parser = argparse.ArgumentParser(prog="switchboard", description="Self-hosted chat with MCP tools")
     sub = parser.add_subparsers(dest="command", required=True)
     p_serve = sub.add_parser("serve", help="serve the app")

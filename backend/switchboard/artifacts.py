@@ -219,6 +219,10 @@ class ArtifactStore:
         self.files: FileBackend = LocalFiles(files) if isinstance(files, Path) else files
         self.counts: UploadCounts = MemoryCounts(self.stored_uploads)
 
+    def use_counts(self, counts: UploadCounts) -> None:
+        """Upload quotas counted elsewhere (in the store: right with several processes on one file store)."""
+        self.counts = counts
+
     @staticmethod
     def _keys(file_id: str) -> tuple[str, str]:
         if not _ID.match(file_id):

@@ -1,7 +1,7 @@
 """What the admin console does to servers: add, edit, switch on and off, remove, check. Each
 change is validated as the loader validates mcp.json (an error names the field), written to the
 store in one transaction against the version the administrator saw, and only then run, here and
-on every other process (`Services.servers_changed`). A change refused changes nothing."""
+on every other process (`Lifecycle.servers_changed`). A change refused changes nothing."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from .config.console import CONSOLE, console_entry
 from .config.loader import SERVER_NAME
 from .config.models import ServerConfig
 from .errors import BadRequest, ConfigError, Conflict, NotFound
-from .lifecycle import Services
 from .registry_install import planned
+from .services import Services
 from .store.console_rows import ConsoleRecords, ConsoleRow
 from .store.share_rows import ShareRecords
 from .tools.console_view import HIDDEN, check_server, refused_url, server_views
@@ -98,7 +98,7 @@ class ConsoleServers:
             await self._checked(name, config)
         row = ConsoleRow(name, "admin", entry, config.enabled, trust, 1, by, datetime.now(UTC))
         await self._records.add(row)
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
         return row
 
     async def install(self, body: dict[str, Any], by: str, *, check: bool) -> ConsoleRow:
@@ -128,7 +128,7 @@ class ConsoleServers:
         except Exception:
             await vault.forget(name, DEPLOYMENT)
             raise
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
         return row
 
     async def edit(self, name: str, changes: dict[str, Any], by: str, *, check: bool) -> None:
@@ -180,7 +180,7 @@ class ConsoleServers:
                 version=(version or 0) + 1,
             )
             await self._records.put(new, expected=version)
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
 
     async def remove(self, name: str) -> None:
         row = (await self.rows()).get(name)
@@ -194,4 +194,4 @@ class ConsoleServers:
         await self._records.remove(name)
         await ShareRecords(self._services.store).forget(name)  # a request to share it, if it was a user's
         await self._services.pool.vault.forget(name, vault_owner(row))  # its sealed headers (and env)
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()

@@ -1,20 +1,20 @@
-"""The running host: its parts, and their life: start, the conversation store (opened, retried
-until it opens, and the relay between processes over it), reload, close. services.py builds them."""
+"""The running host's life: start, the conversation store (opened, retried until it opens, and
+the relay between processes over it), reload, close, and the configuration it runs with now.
+services.py builds the parts in order, then this, with them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from .artifacts import ArtifactStore
 from .audit.writer import Auditor
 from .auth import Authenticator
 from .chat import ChatEngine, Conversations, TaskPoller, TurnHub
-from .chat.apps import AppBridge
 from .chat.relay import LOST as LOST_REASON
-from .chat.relay import LocalRelay
+from .chat.relay_seam import SwitchedRelay
 from .config import AppConfig, load_app_config
 from .config.console import overlay
 from .config.loader import McpConfig
@@ -23,9 +23,7 @@ from .errors import ConfigError, SwitchboardError
 from .llm import ModelCatalogue
 from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
-from .registries import RegistryCatalogue
 from .settings import Settings
-from .signing import UrlSigner
 from .store import ConversationStore, down_store, open_store
 from .store.audit_log import AuditStore
 from .store.console_rows import ConsoleRecords
@@ -35,9 +33,8 @@ from .telemetry import Tracing
 from .tools import ServerPool
 from .upload_counts import StoreCounts
 from .user_server_rows import with_headers
-from .users_seen import UsersSeen
 
-__all__ = ["Services"]
+__all__ = ["CurrentConfig", "Lifecycle"]
 
 log = logging.getLogger("switchboard")
 
@@ -54,36 +51,63 @@ async def _saying_waits(what: str, step: Awaitable[object]) -> None:
     await task
 
 
-@dataclass
-class Services:
-    settings: Settings
-    config: AppConfig
-    auth: Authenticator
-    pool: ServerPool
-    llm: LLMStream
-    models: ModelCatalogue
-    artifacts: ArtifactStore
-    signer: UrlSigner
-    engine: ChatEngine
-    conversations: Conversations
-    turns: TurnHub
-    tasks: TaskPoller
-    environ: Mapping[str, str]
-    apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
-    audit: Auditor  # the audit log: `audit.record(kind, ...)` for every security-relevant fact (audit/)
-    tracing: Tracing = field(default_factory=lambda: Tracing(None))  # off unless OTEL_* asks
-    registries: RegistryCatalogue = field(default_factory=lambda: RegistryCatalogue([]))  # MCP registries, cached
-    # The files as they are now, when the last reload was refused for them (the running
-    # configuration is older): what /readyz and the page report until a reload succeeds.
-    refused_reload: list[ConfigError] = field(default_factory=list)
-    # user -> how many of their open pages (websockets) here were closed; set by the web layer
-    close_sessions: Callable[[str], int] = lambda user: 0
-    users_seen: UsersSeen = field(default_factory=UsersSeen)  # noted by each signed-in request
-    # The files' servers alone: `config.mcp` is them with the admin console's laid over them.
-    file_mcp: McpConfig | None = None
-    _store_retry: asyncio.Task[None] | None = None
-    _warm_up: asyncio.Task[None] | None = None
-    _model_probe: asyncio.Task[None] | None = None
+class CurrentConfig:
+    """The configuration the host runs with now, and its model catalogue: one holder, built first,
+    that a reload (or the admin console's servers) changes through `use`, and that the parts built
+    earlier (the model reporter) read from."""
+
+    def __init__(self, config: AppConfig, models: ModelCatalogue) -> None:
+        self.config = config
+        self.models = models
+        # The files' servers alone: `config.mcp` is them with the admin console's laid over them.
+        self.files_mcp = config.mcp
+
+    def use(self, config: AppConfig, files_mcp: McpConfig) -> None:
+        self.config, self.files_mcp = config, files_mcp
+
+    def use_models(self, models: ModelCatalogue) -> None:
+        self.models = models
+
+
+class Lifecycle:
+    """Start, the store, reload and close: the one place the running host changes. Built by
+    services.py with the parts it acts on; each attribute is set here, in `__init__`."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        environ: Mapping[str, str],
+        current: CurrentConfig,
+        auth: Authenticator,
+        pool: ServerPool,
+        llm: LLMStream,
+        artifacts: ArtifactStore,
+        engine: ChatEngine,
+        conversations: Conversations,
+        turns: TurnHub,
+        relay: SwitchedRelay,
+        tasks: TaskPoller,
+        audit: Auditor,
+        tracing: Tracing,
+    ) -> None:
+        self.settings, self.environ, self.current = settings, environ, current
+        self.auth, self.pool, self.llm, self.artifacts = auth, pool, llm, artifacts
+        self.engine, self.conversations, self.turns, self.relay = engine, conversations, turns, relay
+        self.tasks, self.audit, self.tracing = tasks, audit, tracing
+        # The files as they are now, when the last reload was refused for them (the running
+        # configuration is older): what /readyz and the page report until a reload succeeds.
+        self.refused_reload: list[ConfigError] = []
+        # (user) -> closes their open pages here: another process's admin revoked their sessions
+        # (the web layer subscribes its open sockets).
+        self.sessions_revoked: list[Callable[[str], object]] = []
+        self._store_retry: asyncio.Task[None] | None = None
+        self._warm_up: asyncio.Task[None] | None = None
+        self._model_probe: asyncio.Task[None] | None = None
+
+    @property
+    def config(self) -> AppConfig:
+        return self.current.config
 
     @property
     def store(self) -> ConversationStore:
@@ -112,7 +136,7 @@ class Services:
     def _probe_models(self) -> None:
         """In the background: keyless local models whose server does not answer are passed over
         as the default (llm/probe.py) until a call to them works."""
-        models = self.models
+        models = self.current.models
 
         async def probe() -> None:
             for name, why in (await unreachable_local_models(self.config.llm.models)).items():
@@ -150,10 +174,10 @@ class Services:
         self._use_store(store)
         self.audit.use(AuditStore(store, self.audit.key, checkpoint_every=self.audit.settings.checkpoint_every))
         # Upload quotas are counted in the store: right with several processes on one file store.
-        self.artifacts.counts = StoreCounts(
-            UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads
+        self.artifacts.use_counts(
+            StoreCounts(UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads)
         )
-        if store.dialect == "postgresql" and isinstance(self.turns.relay, LocalRelay):
+        if store.dialect == "postgresql" and not self.relay.shared:
             await self._relay_on(store)
         if was_down:
             log.info("conversation store reached", extra={"event": "store_available"})
@@ -161,7 +185,7 @@ class Services:
         return True
 
     def _use_store(self, store: ConversationStore) -> None:
-        self.conversations.store = store
+        self.conversations.use_store(store)
         if isinstance(self.pool.vault, StoreVault):
             self.pool.vault.use(store)  # users' own MCP credentials live in the same database
 
@@ -182,10 +206,7 @@ class Services:
             on_trust=self.pool.trust.refresh,  # an administrator decided on a tool on another process
             on_admin=self.admin_from_peer,
         )
-        await relay.start(self.turns)
-        self.turns.relay = relay
-        self.pool.credentials_changed = relay.credentials_changed
-        self.pool.trust.shared = relay.trust_changed
+        await self.relay.use(relay, self.turns)  # the hub, the task board and the pool were built with it
 
     async def _retry_store(self) -> None:
         delay = 2.0
@@ -216,15 +237,15 @@ class Services:
         `everywhere`: the other app processes on the same database reload too."""
         config = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ)
         servers = await self.pool.reload(await self._use_console(config))
-        self.models = ModelCatalogue(config.llm, self.environ)
+        self.current.use_models(ModelCatalogue(config.llm, self.environ))
         self.auth.use_groups(config.groups)  # the next request, turn and catalogue push see them
-        self.engine.use_config(self.config, self.models)
+        self.engine.use_config(self.config, self.current.models)
         self._probe_models()
         self.refused_reload = []
         errors = [str(e) for e in self.config.all_errors()]
         self.pool.watch.reloaded()  # open sockets work out their users' groups again
         if everywhere:
-            self.turns.relay.reloaded()
+            self.relay.reloaded()
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
         self.audit.record("config_reload", servers=servers, errors=errors)
         return {"servers": servers, "errors": errors}
@@ -246,29 +267,25 @@ class Services:
         )  # users' own servers: headers from the vault
         return overlay(mcp, rows, self.environ)
 
-    @property
-    def files_mcp(self) -> McpConfig:
-        return self.file_mcp or self.config.mcp
-
     async def _use_console(self, config: AppConfig) -> McpConfig:
         """`config` from the files becomes the configuration, with the console's servers."""
-        self.file_mcp = config.mcp
-        self.config = replace(config, mcp=await self.with_console(config.mcp))
+        self.current.use(replace(config, mcp=await self.with_console(config.mcp)), config.mcp)
         return self.config.mcp
 
     async def servers_changed(self, *, everywhere: bool = True) -> dict[str, str]:
         """An administrator changed a server in the console: run with it here and everywhere."""
-        report = await self.pool.reload(await self._use_console(replace(self.config, mcp=self.files_mcp)))
-        self.engine.use_config(self.config, self.models)
+        report = await self.pool.reload(await self._use_console(replace(self.config, mcp=self.current.files_mcp)))
+        self.engine.use_config(self.config, self.current.models)
         if everywhere:
-            self.turns.relay.admin_changed("servers")
+            self.relay.admin_changed("servers")
         return report
 
     async def admin_from_peer(self, what: str, user: str) -> None:
         if what == "servers":
             await self.servers_changed(everywhere=False)
         elif what == "sessions":
-            self.close_sessions(user)
+            for close in self.sessions_revoked:
+                close(user)
 
     async def reload_from_peer(self) -> None:
         """Another app process reloaded the configuration: reload here too (the same files, as the

@@ -16,7 +16,7 @@ from .errors import BadRequest
 from .registries import InstallPlan, plan_install, screen_plan
 
 if TYPE_CHECKING:
-    from .lifecycle import Services
+    from .services import Services
 
 __all__ = ["INSTALL_FIELDS", "Install", "planned"]
 

@@ -23,7 +23,7 @@ from .user_server_rows import DEPLOYMENT, HEADERS, guard_for
 from .user_servers import UserServers
 
 if TYPE_CHECKING:
-    from .lifecycle import Services
+    from .services import Services
 
 __all__ = ["MAX_TEXT", "ServerShares"]
 
@@ -112,7 +112,7 @@ class ServerShares:
             await vault.forget(server, DEPLOYMENT)
             raise
         await vault.forget(server, request.owner)  # its headers are the deployment's now
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
         return shared
 
     async def decline(self, server: str, reason: object, by: str) -> ShareRequest:

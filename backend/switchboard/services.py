@@ -1,12 +1,14 @@
-"""The parts of a running host, built once from settings and config and
-handed to the web layer (tests build their own). What they do once built
-(start, the store, reload, close) is lifecycle.py."""
+"""The parts of a running host, built once from settings and config, each from the ones before it
+(constructor arguments, in dependency order; no part is wired after it is built), and handed to
+the web layer (tests build their own). What they do once built (start, the store, reload, close)
+is lifecycle.py, the one place the running host changes."""
 
 from __future__ import annotations
 
 import logging
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from .artifacts import ArtifactStore
 from .audit.keys import load_key
@@ -25,26 +27,80 @@ from .chat import (
     UserLimits,
 )
 from .chat.apps import AppBridge, AppLimits
+from .chat.call_results import CallResults
 from .chat.conversation_ids import ConversationIds, id_key
+from .chat.relay_seam import SwitchedRelay
+from .chat.running import RunningTurns
 from .chat.sealed import IncognitoSeal, seal_key
+from .chat.task_board import TaskBoard
 from .config import AppConfig, load_app_config
+from .config.loader import McpConfig
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import StoreUnavailable, SwitchboardError
 from .filestore import open_files
-from .lifecycle import Services
+from .lifecycle import CurrentConfig, Lifecycle
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream
+from .policy import Hooks
 from .registries import RegistryCatalogue
 from .settings import Settings
 from .signing import UrlSigner, load_or_create_key
-from .store import down_store
+from .store import ConversationStore, down_store
 from .telemetry import Tracing, model_call
 from .tools import ServerPool, ServerStatus
 from .tools.launch import EarlyStarts
+from .users_seen import UsersSeen
 
-__all__ = ["Services", "build_services"]  # Services lives in lifecycle.py
+__all__ = ["Services", "build_services"]
 
 log = logging.getLogger("switchboard")
+
+
+@dataclass(frozen=True)
+class Services:
+    """The parts, set once (frozen): what changes while the host runs changes inside a part, through
+    its methods (`life` for start, the store, reload and close; `current` for the configuration)."""
+
+    settings: Settings
+    environ: Mapping[str, str]
+    current: CurrentConfig  # the configuration and model catalogue now (a reload replaces them)
+    auth: Authenticator
+    pool: ServerPool
+    llm: LLMStream
+    artifacts: ArtifactStore
+    signer: UrlSigner
+    engine: ChatEngine
+    conversations: Conversations
+    turns: TurnHub
+    tasks: TaskPoller
+    apps: AppBridge  # MCP Apps: mounting them, and their requests through the host
+    audit: Auditor  # the audit log: `audit.record(kind, ...)` for every security-relevant fact (audit/)
+    life: Lifecycle  # start, the store, reload, close (lifecycle.py)
+    tracing: Tracing
+    registries: RegistryCatalogue  # MCP registries, cached
+    users_seen: UsersSeen = field(default_factory=UsersSeen)  # noted by each signed-in request
+
+    @property
+    def config(self) -> AppConfig:
+        return self.current.config
+
+    @property
+    def models(self) -> ModelCatalogue:
+        return self.current.models
+
+    @property
+    def files_mcp(self) -> McpConfig:
+        """The files' servers alone (`config.mcp` has the admin console's laid over them)."""
+        return self.current.files_mcp
+
+    @property
+    def store(self) -> ConversationStore:
+        return self.conversations.store
+
+    @property
+    def store_error(self) -> str | None:
+        """Why the conversation store cannot be used now (it could not be opened), or None."""
+        return self.life.store_error
 
 
 def _log_status(status: ServerStatus) -> None:
@@ -104,7 +160,9 @@ def build_services(
     environ = os.environ if environ is None else environ
     config = config or load_app_config(settings.defaults_dir, settings.config_dir, environ)
     not_open = down_store(settings.database_url_resolved, StoreUnavailable("the conversation store is not open yet"))
-    built: list[Services] = []  # the model reporter reads the current (reloaded) config through it
+    models = ModelCatalogue(config.llm, environ)
+    current = CurrentConfig(config, models)  # the model reporter reads the current (reloaded) config through it
+    relay = SwitchedRelay()  # one process until the store opens on PostgreSQL (lifecycle.py)
     pool = ServerPool(
         config.mcp,
         project_root=settings.project_root,
@@ -127,6 +185,7 @@ def build_services(
         early=early,
         dev_auth=settings.auth_mode == "dev",
         app_cache_s=settings.app_cache_s,
+        peers=relay,
     )
     artifacts = ArtifactStore(open_files(settings.files_url, settings.data_dir / "files"))
     key = (
@@ -136,32 +195,12 @@ def build_services(
     )
     signer = UrlSigner(key, settings.base_url, settings.file_url_ttl_s)
     llm = llm or DeferredLLMClient(
-        on_call=_llm_reporter(lambda: built[0].config if built else config),
+        on_call=_llm_reporter(lambda: current.config),
         environ=environ,
         max_attempts=settings.llm_max_attempts,
         max_delay_s=settings.llm_max_retry_wait_s,
         direct=settings.llm_direct,
     )
-    models = ModelCatalogue(config.llm, environ)
-    calls = CallRunner(
-        pool,
-        artifacts,
-        config.compliance,
-        CallSettings(
-            max_tool_result_chars=settings.max_tool_result_chars,
-            max_result_event_chars=settings.max_result_event_chars,
-            approval_timeout_s=settings.approval_timeout_s,
-            elicitation_timeout_s=settings.elicitation_timeout_s,
-        ),
-        signer=signer,
-    )
-    limits = TurnLimits(
-        round_limit=settings.round_limit,
-        calls_per_round=settings.max_tool_calls_per_round,
-        calls_per_turn=settings.max_tool_calls_per_turn,
-        answer_chars=settings.max_answer_chars,
-    )
-    engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
     conversations = Conversations(
         not_open,
         artifacts,
@@ -173,20 +212,27 @@ def build_services(
         seal=IncognitoSeal(seal_key(key), max_age_s=settings.incognito_idle_s),
         ids=ConversationIds(id_key(key)),
     )
-    auth = Authenticator(settings, config.groups)
-    turns = TurnHub(
-        engine,
-        conversations,
-        auth,
-        grace_s=settings.turn_grace_s,
-        limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
-        shutdown_grace_s=settings.shutdown_grace_s,
+    call_settings = CallSettings(
+        max_tool_result_chars=settings.max_tool_result_chars,
+        max_result_event_chars=settings.max_result_event_chars,
+        approval_timeout_s=settings.approval_timeout_s,
+        elicitation_timeout_s=settings.elicitation_timeout_s,
     )
+    hooks = Hooks()  # hooks.json: the engine hands it the configuration's
+    running = RunningTurns(conversations.ids)  # the hub's turns, which the task poller waits for
+    board = TaskBoard(relay)  # background tasks' events and questions, for their owners' pages
     tasks = TaskPoller(
         pool,
         conversations,
-        calls,
-        is_turn_running=lambda owner, cid: turns.running(owner, cid) is not None,
+        CallResults(
+            pool,
+            artifacts,
+            max_event_chars=call_settings.max_result_event_chars,
+            max_model_chars=call_settings.max_tool_result_chars,
+        ),
+        hooks,
+        board=board,
+        is_turn_running=running.is_running,
         settings=TaskSettings(
             lease_s=settings.task_lease_s,
             max_poll_s=settings.task_max_poll_s,
@@ -195,33 +241,65 @@ def build_services(
             input_rounds=settings.mcp_input_rounds,
         ),
     )
-    calls.tasks = tasks
     audit = Auditor(
         load_key(settings.audit_key.get_secret_value() if settings.audit_key else None, settings.data_dir),
         AuditSettings(full_arguments=settings.audit_arguments == "full", retention_days=settings.audit_retention_days),
     )
-    calls.audit = audit
-    turns.task_questions = tasks.board
-    tasks.board.share = lambda user, text: turns.relay.to_user(user, text)  # their pages on other processes
-    tasks.board.opened = lambda user, page: turns.relay.page_opened(user, page)
-    services = Services(
+    calls = CallRunner(
+        pool, artifacts, config.compliance, call_settings, signer=signer, tasks=tasks, audit=audit, hooks=hooks
+    )
+    limits = TurnLimits(
+        round_limit=settings.round_limit,
+        calls_per_round=settings.max_tool_calls_per_round,
+        calls_per_turn=settings.max_tool_calls_per_turn,
+        answer_chars=settings.max_answer_chars,
+    )
+    engine = ChatEngine(llm=llm, models=models, pool=pool, calls=calls, files=artifacts, config=config, limits=limits)
+    auth = Authenticator(settings, config.groups)
+    turns = TurnHub(
+        engine,
+        conversations,
+        auth,
+        grace_s=settings.turn_grace_s,
+        limits=UserLimits(turns=settings.max_turns_per_user, streams=settings.max_streams_per_user),
+        relay=relay,
+        shutdown_grace_s=settings.shutdown_grace_s,
+        task_questions=board,
+        running=running,
+    )
+    tracing = Tracing.from_environment(environ)
+    life = Lifecycle(
         settings=settings,
-        config=config,
+        environ=environ,
+        current=current,
         auth=auth,
         pool=pool,
         llm=llm,
-        models=models,
+        artifacts=artifacts,
+        engine=engine,
+        conversations=conversations,
+        turns=turns,
+        relay=relay,
+        tasks=tasks,
+        audit=audit,
+        tracing=tracing,
+    )
+    return Services(
+        settings=settings,
+        environ=environ,
+        current=current,
+        auth=auth,
+        pool=pool,
+        llm=llm,
         artifacts=artifacts,
         signer=signer,
         engine=engine,
         conversations=conversations,
         turns=turns,
         tasks=tasks,
-        environ=environ,
         apps=AppBridge(turns, calls, pool, AppLimits(settings.app_requests_per_s, settings.app_requests_burst)),
-        tracing=Tracing.from_environment(environ),
         audit=audit,
+        life=life,
+        tracing=tracing,
         registries=RegistryCatalogue(settings.registry_urls),
     )
-    built.append(services)
-    return services

@@ -25,7 +25,7 @@ from .tools.oauth_discovery import asks_for_sign_in
 from .user_server_rows import HEADERS, guard_for, internal_name
 
 if TYPE_CHECKING:
-    from .lifecycle import Services
+    from .services import Services
 
 __all__ = ["MAX_TOOLS", "UserServers"]
 
@@ -201,7 +201,7 @@ class UserServers:
         except Exception:
             await vault.forget(server, self._owner)
             raise
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
         return row
 
     async def _asks_for_sign_in(self, server: str, entry: dict[str, Any], headers: dict[str, str], guard: str) -> bool:
@@ -216,5 +216,5 @@ class UserServers:
         await self._records.remove(row.name)
         await ShareRecords(self._services.store).forget(row.name)
         await self._services.pool.vault.forget(row.name, self._owner)
-        await self._services.servers_changed()
+        await self._services.life.servers_changed()
         return row.name

@@ -315,7 +315,7 @@ def test_an_app_is_refused_once_the_users_groups_no_longer_admit_its_server(tmp_
         assert rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}}).status_code == 200
 
         build(tmp_path, llm)  # alice leaves the team
-        client.portal.call(services.reload)
+        client.portal.call(services.life.reload)
         refused = rpc(client, call_id, "tools/call", {"name": "bump", "arguments": {"count": 1}})
         assert refused.status_code == 403 and refused.json()["error"]["code"] == -32000
         assert client.get(f"/api/apps/{call_id}", headers=ALICE).status_code == 403

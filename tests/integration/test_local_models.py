@@ -35,7 +35,7 @@ def chat(client, body: dict) -> list[dict]:
 
 async def probed(services) -> None:
     """Until the start-up probe of local models has run."""
-    await services._model_probe
+    await services.life._model_probe
 
 
 @pytest.fixture(autouse=True)

@@ -82,8 +82,7 @@ async def _relays(url: str, n: int, reloads: list[int], lease_s: float = 30) -> 
         relay, hub = PostgresRelay(LiveTurns(store), lease_s=lease_s, on_reload=reloaded), _Hub()
         await relay.start(hub)  # type: ignore[arg-type]
         hub.pages = ConversationPages(share=relay.to_pages)
-        assert hub.task_questions is not None
-        hub.task_questions.share = relay.to_user
+        hub.task_questions = TaskBoard(relay)  # the host builds its board with the relay too (services.py)
         made.append((relay, hub))
     return made
 

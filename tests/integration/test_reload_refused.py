@@ -51,7 +51,7 @@ def test_a_refused_reload_is_logged_and_readyz_names_the_current_error(tmp_path)
         # Fixed and reloaded: the refusal is gone.
         (overrides / "mcp.json").write_text(json.dumps({"servers": {}}))
         assert client.post("/api/admin/reload", headers=ADMIN).status_code == 200
-        assert services.refused_reload == []
+        assert services.life.refused_reload == []
         assert "reason" not in client.get("/readyz").json()
 
 

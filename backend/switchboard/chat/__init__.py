@@ -6,8 +6,9 @@ terminal client reads too) loads without the engine, the store or the MCP client
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_names
 
 if TYPE_CHECKING:
     from .calls import CallRunner, CallSettings
@@ -62,8 +63,4 @@ __all__ = [
 assert sorted(__all__) == sorted(_HOME)  # one list of names, kept in step with where each lives
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{home}", __name__), name)
+__getattr__ = lazy_names(__name__, _HOME)

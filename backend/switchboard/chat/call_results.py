@@ -8,10 +8,10 @@ import re
 from typing import Any
 
 from ..artifacts import ArtifactStore
-from ..tools import ToolOutcome
+from ..tools import ServerPool, ToolOutcome
 from .events import ArtifactRef, ToolResultEvent
 
-__all__ = ["bounded_for_app", "frame_for_model", "limit_text", "result_event"]
+__all__ = ["CallResults", "bounded_for_app", "frame_for_model", "limit_text", "result_event"]
 
 
 def limit_text(text: str, limit: int) -> str:
@@ -84,3 +84,32 @@ async def result_event(
         display=outcome.display,
         duration_ms=duration_ms,
     )
+
+
+class CallResults:
+    """A call's outcome as its event (artifacts stored) and as the model's text: for the call
+    runner, and for the task poller when a background task ends (built before either)."""
+
+    def __init__(
+        self, pool: ServerPool, artifacts: ArtifactStore, *, max_event_chars: int, max_model_chars: int
+    ) -> None:
+        self._pool = pool
+        self._artifacts = artifacts
+        self._max_event_chars = max_event_chars
+        self._max_model_chars = max_model_chars
+
+    async def result_of(
+        self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str, duration_ms: int
+    ) -> tuple[ToolResultEvent, str]:
+        event = await result_event(
+            self._artifacts,
+            outcome,
+            call_id=call_id,
+            tool=tool,
+            server=server,
+            owner=owner,
+            duration_ms=duration_ms,
+            scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False),
+            max_event_chars=self._max_event_chars,
+        )
+        return event, frame_for_model(tool, outcome.ok, outcome.text, self._max_model_chars)

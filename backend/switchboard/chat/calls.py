@@ -24,7 +24,7 @@ from ..tools.apps import AppResource
 from .approvals import allowance_key, approval_reason, schema_problem
 from .call_audit import audit_call, audit_cancelled
 from .call_questions import Emit, Sampler, TurnSink, ask_approval
-from .call_results import bounded_for_app, frame_for_model, limit_text, result_event
+from .call_results import CallResults, bounded_for_app, frame_for_model, limit_text
 from .call_tasks import TaskAdopter, adopt_task
 from .events import ApprovalRequest, ToolResultEvent, ToolStart
 from .host_args import fill_host_arguments, parse_arguments
@@ -71,15 +71,24 @@ class CallRunner:
         compliance: ComplianceLevels,
         settings: CallSettings,
         signer: UrlSigner | None = None,
+        *,
+        tasks: TaskAdopter | None = None,
+        audit: Auditor | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self._pool = pool
-        self._artifacts = artifacts
         self._compliance = compliance
         self._settings = settings
         self._signer = signer
-        self.tasks: TaskAdopter | None = None  # the process's task poller (chat/tasks.py), set when built
-        self.hooks = Hooks()  # hooks.json (the engine hands it the configuration's)
-        self.audit: Auditor | None = None  # the audit log (every call ends in one record), set when built
+        self._results = CallResults(
+            pool,
+            artifacts,
+            max_event_chars=settings.max_result_event_chars,
+            max_model_chars=settings.max_tool_result_chars,
+        )
+        self.tasks = tasks  # the process's task poller (chat/tasks.py); None: a server's task is refused
+        self.hooks = hooks or Hooks()  # hooks.json (the engine hands it the configuration's)
+        self.audit = audit  # the audit log (every call ends in one record)
 
     def use_compliance(self, compliance: ComplianceLevels) -> None:
         self._compliance = compliance
@@ -346,18 +355,7 @@ class CallRunner:
         self, call_id: str, tool: str, server: str, outcome: ToolOutcome, owner: str, duration_ms: int
     ) -> tuple[ToolResultEvent, str]:
         """A call's outcome as its event (artifacts stored) and as the model's text."""
-        event = await result_event(
-            self._artifacts,
-            outcome,
-            call_id=call_id,
-            tool=tool,
-            server=server,
-            owner=owner,
-            duration_ms=duration_ms,
-            scripts=getattr(self._pool.registry.config_of(server), "artifact_scripts", False),
-            max_event_chars=self._settings.max_result_event_chars,
-        )
-        return event, frame_for_model(tool, outcome.ok, outcome.text, self._settings.max_tool_result_chars)
+        return await self._results.result_of(call_id, tool, server, outcome, owner, duration_ms)
 
     @staticmethod
     def _log_call(

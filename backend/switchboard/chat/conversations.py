@@ -71,8 +71,8 @@ class Conversations:
     def store(self) -> ConversationStore:
         return self.recorder.store
 
-    @store.setter
-    def store(self, store: ConversationStore) -> None:
+    def use_store(self, store: ConversationStore) -> None:
+        """The store opened (at start-up, or later when it was down)."""
         self.recorder.store = store
         self.contexts.clear()
 

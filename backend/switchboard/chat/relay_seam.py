@@ -1,5 +1,6 @@
 """The seam between the turn hub and the other app processes (chat/relay.py): what the relay
-needs of a turn and of the hub, the interface every relay has, and the one-process relay."""
+needs of a turn and of the hub, the interface every relay has, the one-process relay, and the
+relay the host is built with (`SwitchedRelay`: one process until the store says otherwise)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from .pages import ConversationPages
     from .task_board import TaskBoard
 
-__all__ = ["Identities", "LocalRelay", "Relay", "Turn", "TurnHub"]
+__all__ = ["Identities", "LocalRelay", "Relay", "SwitchedRelay", "Turn", "TurnHub"]
 
 
 class Turn(Protocol):
@@ -63,7 +64,8 @@ class TurnHub(Protocol):
 
 
 class Relay(Protocol):
-    process_id: str
+    @property
+    def process_id(self) -> str: ...
 
     async def start(self, hub: TurnHub) -> None: ...
 
@@ -99,6 +101,9 @@ class Relay(Protocol):
 
     def credentials_changed(self, server: str, user: str) -> None:
         """A user's credential for a server changed here: the other processes drop their session."""
+
+    def trust_changed(self, server: str) -> None:
+        """An administrator decided on a tool of this server here: the other processes read it again."""
 
     def admin_changed(self, what: str, user: str = "") -> None:
         """An administrator changed `what` ("servers", a user's "sessions") here: the others follow."""
@@ -145,5 +150,77 @@ class LocalRelay:
     def credentials_changed(self, server: str, user: str) -> None:
         return None
 
+    def trust_changed(self, server: str) -> None:
+        return None
+
     def admin_changed(self, what: str, user: str = "") -> None:
         return None
+
+
+class SwitchedRelay:
+    """The relay the hub, the task board and the server pool are built with. It is the one-process
+    relay until the store opens on PostgreSQL (then other processes may share the database), and
+    from then on the relay over it (`use`), so nothing built earlier is rewired."""
+
+    def __init__(self) -> None:
+        self._relay: Relay = LocalRelay()
+
+    @property
+    def shared(self) -> bool:
+        """Other processes are reachable (`use` was called)."""
+        return not isinstance(self._relay, LocalRelay)
+
+    async def use(self, relay: Relay, hub: TurnHub) -> None:
+        await relay.start(hub)
+        self._relay = relay
+
+    @property
+    def current(self) -> Relay:
+        """The relay in use now."""
+        return self._relay
+
+    @property
+    def process_id(self) -> str:
+        return self._relay.process_id
+
+    async def start(self, hub: TurnHub) -> None:
+        await self._relay.start(hub)
+
+    async def stop(self) -> None:
+        await self._relay.stop()
+
+    async def claim(self, conversation_id: str, owner: str) -> str | None:
+        return await self._relay.claim(conversation_id, owner)
+
+    async def released(self, turn: Turn) -> None:
+        await self._relay.released(turn)
+
+    def published(self, turn: Turn, event: ServerEvent) -> None:
+        self._relay.published(turn, event)
+
+    async def attach(self, user: User, conversation_id: str) -> Subscription | None:
+        return await self._relay.attach(user, conversation_id)
+
+    async def ask(self, user: User, request: AskRequest) -> bool:
+        return await self._relay.ask(user, request)
+
+    def to_pages(self, owner: str, conversation_id: str, text: str) -> None:
+        self._relay.to_pages(owner, conversation_id, text)
+
+    def to_user(self, user: str, text: str) -> None:
+        self._relay.to_user(user, text)
+
+    def page_opened(self, user: str, page: str) -> None:
+        self._relay.page_opened(user, page)
+
+    def reloaded(self) -> None:
+        self._relay.reloaded()
+
+    def credentials_changed(self, server: str, user: str) -> None:
+        self._relay.credentials_changed(server, user)
+
+    def trust_changed(self, server: str) -> None:
+        self._relay.trust_changed(server)
+
+    def admin_changed(self, what: str, user: str = "") -> None:
+        self._relay.admin_changed(what, user)

@@ -1,29 +1,37 @@
 """Where background tasks meet their owners: each user's open pages listen here for `task`
 events and for the questions a task asks (`elicitation_request`), and an answer from any door
 (the websocket, `POST /api/elicitations/{id}`) finds the question it answers. Events and questions
-reach the user's pages on the other processes too, through `share` (the relay, which carries the
+reach the user's pages on the other processes too, through `peers` (the relay, which carries the
 event's JSON text); an answer given there comes back through the relay's `ask`."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from .events import ServerEvent
 
-__all__ = ["TaskBoard"]
+__all__ = ["Peers", "TaskBoard"]
 
 QUEUE_LIMIT = 1000  # a page that stops reading loses its oldest task events, never the host's memory
 
 
+class Peers(Protocol):
+    """The other app processes (the relay, chat/relay_seam.py)."""
+
+    def to_user(self, user: str, text: str) -> None:
+        """An event (as JSON) for the user's pages on the other processes."""
+
+    def page_opened(self, user: str, page: str) -> None:
+        """A page opened here: the other processes send it their open questions for the user."""
+
+
 class TaskBoard:
-    def __init__(self) -> None:
-        self.share: Callable[[str, str], None] | None = None  # (user, event as JSON) to their pages on other processes
-        # (user, page): a page opened here; the other processes send it their open questions for the user
-        self.opened: Callable[[str, str], None] | None = None
+    def __init__(self, peers: Peers | None = None) -> None:
+        self._peers = peers  # None: one process
         self._listeners: dict[str, set[asyncio.Queue[ServerEvent]]] = {}
         self._pages: dict[str, asyncio.Queue[ServerEvent]] = {}
         self._questions: dict[str, tuple[str, asyncio.Future[tuple[str, dict[str, Any] | None]], ServerEvent]] = {}
@@ -37,8 +45,8 @@ class TaskBoard:
         self._listeners.setdefault(user, set()).add(queue)
         page = secrets.token_hex(8)
         self._pages[page] = queue
-        if self.opened is not None:
-            self.opened(user, page)
+        if self._peers is not None:
+            self._peers.page_opened(user, page)
         try:
             yield queue
         finally:
@@ -49,8 +57,8 @@ class TaskBoard:
                 self._listeners.pop(user, None)
 
     def publish(self, user: str, event: ServerEvent) -> None:
-        if self.share is not None:
-            self.share(user, event.to_json())
+        if self._peers is not None:
+            self._peers.to_user(user, event.to_json())
         self.deliver(user, event)
 
     def deliver(self, user: str, event: ServerEvent) -> None:

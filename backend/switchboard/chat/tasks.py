@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ServerUnavailable, SwitchboardError, TaskGone, TooMany
+from ..policy import Hooks
 from ..store.message_data import ToolData
 from ..store.tasks import TaskRecord, TaskRecords
 from ..tools import ServerPool, ToolOutcome
-from .calls import CallRunner
+from .call_results import CallResults
 from .conversations import Conversations
 from .events import ElicitationRequest, TaskEvent
 from .policy_points import task_result
@@ -70,9 +71,11 @@ class _Held:
 class TaskPoller:
     pool: ServerPool
     conversations: Conversations
-    calls: CallRunner
+    results: CallResults  # a finished task's result, made as a call's is
+    hooks: Hooks  # the policy hooks (`task_result`), the call runner's
     board: TaskBoard = field(default_factory=TaskBoard)
     settings: TaskSettings = field(default_factory=TaskSettings)
+    # (owner, conversation id): a turn runs there now (chat/running.py): the result waits for it
     is_turn_running: Callable[[str, str], bool] = lambda owner, conversation_id: False
     owner_id: str = field(default_factory=lambda: f"p-{secrets.token_hex(6)}")  # this process, for leases
     _held: dict[str, _Held] = field(default_factory=dict)
@@ -316,10 +319,10 @@ class TaskPoller:
                 ok=False, text=f"The task failed: {error or (state.error if state else None) or 'no reason given'}"
             )
         outcome = await task_result(
-            self.calls.hooks, record.owner, record.conversation_id, record.tool, record.server, outcome
+            self.hooks, record.owner, record.conversation_id, record.tool, record.server, outcome
         )
         duration_ms = int((time.time() - record.created_at.timestamp()) * 1000)
-        event, model_text = await self.calls.result_of(
+        event, model_text = await self.results.result_of(
             record.call_id, record.tool, record.server, outcome, record.owner, duration_ms
         )
         message_id = await self._store_result(record, event, model_text)

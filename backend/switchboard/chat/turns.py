@@ -29,6 +29,7 @@ from .questions import ASK, ApprovalAnswer, Preferences, Questions
 from .relay import LocalRelay, Relay
 from .relay_messages import ApprovalAsk, CancelAsk, ElicitationAsk
 from .relay_seam import Identities
+from .running import RunningTurns
 from .session import Seed
 from .task_board import TaskBoard
 from .turn import Turn
@@ -60,6 +61,8 @@ class TurnHub:
         limits: UserLimits | None = None,
         relay: Relay | None = None,
         shutdown_grace_s: float = 10.0,
+        task_questions: TaskBoard | None = None,
+        running: RunningTurns | None = None,
     ) -> None:
         self.engine = engine
         self.identities = identities
@@ -68,8 +71,9 @@ class TurnHub:
         self.shutdown_grace_s = shutdown_grace_s  # how long a stopping process lets running turns finish
         self.relay: Relay = relay or LocalRelay()  # other processes (several on one Postgres)
         self.limits = limits or UserLimits()
-        # Turns by (owner, conversation id): one user's ids never meet another's.
-        self._turns: dict[tuple[str, str], Turn] = {}
+        # Turns by (owner, conversation id): one user's ids never meet another's (the task poller reads them too).
+        self.running_turns = running or RunningTurns(conversations.ids)
+        self._turns = self.running_turns.by_key
         # Conversations whose turn is starting or running. A key is taken before the first await
         # of `start`, so two chats on one conversation cannot both pass the check.
         self._busy: set[tuple[str, str]] = set()
@@ -79,7 +83,7 @@ class TurnHub:
             share=lambda owner, conversation_id, text: self.relay.to_pages(owner, conversation_id, text)
         )
         self._app_calls: dict[int, TurnState] = {}  # MCP Apps' calls now running (each a small turn), by id()
-        self.task_questions: TaskBoard | None = None  # questions of background tasks, answered through the same doors
+        self.task_questions = task_questions  # questions of background tasks, answered through the same doors
         self.draining = asyncio.Event()  # set at SIGTERM: connections without a running turn close (`drain`)
 
     @contextmanager
@@ -93,11 +97,7 @@ class TurnHub:
 
     def running(self, owner: str, conversation_id: str) -> Turn | None:
         """The turn running in this conversation of `owner`'s, by the id a client knows it by."""
-        for candidate in self.conversations.ids.candidates(owner, conversation_id):
-            turn = self._turns.get((owner, candidate))
-            if turn is not None and turn.running:
-                return turn
-        return None
+        return self.running_turns.running(owner, conversation_id)
 
     def tasks(self) -> list[asyncio.Task[None]]:
         return [t.task for t in self._turns.values() if t.task is not None and not t.task.done()]

@@ -3,28 +3,24 @@
 The only package that imports litellm.
 """
 
-import os
+from typing import TYPE_CHECKING
 
-# Before litellm is imported anywhere: use the bundled model cost map instead of
-# fetching it from the internet at import time.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
+from switchboard.lazy import lazy_names
 from switchboard.llm.catalogue import DEMO_MODEL, ModelCatalogue, ModelInfo
 from switchboard.llm.deferred import DeferredLLMClient
 from switchboard.llm.types import Completed, LLMEvent, Notice, TextDelta, ToolCallRequest, Usage
 
+if TYPE_CHECKING:
+    from switchboard.llm.client import CallReporter, LLMClient
 
-def __getattr__(name: str) -> object:
-    # The real client imports litellm (seconds); only load it when asked for.
-    if name in ("LLMClient", "CallReporter"):
-        from switchboard.llm import client
-
-        return getattr(client, name)
-    raise AttributeError(name)
+# The real client imports litellm (seconds; switchboard/environment.py keeps it off the network):
+# only loaded when asked for.
+__getattr__ = lazy_names(__name__, {"LLMClient": "client", "CallReporter": "client"})
 
 
 __all__ = [
     "DEMO_MODEL",
+    "CallReporter",
     "Completed",
     "DeferredLLMClient",
     "LLMClient",

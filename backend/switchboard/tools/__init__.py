@@ -5,14 +5,9 @@ before the app is built) can be imported without fastmcp and the MCP SDK."""
 
 from __future__ import annotations
 
-import os
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-# fastmcp's OAuth token stores (py-key-value) have beartype check their own types at run time,
-# and instrumenting their modules on import costs a tenth of a second of every start. They are
-# the library's own checks, warnings only; set the variable to "false" to have them.
-os.environ.setdefault("PY_KEY_VALUE_DISABLE_BEARTYPE", "true")
+from ..lazy import lazy_names
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -49,10 +44,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{home}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)

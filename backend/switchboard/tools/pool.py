@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fastmcp.client.transports import FastMCPTransport
 
@@ -33,6 +33,14 @@ from .vault import CredentialVault, MemoryVault
 __all__ = ["Readiness", "ServerPool"]
 
 log = logging.getLogger("switchboard.tools")
+
+
+class Peers(Protocol):
+    """The other app processes (the host passes its relay, chat/relay_seam.py)."""
+
+    def credentials_changed(self, server: str, user: str) -> None: ...
+
+    def trust_changed(self, server: str) -> None: ...
 
 
 @dataclass
@@ -92,11 +100,14 @@ class ServerPool(PerUserServers, PoolTraffic):
         early: EarlyStarts | None = None,
         dev_auth: bool = False,
         app_cache_s: float = 60.0,
+        peers: Peers | None = None,
     ) -> None:
         self.vault: CredentialVault = vault or MemoryVault()  # users' own credentials (user_token, OAuth)
         # (server, user): a user's credential changed here; the other app processes drop that
-        # user's session too, so that none goes on with the old one (the host wires it to the relay).
-        self.credentials_changed: Callable[[str, str], None] = lambda server, user: None
+        # user's session too, so that none goes on with the old one (the host passes the relay).
+        self.credentials_changed: Callable[[str, str], None] = (
+            peers.credentials_changed if peers else lambda server, user: None
+        )
         base = (files_origin or "http://127.0.0.1:8000").rstrip("/")
         # dev_auth: the app runs in dev auth mode (see SignIns.policy for what that allows)
         self.sign_ins = SignIns(
@@ -115,7 +126,9 @@ class ServerPool(PerUserServers, PoolTraffic):
         self.pins = ToolPins(on_change=self._rebuild)
         self.apps = AppResources(ttl_s=app_cache_s)  # MCP Apps' ui:// resources read lately
         self.watch = CatalogueWatch()  # the pages hear of every change of a server's lists or status
-        self.trust = Trust(on_change=self._trust_changed)  # which tools an administrator approved
+        self.trust = Trust(  # which tools an administrator approved
+            on_change=self._trust_changed, shared=peers.trust_changed if peers else None
+        )
         self.registry = ToolRegistry(self.pins, self.trust)
         self.connections: dict[str, ServerConnection | UserSessions] = {
             name: self._connection(name, c) for name, c in mcp.servers.items()

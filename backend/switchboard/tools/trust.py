@@ -49,13 +49,15 @@ class TrustBackend(Protocol):
 
 
 class Trust:
-    def __init__(self, on_change: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, on_change: Callable[[str], None] | None = None, shared: Callable[[str], None] | None = None
+    ) -> None:
         self._records: dict[tuple[str, str], TrustRecord] = {}
         self._seen: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}  # the pin and definition listed now
         self._pins: dict[tuple[str, str], tuple[mcp_types.Tool, str, str, dict[str, Any]]] = {}
         self._backend: TrustBackend | None = None
         self._on_change = on_change  # (server): the registry lists its tools again, the pages hear of it
-        self.shared: Callable[[str], None] = lambda server: None  # the other app processes (the relay)
+        self.shared: Callable[[str], None] = shared or (lambda server: None)  # the other app processes (the relay)
         self._reported: set[tuple[str, str, str]] = set()
         self._writes: set[asyncio.Task[None]] = set()
 

@@ -35,12 +35,12 @@ async def reload_config(request: Request, user: UserDep) -> dict[str, object]:
     broken = load_app_config(settings.defaults_dir, settings.config_dir, services.environ).broken_files()
     services.audit.record("admin_action", action="reload", user=user.email, decision="error" if broken else "allow")
     if broken:
-        services.refuse_reload(broken, user.email)
+        services.life.refuse_reload(broken, user.email)
         raise BadRequest(
             "not reloaded: " + "; ".join(str(e) for e in broken),
             action="Fix the file and reload again; the running configuration is unchanged.",
         )
-    return await services.reload()
+    return await services.life.reload()
 
 
 @router.post("/api/servers/{name}/restart")

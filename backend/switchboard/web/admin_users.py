@@ -74,7 +74,7 @@ async def revoke(request: Request, user: UserDep, email: str, body: Revoke) -> d
     if body.tokens:
         done["tokens_revoked"] = await records.revoke_tokens(email)
     if body.sessions:
-        done["sessions_closed_here"] = services.close_sessions(email)
+        done["sessions_closed_here"] = request.app.state.open_sockets.close_user(email)
         services.turns.relay.admin_changed("sessions", email)
     services.audit.record(
         "admin_action",

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.authentication import AuthenticationMiddleware
 
 from .. import __version__
+from ..environment import set_defaults
 from ..errors import BadRequest, SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
@@ -71,7 +72,10 @@ async def _retention(services: Services) -> None:
 def create_app(
     settings: Settings | None = None, *, services: Services | None = None, early: EarlyStarts | None = None
 ) -> FastAPI:
-    """`early`: stdio server processes `switchboard serve` started before the app was built."""
+    """`early`: stdio server processes `switchboard serve` started before the app was built.
+    The environment's defaults (environment.py) are set here too, for an app built in code; set them
+    before importing this module to keep fastmcp's import lean as `switchboard serve` does."""
+    set_defaults()
     settings = settings or (services.settings if services else Settings())
     setup_logging(settings.log_dir)
     services = services or build_services(settings, early=early)
@@ -86,7 +90,7 @@ def create_app(
             extra={"event": "startup", "servers": len(services.pool.connections)},
         )
         raise_open_files_limit()  # each websocket is a file descriptor
-        await services.start()  # servers start in the background: the app serves at once
+        await services.life.start()  # servers start in the background: the app serves at once
         retention = asyncio.create_task(_retention(services), name="retention")
         shared = asyncio.create_task(keep_shared(services, app.state.open_sockets), name="presence")
         try:
@@ -94,7 +98,7 @@ def create_app(
         finally:
             retention.cancel()
             shared.cancel()
-            await services.close()
+            await services.life.close()
             log.info("switchboard stopped", extra={"event": "shutdown"})
             flush_logs()
 
@@ -108,7 +112,9 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)  # innermost: after the guard
     app.state.sandbox = SandboxPolicy.from_settings(settings)
     app.state.open_sockets = ws.OpenSockets(settings.max_sockets_per_user)
-    services.close_sessions = app.state.open_sockets.close_user  # the admin console's revoke, from any process
+    services.life.sessions_revoked.append(
+        app.state.open_sockets.close_user
+    )  # the admin console's revoke, from any process
     # Who the user is is worked out only for requests the guard let through.
     app.add_middleware(AuthenticationMiddleware, backend=SwitchboardAuthBackend())
     # Added before the headers middleware, so it runs inside it: its refusals get the headers too.

@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from ..chat.relay import PostgresRelay
+from ..chat.relay_seam import SwitchedRelay
 from ..errors import SwitchboardError
 from ..services import Services
 from ..tools.user_sessions import UserSessions
@@ -40,6 +41,8 @@ def here(services: Services, sockets: OpenSockets) -> Held:
 
 def _shared_by(services: Services) -> PostgresRelay | None:
     relay = services.turns.relay
+    if isinstance(relay, SwitchedRelay):
+        relay = relay.current
     return relay if isinstance(relay, PostgresRelay) else None
 
 

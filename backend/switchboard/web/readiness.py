@@ -47,13 +47,13 @@ def config_problems(services: Services, admin: bool) -> dict[str, Any]:
     """For `/api/config`: every config error for an admin; a note for others when a whole file is broken."""
     if admin:
         return {"config_errors": [str(e) for e in _current_errors(services)]}
-    return {"config_note": _NOTE} if services.config.broken_files() or services.refused_reload else {}
+    return {"config_note": _NOTE} if services.config.broken_files() or services.life.refused_reload else {}
 
 
 def _current_errors(services: Services) -> list[ConfigError]:
     """Every config error, the files as they are now first when a reload was refused for them
     (the running configuration's errors of the same files may be stale)."""
-    refused = services.refused_reload
+    refused = services.life.refused_reload
     files = {e.file for e in refused}
     return [*refused, *(e for e in services.config.all_errors() if e.file not in files)]
 
@@ -63,7 +63,7 @@ async def readiness_report(request: Request) -> tuple[dict[str, Any], int]:
     admin = await is_admin_request(request)
     readiness = services.pool.readiness()
     broken = services.config.broken_files()
-    refused = services.refused_reload
+    refused = services.life.refused_reload
     root = services.settings.project_root
     reasons = []
     if refused:  # the files as they are now, not as they were when the running configuration loaded

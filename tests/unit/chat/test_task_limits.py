@@ -26,11 +26,14 @@ from fastmcp_tasks import TasksExtension
 from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, TaskPoller, TaskSettings, TurnHub
+from switchboard.chat.call_results import CallResults
 from switchboard.chat.events import ChatMessage, ElicitationRequest, TaskEvent
+from switchboard.chat.running import RunningTurns
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
+from switchboard.policy import Hooks
 from switchboard.store import open_store
 from switchboard.tools import ServerPool
 from tests.support.scripted_llm import ScriptedLLM
@@ -109,21 +112,22 @@ async def site(tmp_path: Path):
         await pool.wait_settled(10)
         files = ArtifactStore(tmp_path / "files")
         store = await open_store(url or f"sqlite+aiosqlite:///{tmp_path}/tasks.sqlite")
-        calls = CallRunner(pool, files, config.compliance, CallSettings())
-        engine = ChatEngine(
-            llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
-        )
         conversations = Conversations(store, files)
-        hub = TurnHub(engine, conversations, SameGroups())
+        running = RunningTurns(conversations.ids)
+        hooks = Hooks()
         poller = TaskPoller(
             pool,
             conversations,
-            calls,
+            CallResults(pool, files, max_event_chars=50_000, max_model_chars=20_000),
+            hooks,
             settings=settings,
-            is_turn_running=lambda owner, cid: hub.running(owner, cid) is not None,
+            is_turn_running=running.is_running,
         )
-        calls.tasks = poller
-        hub.task_questions = poller.board
+        calls = CallRunner(pool, files, config.compliance, CallSettings(), tasks=poller, hooks=hooks)
+        engine = ChatEngine(
+            llm=llm, models=ModelCatalogue(config.llm, {}), pool=pool, calls=calls, files=files, config=config
+        )
+        hub = TurnHub(engine, conversations, SameGroups(), task_questions=poller.board, running=running)
         poller.start()
         made.append((pool, store, hub, poller))
         return hub, poller
