@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .artifacts import ArtifactStore
 from .audit.writer import Auditor
@@ -69,32 +69,32 @@ class CurrentConfig:
         self.models = models
 
 
+@dataclass(frozen=True)
+class LifeParts:
+    """The parts of the host the lifecycle acts on (built before it, in services.py)."""
+
+    settings: Settings
+    environ: Mapping[str, str]
+    current: CurrentConfig
+    auth: Authenticator
+    pool: ServerPool
+    llm: LLMStream
+    artifacts: ArtifactStore
+    engine: ChatEngine
+    conversations: Conversations
+    turns: TurnHub
+    relay: SwitchedRelay
+    tasks: TaskPoller
+    audit: Auditor
+    tracing: Tracing
+
+
 class Lifecycle:
     """Start, the store, reload and close: the one place the running host changes. Built by
     services.py with the parts it acts on; each attribute is set here, in `__init__`."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        environ: Mapping[str, str],
-        current: CurrentConfig,
-        auth: Authenticator,
-        pool: ServerPool,
-        llm: LLMStream,
-        artifacts: ArtifactStore,
-        engine: ChatEngine,
-        conversations: Conversations,
-        turns: TurnHub,
-        relay: SwitchedRelay,
-        tasks: TaskPoller,
-        audit: Auditor,
-        tracing: Tracing,
-    ) -> None:
-        self.settings, self.environ, self.current = settings, environ, current
-        self.auth, self.pool, self.llm, self.artifacts = auth, pool, llm, artifacts
-        self.engine, self.conversations, self.turns, self.relay = engine, conversations, turns, relay
-        self.tasks, self.audit, self.tracing = tasks, audit, tracing
+    def __init__(self, parts: LifeParts) -> None:
+        self.parts = parts
         # The files as they are now, when the last reload was refused for them (the running
         # configuration is older): what /readyz and the page report until a reload succeeds.
         self.refused_reload: list[ConfigError] = []
@@ -107,11 +107,11 @@ class Lifecycle:
 
     @property
     def config(self) -> AppConfig:
-        return self.current.config
+        return self.parts.current.config
 
     @property
     def store(self) -> ConversationStore:
-        return self.conversations.store
+        return self.parts.conversations.store
 
     @property
     def store_error(self) -> str | None:
@@ -124,19 +124,19 @@ class Lifecycle:
         of CPU to import) loads only once the servers have settled, so that it does not hold back
         their start-up; a turn that comes first loads it itself."""
         await self.open_store()
-        self.pool.prepare(await self._use_console(self.config))
-        self.audit.start()
-        self.pool.start()
+        self.parts.pool.prepare(await self._use_console(self.config))
+        self.parts.audit.start()
+        self.parts.pool.start()
         self._probe_models()
-        self.tasks.start()  # takes the stored tasks nobody follows (after a restart) once the store is open
-        warm_up = getattr(self.llm, "warm_up", None)
+        self.parts.tasks.start()  # takes the stored tasks nobody follows (after a restart) once the store is open
+        warm_up = getattr(self.parts.llm, "warm_up", None)
         if warm_up is not None:
             self._warm_up = asyncio.create_task(self._warm_up_after_servers(warm_up), name="llm-warm-up")
 
     def _probe_models(self) -> None:
         """In the background: keyless local models whose server does not answer are passed over
         as the default (llm/probe.py) until a call to them works."""
-        models = self.current.models
+        models = self.parts.current.models
 
         async def probe() -> None:
             for name, why in (await unreachable_local_models(self.config.llm.models)).items():
@@ -150,7 +150,7 @@ class Lifecycle:
         self._model_probe = asyncio.create_task(probe(), name="model-probe")
 
     async def _warm_up_after_servers(self, warm_up: Callable[[], None]) -> None:
-        await self.pool.wait_settled(self.settings.server_start_timeout_s)
+        await self.parts.pool.wait_settled(self.parts.settings.server_start_timeout_s)
         warm_up()
 
     async def open_store(self) -> None:
@@ -163,21 +163,25 @@ class Lifecycle:
 
     async def _try_open_store(self) -> bool:
         try:
-            store = await open_store(self.settings.database_url_resolved)
-            await self.pool.pins.use(store)
-            await self.pool.trust.use(TrustRows(store), legacy_file=self.settings.data_dir / "tool-pins.json")
+            store = await open_store(self.parts.settings.database_url_resolved)
+            await self.parts.pool.pins.use(store)
+            await self.parts.pool.trust.use(
+                TrustRows(store), legacy_file=self.parts.settings.data_dir / "tool-pins.json"
+            )
         except SwitchboardError as exc:
             log.error("conversation store unavailable: %s", exc.message, extra={"event": "store_unavailable"})
-            self._use_store(down_store(self.settings.database_url_resolved, exc))
+            self._use_store(down_store(self.parts.settings.database_url_resolved, exc))
             return False
         was_down = self._store_retry is not None
         self._use_store(store)
-        self.audit.use(AuditStore(store, self.audit.key, checkpoint_every=self.audit.settings.checkpoint_every))
-        # Upload quotas are counted in the store: right with several processes on one file store.
-        self.artifacts.use_counts(
-            StoreCounts(UploadRows(store), asyncio.get_running_loop(), self.artifacts.stored_uploads)
+        self.parts.audit.use(
+            AuditStore(store, self.parts.audit.key, checkpoint_every=self.parts.audit.settings.checkpoint_every)
         )
-        if store.dialect == "postgresql" and not self.relay.shared:
+        # Upload quotas are counted in the store: right with several processes on one file store.
+        self.parts.artifacts.use_counts(
+            StoreCounts(UploadRows(store), asyncio.get_running_loop(), self.parts.artifacts.stored_uploads)
+        )
+        if store.dialect == "postgresql" and not self.parts.relay.shared:
             await self._relay_on(store)
         if was_down:
             log.info("conversation store reached", extra={"event": "store_available"})
@@ -185,9 +189,9 @@ class Lifecycle:
         return True
 
     def _use_store(self, store: ConversationStore) -> None:
-        self.conversations.use_store(store)
-        if isinstance(self.pool.vault, StoreVault):
-            self.pool.vault.use(store)  # users' own MCP credentials live in the same database
+        self.parts.conversations.use_store(store)
+        if isinstance(self.parts.pool.vault, StoreVault):
+            self.parts.pool.vault.use(store)  # users' own MCP credentials live in the same database
 
     async def _relay_on(self, store: ConversationStore) -> None:
         """Several processes may share this database: turns are reachable from each of them."""
@@ -195,18 +199,18 @@ class Lifecycle:
         from .store.live import LiveTurns
 
         async def lost(conversation_id: str, owner: str) -> None:
-            await self.conversations.record_lost(conversation_id, LOST_REASON)
+            await self.parts.conversations.record_lost(conversation_id, LOST_REASON)
 
         relay = PostgresRelay(
             LiveTurns(store),
-            lease_s=self.settings.turn_lease_s,
+            lease_s=self.parts.settings.turn_lease_s,
             on_lost=lost,
             on_reload=self.reload_from_peer,
-            on_credentials=self.pool.credentials_changed_elsewhere,
-            on_trust=self.pool.trust.refresh,  # an administrator decided on a tool on another process
+            on_credentials=self.parts.pool.credentials_changed_elsewhere,
+            on_trust=self.parts.pool.trust.refresh,  # an administrator decided on a tool on another process
             on_admin=self.admin_from_peer,
         )
-        await self.relay.use(relay, self.turns)  # the hub, the task board and the pool were built with it
+        await self.parts.relay.use(relay, self.parts.turns)  # the hub, the task board and the pool were built with it
 
     async def _retry_store(self) -> None:
         delay = 2.0
@@ -220,34 +224,34 @@ class Lifecycle:
         for task in (self._store_retry, self._warm_up, self._model_probe):
             if task is not None:
                 task.cancel()
-        await _saying_waits("the running answers", self.turns.stop())
-        await _saying_waits("the background tasks' pollers", self.tasks.stop())
-        close_llm = getattr(self.llm, "aclose", None)  # the model client's connection pools
+        await _saying_waits("the running answers", self.parts.turns.stop())
+        await _saying_waits("the background tasks' pollers", self.parts.tasks.stop())
+        close_llm = getattr(self.parts.llm, "aclose", None)  # the model client's connection pools
         if close_llm is not None:
             await _saying_waits("the model client's connections", close_llm())
-        await _saying_waits("the MCP servers to exit", self.pool.stop())
-        await self.pool.pins.flush()
-        await _saying_waits("the audit log", self.audit.close())  # what waits, and a checkpoint
-        await self.pool.trust.flush()
-        await _saying_waits("the conversation store", self.conversations.store.close())
-        self.tracing.shutdown()
+        await _saying_waits("the MCP servers to exit", self.parts.pool.stop())
+        await self.parts.pool.pins.flush()
+        await _saying_waits("the audit log", self.parts.audit.close())  # what waits, and a checkpoint
+        await self.parts.pool.trust.flush()
+        await _saying_waits("the conversation store", self.parts.conversations.store.close())
+        self.parts.tracing.shutdown()
 
     async def reload(self, *, everywhere: bool = True) -> dict[str, object]:
         """Re-read every config file; servers start, stop or restart as their entries changed.
         `everywhere`: the other app processes on the same database reload too."""
-        config = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ)
-        servers = await self.pool.reload(await self._use_console(config))
-        self.current.use_models(ModelCatalogue(config.llm, self.environ))
-        self.auth.use_groups(config.groups)  # the next request, turn and catalogue push see them
-        self.engine.use_config(self.config, self.current.models)
+        config = load_app_config(self.parts.settings.defaults_dir, self.parts.settings.config_dir, self.parts.environ)
+        servers = await self.parts.pool.reload(await self._use_console(config))
+        self.parts.current.use_models(ModelCatalogue(config.llm, self.parts.environ))
+        self.parts.auth.use_groups(config.groups)  # the next request, turn and catalogue push see them
+        self.parts.engine.use_config(self.config, self.parts.current.models)
         self._probe_models()
         self.refused_reload = []
         errors = [str(e) for e in self.config.all_errors()]
-        self.pool.watch.reloaded()  # open sockets work out their users' groups again
+        self.parts.pool.watch.reloaded()  # open sockets work out their users' groups again
         if everywhere:
-            self.relay.reloaded()
+            self.parts.relay.reloaded()
         log.info("config reloaded", extra={"event": "config_reload", "servers": servers, "errors": errors})
-        self.audit.record("config_reload", servers=servers, errors=errors)
+        self.parts.audit.record("config_reload", servers=servers, errors=errors)
         return {"servers": servers, "errors": errors}
 
     # -- the admin console (console.py): its servers live in the store, on every process ---------
@@ -263,21 +267,23 @@ class Lifecycle:
             log.warning("the console's servers could not be read: %s", exc.message, extra={"event": "console_unread"})
             return mcp
         rows = await with_headers(
-            rows, self.pool.vault, self.settings.user_server_hosts
+            rows, self.parts.pool.vault, self.parts.settings.user_server_hosts
         )  # users' own servers: headers from the vault
-        return overlay(mcp, rows, self.environ)
+        return overlay(mcp, rows, self.parts.environ)
 
     async def _use_console(self, config: AppConfig) -> McpConfig:
         """`config` from the files becomes the configuration, with the console's servers."""
-        self.current.use(replace(config, mcp=await self.with_console(config.mcp)), config.mcp)
+        self.parts.current.use(replace(config, mcp=await self.with_console(config.mcp)), config.mcp)
         return self.config.mcp
 
     async def servers_changed(self, *, everywhere: bool = True) -> dict[str, str]:
         """An administrator changed a server in the console: run with it here and everywhere."""
-        report = await self.pool.reload(await self._use_console(replace(self.config, mcp=self.current.files_mcp)))
-        self.engine.use_config(self.config, self.current.models)
+        report = await self.parts.pool.reload(
+            await self._use_console(replace(self.config, mcp=self.parts.current.files_mcp))
+        )
+        self.parts.engine.use_config(self.config, self.parts.current.models)
         if everywhere:
-            self.relay.admin_changed("servers")
+            self.parts.relay.admin_changed("servers")
         return report
 
     async def admin_from_peer(self, what: str, user: str) -> None:
@@ -290,7 +296,9 @@ class Lifecycle:
     async def reload_from_peer(self) -> None:
         """Another app process reloaded the configuration: reload here too (the same files, as the
         processes of one deployment share them), or refuse as the admin route would."""
-        broken = load_app_config(self.settings.defaults_dir, self.settings.config_dir, self.environ).broken_files()
+        broken = load_app_config(
+            self.parts.settings.defaults_dir, self.parts.settings.config_dir, self.parts.environ
+        ).broken_files()
         if broken:
             self.refuse_reload(broken, "another app process")
             return
@@ -302,7 +310,7 @@ class Lifecycle:
         self.refused_reload = broken
         errors = [str(e) for e in broken]
         if unreadable_hooks := [e for e in broken if e.file.endswith("hooks.json")]:
-            self.engine.hooks.unreadable(unreadable_hooks)  # a policy that cannot be read denies, never allows
+            self.parts.engine.hooks.unreadable(unreadable_hooks)  # a policy that cannot be read denies, never allows
         log.warning(
             "config reload refused: %s",
             "; ".join(errors),

@@ -38,7 +38,7 @@ from .config.loader import McpConfig
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import StoreUnavailable, SwitchboardError
 from .filestore import open_files
-from .lifecycle import CurrentConfig, Lifecycle
+from .lifecycle import CurrentConfig, Lifecycle, LifeParts
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream
 from .policy import Hooks
@@ -269,20 +269,22 @@ def build_services(
     )
     tracing = Tracing.from_environment(environ)
     life = Lifecycle(
-        settings=settings,
-        environ=environ,
-        current=current,
-        auth=auth,
-        pool=pool,
-        llm=llm,
-        artifacts=artifacts,
-        engine=engine,
-        conversations=conversations,
-        turns=turns,
-        relay=relay,
-        tasks=tasks,
-        audit=audit,
-        tracing=tracing,
+        LifeParts(
+            settings=settings,
+            environ=environ,
+            current=current,
+            auth=auth,
+            pool=pool,
+            llm=llm,
+            artifacts=artifacts,
+            engine=engine,
+            conversations=conversations,
+            turns=turns,
+            relay=relay,
+            tasks=tasks,
+            audit=audit,
+            tracing=tracing,
+        )
     )
     return Services(
         settings=settings,

@@ -78,7 +78,7 @@ def test_the_built_services_are_frozen(tmp_path):
     with pytest.raises(FrozenInstanceError):
         services.pool = services.pool  # type: ignore[misc]
     # The parts were built with one another: the hub, the task board and the pool with one relay.
-    assert services.turns.relay is services.life.relay
+    assert services.turns.relay is services.life.parts.relay
     assert services.turns.task_questions is services.tasks.board
 
 

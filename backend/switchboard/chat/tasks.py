@@ -4,9 +4,8 @@ each server with `tasks/get` (backoff from a quick first look up to the server's
 `tasks/update`, and when a task ends stores its result in the conversation (a tool message)
 and tells the owner's open pages (`task` events).
 
-Tasks outlive the turn that started them, the page, and the process: at start-up the poller
-takes every active task whose lease has lapsed (a process that stopped released its leases;
-one that died loses them after `lease_s`)."""
+Tasks outlive the turn, the page and the process: at start-up the poller takes every active task
+whose lease has lapsed (a stopped process released its leases; a dead one loses them after `lease_s`)."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ UNREACHABLE_RETRY_CAP_S = 30.0
 class TaskSettings:
     lease_s: float = 30.0  # another process takes a task whose lease has lapsed this long
     max_poll_s: float = 30.0  # never wait longer than this between two polls of a task
-    # Never poll more often than this once the first quick looks are done, whatever `pollIntervalMs` says.
-    min_poll_s: float = 1.0
+    min_poll_s: float = 1.0  # never more often, once the first quick looks are done, whatever the server says
     concurrency: int = 32  # polls in flight at once
     question_timeout_s: float = 600.0
     give_up_after: int = 20  # failed polls in a row (server refusing) before the task is marked failed
