@@ -361,6 +361,8 @@ def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
 
 async def _live_render(turn: TurnState, live: LiveRender) -> RenderEvent:
     settled, last = await live.render(turn.round_answer.since(live.settled))
+    if len(turn.round_answer) == len(turn.answer):  # the answer's first text: its final HTML reuses these
+        turn.live = live
     return RenderEvent(message_id=turn.message_id, settled=settled, open=last)
 
 
