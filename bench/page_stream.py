@@ -54,7 +54,15 @@ _WORDS = [
 ]
 
 OBSERVE = """
-window.__sb = {longtasks: [], events: [], shown: 0};
+window.__sb = {longtasks: [], events: [], shown: 0, messages: 0};
+const __open = WebSocket.prototype.addEventListener;
+WebSocket.prototype.addEventListener = function (type, listener, options) {
+  if (type === "message") {
+    const counted = listener;
+    listener = function (event) { __sb.messages += 1; return counted.call(this, event); };
+  }
+  return __open.call(this, type, listener, options);
+};
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) __sb.longtasks.push([e.startTime, e.duration]);
 }).observe({type: "longtask", buffered: true});
@@ -64,6 +72,7 @@ new PerformanceObserver((list) => {
 new MutationObserver((changes) => {
   for (const c of changes) {
     if (c.target.matches?.(".msg.assistant[data-finish]") && !__sb.shown) {
+      __sb.handled = Date.now();
       requestAnimationFrame(() => setTimeout(() => { __sb.shown = Date.now(); __sb.shownAt = performance.now(); }));
     }
   }
@@ -110,6 +119,12 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
     double.enqueue(TextReply(text, chunks=max(1, len(text) // chunk)))
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.add_init_script(OBSERVE)
+    arrived: dict[str, float] = {}  # when the browser got the message_done frame (as Playwright hears of it)
+
+    def on_socket(ws: Any) -> None:
+        ws.on("framereceived", lambda frame: '"message_done"' in str(frame) and arrived.setdefault("done", time.time()))
+
+    page.on("websocket", on_socket)
     page.goto(app.base + "/")
     page.get_by_role("status").filter(has_text="Connected").wait_for()
     box = page.get_by_role("textbox", name="Message")
@@ -125,6 +140,7 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
         page.wait_for_timeout(60)
     page.wait_for_function("() => window.__sb.shown > 0", timeout=60_000)
     sb = page.evaluate("window.__sb")
+    messages = page.evaluate("window.__sb.messages || 0")
     html_len = page.evaluate("document.querySelector('.msg.assistant .markdown').textContent.length")
     page.close()
     tasks = [d for s, d in sb["longtasks"] if s >= start]
@@ -136,6 +152,9 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
         "longest_ms": max(tasks, default=0.0),
         "tbt_ms": sum(max(0.0, d - 50) for d in tasks),
         "last_token_to_shown_ms": (sb["shown"] / 1000 - double.last_chunk_at) * 1000,
+        "last_token_to_done_frame_ms": (arrived.get("done", 0.0) - double.last_chunk_at) * 1000,
+        "done_handled_to_shown_ms": sb["shown"] - sb["handled"],
+        "messages": messages,
         "keys": typed,
         "stream_s": double.last_chunk_at - sent_at,
         "slow_key_events": len(events),
@@ -257,6 +276,9 @@ def main() -> None:
             "longest ms",
             "total blocking ms",
             "last token to shown ms",
+            "to message_done frame ms",
+            "message_done to shown ms",
+            "ws messages",
             "keys typed",
             "key events > 16 ms",
             "max input delay ms",
@@ -270,6 +292,9 @@ def main() -> None:
                 r["longest_ms"],
                 r["tbt_ms"],
                 r["last_token_to_shown_ms"],
+                r["last_token_to_done_frame_ms"],
+                r["done_handled_to_shown_ms"],
+                r["messages"],
                 r["keys"],
                 r["slow_key_events"],
                 r["input_delay_max_ms"],

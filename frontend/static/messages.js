@@ -3,6 +3,8 @@
 // server-sanitized HTML that replaces it: a `render` only the round's
 // top-level blocks finished since the last one (added once) and its last,
 // growing block (redrawn), so a long answer costs the page the same per token.
+// What comes within a frame is drawn once at the next one; finished blocks go in
+// groups the browser skips while off-screen (app.css `.blocks-done`).
 // Tool cards sit between the text blocks of the rounds they came from.
 
 import { copyText, el, formatBytes, sanitizedFragment, setSanitizedHtml } from "./dom.js";
@@ -33,7 +35,7 @@ export function decorateCode(root) {
 class TextBlock {
   constructor() {
     this.raw = "";
-    this.settled = []; // the server's HTML of this text's finished blocks, as drawn
+    this.settled = []; // the server's HTML of this text's finished blocks, as received
     this.open = ""; // ...and of its last block
     this.openNodes = [];
     this.node = el("div", { class: "answer-text" });
@@ -41,11 +43,16 @@ class TextBlock {
     this.tailText = document.createTextNode("");
     this.tail = el("span", { class: "streaming-text" }, this.tailText);
     this.node.append(this.rendered, this.tail);
+    // What came since the last frame, drawn once at the next one (a fast stream brings many
+    // tokens and renders a frame): finished blocks, whether the open one changed, raw text.
+    this.pending = { settled: [], open: false, tail: "" };
+    this.frame = 0;
   }
 
   append(text) {
     this.raw += text;
-    this.tailText.appendData(text);
+    this.pending.tail += text;
+    this._schedule();
   }
 
   get settledHtml() {
@@ -56,39 +63,72 @@ class TextBlock {
     return this.settledHtml + this.open;
   }
 
-  /** A live render: the blocks it finished go after the others, its last block replaces the last one drawn. */
+  /** A live render: the blocks it finished go after the others, its last block replaces the last
+   * one, and the raw text it covers goes (at the next frame). */
   grow(settled, open) {
-    for (const node of this.openNodes) node.remove();
     if (settled) {
       this.settled.push(settled);
-      this.rendered.append(fragment(settled));
+      this.pending.settled.push(settled);
     }
-    this._drawOpen(open);
+    this.open = open;
+    this.pending.open = true;
+    this.pending.tail = "";
+    this.pending.cleared = true;
+    this._schedule();
+  }
+
+  _schedule() {
+    this.frame ||= requestAnimationFrame(() => this.flush());
+  }
+
+  /** Draw what came since the last frame. Finished blocks go in a group of their own that is
+   * never touched again, which the browser skips while it is off-screen (`.blocks-done`). */
+  flush() {
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    const { settled, open, tail, cleared } = this.pending;
+    this.pending = { settled: [], open: false, tail: "" };
+    if (open) for (const node of this.openNodes) node.remove();
+    if (settled.length) {
+      const group = el("div", { class: "blocks-done" });
+      group.append(fragment(settled.join("")));
+      this.rendered.append(group);
+    }
+    if (open) this._drawOpen(this.open);
+    if (cleared) this.tailText.data = tail;
+    else if (tail) this.tailText.appendData(tail);
   }
 
   _drawOpen(open) {
-    this.open = open;
     const nodes = fragment(open);
     this.openNodes = [...nodes.childNodes];
     this.rendered.append(nodes);
-    this.tailText.data = "";
   }
 
   /** The final HTML, when it begins with the finished blocks drawn: only its rest is drawn again. */
   finishWith(rest) {
+    this.flush();
     if (rest !== this.open) {
       for (const node of this.openNodes) node.remove();
+      this.open = rest;
       this._drawOpen(rest);
     }
     this.tailText.data = "";
   }
 
   setHtml(html) {
+    this.flush();
     setSanitizedHtml(this.rendered, html);
     decorateCode(this.rendered);
     this.settled = [html];
     this.open = "";
     this.openNodes = [];
+    this.tailText.data = "";
+  }
+
+  /** Text the next frame would draw, drawn now (the answer ended). */
+  clearTail() {
+    this.flush();
     this.tailText.data = "";
   }
 }
@@ -185,7 +225,7 @@ export class Turn {
     const last = written[written.length - 1];
     const drawn = written.slice(0, -1).map((block) => block.html).join("") + last.settledHtml;
     if (!html.startsWith(drawn)) return false;
-    for (const block of written.slice(0, -1)) block.tailText.data = "";
+    for (const block of written.slice(0, -1)) block.clearTail();
     last.finishWith(html.slice(drawn.length));
     return true;
   }

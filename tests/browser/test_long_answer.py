@@ -25,9 +25,15 @@ def long_markdown(sections: int) -> str:
     return "".join(out)
 
 
+# The answer's blocks, as drawn: a streamed answer's finished blocks sit in groups (`.blocks-done`).
+_BLOCKS = """(markdown) => [...markdown.children]
+  .flatMap((node) => node.classList.contains('blocks-done') ? [...node.children] : [node])
+  .map((node) => node.outerHTML).join('')"""
+
+
 def _markdown_html(page: Page) -> str:
     return page.evaluate(
-        """() => [...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.markdown').innerHTML"""
+        f"() => ({_BLOCKS})([...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.markdown'))"
     )
 
 
@@ -80,8 +86,8 @@ def test_each_round_of_a_tool_answer_stays_beside_its_tool_card(page, llm):
     expect(texts.nth(0).locator("h2")).to_have_count(3)
     expect(texts.nth(1).locator("h2")).to_have_count(40)
     expect(answer.locator(".blocks > *").nth(1)).to_have_class(re.compile(r"\btool-card\b"))
-    live = answer.locator(".markdown").evaluate_all("(nodes) => nodes.map((n) => n.innerHTML)")
+    live = answer.locator(".markdown").evaluate_all(f"(nodes) => nodes.map({_BLOCKS})")
     page.reload()
     page.get_by_role("status").filter(has_text="Connected").wait_for()
     expect(last_answer(page).locator(".markdown h2").last).to_have_text("Part 39")
-    assert last_answer(page).locator(".markdown").evaluate_all("(nodes) => nodes.map((n) => n.innerHTML)") == live
+    assert last_answer(page).locator(".markdown").evaluate_all(f"(nodes) => nodes.map({_BLOCKS})") == live

@@ -33,6 +33,23 @@ def chat(ws, content, **extra):
     return until(ws, "message_done")
 
 
+def test_a_fast_stream_reaches_the_page_a_batch_per_frame(app, llm):
+    # 120 pieces 10 ms apart: the websocket sends what came within a frame (1/60 s) as one `token`,
+    # not one message per piece (each cost the page a task and a draw, and it fell seconds behind).
+    pieces = [f"word{n} " for n in range(120)]
+    llm.chunk_delay_s = 0.01
+    llm.enqueue(TextReply("".join(pieces), chunks=120))
+    try:
+        with app.websocket_connect("/ws") as ws:
+            ws.receive_json()
+            events = chat(ws, "a long answer")
+    finally:
+        llm.chunk_delay_s = 0.0
+    tokens = [e["text"] for e in events if e["type"] == "token"]
+    assert "".join(tokens) == "".join(pieces)
+    assert len(tokens) < 80, len(tokens)  # one piece a message: 120
+
+
 def test_a_turn_with_a_tool_call_streams_events_in_order(app, llm):
     llm.enqueue(
         ToolCallReply([ToolCall("toolbox_echo", '{"text": "hello from the tool"}')]),

@@ -88,7 +88,8 @@ def run(door: Any, script: Script, llm: Any, conversation_id: str) -> list[dict[
 
 def comparable(events: list[dict[str, Any]], script: Script) -> list[dict[str, Any]]:
     """Events without ids and times; `render` (sent on a timer while text streams) and, for a
-    cancelled turn, `tool_progress` (how many steps ran before Stop) depend on timing."""
+    cancelled turn, `tool_progress` (how many steps ran before Stop) depend on timing, and so does
+    how many pieces of text one `token` holds (the websocket joins those that come within a frame)."""
     timed = {"render"} | ({"tool_progress"} if script.cancel_at_start else set())
     out = []
     for event in events:
@@ -97,6 +98,9 @@ def comparable(events: list[dict[str, Any]], script: Script) -> list[dict[str, A
         event = {k: v for k, v in event.items() if k not in IDS}
         if "artifacts" in event:
             event["artifacts"] = [{k: v for k, v in a.items() if k not in ("id", "url")} for a in event["artifacts"]]
+        if event["type"] == "token" and out and out[-1]["type"] == "token":
+            out[-1] = {**out[-1], "text": out[-1]["text"] + event["text"]}
+            continue
         out.append(event)
     return out
 

@@ -11,7 +11,8 @@ from ..history import AssistantText, ToolReply
 from ..llm.types import Usage
 from ..store.message_data import AssistantData, ErrorData, UsageData
 from .events import ErrorEvent, MessageDone, ServerEvent, ToolResultEvent
-from .render import INLINE_CHARS, render_markdown, rendered
+from .live_render import final_html
+from .render import INLINE_CHARS, render_markdown
 from .session import new_id
 from .tool_round import Recorder
 from .turn_state import TurnState, retrieved
@@ -59,7 +60,7 @@ async def close_turn(turn: TurnState, finish: str, recorder: Recorder) -> AsyncG
     recorder.keep(turn, answer, answer_data)
     # A long answer renders in a thread beside the commit; a short one after it, on the loop.
     text = turn.text
-    rendering = asyncio.ensure_future(rendered(text)) if len(text) > INLINE_CHARS else None
+    rendering = asyncio.ensure_future(final_html(turn.progress.live, text)) if len(text) > INLINE_CHARS else None
     if rendering is not None:
         rendering.add_done_callback(retrieved)
     try:

@@ -370,6 +370,10 @@ def _conversation_events(turn: TurnState, created: bool) -> list[ServerEvent]:
 
 async def _live_render(turn: TurnState, live: LiveRender) -> RenderEvent:
     settled, last = await live.render(turn.progress.round_answer.since(live.settled))
+    if len(turn.progress.round_answer) == len(
+        turn.progress.answer
+    ):  # the answer's first text: its final HTML reuses these
+        turn.progress.live = live
     return RenderEvent(message_id=turn.message_id, settled=settled, open=last)
 
 

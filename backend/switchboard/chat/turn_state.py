@@ -26,6 +26,7 @@ from ..llm.types import Completed, ToolCallRequest, Usage
 from ..store.message_data import RoleData, UserData
 from .events import ErrorEvent, ServerEvent
 from .growing import GrowingText
+from .live_render import LiveRender
 from .questions import ASK, Preferences, Questions
 from .session import ConversationState
 from .unfinished import StoppedBy
@@ -101,6 +102,8 @@ class TurnProgress:
     user_message_id: str | None = None
     answer: GrowingText = field(default_factory=lambda: GrowingText())  # the whole answer shown so far
     round_answer: GrowingText = field(default_factory=lambda: GrowingText())  # from the model call now streaming
+    # The live renders of the answer's first text (the whole answer then): the final HTML reuses them.
+    live: LiveRender | None = None
     open_calls: list[ToolCallRequest] = field(default_factory=list)
     usage: Usage | None = None
     calls_run: int = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from contextlib import suppress
+from contextlib import aclosing, suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
 
@@ -30,6 +30,7 @@ from ..chat.events import (
     SessionEvent,
     parse_client_message,
 )
+from ..chat.pacing import paced
 from ..chat.session import new_id
 from ..errors import BadRequest, SwitchboardError
 from ..services import Services
@@ -190,8 +191,9 @@ class _Connection:
         self.watched = None
 
     async def _pump(self, subscription: Subscription) -> None:
-        async for event in subscription:
-            await self.send(event)
+        async with aclosing(paced(subscription)) as events:  # a fast stream: a batch per frame
+            async for event in events:
+                await self.send(event)
 
     async def unfollow(self) -> None:
         pump = self.pump

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from switchboard.chat.growing import GrowingText
-from switchboard.chat.live_render import RENDER_AFTER_CHARS, LiveRender
+from switchboard.chat.live_render import RENDER_AFTER_CHARS, LiveRender, final_html
 from switchboard.chat.render import render_blocks, render_markdown
 
 ANSWER = """# Title
@@ -115,3 +115,23 @@ def test_a_fast_stream_is_rendered_every_few_kilobytes_before_the_interval():
     live.render_now("para\n\n" * 2000)  # a long answer so far: only its last paragraph stays open
     assert live.settled == 6 * 1999 and not live.due(live.settled + 100, waited=False)
     assert live.due(live.settled + RENDER_AFTER_CHARS + 6, waited=False)
+
+
+@pytest.mark.parametrize(
+    "tail", ["", "\n\nMore text after the stream's last render, and a [link][ref].\n\n[ref]: https://a.example/\n"]
+)
+async def test_the_final_html_reuses_the_live_renders_and_is_the_whole_rendering(tail):
+    text = ANSWER.replace("[link](https://example.com/a?b=c)", "link") * 8
+    live, grown = LiveRender(), GrowingText()
+    for piece in _pieces(text, 16):
+        grown.add(piece)
+        if live.due(len(grown)):
+            live.render_now(grown.since(live.settled))
+    whole = grown.text() + tail
+    assert await final_html(live, whole) == render_markdown(whole)
+    assert await final_html(None, whole) == render_markdown(whole)
+    parts = live.final(whole)
+    if tail:  # a reference definition may serve a link in another part: rendered whole
+        assert parts is None
+    else:  # only the text after the settled blocks is rendered again
+        assert parts is not None and len(parts[1]) < len(whole) // 10
