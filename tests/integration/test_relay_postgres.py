@@ -13,7 +13,7 @@ import pytest
 
 from switchboard.auth import User
 from switchboard.chat.events import TaskEvent, TokenEvent
-from switchboard.chat.pages import ConversationPages
+from switchboard.chat.open_pages import ConversationPages
 from switchboard.chat.questions import ApprovalAnswer
 from switchboard.chat.relay import PostgresRelay
 from switchboard.chat.relay_messages import ApprovalAsk, CancelAsk

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .calls import CallRunner, CallSettings
+    from .conversation_state import ConversationState
     from .conversations import ConversationLimits, Conversations
     from .loop import ChatEngine
     from .questions import ApprovalAnswer, Preferences
-    from .session import ConversationState
     from .task_board import TaskBoard
     from .tasks import TaskPoller, TaskSettings
     from .turn_state import TurnLimits, TurnState
@@ -30,7 +30,7 @@ _HOME = {
     "TurnState": "turn_state",
     "ApprovalAnswer": "questions",
     "Preferences": "questions",
-    "ConversationState": "session",
+    "ConversationState": "conversation_state",
     "TaskBoard": "task_board",
     "TaskPoller": "tasks",
     "TaskSettings": "tasks",

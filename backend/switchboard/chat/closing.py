@@ -9,9 +9,9 @@ from collections.abc import AsyncGenerator
 from ..errors import SwitchboardError
 from ..history import AssistantText, ToolReply
 from ..llm.types import Usage
+from .conversation_state import new_id
 from .events import ErrorEvent, MessageDone, ServerEvent, ToolResultEvent
 from .render import INLINE_CHARS, render_markdown, rendered
-from .session import new_id
 from .tool_round import Recorder
 from .turn_state import TurnState, retrieved
 from .unfinished import unfinished_text

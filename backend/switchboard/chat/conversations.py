@@ -25,13 +25,13 @@ from ..errors import BadRequest, NotFound, SwitchboardError
 from ..history import UserText
 from ..store import Conversation, ConversationStore, Message, NewMessage, active_path
 from .conversation_ids import ConversationIds, legacy_scoped_id
+from .conversation_state import ConversationState, new_id
 from .events import CONVERSATION_ID, ChatMessage
 from .incognito import IncognitoMemory
 from .prepared_contexts import PreparedContexts, record_of
 from .questions import ASK, Preferences
 from .recording import TurnRecorder
 from .sealed import IncognitoSeal, OpenedState
-from .session import ConversationState, new_id
 from .turn_state import TurnState
 
 __all__ = ["ConversationLimits", "Conversations"]

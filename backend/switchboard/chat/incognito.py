@@ -14,7 +14,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from .session import ConversationState
+from .conversation_state import ConversationState
 
 __all__ = ["IncognitoMemory"]
 

@@ -33,6 +33,7 @@ from .attachments import attach
 from .calls import CallRunner
 from .closing import announced, close_turn
 from .context import fitting_context
+from .conversation_state import new_id
 from .events import (
     ChatMessage,
     ConversationEvent,
@@ -46,7 +47,6 @@ from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .growing import GrowingText
 from .live_render import LiveRender
 from .policy_points import refused, turn_facts
-from .session import new_id
 from .skills import SKILL_TOOLS, SkillShelf
 from .tool_round import Recorder, run_calls
 from .turn_state import Announcement, PreparedTurn, TurnLimits, TurnState, retrieved

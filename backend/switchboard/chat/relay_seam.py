@@ -12,7 +12,7 @@ from .questions import ApprovalAnswer
 from .relay_messages import AskRequest
 
 if TYPE_CHECKING:
-    from .pages import ConversationPages
+    from .open_pages import ConversationPages
     from .task_board import TaskBoard
 
 __all__ = ["Identities", "LocalRelay", "Relay", "Turn", "TurnHub"]

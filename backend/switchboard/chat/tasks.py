@@ -23,10 +23,10 @@ from ..errors import ServerUnavailable, SwitchboardError, TaskGone, TooMany
 from ..store.tasks import TaskRecord, TaskRecords
 from ..tools import ServerPool, ToolOutcome
 from .calls import CallRunner
+from .conversation_state import new_id
 from .conversations import Conversations
 from .events import ElicitationRequest, TaskEvent
 from .policy_points import task_result
-from .session import new_id
 from .task_board import TaskBoard
 
 __all__ = ["TaskPoller", "TaskSettings"]

@@ -12,9 +12,9 @@ from ..config.models import ModelConfig
 from ..history import HistoryRecord, ToolReply
 from ..llm.types import LLMStream, TextDelta, ToolCallRequest
 from .calls import CallRunner, ExecutedCall
+from .conversation_state import new_id
 from .events import AppEvent, ApprovalRequest, ServerEvent, ToolStart
 from .gateway import Gateway
-from .session import new_id
 from .skills import SkillShelf
 from .turn_state import Announcement, TurnState, retrieved
 

@@ -17,10 +17,10 @@ from ..auth import User
 from ..config.models import ComplianceLevels, ModelConfig
 from ..history import HistoryRecord, UserText
 from ..llm.types import Completed, ToolCallRequest, Usage
+from .conversation_state import ConversationState
 from .events import ErrorEvent, ServerEvent
 from .growing import GrowingText
 from .questions import ASK, Preferences, Questions
-from .session import ConversationState
 from .unfinished import StoppedBy
 
 __all__ = ["PreparedTurn", "TurnLimits", "TurnState", "Unsaved"]

@@ -20,16 +20,16 @@ from dataclasses import dataclass
 from ..auth import User
 from ..errors import Conflict, NotFound, TooMany
 from ..telemetry import turn_finished, turn_span
+from .conversation_state import Seed
 from .conversations import Conversations
 from .events import ChatMessage, ErrorEvent, IncognitoStateEvent, MessageDone
 from .listeners import Subscription
 from .loop import ChatEngine
-from .pages import ConversationPages
+from .open_pages import ConversationPages
 from .questions import ASK, ApprovalAnswer, Preferences, Questions
 from .relay import LocalRelay, Relay
 from .relay_messages import ApprovalAsk, CancelAsk, ElicitationAsk
 from .relay_seam import Identities
-from .session import Seed
 from .task_board import TaskBoard
 from .turn import Turn
 from .turn_state import PreparedTurn, TurnState

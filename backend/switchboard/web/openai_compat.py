@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from ..access import Access
 from ..auth import User
 from ..chat import Preferences, Subscription
+from ..chat.conversation_state import Seed, new_id
 from ..chat.events import (
     PAGE_ONLY,
     ApprovalRequest,
@@ -42,7 +43,6 @@ from ..chat.events import (
     ToolResultEvent,
     ToolStart,
 )
-from ..chat.session import Seed, new_id
 from ..errors import BadRequest, NotFound, SwitchboardError
 from .deps import current_user, services_of
 from .error_render import ErrorBody, render

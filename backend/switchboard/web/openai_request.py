@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..chat.conversation_state import new_id
 from ..chat.events import MAX_CONTENT_CHARS
-from ..chat.session import new_id
 from ..errors import BadRequest
 from ..history import AssistantText, HistoryRecord, UserText
 

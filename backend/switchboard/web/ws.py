@@ -17,6 +17,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
 from ..access import Access
 from ..auth import User
 from ..chat import ApprovalAnswer, Subscription
+from ..chat.conversation_state import new_id
 from ..chat.events import (
     ApprovalResponse,
     AttachedEvent,
@@ -30,7 +31,6 @@ from ..chat.events import (
     SessionEvent,
     parse_client_message,
 )
-from ..chat.session import new_id
 from ..errors import BadRequest, SwitchboardError
 from ..services import Services
 from ..telemetry import sessions_changed

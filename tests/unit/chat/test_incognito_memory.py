@@ -2,8 +2,8 @@
 is handed over (so that its files can be deleted)."""
 
 from switchboard.auth import User
+from switchboard.chat.conversation_state import ConversationState
 from switchboard.chat.incognito import SWEEP_EVERY_S, IncognitoMemory
-from switchboard.chat.session import ConversationState
 
 ANN, BOB = User("ann@example.com", frozenset()), User("bob@example.com", frozenset())
 

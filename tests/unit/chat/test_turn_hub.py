@@ -26,8 +26,8 @@ from switchboard.chat import (
     UserLimits,
 )
 from switchboard.chat.conversation_ids import ConversationIds, id_key
+from switchboard.chat.conversation_state import Seed
 from switchboard.chat.events import ChatMessage
-from switchboard.chat.session import Seed
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.errors import Conflict, LLMError, LLMUnavailable, NotFound, StoreError, StoreUnavailable, TooMany
