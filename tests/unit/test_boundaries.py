@@ -21,8 +21,8 @@ OWNERS = {
     # the OpenAI SDK is the model client's; outbound HTTP belongs to the model client, the MCP
     # transports, the group service (auth) and the terminal client
     "openai": {"llm"},
-    "httpx": {"llm", "tools", "auth", "cli_chat", "policy"},  # policy: a hook's HTTP policy service
-    "httpx_sse": {"cli_chat"},
+    "httpx": {"llm", "tools", "auth", "cli", "policy"},  # policy: a hook's HTTP policy service
+    "httpx_sse": {"cli"},
     "sse_starlette": {"web"},
     "opentelemetry": {"telemetry"},
     "prometheus_client": {"telemetry"},

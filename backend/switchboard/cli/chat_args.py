@@ -1,5 +1,5 @@
 """The `switchboard chat` command's arguments and exit codes, apart from the client itself
-(`cli_chat.py`): every other command builds this parser too, and must not pay for the client's
+(`cli/chat.py`): every other command builds this parser too, and must not pay for the client's
 imports (httpx, the event models) to do so; `switchboard serve` starts sooner without them."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import httpx
 from httpx_sse import EventSource, SSEError, connect_sse
 from pydantic import ValidationError
 
-from .chat.events import (
+from ..chat.events import (
     PAGE_ONLY,
     ApprovalRequest,
     ElicitationRequest,
@@ -35,7 +35,7 @@ from .chat.events import (
     ToolStart,
     event_from_json,
 )
-from .cli_chat_args import ANSWERED, FAILED, INTERRUPTED, UNREACHABLE, USAGE
+from .chat_args import ANSWERED, FAILED, INTERRUPTED, UNREACHABLE, USAGE
 
 __all__ = ["ANSWERED", "FAILED", "INTERRUPTED", "UNREACHABLE", "USAGE", "run"]
 
