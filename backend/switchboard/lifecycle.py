@@ -8,7 +8,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from .artifacts import ArtifactStore
 from .audit.writer import Auditor
 from .auth import Authenticator
 from .chat import ChatEngine, Conversations, TaskPoller, TurnHub
@@ -20,12 +19,14 @@ from .config.console import overlay
 from .config.loader import McpConfig
 from .credentials import StoreVault
 from .errors import ConfigError, SwitchboardError
+from .files.artifacts import ArtifactStore
+from .files.quotas import StoreCounts
+from .files.signing import UrlSigner
 from .llm import ModelCatalogue
 from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
 from .registries import RegistryCatalogue
 from .settings import Settings
-from .signing import UrlSigner
 from .store import ConversationStore, down_store, open_store
 from .store.audit_log import AuditStore
 from .store.console_rows import ConsoleRecords
@@ -33,7 +34,6 @@ from .store.trust_rows import TrustRows
 from .store.uploads import UploadRows
 from .telemetry import Tracing
 from .tools import ServerPool
-from .upload_counts import StoreCounts
 from .user_server_rows import with_headers
 from .users_seen import UsersSeen
 

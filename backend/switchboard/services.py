@@ -8,7 +8,6 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 
-from .artifacts import ArtifactStore
 from .audit.keys import load_key
 from .audit.writer import Auditor, AuditSettings
 from .auth import Authenticator
@@ -30,13 +29,14 @@ from .chat.sealed import IncognitoSeal, seal_key
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import StoreUnavailable, SwitchboardError
-from .filestore import open_files
+from .files.artifacts import ArtifactStore
+from .files.backends import open_files
+from .files.signing import UrlSigner, load_or_create_key
 from .lifecycle import Services
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream
 from .registries import RegistryCatalogue
 from .settings import Settings
-from .signing import UrlSigner, load_or_create_key
 from .store import down_store
 from .telemetry import Tracing, model_call
 from .tools import ServerPool, ServerStatus

@@ -26,7 +26,7 @@ OWNERS = {
     "sse_starlette": {"web"},
     "opentelemetry": {"telemetry"},
     "prometheus_client": {"telemetry"},
-    "obstore": {"filestore"},
+    "obstore": {"files"},
     "cedarpy": {"policy"},
 }
 # What each layer may not import (data flows web -> chat -> (llm, tools)).

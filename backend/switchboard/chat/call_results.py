@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from ..artifacts import ArtifactStore
+from ..files.artifacts import ArtifactStore
 from ..tools import ToolOutcome
 from .events import ArtifactRef, ToolResultEvent
 

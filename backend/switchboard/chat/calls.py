@@ -11,13 +11,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..artifacts import ArtifactStore
 from ..audit.writer import Auditor
 from ..config.models import ComplianceLevels, ServerConfig
 from ..errors import SwitchboardError, ToolError, ToolQuarantined
+from ..files.artifacts import ArtifactStore
+from ..files.signing import UrlSigner
 from ..llm.types import ToolCallRequest
 from ..policy import HookRecord, Hooks
-from ..signing import UrlSigner
 from ..telemetry import tool_call_done
 from ..tools import ServerPool, ToolInfo, ToolOutcome
 from ..tools.apps import AppResource

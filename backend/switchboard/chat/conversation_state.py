@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..artifacts import StoredFile
+from ..files.artifacts import StoredFile
 from ..history import HistoryRecord
 
 __all__ = ["ConversationState", "Seed", "new_id"]

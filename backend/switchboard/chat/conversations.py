@@ -18,10 +18,10 @@ import logging
 import re
 from dataclasses import dataclass
 
-from ..artifacts import ArtifactStore
 from ..auth import User
 from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
+from ..files.artifacts import ArtifactStore
 from ..history import UserText
 from ..store import Conversation, ConversationStore, Message, NewMessage, active_path
 from .conversation_ids import ConversationIds, legacy_scoped_id

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config.models import ServerConfig
 from ..errors import ToolError
-from ..signing import UrlSigner
+from ..files.signing import UrlSigner
 from ..tools import ToolInfo
 from .file_choice import FileChooser
 from .turn_state import TurnState

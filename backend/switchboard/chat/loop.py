@@ -20,10 +20,10 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 from ..access import Access
-from ..artifacts import ArtifactStore, StoredFile
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import LLMUnavailable, SwitchboardError
+from ..files.artifacts import ArtifactStore, StoredFile
 from ..history import AssistantText, CallRecord, UserText
 from ..llm.types import Completed, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..policy import Hooks

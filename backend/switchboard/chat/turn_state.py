@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..access import Access
-from ..artifacts import StoredFile
 from ..auth import User
 from ..config.models import ComplianceLevels, ModelConfig
+from ..files.artifacts import StoredFile
 from ..history import HistoryRecord, UserText
 from ..llm.types import Completed, ToolCallRequest, Usage
 from .conversation_state import ConversationState

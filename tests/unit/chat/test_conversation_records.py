@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
 from switchboard.chat.conversations import Conversations
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
 from switchboard.store import open_store
 

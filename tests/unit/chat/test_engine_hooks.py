@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
@@ -25,6 +24,7 @@ from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.errors import Forbidden
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import ToolReply, UserText
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest

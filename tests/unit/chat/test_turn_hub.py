@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.artifacts import ArtifactStore
 from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
@@ -31,6 +30,7 @@ from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.errors import Conflict, LLMError, LLMUnavailable, NotFound, StoreError, StoreUnavailable, TooMany
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import UserText
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest

@@ -1,12 +1,12 @@
 """Artifact and upload store: bytes and, beside them, metadata, in the file store (a folder
-under the data dir, or an S3-compatible bucket: `filestore.py`), each owned by one user. Ids are
+under the data dir, or an S3-compatible bucket: `files/backends.py`), each owned by one user. Ids are
 random; file names are never used as paths. Local files are private to the app's user (0600 in a
 0700 folder).
 
 Upload quotas are counted by an `UploadCounts`: in memory for one process (`MemoryCounts`, built
 once from the metadata files on first use and kept up to date by uploads, deletes and retention,
 so an upload costs no scan), or in the conversation store when several processes share the files
-(`upload_counts.StoreCounts`).  Methods that touch the file store block (on S3, on the network):
+(`quotas.StoreCounts`).  Methods that touch the file store block (on S3, on the network):
 code on the event loop calls their `a`-named twins (`aput`, `aget`, `aread`, `adelete`), which run
 them in a worker thread, so one user's upload or artifact never holds up another user's turn."""
 
@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from .auth import normalize_email
-from .errors import BadRequest, NotFound
-from .filestore import FileBackend, LocalFiles
+from ..auth import normalize_email
+from ..errors import BadRequest, NotFound
+from .backends import FileBackend, LocalFiles
 
 __all__ = [
     "ArtifactStore",

@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
+from ..errors import SwitchboardError
+from ..store.uploads import UploadRows
 from .artifacts import Usage, check_quota
-from .errors import SwitchboardError
-from .store.uploads import UploadRows
 
 __all__ = ["StoreCounts"]
 

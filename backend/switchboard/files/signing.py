@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from .errors import Forbidden
+from ..errors import Forbidden
 
 __all__ = ["UrlSigner", "load_or_create_key"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 from urllib.parse import urlsplit
 
-from .errors import ConfigError, NotFound, StoreUnavailable
+from ..errors import ConfigError, NotFound, StoreUnavailable
 
 __all__ = ["FileBackend", "LocalFiles", "S3Files", "open_files"]
 
