@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .audit.writer import Auditor
-from .auth import Authenticator
 from .chat import ChatEngine, Conversations, TaskPoller, TurnHub
 from .chat.apps import AppBridge
 from .chat.relay import LOST as LOST_REASON
@@ -22,6 +21,7 @@ from .errors import ConfigError, SwitchboardError
 from .files.artifacts import ArtifactStore
 from .files.quotas import StoreCounts
 from .files.signing import UrlSigner
+from .identity.users import Authenticator
 from .llm import ModelCatalogue
 from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream

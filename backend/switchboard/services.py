@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 
 from .audit.keys import load_key
 from .audit.writer import Auditor, AuditSettings
-from .auth import Authenticator
 from .chat import (
     CallRunner,
     CallSettings,
@@ -32,6 +31,7 @@ from .errors import StoreUnavailable, SwitchboardError
 from .files.artifacts import ArtifactStore
 from .files.backends import open_files
 from .files.signing import UrlSigner, load_or_create_key
+from .identity.users import Authenticator
 from .lifecycle import Services
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream

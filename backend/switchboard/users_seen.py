@@ -8,9 +8,9 @@ import asyncio
 import logging
 import time
 
-from .auth import User
 from .config.models import GroupsConfig
 from .errors import SwitchboardError
+from .identity.users import User
 from .store import ConversationStore
 from .store.console_rows import ConsoleRecords
 

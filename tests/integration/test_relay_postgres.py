@@ -11,7 +11,6 @@ import asyncio
 
 import pytest
 
-from switchboard.auth import User
 from switchboard.chat.events import TaskEvent, TokenEvent
 from switchboard.chat.open_pages import ConversationPages
 from switchboard.chat.questions import ApprovalAnswer
@@ -19,6 +18,7 @@ from switchboard.chat.relay import PostgresRelay
 from switchboard.chat.relay_messages import ApprovalAsk, CancelAsk
 from switchboard.chat.task_board import TaskBoard
 from switchboard.errors import NotFound
+from switchboard.identity.users import User
 from switchboard.store import open_store
 from switchboard.store.live import LiveTurns
 

@@ -19,9 +19,9 @@ OWNERS = {
     "sqlalchemy": {"store"},
     "alembic": {"store"},
     # the OpenAI SDK is the model client's; outbound HTTP belongs to the model client, the MCP
-    # transports, the group service (auth) and the terminal client
+    # transports, the group service (identity/users.py) and the terminal client
     "openai": {"llm"},
-    "httpx": {"llm", "tools", "auth", "cli", "policy"},  # policy: a hook's HTTP policy service
+    "httpx": {"llm", "tools", "identity", "cli", "policy"},  # policy: a hook's HTTP policy service
     "httpx_sse": {"cli"},
     "sse_starlette": {"web"},
     "opentelemetry": {"telemetry"},
@@ -37,7 +37,7 @@ FORBIDDEN = {
     "config": {"chat", "web", "tools", "llm"},
     "store": {"chat", "web", "tools", "llm"},
     "history": {"chat", "web", "tools", "llm", "store"},
-    "access": {"chat", "web", "tools", "llm", "store"},
+    "identity": {"chat", "web", "tools", "llm", "store"},
     "policy": {"chat", "web", "tools", "llm", "store"},  # hooks know events, not the core that runs them
 }
 

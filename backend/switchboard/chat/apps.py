@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..access import Access
-from ..auth import User
 from ..errors import (
     BadRequest,
     Forbidden,
@@ -30,6 +28,8 @@ from ..errors import (
     ToolError,
     ToolQuarantined,
 )
+from ..identity.access import Access
+from ..identity.users import User
 from ..llm.types import ToolCallRequest
 from ..store import Conversation, Message
 from ..tools import ServerPool, ToolInfo

@@ -18,11 +18,11 @@ import logging
 import re
 from dataclasses import dataclass
 
-from ..auth import User
 from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
 from ..files.artifacts import ArtifactStore
 from ..history import UserText
+from ..identity.users import User
 from ..store import Conversation, ConversationStore, Message, NewMessage, active_path
 from .conversation_ids import ConversationIds, legacy_scoped_id
 from .conversation_state import ConversationState, new_id

@@ -19,12 +19,12 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
-from ..access import Access
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import LLMUnavailable, SwitchboardError
 from ..files.artifacts import ArtifactStore, StoredFile
 from ..history import AssistantText, CallRecord, UserText
+from ..identity.access import Access
 from ..llm.types import Completed, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..policy import Hooks
 from ..tools import ServerPool, ToolInfo

@@ -19,8 +19,8 @@ from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, assert_never
 
-from ..auth import User, normalize_email
 from ..errors import BadRequest, SwitchboardError
+from ..identity.users import User, normalize_email
 from .events import ErrorEvent, MessageDone, ServerEvent
 from .listeners import Subscription
 from .questions import ApprovalAnswer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..auth import User
+from ..identity.users import User
 from .events import ServerEvent
 from .listeners import Subscription
 from .questions import ApprovalAnswer
@@ -35,7 +35,7 @@ class Turn(Protocol):
 
 
 class Identities(Protocol):
-    """The identity door (auth.py `Authenticator`)."""
+    """The identity door (identity/users.py `Authenticator`)."""
 
     async def refresh(self, user: User) -> User:
         """The same user, with groups and admin worked out from the current configuration."""

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..access import Access
-from ..auth import User
 from ..config.models import ComplianceLevels, ModelConfig
 from ..files.artifacts import StoredFile
 from ..history import HistoryRecord, UserText
+from ..identity.access import Access
+from ..identity.users import User
 from ..llm.types import Completed, ToolCallRequest, Usage
 from .conversation_state import ConversationState
 from .events import ErrorEvent, ServerEvent

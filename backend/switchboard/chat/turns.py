@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
-from ..auth import User
 from ..errors import Conflict, NotFound, TooMany
+from ..identity.users import User
 from ..telemetry import turn_finished, turn_span
 from .conversation_state import Seed
 from .conversations import Conversations

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from ..auth import normalize_email
 from ..errors import BadRequest, NotFound
+from ..identity.users import normalize_email
 from .backends import FileBackend, LocalFiles
 
 __all__ = [

@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from ..access import Access
-from ..auth import User
 from ..config import load_app_config
 from ..errors import BadRequest, Forbidden, NotFound
+from ..identity.access import Access
+from ..identity.users import User
 from ..services import Services
 from .deps import current_user, services_of
 

@@ -10,10 +10,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from ..access import Access
 from ..audit.export import exported, record_of
-from ..auth import User
 from ..errors import BadRequest, Forbidden, StoreUnavailable
+from ..identity.access import Access
+from ..identity.users import User
 from ..services import Services
 from ..store.audit_log import AuditQuery, AuditStore
 from .deps import current_user, services_of

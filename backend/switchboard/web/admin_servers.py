@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from ..auth import User
 from ..console import ConsoleServers
 from ..errors import BadRequest, StoreUnavailable
+from ..identity.users import User
 from .admin import admin_services, restart_server
 from .deps import current_user, services_of
 

@@ -9,9 +9,9 @@ from cachetools import LRUCache
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..access import Access
-from ..auth import User
 from ..errors import Forbidden, NotFound
+from ..identity.access import Access
+from ..identity.users import User
 from ..services import Services
 from ..tools import ToolInfo
 from ..tools.trust import LEGACY

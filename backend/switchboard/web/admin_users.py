@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict
 
-from ..access import administers
-from ..auth import User, normalize_email
 from ..errors import BadRequest, NotFound, StoreUnavailable
+from ..identity.access import administers
+from ..identity.users import User, normalize_email
 from ..services import Services
 from ..store.console_rows import ConsoleRecords
 from ..tools.user_sessions import UserSessions

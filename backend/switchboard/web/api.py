@@ -11,13 +11,13 @@ from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ..access import Access
-from ..auth import User
 from ..chat.approvals import approval_reason
 from ..chat.gateway import exposure_report
 from ..chat.render import render_markdown
 from ..errors import BadRequest, NotFound
 from ..files.artifacts import ArtifactStore, StoredFile
+from ..identity.access import Access
+from ..identity.users import User
 from .artifact_theme import follow_page_theme, quiet_network
 from .connect import auth_entry
 from .deps import current_user, services_of

@@ -18,7 +18,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from ..auth import User
+from ..identity.users import User
 from .deps import current_user
 
 __all__ = ["mount_docs"]

@@ -25,8 +25,6 @@ from typing import Annotated, Any, assert_never
 from fastapi import APIRouter, Depends, Header, Request
 from pydantic import ValidationError
 
-from ..access import Access
-from ..auth import User
 from ..chat import Preferences, Subscription
 from ..chat.conversation_state import Seed, new_id
 from ..chat.events import (
@@ -44,6 +42,8 @@ from ..chat.events import (
     ToolStart,
 )
 from ..errors import BadRequest, NotFound, SwitchboardError
+from ..identity.access import Access
+from ..identity.users import User
 from .deps import current_user, services_of
 from .error_render import ErrorBody, render
 from .openai_request import CompletionRequest, history_of

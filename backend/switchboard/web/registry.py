@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from ..access import Access
-from ..auth import User
+from ..identity.access import Access
+from ..identity.users import User
 from ..registries import describe, offered_to
 from .deps import current_user, services_of
 

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from ..auth import User
 from ..errors import NotFound, StoreUnavailable
+from ..identity.users import User
 from ..services import Services
 from ..user_servers import UserServers
 from .admin_tools import Approval, Decided, _review

@@ -14,8 +14,6 @@ from contextlib import suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
 
-from ..access import Access
-from ..auth import User
 from ..chat import ApprovalAnswer, Subscription
 from ..chat.conversation_state import new_id
 from ..chat.events import (
@@ -32,6 +30,8 @@ from ..chat.events import (
     parse_client_message,
 )
 from ..errors import BadRequest, SwitchboardError
+from ..identity.access import Access
+from ..identity.users import User
 from ..services import Services
 from ..telemetry import sessions_changed
 from ..tools.catalogue_watch import RELOADED

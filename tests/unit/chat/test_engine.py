@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from fastmcp import Context, FastMCP
 
-from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
     CallRunner,
@@ -25,6 +24,7 @@ from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import AssistantText, ToolReply, UserText
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
 from switchboard.tools import ServerPool

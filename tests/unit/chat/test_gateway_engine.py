@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
     CallRunner,
@@ -24,6 +23,7 @@ from switchboard.chat.gateway import GATEWAY_TOOLS
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.files.artifacts import ArtifactStore
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import Completed, TextDelta, ToolCallRequest
 from switchboard.tools import ServerPool

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
     CallRunner,
@@ -32,6 +31,7 @@ from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig,
 from switchboard.errors import Conflict, LLMError, LLMUnavailable, NotFound, StoreError, StoreUnavailable, TooMany
 from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import UserText
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
 from switchboard.store import down_store, open_store

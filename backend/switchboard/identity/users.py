@@ -25,13 +25,13 @@ from typing import Protocol
 import httpx
 from cachetools import TTLCache
 
-from .config.models import GroupsConfig
-from .errors import Unauthorized
-from .settings import Settings
+from ..config.models import GroupsConfig
+from ..errors import Unauthorized
+from ..settings import Settings
 
 __all__ = ["Authenticator", "GroupService", "RequestHeaders", "User", "normalize_email"]
 
-log = logging.getLogger("switchboard.auth")
+log = logging.getLogger("switchboard.identity.users")
 
 PROXY_SECRET_HEADER = "x-proxy-secret"
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .auth import User
-from .config.models import ComplianceLevels, GroupsConfig, ModelConfig, ServerConfig
+from ..config.models import ComplianceLevels, GroupsConfig, ModelConfig, ServerConfig
+from .users import User
 
 __all__ = ["Access", "Action", "administers"]
 
