@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from .files.signing import load_or_create_key
 from .store.credentials import CredentialRecords
 from .store.repo import ConversationStore
-from .tools.vault import PendingSignIn
+from .tools.oauth.vault import PendingSignIn
 
 __all__ = ["SecretBox", "StoreVault", "credential_key"]
 

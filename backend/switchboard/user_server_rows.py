@@ -9,7 +9,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from .store.console_rows import ConsoleRow
-from .tools.vault import CredentialVault
+from .tools.oauth.vault import CredentialVault
 
 __all__ = ["HEADERS", "guard_for", "internal_name", "with_headers"]
 

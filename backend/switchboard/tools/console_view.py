@@ -14,7 +14,7 @@ from ..config.models import ServerConfig
 from .connection import ServerConnection
 from .launch import stderr_path
 from .models import ServerStatus
-from .oauth_guard import _is_ip, _public, _resolve
+from .oauth.url_guard import _is_ip, _public, _resolve
 from .pool import ServerPool
 from .stdio import stderr_tail
 

@@ -21,14 +21,14 @@ from .catalogue_watch import CatalogueWatch
 from .connection import ServerConnection
 from .launch import EarlyStarts
 from .models import ServerStatus
-from .oauth import SignIns
+from .oauth.flow import SignIns
+from .oauth.vault import CredentialVault, MemoryVault
 from .pins import ToolPins
 from .pool_calls import PoolTraffic
 from .pool_users import PerUserServers
 from .registry import ToolRegistry
 from .trust import Trust
 from .user_sessions import UserSessions
-from .vault import CredentialVault, MemoryVault
 
 __all__ = ["Readiness", "ServerPool"]
 

@@ -23,7 +23,7 @@ from .user_sessions import UserSessions
 
 if TYPE_CHECKING:
     from .apps import AppResources
-    from .oauth import SignIns
+    from .oauth.flow import SignIns
 
 __all__ = ["PoolTraffic"]
 

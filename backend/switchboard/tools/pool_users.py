@@ -17,8 +17,8 @@ from .user_sessions import UserSessions
 if TYPE_CHECKING:
     from .apps import AppResources
     from .catalogue_watch import CatalogueWatch
-    from .oauth import SignIns
-    from .vault import CredentialVault
+    from .oauth.flow import SignIns
+    from .oauth.vault import CredentialVault
 
 __all__ = ["PerUserServers"]
 

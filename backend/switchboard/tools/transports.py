@@ -18,7 +18,7 @@ from mcp import ClientSession, StdioServerParameters
 from ..config.models import ServerConfig
 from .diagnostics import HttpTrace, http_client_factory
 from .launch import FILES_ORIGIN_ENV, EarlyStarts, Launch, stderr_path, stdio_launch
-from .oauth_guard import POLICY_KEY, EndpointPolicy, origin_of
+from .oauth.url_guard import POLICY_KEY, EndpointPolicy, origin_of
 from .stdio import ProcessEnd, ServerExited, stdio_streams
 
 if TYPE_CHECKING:

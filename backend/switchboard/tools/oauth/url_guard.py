@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 import httpx2
 from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 
-from ..errors import SignInFailed
-from ..settings import is_loopback_host
+from ...errors import SignInFailed
+from ...settings import is_loopback_host
 
 __all__ = [
     "POLICY_KEY",

@@ -22,7 +22,7 @@ from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.utils import extract_field_from_www_auth
 
 from .dpop import DPoPKey, htu
-from .oauth_storage import VaultStorage
+from .storage import VaultStorage
 
 __all__ = ["DPoPAuth"]
 

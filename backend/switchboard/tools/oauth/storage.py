@@ -15,7 +15,7 @@ from typing import Any
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 
-from ..config.models import OAuthConfig
+from ...config.models import OAuthConfig
 from .dpop import DPoPKey
 from .vault import CredentialVault
 

@@ -35,11 +35,11 @@ from mcp.client.auth.utils import validate_authorization_response_iss
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthMetadata, ProtectedResourceMetadata
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from ..config.models import OAuthConfig, ServerConfig
-from ..errors import BadRequest, Forbidden, NeedsAuth, SignInFailed, SwitchboardError, ToolError
-from .oauth_guard import POLICY_KEY, EndpointPolicy, is_local_url, origin_of, pinned_transport, sign_in_failure
-from .oauth_provider import GuardedClientCredentials, GuardedPrivateKeyJWT, Parked, Provider
-from .oauth_storage import MemoryStorage, VaultStorage
+from ...config.models import OAuthConfig, ServerConfig
+from ...errors import BadRequest, Forbidden, NeedsAuth, SignInFailed, SwitchboardError, ToolError
+from .provider import GuardedClientCredentials, GuardedPrivateKeyJWT, Parked, Provider
+from .storage import MemoryStorage, VaultStorage
+from .url_guard import POLICY_KEY, EndpointPolicy, is_local_url, origin_of, pinned_transport, sign_in_failure
 from .vault import CredentialVault
 
 __all__ = ["SignIns"]

@@ -23,10 +23,10 @@ from mcp.client.auth.utils import issuers_match, union_scopes
 from mcp.shared.auth import OAuthClientMetadata, OAuthToken
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 
-from ..errors import NeedsAuth, SignInFailed
-from .oauth_dpop import DPoPAuth
-from .oauth_guard import EndpointPolicy, GuardedAuth
-from .oauth_storage import VaultStorage, margin
+from ...errors import NeedsAuth, SignInFailed
+from .dpop_provider import DPoPAuth
+from .storage import VaultStorage, margin
+from .url_guard import EndpointPolicy, GuardedAuth
 
 __all__ = ["GuardedClientCredentials", "GuardedPrivateKeyJWT", "Parked", "Provider"]
 
