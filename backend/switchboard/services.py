@@ -40,7 +40,7 @@ from .settings import Settings
 from .store import down_store
 from .telemetry import Tracing, model_call
 from .tools import ServerPool, ServerStatus
-from .tools.launch import EarlyStarts
+from .tools.servers.launch import EarlyStarts
 
 __all__ = ["Services", "build_services"]  # Services lives in lifecycle.py
 

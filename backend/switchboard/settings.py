@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
     # Bundled stdio servers (backend/mcp/) forked from one parent that has imported fastmcp
-    # (tools/forked.py) instead of each importing it afresh; false starts each on its own.
+    # (tools/servers/forked.py) instead of each importing it afresh; false starts each on its own.
     fork_servers: bool = True
     # MCP 2026-07-28 multi round-trip requests: rounds of `input_required` answered before a
     # server that keeps asking is cut off (its call fails with a message that says so).

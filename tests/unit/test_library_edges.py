@@ -10,7 +10,7 @@ called) or a moved import break at run time.
   the same answer: it uses litellm's own exception mapping, finish-reason mapping and
   optional-parameter rules (internal modules), and builds the OpenAI SDK's exception for an error
   response the way the SDK's client does (a private method of the SDK, compared below).
-- `tools/stdio.py` keeps the MCP SDK's process handling for stdio servers (spawn in its own
+- `tools/servers/stdio.py` keeps the MCP SDK's process handling for stdio servers (spawn in its own
   process group, the shutdown sequence, its waits) and replaces only the reader; it calls the
   SDK's helpers for those, and runs the shutdown sequence itself with a shorter grace.
 - `tools/oauth/provider.py` subclasses the MCP SDK's `OAuthClientProvider` to authenticate a pre-registered
@@ -142,4 +142,6 @@ def test_the_oauth_context_still_computes_token_expiry_where_the_host_replaces_i
 def test_the_mcp_stdio_helpers_the_host_reuses_are_there(name):
     from mcp.client import stdio
 
-    assert hasattr(stdio, name), f"mcp.client.stdio.{name} is gone: re-check tools/stdio.py against this MCP SDK"
+    assert hasattr(stdio, name), (
+        f"mcp.client.stdio.{name} is gone: re-check tools/servers/stdio.py against this MCP SDK"
+    )

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("PY_KEY_VALUE_DISABLE_BEARTYPE", "true")
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
     from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
     from .naming import qualify
-    from .pool import ServerPool
     from .registry import ToolRegistry
     from .results import parse_result
+    from .servers.connection import ServerConnection
+    from .servers.pool import ServerPool
 
 __all__ = [
     "CallSink",
@@ -36,14 +36,14 @@ __all__ = [
 ]
 
 _HOMES = {
-    "ServerConnection": "connection",
+    "ServerConnection": "servers.connection",
     "CallSink": "models",
     "RawArtifact": "models",
     "ServerStatus": "models",
     "ToolInfo": "models",
     "ToolOutcome": "models",
     "qualify": "naming",
-    "ServerPool": "pool",
+    "ServerPool": "servers.pool",
     "ToolRegistry": "registry",
     "parse_result": "results",
 }

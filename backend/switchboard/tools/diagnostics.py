@@ -25,7 +25,7 @@ from mcp import MCPError
 
 from ..errors import ConfigError, SignInFailed
 from .oauth.url_guard import pinned_transport
-from .stdio import ServerExited, last_lines, stderr_tail
+from .servers.stdio import ServerExited, last_lines, stderr_tail
 
 __all__ = ["HttpTrace", "caused_by", "describe_failure", "http_client_factory"]
 

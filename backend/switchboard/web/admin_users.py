@@ -14,7 +14,7 @@ from ..identity.access import administers
 from ..identity.users import User, normalize_email
 from ..services import Services
 from ..store.console_rows import ConsoleRecords
-from ..tools.user_sessions import UserSessions
+from ..tools.servers.user_sessions import UserSessions
 from .admin import admin_services
 from .deps import current_user
 from .ws import OpenSockets

@@ -19,7 +19,7 @@ from ..errors import BadRequest, SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
-from ..tools.launch import EarlyStarts
+from ..tools.servers.launch import EarlyStarts
 from . import (
     admin,
     admin_audit,

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .forked import Zygote, forkable
 
 if TYPE_CHECKING:
     from anyio.abc import Process
 
-    from ..config.loader import McpConfig
-    from ..config.models import ServerConfig
+    from ...config.loader import McpConfig
+    from ...config.models import ServerConfig
 
 __all__ = [
     "CA_ENV",

@@ -27,19 +27,19 @@ from pydantic import ValidationError
 
 from mcp import MCPError
 
-from .. import __version__
-from ..config.models import ServerConfig
-from ..errors import NeedsAuth
-from .apps import APP_MIME, UI_EXTENSION
-from .call_traffic import CallTraffic
+from ... import __version__
+from ...config.models import ServerConfig
+from ...errors import NeedsAuth
+from ..apps import APP_MIME, UI_EXTENSION
+from ..call_traffic import CallTraffic
+from ..diagnostics import HttpTrace, caused_by, describe_failure
+from ..freshness import ReadCache, keep_listening, list_cache
+from ..models import ServerStatus
+from ..skills import SkillEntry, SkillsClientExtension, declares_skills, list_skills
+from ..tasks import HostTasksExtension
 from .connection_calls import ConnectionCalls
-from .diagnostics import HttpTrace, caused_by, describe_failure
-from .freshness import ReadCache, keep_listening, list_cache
 from .launch import EarlyStarts
-from .models import ServerStatus
-from .skills import SkillEntry, SkillsClientExtension, declares_skills, list_skills
 from .stdio import stderr_tail
-from .tasks import HostTasksExtension
 from .transports import build_transport, stderr_path
 
 __all__ = ["ServerConnection"]

@@ -17,15 +17,15 @@ from pydantic import ValidationError
 
 from mcp import MCPError
 
-from ..config.models import ServerConfig
-from ..errors import ServerUnavailable, ToolError, ToolTimeout
-from .call_traffic import Activity, CallTraffic
-from .diagnostics import HttpTrace, describe_failure
-from .models import CallSink, ServerStatus
-from .tasks import TaskHandle, TaskStarted
+from ...config.models import ServerConfig
+from ...errors import ServerUnavailable, ToolError, ToolTimeout
+from ..call_traffic import Activity, CallTraffic
+from ..diagnostics import HttpTrace, describe_failure
+from ..models import CallSink, ServerStatus
+from ..tasks import TaskHandle, TaskStarted
 
 if TYPE_CHECKING:
-    from .freshness import ReadCache
+    from ..freshness import ReadCache
 
 __all__ = ["ConnectionCalls"]
 

@@ -15,10 +15,10 @@ from fastmcp.client.transports.base import TransportOptions
 
 from mcp import ClientSession, StdioServerParameters
 
-from ..config.models import ServerConfig
-from .diagnostics import HttpTrace, http_client_factory
+from ...config.models import ServerConfig
+from ..diagnostics import HttpTrace, http_client_factory
+from ..oauth.url_guard import POLICY_KEY, EndpointPolicy, origin_of
 from .launch import FILES_ORIGIN_ENV, EarlyStarts, Launch, stderr_path, stdio_launch
-from .oauth.url_guard import POLICY_KEY, EndpointPolicy, origin_of
 from .stdio import ProcessEnd, ServerExited, stdio_streams
 
 if TYPE_CHECKING:

@@ -14,21 +14,21 @@ from typing import Any
 
 from fastmcp.client.transports import FastMCPTransport
 
-from ..config.loader import McpConfig
-from ..config.models import ServerConfig
-from .apps import AppResources
-from .catalogue_watch import CatalogueWatch
+from ...config.loader import McpConfig
+from ...config.models import ServerConfig
+from ..apps import AppResources
+from ..catalogue_watch import CatalogueWatch
+from ..models import ServerStatus
+from ..oauth.flow import SignIns
+from ..oauth.vault import CredentialVault, MemoryVault
+from ..pins import ToolPins
+from ..registry import ToolRegistry
+from ..trust import Trust
+from .calls import PoolTraffic
 from .connection import ServerConnection
 from .launch import EarlyStarts
-from .models import ServerStatus
-from .oauth.flow import SignIns
-from .oauth.vault import CredentialVault, MemoryVault
-from .pins import ToolPins
-from .pool_calls import PoolTraffic
-from .pool_users import PerUserServers
-from .registry import ToolRegistry
-from .trust import Trust
 from .user_sessions import UserSessions
+from .users import PerUserServers
 
 __all__ = ["Readiness", "ServerPool"]
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import httpx2
 
-from ..config.models import ServerConfig
-from ..errors import NeedsAuth, ServerUnavailable
+from ...config.models import ServerConfig
+from ...errors import NeedsAuth, ServerUnavailable
+from ..models import ServerStatus
 from .connection import ServerConnection
-from .models import ServerStatus
 
 __all__ = ["Credential", "Listing", "UserSessions"]
 

@@ -8,17 +8,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..config.models import ServerConfig
-from ..errors import NeedsAuth, ServerUnavailable, ToolError
+from ...config.models import ServerConfig
+from ...errors import NeedsAuth, ServerUnavailable, ToolError
+from ..models import ServerStatus
 from .connection import ServerConnection
-from .models import ServerStatus
 from .user_sessions import UserSessions
 
 if TYPE_CHECKING:
-    from .apps import AppResources
-    from .catalogue_watch import CatalogueWatch
-    from .oauth.flow import SignIns
-    from .oauth.vault import CredentialVault
+    from ..apps import AppResources
+    from ..catalogue_watch import CatalogueWatch
+    from ..oauth.flow import SignIns
+    from ..oauth.vault import CredentialVault
 
 __all__ = ["PerUserServers"]
 

@@ -11,19 +11,19 @@ from urllib.parse import urlsplit
 
 from mcp import MCPError
 
-from ..errors import NeedsAuth, ServerUnavailable, ToolError
-from ..telemetry import mcp_span
-from .apps import AppResource, parse_app_resource
+from ...errors import NeedsAuth, ServerUnavailable, ToolError
+from ...telemetry import mcp_span
+from ..apps import AppResource, parse_app_resource
+from ..models import CallSink, RawArtifact, ToolInfo, ToolOutcome
+from ..results import add_resource_contents, finish_text, parse_result
+from ..skills import SkillEntry, bytes_of, text_of, verify_skill_file
+from ..tasks import TaskChannel, TaskHandle
 from .connection import ServerConnection
-from .models import CallSink, RawArtifact, ToolInfo, ToolOutcome
-from .results import add_resource_contents, finish_text, parse_result
-from .skills import SkillEntry, bytes_of, text_of, verify_skill_file
-from .tasks import TaskChannel, TaskHandle
 from .user_sessions import UserSessions
 
 if TYPE_CHECKING:
-    from .apps import AppResources
-    from .oauth.flow import SignIns
+    from ..apps import AppResources
+    from ..oauth.flow import SignIns
 
 __all__ = ["PoolTraffic"]
 
