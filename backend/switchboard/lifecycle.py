@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from .audit.writer import Auditor
 from .chat import ChatEngine, Conversations, TaskPoller, TurnHub
 from .chat.apps import AppBridge
-from .chat.relay import LOST as LOST_REASON
-from .chat.relay import LocalRelay
+from .chat.relay.postgres import LOST as LOST_REASON
+from .chat.relay.postgres import LocalRelay
 from .config import AppConfig, load_app_config
 from .config.console import overlay
 from .config.loader import McpConfig
@@ -167,7 +167,7 @@ class Services:
 
     async def _relay_on(self, store: ConversationStore) -> None:
         """Several processes may share this database: turns are reachable from each of them."""
-        from .chat.relay import PostgresRelay
+        from .chat.relay.postgres import PostgresRelay
         from .store.live import LiveTurns
 
         async def lost(conversation_id: str, owner: str) -> None:

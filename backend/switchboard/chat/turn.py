@@ -10,7 +10,7 @@ from typing import Protocol
 from .events import ElicitationRequest, ServerEvent, TokenEvent
 from .listeners import END as _END
 from .listeners import Subscription
-from .relay_seam import Relay
+from .relay.seam import Relay
 from .turn_state import TurnState
 from .unfinished import StoppedBy
 

@@ -27,9 +27,9 @@ from .listeners import Subscription
 from .loop import ChatEngine
 from .open_pages import ConversationPages
 from .questions import ASK, ApprovalAnswer, Preferences, Questions
-from .relay import LocalRelay, Relay
-from .relay_messages import ApprovalAsk, CancelAsk, ElicitationAsk
-from .relay_seam import Identities
+from .relay.messages import ApprovalAsk, CancelAsk, ElicitationAsk
+from .relay.postgres import LocalRelay, Relay
+from .relay.seam import Identities
 from .task_board import TaskBoard
 from .turn import Turn
 from .turn_state import PreparedTurn, TurnState

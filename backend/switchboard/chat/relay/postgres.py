@@ -4,8 +4,8 @@ A turn runs in the process that started it; `Relay` carries to it what the user 
 process (attach, answers, cancel) and carries its events back. `LocalRelay`: one process (SQLite).
 `PostgresRelay`: `live_turns` says which process runs a turn, LISTEN/NOTIFY carries messages (one
 outbox per process: store/live.py), a followed turn's events go inside them (kept in `turn_events`
-for late followers: chat/relay_follow.py). Each process heartbeats; the turns of one silent past
-the lease end as failed. Messages: chat/relay_messages.py (on `sb_<process>`, or `sb_all`: events
+for late followers: chat/relay/follow.py). Each process heartbeats; the turns of one silent past
+the lease end as failed. Messages: chat/relay/messages.py (on `sb_<process>`, or `sb_all`: events
 outside turns, reload, credentials, trust, admin); one another version sent is logged, dropped."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, assert_never
 
-from ..errors import BadRequest, SwitchboardError
-from ..identity.users import User, normalize_email
-from .events import ErrorEvent, MessageDone, ServerEvent
-from .listeners import Subscription
-from .questions import ApprovalAnswer
-from .relay_follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
-from .relay_messages import (
+from ...errors import BadRequest, SwitchboardError
+from ...identity.users import User, normalize_email
+from ..events import ErrorEvent, MessageDone, ServerEvent
+from ..listeners import Subscription
+from ..questions import ApprovalAnswer
+from .follow import Pieces, RemoteTurn, Shared, channel, pieces, read_event
+from .messages import (
     Ack,
     AdminChanged,
     ApprovalAsk,
@@ -49,10 +49,10 @@ from .relay_messages import (
     UserEvent,
     encode,
 )
-from .relay_seam import LocalRelay, Relay, Turn, TurnHub
+from .seam import LocalRelay, Relay, Turn, TurnHub
 
 if TYPE_CHECKING:
-    from ..store.live import LiveTurns
+    from ...store.live import LiveTurns
 
 __all__ = ["LocalRelay", "PostgresRelay", "Relay", "Turn", "TurnHub"]
 

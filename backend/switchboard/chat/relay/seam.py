@@ -1,19 +1,19 @@
-"""The seam between the turn hub and the other app processes (chat/relay.py): what the relay
+"""The seam between the turn hub and the other app processes (chat/relay/postgres.py): what the relay
 needs of a turn and of the hub, the interface every relay has, and the one-process relay."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ..identity.users import User
-from .events import ServerEvent
-from .listeners import Subscription
-from .questions import ApprovalAnswer
-from .relay_messages import AskRequest
+from ...identity.users import User
+from ..events import ServerEvent
+from ..listeners import Subscription
+from ..questions import ApprovalAnswer
+from .messages import AskRequest
 
 if TYPE_CHECKING:
-    from .open_pages import ConversationPages
-    from .task_board import TaskBoard
+    from ..open_pages import ConversationPages
+    from ..task_board import TaskBoard
 
 __all__ = ["Identities", "LocalRelay", "Relay", "Turn", "TurnHub"]
 

@@ -1,4 +1,4 @@
-"""The messages between app processes (chat/relay.py), as typed models: one per operation, told
+"""The messages between app processes (chat/relay/postgres.py), as typed models: one per operation, told
 apart by `op`, with readable names in code and short keys on the wire (a NOTIFY payload holds at
 most `MAX_PAYLOAD` bytes: store/live.py). `encode` makes a message's text (compact ASCII JSON, so
 its length is its size), `decode` reads one back and raises `ValueError` (pydantic's

@@ -18,10 +18,10 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from ..store.live import MAX_PAYLOAD, EventRow, Note
-from .events import ServerEvent, event_from_json
-from .listeners import END, Subscription
-from .relay_messages import EventBatch, EventsInTable, PageEvent, UserEvent, encode
+from ...store.live import MAX_PAYLOAD, EventRow, Note
+from ..events import ServerEvent, event_from_json
+from ..listeners import END, Subscription
+from .messages import EventBatch, EventsInTable, PageEvent, UserEvent, encode
 
 __all__ = ["Pieces", "RemoteTurn", "Shared", "channel", "event_messages", "pieces", "read_event"]
 
