@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from .audit.writer import Auditor
 from .chat import ChatEngine, Conversations, TaskPoller, TurnHub
-from .chat.apps import AppBridge
+from .chat.apps.bridge import AppBridge
 from .chat.relay.postgres import LOST as LOST_REASON
 from .chat.relay.postgres import LocalRelay
 from .config import AppConfig, load_app_config

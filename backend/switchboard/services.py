@@ -22,9 +22,9 @@ from .chat import (
     TurnLimits,
     UserLimits,
 )
-from .chat.apps import AppBridge, AppLimits
+from .chat.apps.bridge import AppBridge, AppLimits
 from .chat.conversation_ids import ConversationIds, id_key
-from .chat.sealed import IncognitoSeal, seal_key
+from .chat.incognito.sealed import IncognitoSeal, seal_key
 from .config import AppConfig, load_app_config
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import StoreUnavailable, SwitchboardError

@@ -16,7 +16,7 @@ from switchboard.chat.open_pages import ConversationPages
 from switchboard.chat.questions import ApprovalAnswer
 from switchboard.chat.relay.messages import ApprovalAsk, CancelAsk
 from switchboard.chat.relay.postgres import PostgresRelay
-from switchboard.chat.task_board import TaskBoard
+from switchboard.chat.tasks.board import TaskBoard
 from switchboard.errors import NotFound
 from switchboard.identity.users import User
 from switchboard.store import open_store

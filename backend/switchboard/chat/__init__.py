@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from .conversations import ConversationLimits, Conversations
     from .loop import ChatEngine
     from .questions import ApprovalAnswer, Preferences
-    from .task_board import TaskBoard
-    from .tasks import TaskPoller, TaskSettings
+    from .tasks.board import TaskBoard
+    from .tasks.poller import TaskPoller, TaskSettings
     from .turn_state import TurnLimits, TurnState
     from .turns import Subscription, Turn, TurnHub, UserLimits
 
@@ -31,9 +31,9 @@ _HOME = {
     "ApprovalAnswer": "questions",
     "Preferences": "questions",
     "ConversationState": "conversation_state",
-    "TaskBoard": "task_board",
-    "TaskPoller": "tasks",
-    "TaskSettings": "tasks",
+    "TaskBoard": "tasks.board",
+    "TaskPoller": "tasks.poller",
+    "TaskSettings": "tasks.poller",
     "Subscription": "turns",
     "Turn": "turns",
     "TurnHub": "turns",

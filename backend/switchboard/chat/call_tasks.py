@@ -1,5 +1,5 @@
 """A tool call the server runs as a background task (MCP Tasks): handed to the process's task
-poller (chat/tasks.py), which keeps it with the conversation; the call's own result says so."""
+poller (chat/tasks/poller.py), which keeps it with the conversation; the call's own result says so."""
 
 from __future__ import annotations
 

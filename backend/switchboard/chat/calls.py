@@ -77,7 +77,7 @@ class CallRunner:
         self._compliance = compliance
         self._settings = settings
         self._signer = signer
-        self.tasks: TaskAdopter | None = None  # the process's task poller (chat/tasks.py), set when built
+        self.tasks: TaskAdopter | None = None  # the process's task poller (chat/tasks/poller.py), set when built
         self.hooks = Hooks()  # hooks.json (the engine hands it the configuration's)
         self.audit: Auditor | None = None  # the audit log (every call ends in one record), set when built
 

@@ -11,10 +11,10 @@ from ..history import AssistantText, ToolReply
 from ..llm.types import Usage
 from .conversation_state import new_id
 from .events import ErrorEvent, MessageDone, ServerEvent, ToolResultEvent
-from .render import INLINE_CHARS, render_markdown, rendered
 from .tool_round import Recorder
 from .turn_state import TurnState, retrieved
 from .unfinished import unfinished_text
+from .views.render import INLINE_CHARS, render_markdown, rendered
 
 __all__ = ["announced", "close_turn"]
 

@@ -28,7 +28,7 @@ from ..identity.access import Access
 from ..llm.types import Completed, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..policy import Hooks
 from ..tools import ServerPool, ToolInfo
-from .app_context import app_context_text
+from .apps.context import app_context_text
 from .attachments import attach
 from .calls import CallRunner
 from .closing import announced, close_turn
@@ -45,11 +45,11 @@ from .events import (
 )
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .growing import GrowingText
-from .live_render import LiveRender
 from .policy_points import refused, turn_facts
 from .skills import SKILL_TOOLS, SkillShelf
 from .tool_round import Recorder, run_calls
 from .turn_state import Announcement, PreparedTurn, TurnLimits, TurnState, retrieved
+from .views.live_render import LiveRender
 
 __all__ = ["CALL_RECORD_DELAY_S", "ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 

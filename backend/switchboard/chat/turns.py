@@ -30,7 +30,7 @@ from .questions import ASK, ApprovalAnswer, Preferences, Questions
 from .relay.messages import ApprovalAsk, CancelAsk, ElicitationAsk
 from .relay.postgres import LocalRelay, Relay
 from .relay.seam import Identities
-from .task_board import TaskBoard
+from .tasks.board import TaskBoard
 from .turn import Turn
 from .turn_state import PreparedTurn, TurnState
 
@@ -297,7 +297,7 @@ class TurnHub:
         self, user: User, request_id: str, action: str, content: dict | None, *, local_only: bool = False
     ) -> None:
         if self.task_questions is not None and self.task_questions.answer(user.email, request_id, action, content):
-            return  # a background task's question (chat/tasks.py)
+            return  # a background task's question (chat/tasks/poller.py)
         try:
             questions = self._asking(user, request_id, approvals=False)
         except NotFound:

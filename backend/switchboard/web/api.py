@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from ..chat.approvals import approval_reason
 from ..chat.gateway import exposure_report
-from ..chat.render import render_markdown
+from ..chat.views.render import render_markdown
 from ..errors import BadRequest, NotFound
 from ..files.artifacts import ArtifactStore, StoredFile
 from ..identity.access import Access

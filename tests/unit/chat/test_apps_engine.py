@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ConversationState, TurnState
-from switchboard.chat.app_context import app_context_text
+from switchboard.chat.apps.context import app_context_text
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig

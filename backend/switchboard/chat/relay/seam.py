@@ -13,7 +13,7 @@ from .messages import AskRequest
 
 if TYPE_CHECKING:
     from ..open_pages import ConversationPages
-    from ..task_board import TaskBoard
+    from ..tasks.board import TaskBoard
 
 __all__ = ["Identities", "LocalRelay", "Relay", "Turn", "TurnHub"]
 

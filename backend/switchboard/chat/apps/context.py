@@ -9,8 +9,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import BadRequest
-from ..store import Message
+from ...errors import BadRequest
+from ...store import Message
 
 __all__ = ["MAX_APP_CONTEXT_CHARS", "app_context_text", "app_contexts", "model_context_of"]
 

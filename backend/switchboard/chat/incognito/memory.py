@@ -14,7 +14,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from .conversation_state import ConversationState
+from ..conversation_state import ConversationState
 
 __all__ = ["IncognitoMemory"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .events import ServerEvent
+from ..events import ServerEvent
 
 __all__ = ["TaskBoard"]
 

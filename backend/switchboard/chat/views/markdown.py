@@ -15,8 +15,8 @@ import unicodedata
 from collections import defaultdict
 from typing import Any
 
-from ..store import Conversation, Message, active_path
-from .export_safe import code_span, fenced, safe_inline, safe_markdown
+from ...store import Conversation, Message, active_path
+from .markdown_safe import code_span, fenced, safe_inline, safe_markdown
 
 __all__ = ["export_filename", "export_markdown", "unsigned"]
 

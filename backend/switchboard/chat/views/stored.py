@@ -9,8 +9,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ..store import Conversation, Message, Outline, active_path
-from .export_md import unsigned
+from ...store import Conversation, Message, Outline, active_path
+from .markdown import unsigned
 from .render import render_markdown
 
 __all__ = ["conversation_view", "export_json", "page_view", "siblings_of"]

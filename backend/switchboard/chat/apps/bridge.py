@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     BadRequest,
     Forbidden,
     NotARequest,
@@ -28,16 +28,16 @@ from ..errors import (
     ToolError,
     ToolQuarantined,
 )
-from ..identity.access import Access
-from ..identity.users import User
-from ..llm.types import ToolCallRequest
-from ..store import Conversation, Message
-from ..tools import ServerPool, ToolInfo
-from ..tools.apps import features_of, permissions_of
-from .app_context import model_context_of
-from .calls import CallRunner, ExecutedCall
-from .events import ServerEvent
-from .turns import TurnHub
+from ...identity.access import Access
+from ...identity.users import User
+from ...llm.types import ToolCallRequest
+from ...store import Conversation, Message
+from ...tools import ServerPool, ToolInfo
+from ...tools.apps import features_of, permissions_of
+from ..calls import CallRunner, ExecutedCall
+from ..events import ServerEvent
+from ..turns import TurnHub
+from .context import model_context_of
 
 __all__ = ["AppBridge", "AppLimits", "RequestBuckets"]
 

@@ -19,15 +19,15 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ServerUnavailable, SwitchboardError, TaskGone, TooMany
-from ..store.tasks import TaskRecord, TaskRecords
-from ..tools import ServerPool, ToolOutcome
-from .calls import CallRunner
-from .conversation_state import new_id
-from .conversations import Conversations
-from .events import ElicitationRequest, TaskEvent
-from .policy_points import task_result
-from .task_board import TaskBoard
+from ...errors import ServerUnavailable, SwitchboardError, TaskGone, TooMany
+from ...store.tasks import TaskRecord, TaskRecords
+from ...tools import ServerPool, ToolOutcome
+from ..calls import CallRunner
+from ..conversation_state import new_id
+from ..conversations import Conversations
+from ..events import ElicitationRequest, TaskEvent
+from ..policy_points import task_result
+from .board import TaskBoard
 
 __all__ = ["TaskPoller", "TaskSettings"]
 

@@ -25,9 +25,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import BadRequest
-from ..history import TRIMMED_TOOL_RESULT, AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
-from .events import MAX_INCOGNITO_STATE_CHARS
+from ...errors import BadRequest
+from ...history import TRIMMED_TOOL_RESULT, AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
+from ..events import MAX_INCOGNITO_STATE_CHARS
 
 __all__ = ["MAX_STATE_CHARS", "IncognitoSeal", "OpenedState", "seal_key"]
 
