@@ -10,7 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .calls import CallRunner, CallSettings
+    from .calls.runner import CallRunner, CallSettings
     from .conversation_state import ConversationState
     from .conversations import ConversationLimits, Conversations
     from .loop import ChatEngine
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from .turns import Subscription, Turn, TurnHub, UserLimits
 
 _HOME = {
-    "CallRunner": "calls",
-    "CallSettings": "calls",
+    "CallRunner": "calls.runner",
+    "CallSettings": "calls.runner",
     "ConversationLimits": "conversations",
     "Conversations": "conversations",
     "ChatEngine": "loop",

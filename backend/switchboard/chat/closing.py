@@ -9,11 +9,11 @@ from collections.abc import AsyncGenerator
 from ..errors import SwitchboardError
 from ..history import AssistantText, ToolReply
 from ..llm.types import Usage
+from .calls.unfinished import unfinished_text
 from .conversation_state import new_id
 from .events import ErrorEvent, MessageDone, ServerEvent, ToolResultEvent
 from .tool_round import Recorder
 from .turn_state import TurnState, retrieved
-from .unfinished import unfinished_text
 from .views.render import INLINE_CHARS, render_markdown, rendered
 
 __all__ = ["announced", "close_turn"]

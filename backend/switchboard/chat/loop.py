@@ -30,7 +30,7 @@ from ..policy import Hooks
 from ..tools import ServerPool, ToolInfo
 from .apps.context import app_context_text
 from .attachments import attach
-from .calls import CallRunner
+from .calls.runner import CallRunner
 from .closing import announced, close_turn
 from .context import fitting_context
 from .conversation_state import new_id

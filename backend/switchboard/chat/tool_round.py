@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from ..config.models import ModelConfig
 from ..history import HistoryRecord, ToolReply
 from ..llm.types import LLMStream, TextDelta, ToolCallRequest
-from .calls import CallRunner, ExecutedCall
+from .calls.runner import CallRunner, ExecutedCall
 from .conversation_state import new_id
 from .events import AppEvent, ApprovalRequest, ServerEvent, ToolStart
 from .gateway import Gateway

@@ -17,11 +17,11 @@ from ..history import HistoryRecord, UserText
 from ..identity.access import Access
 from ..identity.users import User
 from ..llm.types import Completed, ToolCallRequest, Usage
+from .calls.unfinished import StoppedBy
 from .conversation_state import ConversationState
 from .events import ErrorEvent, ServerEvent
 from .growing import GrowingText
 from .questions import ASK, Preferences, Questions
-from .unfinished import StoppedBy
 
 __all__ = ["PreparedTurn", "TurnLimits", "TurnState", "Unsaved"]
 

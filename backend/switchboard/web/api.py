@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ..chat.approvals import approval_reason
+from ..chat.calls.approvals import approval_reason
 from ..chat.gateway import exposure_report
 from ..chat.views.render import render_markdown
 from ..errors import BadRequest, NotFound

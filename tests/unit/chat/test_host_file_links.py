@@ -4,7 +4,7 @@ same attached file, re-signed: not the conversation's latest one, and never the 
 import pytest
 
 from switchboard.chat import ConversationState, TurnState
-from switchboard.chat.host_args import fill_host_arguments
+from switchboard.chat.calls.host_args import fill_host_arguments
 from switchboard.errors import ToolError
 from switchboard.files.artifacts import StoredFile
 from switchboard.files.signing import UrlSigner

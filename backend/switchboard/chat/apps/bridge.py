@@ -34,7 +34,7 @@ from ...llm.types import ToolCallRequest
 from ...store import Conversation, Message
 from ...tools import ServerPool, ToolInfo
 from ...tools.apps import features_of, permissions_of
-from ..calls import CallRunner, ExecutedCall
+from ..calls.runner import CallRunner, ExecutedCall
 from ..events import ServerEvent
 from ..turns import TurnHub
 from .context import model_context_of

@@ -22,7 +22,7 @@ from typing import Any
 from ...errors import ServerUnavailable, SwitchboardError, TaskGone, TooMany
 from ...store.tasks import TaskRecord, TaskRecords
 from ...tools import ServerPool, ToolOutcome
-from ..calls import CallRunner
+from ..calls.runner import CallRunner
 from ..conversation_state import new_id
 from ..conversations import Conversations
 from ..events import ElicitationRequest, TaskEvent

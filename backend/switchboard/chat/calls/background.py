@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..errors import SwitchboardError
-from ..tools import ToolInfo, ToolOutcome
-from .call_questions import Emit
-from .events import TaskEvent
-from .turn_state import TurnState
+from ...errors import SwitchboardError
+from ...tools import ToolInfo, ToolOutcome
+from ..events import TaskEvent
+from ..turn_state import TurnState
+from .asks import Emit
 
 __all__ = ["TaskAdopter", "adopt_task"]
 

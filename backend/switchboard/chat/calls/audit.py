@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from ..audit.writer import Auditor
-from ..llm.types import ToolCallRequest
-from ..policy import HookRecord
-from .events import ToolResultEvent
-from .turn_state import TurnState
+from ...audit.writer import Auditor
+from ...llm.types import ToolCallRequest
+from ...policy import HookRecord
+from ..events import ToolResultEvent
+from ..turn_state import TurnState
 
 __all__ = ["audit_call", "audit_cancelled"]
 

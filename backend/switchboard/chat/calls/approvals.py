@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config.models import ServerConfig
-from ..tools import ToolInfo
+from ...config.models import ServerConfig
+from ...tools import ToolInfo
 
 __all__ = ["allowance_key", "approval_reason", "schema_problem"]
 

@@ -9,11 +9,11 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ToolError
-from ..tools import ToolInfo
-from .events import ApprovalRequest, ElicitationRequest, ServerEvent, ToolLog, ToolProgress
-from .questions import ApprovalAnswer
-from .turn_state import TurnState
+from ...errors import ToolError
+from ...tools import ToolInfo
+from ..events import ApprovalRequest, ElicitationRequest, ServerEvent, ToolLog, ToolProgress
+from ..questions import ApprovalAnswer
+from ..turn_state import TurnState
 
 __all__ = ["Emit", "Sampler", "TurnSink", "ask_approval"]
 

@@ -11,26 +11,26 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..audit.writer import Auditor
-from ..config.models import ComplianceLevels, ServerConfig
-from ..errors import SwitchboardError, ToolError, ToolQuarantined
-from ..files.artifacts import ArtifactStore
-from ..files.signing import UrlSigner
-from ..llm.types import ToolCallRequest
-from ..policy import HookRecord, Hooks
-from ..telemetry import tool_call_done
-from ..tools import ServerPool, ToolInfo, ToolOutcome
-from ..tools.apps import AppResource
+from ...audit.writer import Auditor
+from ...config.models import ComplianceLevels, ServerConfig
+from ...errors import SwitchboardError, ToolError, ToolQuarantined
+from ...files.artifacts import ArtifactStore
+from ...files.signing import UrlSigner
+from ...llm.types import ToolCallRequest
+from ...policy import HookRecord, Hooks
+from ...telemetry import tool_call_done
+from ...tools import ServerPool, ToolInfo, ToolOutcome
+from ...tools.apps import AppResource
+from ..events import ApprovalRequest, ToolResultEvent, ToolStart
+from ..policy_points import ToolPolicy
+from ..questions import ApprovalAnswer
+from ..turn_state import TurnState
 from .approvals import allowance_key, approval_reason, schema_problem
-from .call_audit import audit_call, audit_cancelled
-from .call_questions import Emit, Sampler, TurnSink, ask_approval
-from .call_results import bounded_for_app, frame_for_model, limit_text, result_event
-from .call_tasks import TaskAdopter, adopt_task
-from .events import ApprovalRequest, ToolResultEvent, ToolStart
+from .asks import Emit, Sampler, TurnSink, ask_approval
+from .audit import audit_call, audit_cancelled
+from .background import TaskAdopter, adopt_task
 from .host_args import fill_host_arguments, parse_arguments
-from .policy_points import ToolPolicy
-from .questions import ApprovalAnswer
-from .turn_state import TurnState
+from .results import bounded_for_app, frame_for_model, limit_text, result_event
 
 # frame_for_model and limit_text live in call_results.py; named here too for the callers that import them from here
 __all__ = ["CallRunner", "CallSettings", "ExecutedCall", "frame_for_model", "limit_text"]

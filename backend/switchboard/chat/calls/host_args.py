@@ -1,6 +1,6 @@
 """Arguments the model must not choose.  The host fills them in before a call:
 `username` is always the signed-in user, and file parameters get signed,
-expiring URLs of files attached in this conversation (which one: chat/file_choice.py),
+expiring URLs of files attached in this conversation (which one: chat/calls/file_choice.py),
 or are removed when nothing is attached (a model-chosen URL would let it make the tool fetch
 anything, e.g. an internal service)."""
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..config.models import ServerConfig
-from ..errors import ToolError
-from ..files.signing import UrlSigner
-from ..tools import ToolInfo
+from ...config.models import ServerConfig
+from ...errors import ToolError
+from ...files.signing import UrlSigner
+from ...tools import ToolInfo
+from ..turn_state import TurnState
 from .file_choice import FileChooser
-from .turn_state import TurnState
 
 __all__ = ["FILE_LIST_PARAMS", "FILE_PARAMS", "fill_host_arguments", "parse_arguments"]
 
@@ -43,7 +43,7 @@ def fill_host_arguments(
     server: ServerConfig | None = None,
 ) -> dict[str, Any]:
     """The arguments to send; raises ToolError when the tool needs a file and none is attached, or
-    when which attached file it should get is not clear (chat/file_choice.py). `server`: the tool's
+    when which attached file it should get is not clear (chat/calls/file_choice.py). `server`: the tool's
     server's config (its `file_types`)."""
     schema = tool.input_schema or {}
     properties = schema.get("properties") or {}

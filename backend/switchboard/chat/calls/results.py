@@ -7,9 +7,9 @@ import json
 import re
 from typing import Any
 
-from ..files.artifacts import ArtifactStore
-from ..tools import ToolOutcome
-from .events import ArtifactRef, ToolResultEvent
+from ...files.artifacts import ArtifactStore
+from ...tools import ToolOutcome
+from ..events import ArtifactRef, ToolResultEvent
 
 __all__ = ["bounded_for_app", "frame_for_model", "limit_text", "result_event"]
 

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.models import ServerConfig
-from ..errors import ToolError
-from ..files.artifacts import StoredFile
+from ...config.models import ServerConfig
+from ...errors import ToolError
+from ...files.artifacts import StoredFile
 
 __all__ = ["FileChooser"]
 
