@@ -18,10 +18,10 @@ from ..errors import BadRequest, NotFound
 from ..files.artifacts import ArtifactStore, StoredFile
 from ..identity.access import Access
 from ..identity.users import User
-from .artifact_theme import follow_page_theme, quiet_network
 from .connect import auth_entry
 from .deps import current_user, services_of
 from .readiness import config_problems, readiness_report
+from .sandbox.artifact_theme import follow_page_theme, quiet_network
 from .security import ARTIFACT_CSP, ARTIFACT_CSP_SCRIPTS, PDF_CSP
 
 __all__ = ["router"]

@@ -15,7 +15,7 @@ from ..identity.access import Access
 from ..identity.users import User
 from ..settings import Settings
 from .deps import page_viewer, services_of
-from .sandbox import page_csp
+from .sandbox.origin import page_csp
 
 if TYPE_CHECKING:
     from fastapi.templating import Jinja2Templates

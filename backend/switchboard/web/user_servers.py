@@ -12,7 +12,7 @@ from ..errors import NotFound, StoreUnavailable
 from ..identity.users import User
 from ..services import Services
 from ..user_servers import UserServers
-from .admin_tools import Approval, Decided, _review
+from .admin.tools import Approval, Decided, _review
 from .deps import current_user, services_of
 
 __all__ = ["router"]

@@ -25,9 +25,9 @@ from typing import Annotated, Any, assert_never
 from fastapi import APIRouter, Depends, Header, Request
 from pydantic import ValidationError
 
-from ..chat import Preferences, Subscription
-from ..chat.conversation_state import Seed, new_id
-from ..chat.events import (
+from ...chat import Preferences, Subscription
+from ...chat.conversation_state import Seed, new_id
+from ...chat.events import (
     PAGE_ONLY,
     ApprovalRequest,
     ChatMessage,
@@ -41,13 +41,14 @@ from ..chat.events import (
     ToolResultEvent,
     ToolStart,
 )
-from ..errors import BadRequest, NotFound, SwitchboardError
-from ..identity.access import Access
-from ..identity.users import User
-from .deps import current_user, services_of
-from .error_render import ErrorBody, render
-from .openai_request import CompletionRequest, history_of
-from .openai_response import (
+from ...errors import BadRequest, NotFound, SwitchboardError
+from ...identity.access import Access
+from ...identity.users import User
+from ..deps import current_user, services_of
+from ..error_render import ErrorBody, render
+from ..sse import EventStreamResponse
+from .request import CompletionRequest, history_of
+from .response import (
     FINISH,
     ChatCompletion,
     Choice,
@@ -58,7 +59,6 @@ from .openai_response import (
     completion_chunks,
     usage_of,
 )
-from .sse import EventStreamResponse
 
 __all__ = ["router"]
 

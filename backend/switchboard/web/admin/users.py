@@ -9,15 +9,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import BadRequest, NotFound, StoreUnavailable
-from ..identity.access import administers
-from ..identity.users import User, normalize_email
-from ..services import Services
-from ..store.console_rows import ConsoleRecords
-from ..tools.servers.user_sessions import UserSessions
-from .admin import admin_services
-from .deps import current_user
-from .ws import OpenSockets
+from ...errors import BadRequest, NotFound, StoreUnavailable
+from ...identity.access import administers
+from ...identity.users import User, normalize_email
+from ...services import Services
+from ...store.console_rows import ConsoleRecords
+from ...tools.servers.user_sessions import UserSessions
+from ..deps import current_user
+from ..ws import OpenSockets
+from .host import admin_services
 
 __all__ = ["router"]
 

@@ -18,8 +18,8 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from ..identity.users import User
-from .deps import current_user
+from ...identity.users import User
+from ..deps import current_user
 
 __all__ = ["mount_docs"]
 

@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..chat.conversation_state import new_id
-from ..chat.events import MAX_CONTENT_CHARS
-from ..errors import BadRequest
-from ..history import AssistantText, HistoryRecord, UserText
+from ...chat.conversation_state import new_id
+from ...chat.events import MAX_CONTENT_CHARS
+from ...errors import BadRequest
+from ...history import AssistantText, HistoryRecord, UserText
 
 __all__ = ["CompletionRequest", "ContentPart", "InputMessage", "StreamOptions", "history_of", "message_text"]
 

@@ -9,15 +9,15 @@ from cachetools import LRUCache
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import Forbidden, NotFound
-from ..identity.access import Access
-from ..identity.users import User
-from ..services import Services
-from ..tools import ToolInfo
-from ..tools.trust import LEGACY
-from ..tools.trust_pin import diff, flags
-from ..trust_records import TrustRecord
-from .deps import current_user, services_of
+from ...errors import Forbidden, NotFound
+from ...identity.access import Access
+from ...identity.users import User
+from ...services import Services
+from ...tools import ToolInfo
+from ...tools.trust import LEGACY
+from ...tools.trust_pin import diff, flags
+from ...trust_records import TrustRecord
+from ..deps import current_user, services_of
 
 __all__ = ["router"]
 

@@ -9,9 +9,9 @@ from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel
 
-from ..chat.events import ErrorEvent, MessageDone, TokenEvent
-from .error_render import ErrorBody, ErrorDetail, render
-from .sse import ServerSentEvent, data_frame
+from ...chat.events import ErrorEvent, MessageDone, TokenEvent
+from ..error_render import ErrorBody, ErrorDetail, render
+from ..sse import ServerSentEvent, data_frame
 
 __all__ = [
     "FINISH",

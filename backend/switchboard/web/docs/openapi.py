@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field, TypeAdapter
 
-from ..chat.events import ServerEvent
+from ...chat.events import ServerEvent
 
 __all__ = ["ErrorModel", "app_errors", "install_openapi", "openai_errors"]
 
@@ -46,7 +46,7 @@ def app_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def openai_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    from .openai_response import ErrorBody
+    from ..v1.response import ErrorBody
 
     return {status: {"model": ErrorBody, "description": _SAYS[status]} for status in statuses}
 

@@ -6,12 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from ..config import load_app_config
-from ..errors import BadRequest, Forbidden, NotFound
-from ..identity.access import Access
-from ..identity.users import User
-from ..services import Services
-from .deps import current_user, services_of
+from ...config import load_app_config
+from ...errors import BadRequest, Forbidden, NotFound
+from ...identity.access import Access
+from ...identity.users import User
+from ...services import Services
+from ..deps import current_user, services_of
 
 __all__ = ["admin_services", "restart_server", "router"]
 

@@ -28,9 +28,9 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..settings import Settings
+from ...settings import Settings
+from ..security import LOCAL_HOSTS, PAGE_CSP, split_host
 from .csp_reports import CspReportLimiter
-from .security import LOCAL_HOSTS, PAGE_CSP, split_host
 
 __all__ = ["LOCAL_SANDBOX_HOST", "SandboxMiddleware", "SandboxPolicy", "app_csp", "page_csp"]
 
@@ -254,7 +254,7 @@ class SandboxMiddleware:
         await _respond(send, 200, self._html if scope["method"] == "GET" else b"", headers)
 
     async def _report(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Logs the report, within the limits of web/csp_reports.py; 204 whether logged or not,
+        """Logs the report, within the limits of web/sandbox/csp_reports.py; 204 whether logged or not,
         429 (body unread) past the client's rate."""
         if dropped := self._reports.roll():
             log.warning(

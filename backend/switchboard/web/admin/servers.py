@@ -7,11 +7,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from ..console import ConsoleServers
-from ..errors import BadRequest, StoreUnavailable
-from ..identity.users import User
-from .admin import admin_services, restart_server
-from .deps import current_user, services_of
+from ...console import ConsoleServers
+from ...errors import BadRequest, StoreUnavailable
+from ...identity.users import User
+from ..deps import current_user, services_of
+from .host import admin_services, restart_server
 
 __all__ = ["router"]
 

@@ -10,13 +10,13 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from ..audit.export import exported, record_of
-from ..errors import BadRequest, Forbidden, StoreUnavailable
-from ..identity.access import Access
-from ..identity.users import User
-from ..services import Services
-from ..store.audit_log import AuditQuery, AuditStore
-from .deps import current_user, services_of
+from ...audit.export import exported, record_of
+from ...errors import BadRequest, Forbidden, StoreUnavailable
+from ...identity.access import Access
+from ...identity.users import User
+from ...services import Services
+from ...store.audit_log import AuditQuery, AuditStore
+from ..deps import current_user, services_of
 
 __all__ = ["router"]
 
