@@ -1,6 +1,6 @@
 """MCP servers and their tools: the only package that imports fastmcp.
 
-The names below load on first use, so that `tools.launch` (which starts stdio servers
+The names below load on first use, so that `tools.servers.launch` (which starts stdio servers
 before the app is built) can be imported without fastmcp and the MCP SDK."""
 
 from __future__ import annotations
