@@ -14,8 +14,9 @@ What it rewrites:
   `import a.b`, and dotted names `switchboard.a.b...` anywhere (monkeypatch targets,
   logger names, `python -m` lines).
 - Other text files (.md, .toml, .cfg, .ini, .yml, .sh, scripts/*, Dockerfile): dotted
-  names and paths of moved files (`backend/switchboard/chat/relay/postgres.py`, `chat/relay/postgres.py`, and a
-  root module alone in backticks, `identity/users.py`); in Python files too (comments, path strings).
+  names and paths of moved files (`backend/switchboard/<folder>/<module>.py`, `<folder>/<module>.py`,
+  and a root module alone in backticks); in Python files too (comments, path strings).
+  This script leaves itself alone.
 
 It is idempotent: a second run changes nothing. Afterwards run
 `ruff format . && ruff check --fix .` (it writes one import per line and does not sort).
@@ -286,7 +287,7 @@ def rewrite_text(tree: Tree, text: str) -> str:
         return prefix + new + pad
 
     text = PATH.sub(path, text)
-    # a module of the package's root named alone in backticks: `cli/chat.py`
+    # a module of the package's root named alone in backticks, as docs name one
     return BARE.sub(lambda m: tree.path_moves.get(m.group(0), m.group(0)), text)
 
 
@@ -315,6 +316,8 @@ def main(argv: list[str]) -> int:
         print(f"not at their new places yet (git mv them first): {missing}", file=sys.stderr)
     changed = 0
     for path in files(root):
+        if path.resolve() == Path(__file__).resolve():
+            continue
         try:
             text = path.read_text()
         except (UnicodeDecodeError, OSError):
