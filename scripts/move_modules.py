@@ -35,6 +35,7 @@ from pathlib import Path
 SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "frontend"}
 TEXT_SUFFIXES = {".md", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".sh", ".txt", ".rst"}
 DOTTED = re.compile(r"(?<![\w.])switchboard(?:\.[A-Za-z_]\w*)+")
+IMPORTED = re.compile(r"\s+import\s+\(?\s*(\w+)")
 BARE = re.compile(r"(?<=`)[A-Za-z_]\w*\.py(?=`)")
 PATH = re.compile(r"(?<![\w/.-])((?:backend/)?switchboard/)?((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*\.py)\b( {2,}(?=\S))?")
 
@@ -263,12 +264,15 @@ def _char_col(text: str, line_start: int, byte_col: int) -> int:
 def rewrite_text(tree: Tree, text: str) -> str:
     def dotted(match: re.Match[str]) -> str:
         parts = match.group(0).split(".")
+        following = IMPORTED.match(text, match.end())
         for cut in range(len(parts), 1, -1):
             prefix = ".".join(parts[:cut])
             if prefix in tree.moves:
                 rest = parts[cut:]
                 if rest and tree.exists(f"{prefix}.{rest[0]}"):
                     return match.group(0)  # the new package that took the old module's name
+                if not rest and following and tree.exists(f"{prefix}.{following.group(1)}"):
+                    return match.group(0)  # `from <that package> import <its module>`
                 return ".".join([tree.moves[prefix], *rest])
         return match.group(0)
 

@@ -38,6 +38,8 @@ FORBIDDEN = {
     "store": {"chat", "web", "tools", "llm"},
     "history": {"chat", "web", "tools", "llm", "store"},
     "identity": {"chat", "web", "tools", "llm", "store"},
+    "files": {"chat", "web", "tools", "llm"},  # the turn stores files; files know nothing of turns
+    "cli": {"web", "tools", "llm", "store"},  # a client of the HTTP API: its event models only
     "policy": {"chat", "web", "tools", "llm", "store"},  # hooks know events, not the core that runs them
 }
 

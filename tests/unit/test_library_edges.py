@@ -91,8 +91,8 @@ def test_an_error_response_becomes_the_exception_the_openai_sdk_makes_of_it(stat
 def test_the_mcp_oauth_provider_still_has_the_methods_the_host_overrides():
     from mcp.client.auth import OAuthClientProvider
 
-    from switchboard.tools.oauth.flow import provider as oauth_provider
-    from switchboard.tools.oauth.flow import url_guard as oauth_guard
+    from switchboard.tools.oauth import provider as oauth_provider
+    from switchboard.tools.oauth import url_guard as oauth_guard
 
     own_helpers = {"_fit_client_authentication", "_update_expiry", "_check_resource", "_secret_goes_to_its_issuer"}
     ours = [

@@ -37,7 +37,7 @@ __all__ = ["LOCAL_SANDBOX_HOST", "SandboxMiddleware", "SandboxPolicy", "app_csp"
 log = logging.getLogger("switchboard.web")
 
 LOCAL_SANDBOX_HOST = "sandbox.localhost"
-_PROXY_HTML = Path(__file__).resolve().parents[3] / "frontend" / "sandbox" / "proxy.html"
+_PROXY_HTML = Path(__file__).resolve().parents[4] / "frontend" / "sandbox" / "proxy.html"
 # A CSP source the resource may declare: an origin, optionally with a `*.` subdomain wildcard
 # or a `:*` port. No paths, quotes, keywords or separators: they could widen the policy.
 _SOURCE = re.compile(
