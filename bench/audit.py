@@ -31,7 +31,7 @@ from switchboard.audit.keys import public_text
 from switchboard.audit.verify import verify
 from switchboard.audit.writer import Auditor
 from switchboard.store import open_store
-from switchboard.store.audit_log import AuditStore, Pending
+from switchboard.store.governance.audit_log import AuditStore, Pending
 
 KEY = Ed25519PrivateKey.generate()
 ARGUMENTS = {"query": "quarterly revenue by region", "limit": 50, "filters": {"region": ["EU", "US"], "year": 2026}}

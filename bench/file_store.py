@@ -30,13 +30,13 @@ from typing import Any
 from fastmcp import FastMCP
 
 import _support as S  # noqa: F401  (puts the project root on sys.path)
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, ConversationState, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
-from switchboard.filestore import S3Files
+from switchboard.files.artifacts import ArtifactStore
+from switchboard.files.backends import S3Files
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
 from switchboard.tools import ServerPool

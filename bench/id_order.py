@@ -36,7 +36,7 @@ import _support as S
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend"))
 
-from switchboard.chat.session import new_id
+from switchboard.chat.conversation_state import new_id
 from switchboard.store import NewConversation, NewMessage, open_store
 
 

@@ -213,9 +213,9 @@ def _render_cpu(sizes: list[int], chunk: int) -> dict[int, float]:
 
 def _live_renders(text: str, chunk: int) -> int:
     try:
-        from switchboard.chat.live_render import LiveRender
+        from switchboard.chat.views.live_render import LiveRender
     except ImportError:  # before live_render.py: the loop rendered the whole answer once it grew by a quarter
-        from switchboard.chat.render import render_markdown
+        from switchboard.chat.views.render import render_markdown
 
         done, count = 0, 0
         for end in range(chunk, len(text) + chunk, chunk):

@@ -40,12 +40,12 @@ from typing import Any
 from sqlalchemy import insert, text
 
 import _support as S
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat.conversations import Conversations
 from switchboard.chat.events import ChatMessage
 from switchboard.config.models import ComplianceLevels
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
+from switchboard.identity.users import User
 from switchboard.store import open_store
 from switchboard.store.engine import WRITE, make_engine
 from switchboard.store.models import conversations, messages

@@ -24,9 +24,9 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT))
 
-from switchboard.access import Access  # noqa: E402
-from switchboard.auth import User  # noqa: E402
 from switchboard.config.models import ServerConfig  # noqa: E402
+from switchboard.identity.access import Access  # noqa: E402
+from switchboard.identity.users import User  # noqa: E402
 from switchboard.tools.registry import ToolRegistry  # noqa: E402
 from switchboard.tools.trust_pin import pin_of, tool_definition  # noqa: E402
 from tests.support.servers.many_tools import catalogue  # noqa: E402

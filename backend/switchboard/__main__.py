@@ -1,5 +1,5 @@
 """Command line: `switchboard serve`, `switchboard check-config`, `switchboard db upgrade`,
-`switchboard chat` (a terminal client, `cli_chat.py`), `switchboard audit` (`audit/cli.py`)."""
+`switchboard chat` (a terminal client, `cli/chat.py`), `switchboard audit` (`audit/cli.py`)."""
 
 from __future__ import annotations
 
@@ -255,7 +255,7 @@ def db_upgrade(args: argparse.Namespace) -> int:
 
 
 def chat(args: argparse.Namespace) -> int:
-    from .cli_chat import run  # the client's imports (httpx, the event models) only for this command
+    from .cli.chat import run  # the client's imports (httpx, the event models) only for this command
 
     return run(args)
 
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         func=db_upgrade
     )
     from .audit.cli import add_parser as add_audit_parser
-    from .cli_chat_args import add_parser as add_chat_parser
+    from .cli.chat_args import add_parser as add_chat_parser
 
     add_audit_parser(sub)
 

@@ -16,8 +16,8 @@ from .config.models import ServerConfig
 from .errors import BadRequest, ConfigError, Conflict, NotFound
 from .registry_install import planned
 from .services import Services
-from .store.console_rows import ConsoleRecords, ConsoleRow
-from .store.share_rows import ShareRecords
+from .store.governance.console_rows import ConsoleRecords, ConsoleRow
+from .store.governance.share_rows import ShareRecords
 from .tools.console_view import HIDDEN, check_server, refused_url, server_views
 from .user_server_rows import DEPLOYMENT, SEALED, vault_owner
 

@@ -19,10 +19,10 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from .signing import load_or_create_key
+from .files.signing import load_or_create_key
 from .store.credentials import CredentialRecords
 from .store.repo import ConversationStore
-from .tools.vault import PendingSignIn
+from .tools.oauth.vault import PendingSignIn
 
 __all__ = ["SecretBox", "StoreVault", "credential_key"]
 

@@ -9,29 +9,29 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 
-from .artifacts import ArtifactStore
 from .audit.writer import Auditor
-from .auth import Authenticator
 from .chat import ChatEngine, Conversations, TaskPoller, TurnHub
-from .chat.relay import LOST as LOST_REASON
-from .chat.relay_seam import SwitchedRelay
+from .chat.relay.postgres import LOST as LOST_REASON
+from .chat.relay.seam import SwitchedRelay
 from .config import AppConfig, load_app_config
 from .config.console import overlay
 from .config.loader import McpConfig
 from .credentials import StoreVault
 from .errors import ConfigError, SwitchboardError
+from .files.artifacts import ArtifactStore
+from .files.quotas import StoreCounts
+from .identity.users import Authenticator
 from .llm import ModelCatalogue
 from .llm.probe import unreachable_local_models
 from .llm.types import LLMStream
 from .settings import Settings
 from .store import ConversationStore, down_store, open_store
-from .store.audit_log import AuditStore
-from .store.console_rows import ConsoleRecords
-from .store.trust_rows import TrustRows
+from .store.governance.audit_log import AuditStore
+from .store.governance.console_rows import ConsoleRecords
+from .store.governance.trust_rows import TrustRows
 from .store.uploads import UploadRows
 from .telemetry import Tracing
 from .tools import ServerPool
-from .upload_counts import StoreCounts
 from .user_server_rows import with_headers
 
 __all__ = ["CurrentConfig", "Lifecycle"]
@@ -195,7 +195,7 @@ class Lifecycle:
 
     async def _relay_on(self, store: ConversationStore) -> None:
         """Several processes may share this database: turns are reachable from each of them."""
-        from .chat.relay import PostgresRelay
+        from .chat.relay.postgres import PostgresRelay
         from .store.live import LiveTurns
 
         async def lost(conversation_id: str, owner: str) -> None:

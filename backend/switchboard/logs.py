@@ -242,7 +242,7 @@ class _NoRemoteText(logging.Filter):
     """The MCP SDK's OAuth module logs `logger.exception(...)` on a bad token or refresh answer;
     the traceback quotes what the authorization server sent (it can hold tokens or anything a
     hostile server chose).  Keep the SDK's own sentence and the exception's type only: the
-    host already logs each sign-in failure in its own words (tools/oauth_guard.py)."""
+    host already logs each sign-in failure in its own words (tools/oauth/url_guard.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info or record.exc_text:

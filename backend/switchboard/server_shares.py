@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from .config.console import console_entry
 from .errors import BadRequest, ConfigError, NotFound
-from .store.console_rows import ConsoleRecords, ConsoleRow
-from .store.share_rows import ShareRecords, ShareRequest
+from .store.governance.console_rows import ConsoleRecords, ConsoleRow
+from .store.governance.share_rows import ShareRecords, ShareRequest
 from .user_server_rows import DEPLOYMENT, HEADERS, guard_for
 from .user_servers import UserServers
 

@@ -10,10 +10,8 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .artifacts import ArtifactStore
 from .audit.keys import load_key
 from .audit.writer import Auditor, AuditSettings
-from .auth import Authenticator
 from .chat import (
     CallRunner,
     CallSettings,
@@ -26,29 +24,31 @@ from .chat import (
     TurnLimits,
     UserLimits,
 )
-from .chat.apps import AppBridge, AppLimits
-from .chat.call_results import CallResults
+from .chat.apps.bridge import AppBridge, AppLimits
+from .chat.calls.results import CallResults
 from .chat.conversation_ids import ConversationIds, id_key
-from .chat.relay_seam import SwitchedRelay
+from .chat.incognito.sealed import IncognitoSeal, seal_key
+from .chat.relay.seam import SwitchedRelay
 from .chat.running import RunningTurns
-from .chat.sealed import IncognitoSeal, seal_key
-from .chat.task_board import TaskBoard
+from .chat.tasks.board import TaskBoard
 from .config import AppConfig, load_app_config
 from .config.loader import McpConfig
 from .credentials import SecretBox, StoreVault, credential_key
 from .errors import StoreUnavailable, SwitchboardError
-from .filestore import open_files
+from .files.artifacts import ArtifactStore
+from .files.backends import open_files
+from .files.signing import UrlSigner, load_or_create_key
+from .identity.users import Authenticator
 from .lifecycle import CurrentConfig, Lifecycle, LifeParts
 from .llm import DeferredLLMClient, ModelCatalogue
 from .llm.types import LLMStream
 from .policy import Hooks
 from .registries import RegistryCatalogue
 from .settings import Settings
-from .signing import UrlSigner, load_or_create_key
 from .store import ConversationStore, down_store
 from .telemetry import Tracing, model_call
 from .tools import ServerPool, ServerStatus
-from .tools.launch import EarlyStarts
+from .tools.servers.launch import EarlyStarts
 from .users_seen import UsersSeen
 
 __all__ = ["Services", "build_services"]

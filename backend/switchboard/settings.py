@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     oauth_client_metadata: bool = True  # false: never offer it (the authorization servers cannot reach this host)
     # Where MCP Apps run: an origin other than the page's that reaches this same app (e.g.
     # https://sandbox.example.com). Unset: http://sandbox.localhost:PORT for pages on a loopback
-    # name, and no apps elsewhere (web/sandbox.py).
+    # name, and no apps elsewhere (web/sandbox/origin.py).
     sandbox_origin: str | None = None
     metrics_token: SecretStr | None = None  # a scraper sends it as `Authorization: Bearer ...` to read /metrics
     secret_key: SecretStr | None = None  # signs file URLs; generated and kept in data_dir when unset
@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     tool_concurrency_per_server: int = 4
     server_start_timeout_s: float = 60.0
     # Bundled stdio servers (backend/mcp/) forked from one parent that has imported fastmcp
-    # (tools/forked.py) instead of each importing it afresh; false starts each on its own.
+    # (tools/servers/forked.py) instead of each importing it afresh; false starts each on its own.
     fork_servers: bool = True
     # MCP 2026-07-28 multi round-trip requests: rounds of `input_required` answered before a
     # server that keeps asking is cut off (its call fails with a message that says so).

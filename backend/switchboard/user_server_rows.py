@@ -8,8 +8,8 @@ import json
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from .store.console_rows import ConsoleRow
-from .tools.vault import CredentialVault
+from .store.governance.console_rows import ConsoleRow
+from .tools.oauth.vault import CredentialVault
 
 __all__ = ["DEPLOYMENT", "ENV", "HEADERS", "SEALED", "guard_for", "internal_name", "vault_owner", "with_headers"]
 

@@ -18,8 +18,8 @@ from .config.console import console_entry
 from .config.loader import SERVER_NAME
 from .errors import BadRequest, ConfigError, Conflict, Forbidden, NotFound, ToolError
 from .registry_install import planned
-from .store.console_rows import ConsoleRecords, ConsoleRow
-from .store.share_rows import ShareRecords, ShareRequest
+from .store.governance.console_rows import ConsoleRecords, ConsoleRow
+from .store.governance.share_rows import ShareRecords, ShareRequest
 from .tools.console_view import check_server, refused_url, trust_counts
 from .tools.oauth_discovery import asks_for_sign_in
 from .user_server_rows import HEADERS, guard_for, internal_name

@@ -8,11 +8,11 @@ import asyncio
 import logging
 import time
 
-from .auth import User
 from .config.models import GroupsConfig
 from .errors import SwitchboardError
+from .identity.users import User
 from .store import ConversationStore
-from .store.console_rows import ConsoleRecords
+from .store.governance.console_rows import ConsoleRecords
 
 __all__ = ["UsersSeen", "group_sources"]
 

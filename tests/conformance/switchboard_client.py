@@ -27,9 +27,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.support
 
-from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
 from switchboard.errors import NeedsAuth, SwitchboardError
+from switchboard.identity.users import User
 from tests.support.harness import make_settings, running_app, write_config
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the URL the suite's CIMD scenario expects

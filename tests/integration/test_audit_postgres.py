@@ -16,7 +16,7 @@ import pytest
 from switchboard.audit.keys import load_key, public_text
 from switchboard.audit.verify import verify
 from switchboard.store import open_store
-from switchboard.store.audit_log import AuditStore
+from switchboard.store.governance.audit_log import AuditStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from switchboard.audit.keys import load_key
 from switchboard.audit.writer import AuditSettings, Auditor
 from switchboard.store import open_store
-from switchboard.store.audit_log import AuditStore
+from switchboard.store.governance.audit_log import AuditStore
 
 async def main(url, name, seed, barrier):
     store = await open_store(url)

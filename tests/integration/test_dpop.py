@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from switchboard.tools.dpop import DPoPKey
+from switchboard.tools.oauth.dpop import DPoPKey
 from tests.integration.test_per_user_sessions import run_signin
 from tests.integration.test_signin_routes import ALICE, app_with, call_whoami, sign_in
 

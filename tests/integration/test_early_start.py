@@ -1,4 +1,4 @@
-"""Stdio servers started before the app is built (tools/launch.py): each connection adopts
+"""Stdio servers started before the app is built (tools/servers/launch.py): each connection adopts
 its early process instead of spawning a second one; the process is the one the pool would
 have started (minimal environment, stderr in the server's log); a changed entry or an
 unadopted process is stopped."""
@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ServerPool
-from switchboard.tools.launch import INHERITED_ENV, EarlyStarts
+from switchboard.tools.servers.launch import INHERITED_ENV, EarlyStarts
 from switchboard.web.boot import booting_app
 from tests.support.harness import TOOLBOX, make_settings, toolbox_entry, write_config
 from tests.support.sinks import Sink

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 
-from switchboard.chat.approvals import approval_reason
+from switchboard.chat.calls.approvals import approval_reason
 from switchboard.config import ServerConfig, load_mcp_config
 from switchboard.tools.registry import ToolRegistry
-from switchboard.tools.transports import build_transport, stderr_path
+from switchboard.tools.servers.transports import build_transport, stderr_path
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 EXAMPLES_DIR = CONFIG_DIR / "examples"

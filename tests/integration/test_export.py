@@ -77,7 +77,7 @@ def chat_user_id(client, conversation_id, content):
 def test_an_untitled_or_symbol_only_title_still_gives_a_safe_name(tmp_path):
     from datetime import UTC, datetime
 
-    from switchboard.chat.export_md import export_filename
+    from switchboard.chat.views.markdown import export_filename
     from switchboard.store import Conversation
 
     def named(title):

@@ -333,7 +333,7 @@ def test_a_20_mb_text_result_is_cut_for_the_model_and_the_browser(site, llm):
     assert f"the result was {chars:,} characters; only the first 20,000 are shown" in model_text
     assert events[-1]["finish_reason"] == "stop"
     print(f"20 MB result: turn took {took:.1f} s; the event loop stalled at most {stalls[0] * 1000:.0f} ms")
-    # The SDK's own reader needed ~25 s of CPU for this line (quadratic); tools/stdio.py reads it in linear time.
+    # The SDK's own reader needed ~25 s of CPU for this line (quadratic); tools/servers/stdio.py reads it in linear time.
     assert took < 15 and stalls[0] < 2
 
 

@@ -1,4 +1,4 @@
-"""Bundled servers forked from one pre-imported parent (tools/forked.py): each is the process
+"""Bundled servers forked from one pre-imported parent (tools/servers/forked.py): each is the process
 `python main.py` in its folder would be (own process group, its folder, exactly its minimal
 environment plus its `env`, stderr in its log), is stopped and restarted like any stdio server,
 and third-party servers keep their own launch."""
@@ -15,7 +15,7 @@ from pathlib import Path
 from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ServerPool
-from switchboard.tools.launch import CA_ENV, EarlyStarts
+from switchboard.tools.servers.launch import CA_ENV, EarlyStarts
 from tests.support.harness import PROJECT_ROOT, TOOLBOX
 from tests.support.sinks import Sink
 

@@ -18,8 +18,8 @@ import pytest
 
 from switchboard.config.models import ServerConfig
 from switchboard.errors import NeedsAuth
-from switchboard.tools.oauth import SignIns
-from switchboard.tools.vault import MemoryVault
+from switchboard.tools.oauth.flow import SignIns
+from switchboard.tools.oauth.vault import MemoryVault
 from tests.integration.test_oauth_ssrf import ALICE, SECRET, app_with
 from tests.integration.test_per_user_sessions import WHOAMI
 from tests.integration.test_signin_routes import notice

@@ -2,7 +2,7 @@
 loop: a followed turn's events reach followers once each and in order, small ones inside the
 NOTIFY and large ones through `turn_events`, with a follower joining midway; events made outside
 turns (pages of a conversation, a user's task events, large ones in pieces) and a reload reach
-the other processes and not the sender again. The hub is the relay's seam (chat/relay.py
+the other processes and not the sender again. The hub is the relay's seam (chat/relay/postgres.py
 `TurnHub`); the turn stands for chat/turns.py `Turn` (its log is what a late listener replays)."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import asyncio
 
 import pytest
 
-from switchboard.auth import User
 from switchboard.chat.events import TaskEvent, TokenEvent
-from switchboard.chat.pages import ConversationPages
+from switchboard.chat.open_pages import ConversationPages
 from switchboard.chat.questions import ApprovalAnswer
-from switchboard.chat.relay import PostgresRelay
-from switchboard.chat.relay_messages import ApprovalAsk, CancelAsk
-from switchboard.chat.task_board import TaskBoard
+from switchboard.chat.relay.messages import ApprovalAsk, CancelAsk
+from switchboard.chat.relay.postgres import PostgresRelay
+from switchboard.chat.tasks.board import TaskBoard
 from switchboard.errors import NotFound
+from switchboard.identity.users import User
 from switchboard.store import open_store
 from switchboard.store.live import LiveTurns
 

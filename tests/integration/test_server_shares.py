@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from switchboard.access import Access
-from switchboard.auth import User
 from switchboard.errors import ToolNotAllowed
+from switchboard.identity.access import Access
+from switchboard.identity.users import User
 from tests.support.harness import make_settings, run_toolbox_server, running_app, write_config
 
 SECRET = "server-shares-secret"

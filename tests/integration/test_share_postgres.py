@@ -8,8 +8,8 @@ import asyncio
 from datetime import UTC, datetime
 
 from switchboard.store import open_store
-from switchboard.store.console_rows import ConsoleRecords, ConsoleRow
-from switchboard.store.share_rows import ShareRecords, ShareRequest
+from switchboard.store.governance.console_rows import ConsoleRecords, ConsoleRow
+from switchboard.store.governance.share_rows import ShareRecords, ShareRequest
 
 OWNER = "someone.with.a.long.address@example.com"
 

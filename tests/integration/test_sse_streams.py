@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from switchboard import cli_chat
+from switchboard.cli import chat as cli_chat
 from switchboard.web import sse
 from tests.support.doors import served
 from tests.support.harness import double_model, make_settings, toolbox_entry, write_config

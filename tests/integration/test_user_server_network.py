@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from fastmcp import FastMCP
 
-from switchboard.tools import oauth_guard
+from switchboard.tools.oauth import url_guard as oauth_guard
 from tests.support.harness import free_port, make_settings, running_app, write_config
 
 SECRET = "user-server-network-secret"

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 import pytest
 
 from switchboard import user_servers
-from switchboard.access import Access
-from switchboard.auth import User
 from switchboard.errors import ToolNotAllowed
+from switchboard.identity.access import Access
+from switchboard.identity.users import User
 from tests.support.harness import free_port, make_settings, run_toolbox_server, running_app, toolbox_entry, write_config
 
 SECRET = "user-servers-secret"

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from switchboard.artifacts import ArtifactStore, checked_mime
 from switchboard.errors import BadRequest
-from switchboard.signing import load_or_create_key
+from switchboard.files.artifacts import ArtifactStore, checked_mime
+from switchboard.files.signing import load_or_create_key
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 MB = 1024 * 1024

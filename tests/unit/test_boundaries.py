@@ -19,14 +19,14 @@ OWNERS = {
     "sqlalchemy": {"store"},
     "alembic": {"store"},
     # the OpenAI SDK is the model client's; outbound HTTP belongs to the model client, the MCP
-    # transports, the group service (auth) and the terminal client
+    # transports, the group service (identity/users.py) and the terminal client
     "openai": {"llm"},
-    "httpx": {"llm", "tools", "auth", "cli_chat", "policy"},  # policy: a hook's HTTP policy service
-    "httpx_sse": {"cli_chat"},
+    "httpx": {"llm", "tools", "identity", "cli", "policy"},  # policy: a hook's HTTP policy service
+    "httpx_sse": {"cli"},
     "sse_starlette": {"web"},
     "opentelemetry": {"telemetry"},
     "prometheus_client": {"telemetry"},
-    "obstore": {"filestore"},
+    "obstore": {"files"},
     "cedarpy": {"policy"},
 }
 # What each layer may not import (data flows web -> chat -> (llm, tools)).
@@ -37,7 +37,9 @@ FORBIDDEN = {
     "config": {"chat", "web", "tools", "llm"},
     "store": {"chat", "web", "tools", "llm"},
     "history": {"chat", "web", "tools", "llm", "store"},
-    "access": {"chat", "web", "tools", "llm", "store"},
+    "identity": {"chat", "web", "tools", "llm", "store"},
+    "files": {"chat", "web", "tools", "llm"},  # the turn stores files; files know nothing of turns
+    "cli": {"web", "tools", "llm", "store"},  # a client of the HTTP API: its event models only
     "policy": {"chat", "web", "tools", "llm", "store"},  # hooks know events, not the core that runs them
 }
 

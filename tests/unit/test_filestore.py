@@ -7,7 +7,7 @@ import io
 import pytest
 
 from switchboard.errors import ConfigError, NotFound
-from switchboard.filestore import LocalFiles, S3Files, open_files
+from switchboard.files.backends import LocalFiles, S3Files, open_files
 
 
 def test_unset_or_a_path_is_a_private_folder(tmp_path):

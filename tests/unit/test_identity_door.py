@@ -1,6 +1,6 @@
 """One identity door, one authorization door (docs/architecture.md, "Identity and
-authorization").  Identity headers, tokens and groups.yml are read in auth.py and
-web/authn.py only; group membership is compared in access.py only; every HTTP route
+authorization").  Identity headers, tokens and groups.yml are read in identity/users.py and
+web/authn.py only; group membership is compared in identity/access.py only; every HTTP route
 takes its user from the authentication backend, except the few public ones."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from tests.support.harness import make_settings, write_config
 PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "switchboard"
 
 # The routes and doors (web/) and what they call (chat/, tools/, llm/) never work out who the user is
-# nor compare groups: web/authn.py (with auth.py) finds the user, access.py answers what they may do.
+# nor compare groups: web/authn.py (with identity/users.py) finds the user, identity/access.py
+# answers what they may do.
 DOORS = ("web/", "chat/", "tools/", "llm/")
 AUTHENTICATION = {"web/authn.py"}
 IDENTITY_NAMES = {"identify", "user_for_token", "auth_header", "groups_header", "proxy_secret", "dev_user"}

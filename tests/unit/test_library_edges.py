@@ -10,10 +10,10 @@ called) or a moved import break at run time.
   the same answer: it uses litellm's own exception mapping, finish-reason mapping and
   optional-parameter rules (internal modules), and builds the OpenAI SDK's exception for an error
   response the way the SDK's client does (a private method of the SDK, compared below).
-- `tools/stdio.py` keeps the MCP SDK's process handling for stdio servers (spawn in its own
+- `tools/servers/stdio.py` keeps the MCP SDK's process handling for stdio servers (spawn in its own
   process group, the shutdown sequence, its waits) and replaces only the reader; it calls the
   SDK's helpers for those, and runs the shutdown sequence itself with a shorter grace.
-- `tools/oauth_provider.py` subclasses the MCP SDK's `OAuthClientProvider` to authenticate a pre-registered
+- `tools/oauth/provider.py` subclasses the MCP SDK's `OAuthClientProvider` to authenticate a pre-registered
   client the way the authorization server's metadata says, to refresh a little before expiry,
   and to learn the scopes a step-up needs; the SDK offers no hook for these.
 """
@@ -91,7 +91,8 @@ def test_an_error_response_becomes_the_exception_the_openai_sdk_makes_of_it(stat
 def test_the_mcp_oauth_provider_still_has_the_methods_the_host_overrides():
     from mcp.client.auth import OAuthClientProvider
 
-    from switchboard.tools import oauth_guard, oauth_provider
+    from switchboard.tools.oauth import provider as oauth_provider
+    from switchboard.tools.oauth import url_guard as oauth_guard
 
     own_helpers = {"_fit_client_authentication", "_update_expiry", "_check_resource", "_secret_goes_to_its_issuer"}
     ours = [
@@ -102,7 +103,7 @@ def test_the_mcp_oauth_provider_still_has_the_methods_the_host_overrides():
         and cls.__module__ == module.__name__
         and (issubclass(cls, OAuthClientProvider) or cls is oauth_guard.GuardedAuth)
     ]
-    assert len(ours) >= 2, "tools/oauth_provider.py no longer subclasses OAuthClientProvider: update this test"
+    assert len(ours) >= 2, "tools/oauth/provider.py no longer subclasses OAuthClientProvider: update this test"
     for cls in ours:
         for name, member in vars(cls).items():
             if name.startswith("_") and not name.startswith("__") and callable(member) and name not in own_helpers:
@@ -117,7 +118,7 @@ def test_the_oauth_context_still_computes_token_expiry_where_the_host_replaces_i
     from mcp.client.auth.oauth2 import OAuthContext
 
     assert "update_token_expiry" in vars(OAuthContext), (
-        "OAuthContext.update_token_expiry is gone: tools/oauth_provider.py refreshes early by replacing it"
+        "OAuthContext.update_token_expiry is gone: tools/oauth/provider.py refreshes early by replacing it"
     )
 
 
@@ -141,4 +142,6 @@ def test_the_oauth_context_still_computes_token_expiry_where_the_host_replaces_i
 def test_the_mcp_stdio_helpers_the_host_reuses_are_there(name):
     from mcp.client import stdio
 
-    assert hasattr(stdio, name), f"mcp.client.stdio.{name} is gone: re-check tools/stdio.py against this MCP SDK"
+    assert hasattr(stdio, name), (
+        f"mcp.client.stdio.{name} is gone: re-check tools/servers/stdio.py against this MCP SDK"
+    )

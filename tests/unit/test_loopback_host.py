@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from switchboard.settings import is_loopback_host
-from switchboard.tools.oauth_guard import is_local_url
+from switchboard.tools.oauth.url_guard import is_local_url
 
 
 @pytest.mark.parametrize(

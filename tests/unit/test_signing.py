@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from switchboard.signing import load_or_create_key
+from switchboard.files.signing import load_or_create_key
 
 
 def _key_in_child(path, start, out):

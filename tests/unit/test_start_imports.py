@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # a fresh interpreter importing the app: a second
 # Loaded by the first model call or the model library's warm-up after the servers are up
 # (litellm, the OpenAI SDK), by a migration (Alembic), by the first page (Jinja2) or DPoP key
 # (joserfc), or by `switchboard chat` only.
-LATER = ("litellm", "openai", "alembic", "httpx_sse", "switchboard.cli_chat", "jinja2", "joserfc")
+LATER = ("litellm", "openai", "alembic", "httpx_sse", "switchboard.cli.chat", "jinja2", "joserfc")
 
 
 def _loaded(tmp_path, code: str) -> dict[str, object]:
@@ -89,4 +89,4 @@ def test_the_serve_command_line_loads_no_chat_client(tmp_path):
     modules = set(loaded["modules"])  # type: ignore[arg-type]
     assert "switchboard.settings" in modules
     assert loaded["beartype_off"] == "true", "the command line sets the environment's defaults first"
-    assert [name for name in ("httpx", "switchboard.cli_chat", "switchboard.chat.events") if name in modules] == []
+    assert [name for name in ("httpx", "switchboard.cli.chat", "switchboard.chat.events") if name in modules] == []

@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "backend" / "switchboard" / "chat" / "events.py"
 # The doors that match over every event kind (the websocket and SSE doors serialize any event).
-DOORS = {"backend/switchboard/cli_chat.py", "backend/switchboard/web/openai_compat.py"}
+DOORS = {"backend/switchboard/cli/chat.py", "backend/switchboard/web/v1/door.py"}
 
 
 def _with_probe_kind(source: str) -> str:

@@ -45,7 +45,7 @@ def _private_key(settings: Settings) -> Any:
 
 async def _opened(settings: Settings) -> Any:
     from ..store import open_store
-    from ..store.audit_log import AuditStore
+    from ..store.governance.audit_log import AuditStore
 
     store = await open_store(settings.database_url_resolved)
     return store, AuditStore(store, _private_key(settings))
@@ -80,7 +80,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ..store.audit_log import AuditQuery
+    from ..store.governance.audit_log import AuditQuery
     from .export import exported
 
     settings = Settings()

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from ..store.audit_log import AuditQuery, AuditStore
+from ..store.governance.audit_log import AuditQuery, AuditStore
 
 __all__ = ["as_ocsf", "exported", "record_of"]
 

@@ -9,7 +9,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..store.audit_log import AuditStore
+from ..store.governance.audit_log import AuditStore
 from .chain import FILTER_FIELDS, GENESIS
 from .keys import signed_by
 

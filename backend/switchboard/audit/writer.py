@@ -19,7 +19,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..errors import SwitchboardError
-from ..store.audit_log import AuditStore, Checkpoint, Pending
+from ..store.governance.audit_log import AuditStore, Checkpoint, Pending
 from .chain import arguments_digest, now_ts
 from .keys import public_text
 

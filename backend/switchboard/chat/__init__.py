@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .calls import CallRunner, CallSettings
+    from .calls.runner import CallRunner, CallSettings
+    from .conversation_state import ConversationState
     from .conversations import ConversationLimits, Conversations
     from .loop import ChatEngine
     from .questions import ApprovalAnswer, Preferences
-    from .session import ConversationState
-    from .task_board import TaskBoard
-    from .tasks import TaskPoller, TaskSettings
+    from .tasks.board import TaskBoard
+    from .tasks.poller import TaskPoller, TaskSettings
     from .turn_state import TurnLimits, TurnState
     from .turns import Subscription, Turn, TurnHub, UserLimits
 
 _HOME = {
-    "CallRunner": "calls",
-    "CallSettings": "calls",
+    "CallRunner": "calls.runner",
+    "CallSettings": "calls.runner",
     "ConversationLimits": "conversations",
     "Conversations": "conversations",
     "ChatEngine": "loop",
@@ -31,10 +31,10 @@ _HOME = {
     "TurnState": "turn_state",
     "ApprovalAnswer": "questions",
     "Preferences": "questions",
-    "ConversationState": "session",
-    "TaskBoard": "task_board",
-    "TaskPoller": "tasks",
-    "TaskSettings": "tasks",
+    "ConversationState": "conversation_state",
+    "TaskBoard": "tasks.board",
+    "TaskPoller": "tasks.poller",
+    "TaskSettings": "tasks.poller",
     "Subscription": "turns",
     "Turn": "turns",
     "TurnHub": "turns",

@@ -4,9 +4,9 @@ context for the model).  Both are checked against the user's rights."""
 
 from __future__ import annotations
 
-from ..access import Access
-from ..artifacts import ArtifactStore, StoredFile
 from ..errors import Forbidden, NotFound, SwitchboardError
+from ..files.artifacts import ArtifactStore, StoredFile
+from ..identity.access import Access
 from ..tools import ServerPool
 from .events import ChatMessage
 from .turn_state import TurnState

@@ -10,13 +10,13 @@ from ..errors import SwitchboardError
 from ..history import AssistantText, ToolReply
 from ..llm.types import Usage
 from ..store.message_data import AssistantData, ErrorData, UsageData
+from .calls.unfinished import unfinished_text
+from .conversation_state import new_id
 from .events import ErrorEvent, MessageDone, ServerEvent, ToolResultEvent
-from .live_render import final_html
-from .render import INLINE_CHARS, render_markdown
-from .session import new_id
 from .tool_round import Recorder
 from .turn_state import TurnState, retrieved
-from .unfinished import unfinished_text
+from .views.live_render import final_html
+from .views.render import INLINE_CHARS, render_markdown
 
 __all__ = ["close_turn"]
 

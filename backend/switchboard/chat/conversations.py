@@ -18,20 +18,20 @@ import logging
 import re
 from dataclasses import dataclass
 
-from ..artifacts import ArtifactStore
-from ..auth import User
 from ..config.models import ComplianceLevels
 from ..errors import BadRequest, NotFound, SwitchboardError
+from ..files.artifacts import ArtifactStore
 from ..history import UserText
+from ..identity.users import User
 from ..store import Conversation, ConversationStore, Message, NewMessage, active_path
 from .conversation_ids import ConversationIds, legacy_scoped_id
+from .conversation_state import ConversationState, new_id
 from .events import CONVERSATION_ID, ChatMessage
-from .incognito import IncognitoMemory
+from .incognito.memory import IncognitoMemory
+from .incognito.sealed import IncognitoSeal, OpenedState
 from .prepared_contexts import PreparedContexts, record_of
 from .questions import ASK, Preferences
 from .recording import TurnRecorder
-from .sealed import IncognitoSeal, OpenedState
-from .session import ConversationState, new_id
 from .turn_state import PendingWrites, TurnState
 
 __all__ = ["ConversationLimits", "Conversations"]
@@ -62,7 +62,7 @@ class Conversations:
         self.ids = ids or ConversationIds()  # the ids of conversations clients named
         self._files = files
         self.limits = limits or ConversationLimits()
-        self.seal = seal  # incognito conversations held by the page (chat/sealed.py); None: memory only
+        self.seal = seal  # incognito conversations held by the page (chat/incognito/sealed.py); None: memory only
         self._memory = IncognitoMemory(
             self._drop_files, per_user=self.limits.incognito_per_user, idle_s=self.limits.incognito_idle_s
         )

@@ -60,7 +60,7 @@ class ResourceRef(_Client):
 
 CONVERSATION_ID = r"^[A-Za-z0-9_-]{8,64}$"
 MAX_CONTENT_CHARS = 200_000  # one message's text
-MAX_INCOGNITO_STATE_CHARS = 600_000  # the sealed history an incognito chat carries (chat/sealed.py)
+MAX_INCOGNITO_STATE_CHARS = 600_000  # the sealed history an incognito chat carries (chat/incognito/sealed.py)
 
 
 class ChatMessage(_Client):

@@ -25,10 +25,10 @@ from ..config.models import LLMConfig, ModelConfig
 from ..llm.types import ToolCallRequest
 from ..tools import ToolInfo, ToolRegistry
 from ..tools.search import ToolIndex
-from .call_results import frame_for_model
-from .calls import ExecutedCall
+from .calls.host_args import parse_arguments
+from .calls.results import frame_for_model
+from .calls.runner import ExecutedCall
 from .events import ServerEvent, ToolResultEvent, ToolStart
-from .host_args import parse_arguments
 
 __all__ = [
     "GATEWAY_SERVER",

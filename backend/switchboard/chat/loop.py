@@ -19,21 +19,22 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
-from ..access import Access
-from ..artifacts import ArtifactStore, StoredFile
 from ..config.loader import AppConfig
 from ..config.models import ModelConfig
 from ..errors import LLMUnavailable, SwitchboardError
+from ..files.artifacts import ArtifactStore, StoredFile
 from ..history import AssistantText, CallRecord, UserText
+from ..identity.access import Access
 from ..llm.types import Completed, LLMStream, Notice, TextDelta, ToolCallRequest, Usage
 from ..policy import Hooks
 from ..store.message_data import FileRef, UserData
 from ..tools import ServerPool, ToolInfo
-from .app_context import app_context_text
+from .apps.context import app_context_text
 from .attachments import attach
-from .calls import CallRunner
+from .calls.runner import CallRunner
 from .closing import close_turn
 from .context import fitting_context
+from .conversation_state import new_id
 from .events import (
     ChatMessage,
     ConversationEvent,
@@ -45,12 +46,11 @@ from .events import (
 )
 from .gateway import Gateway, ToolTokenEstimates, gateway_wanted
 from .growing import GrowingText
-from .live_render import LiveRender
 from .policy_points import refused, turn_facts
-from .session import new_id
 from .skills import SKILL_TOOLS, SkillShelf
 from .tool_round import Recorder, run_calls
 from .turn_state import Announcement, PreparedTurn, TurnLimits, TurnState, retrieved
+from .views.live_render import LiveRender
 
 __all__ = ["CALL_RECORD_DELAY_S", "ChatEngine", "PreparedTurn", "Recorder", "TurnLimits", "TurnState"]
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import Forbidden, ToolError
 from ..policy import Facts, HookRecord, Hooks
 from ..tools import ToolInfo, ToolOutcome
-from .approvals import schema_problem
+from .calls.approvals import schema_problem
 from .turn_state import TurnState
 
 __all__ = ["ToolPolicy", "refused", "task_result", "turn_facts"]

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from ..history import AssistantText, CallRecord, HistoryRecord, ToolReply, UserText
 from ..store import Message, StoredConversation, active_path
-from .app_context import app_contexts
+from .apps.context import app_contexts
 
 __all__ = ["Prepared", "PreparedContexts", "record_of"]
 

@@ -20,10 +20,10 @@ from ..errors import SwitchboardError
 from ..llm.types import ToolCallRequest
 from ..tools import ServerPool
 from ..tools.skills import SkillEntry
-from .call_results import frame_for_model, limit_text
-from .calls import CallRunner, ExecutedCall
+from .calls.host_args import parse_arguments
+from .calls.results import frame_for_model, limit_text
+from .calls.runner import CallRunner, ExecutedCall
 from .events import ServerEvent, ToolResultEvent, ToolStart
-from .host_args import parse_arguments
 from .turn_state import TurnState
 
 __all__ = ["SKILL_TOOLS", "SkillShelf"]

@@ -12,10 +12,10 @@ from ..config.models import ModelConfig
 from ..history import AssistantText, ToolReply, UserText
 from ..llm.types import LLMStream, TextDelta, ToolCallRequest
 from ..store.message_data import AssistantData, ToolData, UserData
-from .calls import CallRunner, ExecutedCall
+from .calls.runner import CallRunner, ExecutedCall
+from .conversation_state import new_id
 from .events import AppEvent, ApprovalRequest, ServerEvent, ToolStart
 from .gateway import Gateway
-from .session import new_id
 from .skills import SkillShelf
 from .turn_state import Announcement, TurnState, retrieved
 

@@ -7,12 +7,12 @@ import asyncio
 import logging
 from typing import Protocol
 
+from .calls.unfinished import StoppedBy
 from .events import ElicitationRequest, ServerEvent, TokenEvent
 from .listeners import END as _END
 from .listeners import Subscription
-from .relay_seam import Relay
+from .relay.seam import Relay
 from .turn_state import TurnState
-from .unfinished import StoppedBy
 
 __all__ = ["Turn", "TurnOwner"]
 

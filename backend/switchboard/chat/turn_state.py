@@ -17,19 +17,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..access import Access
-from ..artifacts import StoredFile
-from ..auth import User
 from ..config.models import ComplianceLevels, ModelConfig
+from ..files.artifacts import StoredFile
 from ..history import HistoryRecord, UserText
+from ..identity.access import Access
+from ..identity.users import User
 from ..llm.types import Completed, ToolCallRequest, Usage
 from ..store.message_data import RoleData, UserData
+from .calls.unfinished import StoppedBy
+from .conversation_state import ConversationState
 from .events import ErrorEvent, ServerEvent
 from .growing import GrowingText
-from .live_render import LiveRender
 from .questions import ASK, Preferences, Questions
-from .session import ConversationState
-from .unfinished import StoppedBy
+from .views.live_render import LiveRender
 
 __all__ = [
     "Announcement",

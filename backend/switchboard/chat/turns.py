@@ -17,21 +17,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
-from ..auth import User
 from ..errors import Conflict, NotFound, TooMany
+from ..identity.users import User
 from ..telemetry import turn_finished, turn_span
+from .conversation_state import Seed
 from .conversations import Conversations
 from .events import ChatMessage, ErrorEvent, IncognitoStateEvent, MessageDone
 from .listeners import Subscription
 from .loop import ChatEngine
-from .pages import ConversationPages
+from .open_pages import ConversationPages
 from .questions import ASK, ApprovalAnswer, Preferences, Questions
-from .relay import LocalRelay, Relay
-from .relay_messages import ApprovalAsk, CancelAsk, ElicitationAsk
-from .relay_seam import Identities
+from .relay.messages import ApprovalAsk, CancelAsk, ElicitationAsk
+from .relay.postgres import LocalRelay, Relay
+from .relay.seam import Identities
 from .running import RunningTurns
-from .session import Seed
-from .task_board import TaskBoard
+from .tasks.board import TaskBoard
 from .turn import Turn
 from .turn_state import PreparedTurn, TurnState
 
@@ -296,7 +296,7 @@ class TurnHub:
         self, user: User, request_id: str, action: str, content: dict | None, *, local_only: bool = False
     ) -> None:
         if self.task_questions is not None and self.task_questions.answer(user.email, request_id, action, content):
-            return  # a background task's question (chat/tasks.py)
+            return  # a background task's question (chat/tasks/poller.py)
         try:
             questions = self._asking(user, request_id, approvals=False)
         except NotFound:

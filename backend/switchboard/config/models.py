@@ -127,7 +127,7 @@ class ServerConfig(_Strict):
     # (default), allow, or deny. true/false are read as allow/deny.
     sampling: Literal["ask", "allow", "deny"] = "ask"
     # e.g. "application/pdf", "text/*", ".csv": attaching one pre-selects this server's tools, and
-    # its tools get such a file when the model names none (chat/file_choice.py)
+    # its tools get such a file when the model names none (chat/calls/file_choice.py)
     file_types: list[str] = Field(default_factory=list)
     artifact_scripts: bool = False  # HTML artifacts of this (trusted) server may run scripts in their sandbox
     auth: AuthConfig | None = None  # a remote server that needs sign-in

@@ -14,9 +14,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from switchboard.access import Access
 from switchboard.config.models import LLMConfig, ModelConfig
 from switchboard.errors import LLMUnavailable
+from switchboard.identity.access import Access
 
 __all__ = ["DEMO_MODEL", "ModelCatalogue", "ModelInfo"]
 

@@ -19,7 +19,7 @@ from urllib.parse import quote, urljoin
 import httpx2
 
 from ..errors import ServerUnavailable
-from ..tools.oauth_guard import POLICY_KEY, EndpointPolicy, PinnedTransport, Refusal, origin_of
+from ..tools.oauth.url_guard import POLICY_KEY, EndpointPolicy, PinnedTransport, Refusal, origin_of
 from .entries import BadRegistryData, RegistryEntry, parse_entry
 
 __all__ = ["Fetched", "Limits", "RegistryClient", "RegistryUnavailable"]

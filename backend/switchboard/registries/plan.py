@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from ..config.models import ServerConfig
 from ..errors import Forbidden
 from ..settings import is_loopback_host
-from ..tools.oauth_guard import EndpointPolicy, Refusal, Resolve, is_public_address
+from ..tools.oauth.url_guard import EndpointPolicy, Refusal, Resolve, is_public_address
 from .entries import BadRegistryData, Input, KeyValueInput, Package, RegistryEntry, Remote
 from .needs import PYPI_COMMAND, Filler
 

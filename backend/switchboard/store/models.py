@@ -202,7 +202,7 @@ app_processes = Table(
     Column("id", String(40), primary_key=True),
     Column("heartbeat_at", UTCDateTime, nullable=False),
     # user -> {"sessions": open pages, "servers": servers with a session of the user's own}, as of
-    # that process's last share (web/presence.py): the admin console adds the processes up.
+    # that process's last share (web/admin/presence.py): the admin console adds the processes up.
     Column("presence", _json(), nullable=True),
 )
 

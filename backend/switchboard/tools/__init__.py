@@ -1,6 +1,6 @@
 """MCP servers and their tools: the only package that imports fastmcp.
 
-The names below load on first use, so that `tools.launch` (which starts stdio servers
+The names below load on first use, so that `tools.servers.launch` (which starts stdio servers
 before the app is built) can be imported without fastmcp and the MCP SDK."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
     from .models import CallSink, RawArtifact, ServerStatus, ToolInfo, ToolOutcome
     from .naming import qualify
-    from .pool import ServerPool
     from .registry import ToolRegistry
     from .results import parse_result
+    from .servers.connection import ServerConnection
+    from .servers.pool import ServerPool
 
 __all__ = [
     "CallSink",
@@ -31,14 +31,14 @@ __all__ = [
 ]
 
 _HOMES = {
-    "ServerConnection": "connection",
+    "ServerConnection": "servers.connection",
     "CallSink": "models",
     "RawArtifact": "models",
     "ServerStatus": "models",
     "ToolInfo": "models",
     "ToolOutcome": "models",
     "qualify": "naming",
-    "ServerPool": "pool",
+    "ServerPool": "servers.pool",
     "ToolRegistry": "registry",
     "parse_result": "results",
 }

@@ -1,4 +1,4 @@
-"""A connection's state split by owner (tools/connection.py): what it was built with, fixed for its
+"""A connection's state split by owner (tools/servers/connection.py): what it was built with, fixed for its
 life, and what the server said on its last connect, replaced by each (re)connect and relist."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import httpx2
 import mcp_types
 from fastmcp.client.transports import ClientTransport
 
-from .launch import EarlyStarts
 from .models import ServerStatus
+from .servers.launch import EarlyStarts
 from .skills import SkillEntry
 
 __all__ = ["ConnectionSetup", "ServerLists"]

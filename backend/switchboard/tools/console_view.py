@@ -11,12 +11,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..config.models import ServerConfig
-from .connection import ServerConnection
-from .launch import stderr_path
 from .models import ServerStatus
-from .oauth_guard import _is_ip, _public, _resolve
-from .pool import ServerPool
-from .stdio import stderr_tail
+from .oauth.url_guard import _is_ip, _public, _resolve
+from .servers.connection import ServerConnection
+from .servers.launch import stderr_path
+from .servers.pool import ServerPool
+from .servers.stdio import stderr_tail
 
 __all__ = ["TRUST_STATES", "check_server", "masked_entry", "refused_url", "server_views", "trust_counts"]
 

@@ -24,8 +24,8 @@ from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenEr
 from mcp import MCPError
 
 from ..errors import ConfigError, SignInFailed
-from .oauth_guard import pinned_transport
-from .stdio import ServerExited, last_lines, stderr_tail
+from .oauth.url_guard import pinned_transport
+from .servers.stdio import ServerExited, last_lines, stderr_tail
 
 __all__ = ["HttpTrace", "caused_by", "describe_failure", "http_client_factory"]
 

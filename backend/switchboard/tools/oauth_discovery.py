@@ -18,7 +18,7 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import ValidationError
 
 from ..errors import SignInFailed
-from .oauth_guard import POLICY_KEY, EndpointPolicy, pinned_transport
+from .oauth.url_guard import POLICY_KEY, EndpointPolicy, pinned_transport
 
 __all__ = ["asks_for_sign_in"]
 

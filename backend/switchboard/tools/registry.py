@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import mcp_types
 
-from ..access import Access
 from ..config.models import ServerConfig
 from ..errors import ToolNotAllowed, ToolQuarantined
+from ..identity.access import Access
 from .apps import app_fields
 from .models import ToolInfo
 from .naming import qualify

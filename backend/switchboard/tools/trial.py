@@ -8,8 +8,8 @@ import asyncio
 from pathlib import Path
 
 from ..config.loader import McpConfig
-from .connection import ServerConnection
 from .models import ServerStatus
+from .servers.connection import ServerConnection
 
 __all__ = ["start_once"]
 

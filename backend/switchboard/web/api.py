@@ -11,17 +11,15 @@ from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ..access import Access
-from ..artifacts import ArtifactStore, StoredFile
-from ..auth import User
-from ..chat.approvals import approval_reason
-from ..chat.gateway import exposure_report
-from ..chat.render import render_markdown
+from ..chat.views.render import render_markdown
 from ..errors import BadRequest, NotFound
-from .artifact_theme import follow_page_theme, quiet_network
-from .connect import auth_entry
+from ..files.artifacts import ArtifactStore, StoredFile
+from ..identity.access import Access
+from ..identity.users import User
+from .config_view import ConfigView, config_view
 from .deps import current_user, services_of
-from .readiness import config_problems, readiness_report
+from .readiness import readiness_report
+from .sandbox.artifact_theme import follow_page_theme, quiet_network
 from .security import ARTIFACT_CSP, ARTIFACT_CSP_SCRIPTS, PDF_CSP
 
 __all__ = ["router"]
@@ -42,134 +40,19 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse(*await readiness_report(request))
 
 
-@router.get("/api/config")
-async def config(request: Request, user: UserDep, compliance_level: str | None = Query(default=None)) -> dict[str, Any]:
+@router.get("/api/config", response_model_exclude_unset=True)
+async def config(request: Request, user: UserDep, compliance_level: str | None = Query(default=None)) -> ConfigView:
+    """What the page knows of the host for this user (and compliance level, when given)."""
     services = services_of(request)
-    cfg = services.config
+    levels = services.config.compliance
     if compliance_level is not None and not compliance_level.strip():
         compliance_level = None  # `?compliance_level=`: none asked for, as the /v1 header
-    if compliance_level is not None and compliance_level not in cfg.compliance.names:
+    if compliance_level is not None and compliance_level not in levels.names:
         raise BadRequest(
             f"unknown compliance level '{compliance_level}'",
-            action=f"Use one of: {', '.join(cfg.compliance.names)}, or leave it out.",
+            action=f"Use one of: {', '.join(levels.names)}, or leave it out.",
         )
-    access = Access(user, compliance_level, cfg.compliance)
-    admin = access.is_admin()
-    models = services.models.entries(access)
-    tools = services.pool.registry.visible(access)
-    configured = {model.name: model for model in cfg.llm.models}
-    tool_tokens = services.engine.tool_tokens(
-        [t for t in tools if t.model_visible and t.approved]
-    )  # remembered: every open page asks after a catalogue change
-    servers = []
-    for status in services.pool.statuses():
-        server_cfg = cfg.mcp.servers.get(status.name)
-        may_use = access.may_use_server(server_cfg)
-        if not access.may_see_server(server_cfg):
-            continue
-        reason = status.reason
-        if reason and not admin:
-            reason = "unavailable right now; your administrator can see why"
-        entry: dict[str, Any] = {
-            "name": status.name,
-            "description": server_cfg.description if server_cfg else "",
-            "status": status.status,
-            "reason": reason,
-            "transport": status.transport,
-            "protocol_version": status.protocol_version,
-            "compliance_level": server_cfg.compliance_level if server_cfg else None,
-            "file_types": server_cfg.file_types if server_cfg else [],
-            "tools": [t.qualified_name for t in tools if t.server == status.name],
-        }
-        if admin:
-            entry["stderr_tail"], entry["stderr_log"] = status.stderr_tail, status.stderr_log
-        if server_cfg is not None and server_cfg.sessions_per_user and may_use:
-            # This user's own session, as it is: a GET opens none (a turn does, or Connect).
-            mine = await services.pool.user_status(status.name, user.email)
-            entry["status"], entry["reason"] = mine.status, mine.reason if admin or mine.status != "failed" else reason
-            entry["protocol_version"] = mine.protocol_version or status.protocol_version
-            entry["auth"] = await auth_entry(services, user, status.name)
-        servers.append(entry)
-    tool_entries = []
-    for tool in tools:
-        server_cfg = cfg.mcp.servers[tool.server]
-        tool_entries.append(
-            {
-                "name": tool.qualified_name,
-                "server": tool.server,
-                "tool": tool.name,
-                "title": tool.title,
-                "description": tool.description,
-                "input_schema": tool.input_schema,
-                "annotations": tool.annotations,
-                "requires_approval": approval_reason(tool, server_cfg, set()) is not None,
-                "trust": tool.trust,  # approved | pending | changed | blocked: only approved tools are used
-                # MCP Apps: the tool's app, and who may call it (app-only tools are never the model's)
-                **(
-                    {"app": {"resource_uri": tool.app_uri, "visibility": list(tool.visibility)}}
-                    if tool.app_uri is not None or not tool.model_visible
-                    else {}
-                ),
-            }
-        )
-    resources, templates, prompts = [], [], []
-    for status in services.pool.statuses():
-        if not services.pool.registry.server_admits(status.name, access):
-            continue
-        listed, listed_templates, listed_prompts = services.pool.resources_of(status.name, user.email)
-        resources += [
-            {
-                "server": status.name,
-                "uri": str(r.uri),
-                "name": r.name,
-                "description": r.description,
-                "mime": r.mime_type,
-            }
-            for r in listed
-        ]
-        templates += [
-            {"server": status.name, "uri_template": t.uri_template, "name": t.name, "description": t.description}
-            for t in listed_templates
-        ]
-        prompts += [
-            {
-                "server": status.name,
-                "name": p.name,
-                "description": p.description,
-                "arguments": [a.model_dump(exclude_none=True) for a in p.arguments or []],
-            }
-            for p in listed_prompts
-        ]
-    return {
-        "user": {"email": user.email, "groups": sorted(user.groups), "admin": admin},
-        "resources": resources,
-        "resource_templates": templates,
-        "prompts": prompts,
-        "models": [
-            {
-                "name": m.name,
-                "description": m.description,
-                "available": m.available,
-                "reason": m.reason,
-                "demo": m.is_demo,
-                "failing": m.failing,
-                "gateway": exposure_report(
-                    configured[m.name], cfg.llm, tool_tokens, sum(t.model_visible for t in tools)
-                )
-                if m.name in configured
-                else None,
-            }
-            for m in models
-        ],
-        "default_model": services.models.default_model_name(access),
-        "default_note": services.models.default_note(access),
-        "compliance_levels": [
-            {"name": level.name, "description": level.description} for level in cfg.compliance.levels
-        ],
-        "servers": servers,
-        "tools": tool_entries,
-        **config_problems(services, admin),  # broken config files are never quiet
-    }
+    return await config_view(services, user, Access(user, compliance_level, levels))
 
 
 class PromptRequest(BaseModel):

@@ -20,38 +20,26 @@ from ..errors import BadRequest, SwitchboardError
 from ..logs import flush_logs, setup_logging
 from ..services import Services, build_services
 from ..settings import Settings
-from ..tools.launch import EarlyStarts
-from . import (
-    admin,
-    admin_audit,
-    admin_servers,
-    admin_tools,
-    admin_users,
-    api,
-    apps,
-    connect,
-    conversations,
-    http_chat,
-    metrics,
-    openai_compat,
-    pages,
-    registry,
-    shares,
-    tasks,
-    tokens,
-    user_servers,
-    ws,
-)
+from ..tools.servers.launch import EarlyStarts
+from . import api, apps, connect, conversations, http_chat, metrics, pages, tasks, tokens, ws
+from .admin import audit as admin_audit
+from .admin import host as admin
+from .admin import servers as admin_servers
+from .admin import tools as admin_tools
+from .admin import users as admin_users
+from .admin.presence import keep_shared
 from .authn import SwitchboardAuthBackend
 from .body_limit import BodyLimitMiddleware
-from .docs_page import mount_docs
+from .docs.openapi import app_errors, install_openapi, openai_errors
+from .docs.page import mount_docs
 from .error_render import render, style_for
 from .failures import UnhandledErrors, starlette_error
 from .open_files import raise_open_files_limit
-from .openapi_doc import app_errors, install_openapi, openai_errors
-from .presence import keep_shared
-from .sandbox import SandboxMiddleware, SandboxPolicy
+from .sandbox.origin import SandboxMiddleware, SandboxPolicy
 from .security import EdgePolicy, RequestGuardMiddleware, SecurityHeadersMiddleware
+from .servers import own as user_servers
+from .servers import registry, shares
+from .v1 import door as openai_compat
 
 __all__ = ["create_app"]
 

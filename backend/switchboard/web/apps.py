@@ -10,8 +10,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
-from ..auth import User
 from ..errors import BadRequest, NotARequest
+from ..identity.users import User
 from .deps import current_user, services_of
 
 __all__ = ["router"]

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from starlette.authentication import AuthCredentials, AuthenticationBackend
 from starlette.requests import HTTPConnection
 
-from ..auth import User
 from ..errors import StoreUnavailable, SwitchboardError, Unauthorized
+from ..identity.users import User
 from ..services import Services
 from ..store.tokens import TOKEN_PREFIX, TokenStore
 

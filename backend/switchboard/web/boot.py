@@ -196,7 +196,7 @@ def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) 
     """The app `switchboard serve` runs: Switchboard with `settings`, built after start-up."""
 
     from ..logs import enable_console, skip_call_sites
-    from ..tools.launch import EarlyStarts
+    from ..tools.servers.launch import EarlyStarts
 
     enable_console()  # the operator sees servers come up or fail, and config errors
     skip_call_sites()

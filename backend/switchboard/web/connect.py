@@ -11,9 +11,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic import BaseModel, Field
 
-from ..access import Access
-from ..auth import User
 from ..errors import BadRequest, NotFound, SwitchboardError
+from ..identity.access import Access
+from ..identity.users import User
 from ..services import Services
 from .deps import current_user, services_of
 

@@ -15,10 +15,10 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from ..auth import User
-from ..chat.export_md import export_filename, export_markdown
-from ..chat.views import export_json, page_view, siblings_of
+from ..chat.views.markdown import export_filename, export_markdown
+from ..chat.views.stored import export_json, page_view, siblings_of
 from ..errors import BadRequest, NotFound
+from ..identity.users import User
 from ..store import Conversation, latest_leaf, page_of
 from .deps import current_user, services_of
 

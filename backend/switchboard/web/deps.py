@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from ..access import Access
-from ..auth import User
 from ..errors import Forbidden, Unauthorized
+from ..identity.access import Access
+from ..identity.users import User
 from ..services import Services
 from .authn import TOKEN_HELP, is_scraper, token_store, user_of
 

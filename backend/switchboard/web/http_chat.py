@@ -10,11 +10,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
-from ..auth import User
 from ..chat import ApprovalAnswer, Subscription
+from ..chat.conversation_state import new_id
 from ..chat.events import ChatMessage, ServerEvent
-from ..chat.session import new_id
 from ..errors import BadRequest, LLMUnavailable, NotFound
+from ..identity.users import User
 from .deps import current_user, services_of
 from .sse import EventStreamResponse, ServerSentEvent, frame
 

@@ -11,11 +11,11 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
-from ..access import Access
-from ..auth import User
+from ..identity.access import Access
+from ..identity.users import User
 from ..settings import Settings
 from .deps import page_viewer, services_of
-from .sandbox import page_csp
+from .sandbox.origin import page_csp
 
 if TYPE_CHECKING:
     from fastapi.templating import Jinja2Templates

@@ -11,8 +11,8 @@ from typing import Any
 
 from fastapi import Request
 
-from ..access import Access
 from ..errors import ConfigError, SwitchboardError
+from ..identity.access import Access
 from ..services import Services
 from .authn import user_of
 from .deps import services_of

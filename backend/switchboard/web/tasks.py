@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from ..auth import User
 from ..errors import NotFound
+from ..identity.users import User
 from ..store.tasks import TaskRecord
 from .deps import current_user, services_of
 

@@ -11,8 +11,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
-from ..auth import User
 from ..errors import NotFound
+from ..identity.users import User
 from ..store.tokens import ApiToken
 from .deps import page_user, token_store
 

@@ -14,9 +14,8 @@ from contextlib import aclosing, suppress
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect, status
 
-from ..access import Access
-from ..auth import User
 from ..chat import ApprovalAnswer, Subscription
+from ..chat.conversation_state import new_id
 from ..chat.events import (
     ApprovalResponse,
     AttachedEvent,
@@ -31,8 +30,9 @@ from ..chat.events import (
     parse_client_message,
 )
 from ..chat.pacing import paced
-from ..chat.session import new_id
 from ..errors import BadRequest, SwitchboardError
+from ..identity.access import Access
+from ..identity.users import User
 from ..services import Services
 from ..telemetry import sessions_changed
 from ..tools.catalogue_watch import RELOADED

@@ -16,7 +16,7 @@ from switchboard.audit.verify import verify
 from switchboard.audit.writer import Auditor, AuditSettings
 from switchboard.errors import StoreError
 from switchboard.store import open_store
-from switchboard.store.audit_log import AuditStore, Pending
+from switchboard.store.governance.audit_log import AuditStore, Pending
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -11,7 +11,7 @@ from switchboard.audit.chain import now_ts
 from switchboard.audit.keys import public_text
 from switchboard.audit.verify import verify
 from switchboard.store import open_store
-from switchboard.store.audit_log import AuditStore, Pending
+from switchboard.store.governance.audit_log import AuditStore, Pending
 from tests.support.pg_wire import counting_relay
 
 KEY = Ed25519PrivateKey.generate()

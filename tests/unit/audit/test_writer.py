@@ -13,7 +13,7 @@ from switchboard.audit.verify import verify
 from switchboard.audit.writer import Auditor, AuditSettings
 from switchboard.errors import StoreUnavailable
 from switchboard.store import down_store, open_store
-from switchboard.store.audit_log import AuditStore
+from switchboard.store.governance.audit_log import AuditStore
 
 KEY = Ed25519PrivateKey.generate()
 

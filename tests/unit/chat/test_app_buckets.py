@@ -3,7 +3,7 @@ their apps together (made-up call ids do not get round it)."""
 
 import pytest
 
-from switchboard.chat.apps import AppLimits, RequestBuckets
+from switchboard.chat.apps.bridge import AppLimits, RequestBuckets
 from switchboard.errors import RateLimited
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from switchboard.chat.approvals import approval_reason, schema_problem
+from switchboard.chat.calls.approvals import approval_reason, schema_problem
 from switchboard.config.models import ServerConfig
 from switchboard.tools import ToolInfo
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import ApprovalAnswer, CallRunner, CallSettings, ChatEngine, ConversationState, TurnState
-from switchboard.chat.app_context import app_context_text
+from switchboard.chat.apps.context import app_context_text
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
+from switchboard.files.artifacts import ArtifactStore
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import Completed, TextDelta, ToolCallRequest
 from switchboard.tools import ServerPool

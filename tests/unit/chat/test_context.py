@@ -3,12 +3,12 @@ history that leaves out the oldest tool results, never an edit of it."""
 
 import pytest
 
-from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
 from switchboard.chat.context import fitting_context, more_to_trim
 from switchboard.config.models import ModelConfig
 from switchboard.errors import LLMContextOverflow
 from switchboard.history import TRIMMED_TOOL_RESULT, AssistantText, CallRecord, ToolReply, UserText, trimmed
+from switchboard.identity.users import User
 from switchboard.llm.messages import to_openai
 from switchboard.llm.types import Notice, TextDelta
 from tests.support.scripted_llm import ScriptedLLM

@@ -3,15 +3,15 @@ nobody can compute another user's ids without the server's secret (a real SQLite
 
 import pytest
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
 from switchboard.chat.conversation_ids import ConversationIds, id_key, legacy_scoped_id
 from switchboard.chat.conversations import Conversations
 from switchboard.chat.events import ChatMessage
 from switchboard.config.models import ComplianceLevels
 from switchboard.errors import NotFound
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import UserText
+from switchboard.identity.users import User
 from switchboard.store import open_store
 
 ANN = User(email="ann@example.com", groups=frozenset({"users"}))

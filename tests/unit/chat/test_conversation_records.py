@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
 from switchboard.chat.conversations import Conversations
 from switchboard.chat.turn_state import TurnProgress
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import AssistantText, CallRecord, ToolReply, UserText
+from switchboard.identity.users import User
 from switchboard.store import open_store
 
 ANN = User(email="ann@example.com", groups=frozenset({"users"}))

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from fastmcp import Context, FastMCP
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
     CallRunner,
@@ -25,7 +23,9 @@ from switchboard.chat.events import ChatMessage
 from switchboard.chat.turn_state import TurnProgress
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import AssistantText, ToolReply, UserText
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
 from switchboard.tools import ServerPool

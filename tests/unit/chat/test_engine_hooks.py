@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
     CallRunner,
@@ -25,7 +23,9 @@ from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.errors import Forbidden
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import ToolReply, UserText
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
 from switchboard.policy import UNAVAILABLE, load_hooks

@@ -119,7 +119,7 @@ def test_the_terminal_client_handles_every_kind_of_event():
 
     import httpx
 
-    from switchboard.cli_chat import _Terminal
+    from switchboard.cli.chat import _Terminal
 
     answers: list[str] = []
 

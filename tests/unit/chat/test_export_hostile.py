@@ -12,8 +12,8 @@ from html.parser import HTMLParser
 import pytest
 from markdown_it import MarkdownIt
 
-from switchboard.chat.export_md import export_markdown
-from switchboard.chat.export_safe import code_span, fenced, safe_markdown
+from switchboard.chat.views.markdown import export_markdown
+from switchboard.chat.views.markdown_safe import code_span, fenced, safe_markdown
 from switchboard.store import Conversation, Message
 
 EVIL = "evil.test"

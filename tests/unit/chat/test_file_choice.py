@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.artifacts import ArtifactStore, StoredFile
-from switchboard.auth import User
 from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, ConversationState, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
+from switchboard.files.artifacts import ArtifactStore, StoredFile
+from switchboard.files.signing import UrlSigner
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
-from switchboard.signing import UrlSigner
 from switchboard.tools import ServerPool
 from tests.support.scripted_llm import ScriptedLLM
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, ConversationState, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
-from switchboard.filestore import LocalFiles
+from switchboard.files.artifacts import ArtifactStore
+from switchboard.files.backends import LocalFiles
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
 from switchboard.tools import ServerPool

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
     CallRunner,
@@ -24,6 +22,8 @@ from switchboard.chat.events import ChatMessage
 from switchboard.chat.gateway import GATEWAY_TOOLS
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
+from switchboard.files.artifacts import ArtifactStore
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import Completed, TextDelta, ToolCallRequest
 from switchboard.tools import ServerPool

@@ -3,12 +3,12 @@ same attached file, re-signed: not the conversation's latest one, and never the 
 
 import pytest
 
-from switchboard.artifacts import StoredFile
-from switchboard.auth import User
 from switchboard.chat import ConversationState, TurnState
-from switchboard.chat.host_args import fill_host_arguments
+from switchboard.chat.calls.host_args import fill_host_arguments
 from switchboard.errors import ToolError
-from switchboard.signing import UrlSigner
+from switchboard.files.artifacts import StoredFile
+from switchboard.files.signing import UrlSigner
+from switchboard.identity.users import User
 from switchboard.tools import ToolInfo
 
 TOOL = ToolInfo("viz_chart", "viz", "chart", "", {"type": "object", "properties": {"file_url": {"type": "string"}}}, {})

@@ -1,9 +1,9 @@
 """Incognito conversations in memory: per user, bounded, expiring, and every one that leaves
 is handed over (so that its files can be deleted)."""
 
-from switchboard.auth import User
-from switchboard.chat.incognito import SWEEP_EVERY_S, IncognitoMemory
-from switchboard.chat.session import ConversationState
+from switchboard.chat.conversation_state import ConversationState
+from switchboard.chat.incognito.memory import SWEEP_EVERY_S, IncognitoMemory
+from switchboard.identity.users import User
 
 ANN, BOB = User("ann@example.com", frozenset()), User("bob@example.com", frozenset())
 

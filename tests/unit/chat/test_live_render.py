@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from switchboard.chat.growing import GrowingText
-from switchboard.chat.live_render import RENDER_AFTER_CHARS, LiveRender, final_html
-from switchboard.chat.render import render_blocks, render_markdown
+from switchboard.chat.views.live_render import RENDER_AFTER_CHARS, LiveRender, final_html
+from switchboard.chat.views.render import render_blocks, render_markdown
 
 ANSWER = """# Title
 

@@ -5,8 +5,8 @@ import itertools
 import re
 import time
 
+from switchboard.chat.conversation_state import new_id
 from switchboard.chat.events import CONVERSATION_ID
-from switchboard.chat.session import new_id
 
 
 def test_an_id_is_24_url_safe_characters_and_a_valid_conversation_id():

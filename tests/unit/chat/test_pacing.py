@@ -9,8 +9,8 @@ import random
 from switchboard.chat.events import MessageDone, RenderEvent, ServerEvent, TokenEvent, ToolStart
 from switchboard.chat.growing import GrowingText
 from switchboard.chat.listeners import END, Subscription
-from switchboard.chat.live_render import LiveRender
 from switchboard.chat.pacing import merged, paced
+from switchboard.chat.views.live_render import LiveRender
 from tests.unit.chat.test_live_render import ANSWER
 
 

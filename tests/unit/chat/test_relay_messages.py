@@ -1,4 +1,4 @@
-"""The messages between app processes (chat/relay_messages.py): every kind is read back as the
+"""The messages between app processes (chat/relay/messages.py): every kind is read back as the
 same typed message, on the wire with short keys and in ASCII (a NOTIFY payload is counted in
 bytes); a text that is not one of them is refused as data (another version's, in a rolling
 restart): logged once per kind and dropped, never a crash; a large text for a page goes in pieces
@@ -11,8 +11,8 @@ from typing import get_args
 
 import pytest
 
-from switchboard.chat.relay_follow import Pieces, pieces
-from switchboard.chat.relay_messages import (
+from switchboard.chat.relay.follow import Pieces, pieces
+from switchboard.chat.relay.messages import (
     Ack,
     AdminChanged,
     ApprovalAsk,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.chat.render import INLINE_CHARS, render_markdown, rendered
+from switchboard.chat.views.render import INLINE_CHARS, render_markdown, rendered
 
 
 @pytest.mark.parametrize("length", [INLINE_CHARS - 10, INLINE_CHARS, INLINE_CHARS + 1, 5 * INLINE_CHARS])

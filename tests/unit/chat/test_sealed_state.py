@@ -10,7 +10,7 @@ import zlib
 import pytest
 from cryptography.fernet import Fernet
 
-from switchboard.chat.sealed import IncognitoSeal, OpenedState, seal_key
+from switchboard.chat.incognito.sealed import IncognitoSeal, OpenedState, seal_key
 from switchboard.errors import BadRequest
 from switchboard.history import TRIMMED_TOOL_RESULT, AssistantText, CallRecord, ToolReply, UserText
 

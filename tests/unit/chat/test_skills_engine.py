@@ -13,14 +13,14 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.server.providers.skills import SkillsDirectoryProvider
 from fastmcp.skills.extension import SkillsExtension
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, ConversationState, TurnState
 from switchboard.chat.events import ChatMessage
 from switchboard.chat.questions import ApprovalAnswer
 from switchboard.chat.skills import SKILL_TOOLS
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
+from switchboard.files.artifacts import ArtifactStore
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.tools import ServerPool
 from tests.unit.chat.test_gateway_engine import ScriptedLLM, call

@@ -23,14 +23,14 @@ from fastmcp import Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import CallRunner, CallSettings, ChatEngine, Conversations, TaskPoller, TaskSettings, TurnHub
-from switchboard.chat.call_results import CallResults
+from switchboard.chat.calls.results import CallResults
 from switchboard.chat.events import ChatMessage, ElicitationRequest, TaskEvent
 from switchboard.chat.running import RunningTurns
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
+from switchboard.files.artifacts import ArtifactStore
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
 from switchboard.policy import Hooks

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from switchboard.chat.relay import PostgresRelay
-from switchboard.chat.relay_seam import Turn
+from switchboard.chat.relay.postgres import PostgresRelay
+from switchboard.chat.relay.seam import Turn
 from switchboard.errors import BadRequest
 from switchboard.store import open_store
 from switchboard.store.engine import make_engine

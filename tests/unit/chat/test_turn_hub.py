@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat import (
     ApprovalAnswer,
     CallRunner,
@@ -26,12 +24,14 @@ from switchboard.chat import (
     UserLimits,
 )
 from switchboard.chat.conversation_ids import ConversationIds, id_key
+from switchboard.chat.conversation_state import Seed
 from switchboard.chat.events import ChatMessage
-from switchboard.chat.session import Seed
 from switchboard.config.loader import AppConfig, McpConfig
 from switchboard.config.models import ComplianceLevels, GroupsConfig, LLMConfig, ModelConfig, ServerConfig
 from switchboard.errors import Conflict, LLMError, LLMUnavailable, NotFound, StoreError, StoreUnavailable, TooMany
+from switchboard.files.artifacts import ArtifactStore
 from switchboard.history import UserText
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 from switchboard.llm.types import ToolCallRequest
 from switchboard.store import down_store, open_store

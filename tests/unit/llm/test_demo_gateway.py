@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from switchboard.chat.calls import frame_for_model
+from switchboard.chat.calls.runner import frame_for_model
 from switchboard.llm.demo import demo_reply
 
 GATEWAY = [

@@ -1,9 +1,9 @@
 import pytest
 
-from switchboard.access import Access
-from switchboard.auth import User
 from switchboard.config.models import ComplianceLevel, ComplianceLevels, LLMConfig, ModelConfig
 from switchboard.errors import LLMUnavailable
+from switchboard.identity.access import Access
+from switchboard.identity.users import User
 from switchboard.llm import ModelCatalogue
 
 DEMO = ModelConfig(name="demo", model="switchboard/demo", description="Works without any LLM")

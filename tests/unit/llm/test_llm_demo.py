@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from switchboard.chat.calls import frame_for_model
+from switchboard.chat.calls.runner import frame_for_model
 from switchboard.config.models import ModelConfig
 from switchboard.llm import Completed, LLMClient, TextDelta
 from switchboard.llm.demo import demo_reply

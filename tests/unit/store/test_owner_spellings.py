@@ -9,13 +9,13 @@ import pytest
 from alembic import command
 from sqlalchemy import select
 
-from switchboard.artifacts import ArtifactStore
-from switchboard.auth import User
 from switchboard.chat.conversation_ids import legacy_scoped_id
 from switchboard.chat.conversations import Conversations
 from switchboard.chat.events import ChatMessage
 from switchboard.config.models import ComplianceLevels
 from switchboard.errors import NotFound
+from switchboard.files.artifacts import ArtifactStore
+from switchboard.identity.users import User
 from switchboard.store import models as m
 from switchboard.store import open_store
 from switchboard.store.engine import make_engine

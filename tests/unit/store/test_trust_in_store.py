@@ -15,8 +15,8 @@ from alembic import command
 from switchboard.errors import Conflict
 from switchboard.store import open_store
 from switchboard.store.engine import make_engine
+from switchboard.store.governance.trust_rows import TrustRows
 from switchboard.store.migrate import _config
-from switchboard.store.trust_rows import TrustRows
 from switchboard.tools.trust import Trust
 from switchboard.tools.trust_pin import legacy_hash
 

@@ -16,9 +16,9 @@ from joserfc.jwk import import_key
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata
 
 from switchboard.config.models import ServerConfig
-from switchboard.tools.dpop import SUPPORTED_ALGS, DPoPKey, access_token_hash, htu
-from switchboard.tools.oauth import SignIns
-from switchboard.tools.vault import MemoryVault
+from switchboard.tools.oauth.dpop import SUPPORTED_ALGS, DPoPKey, access_token_hash, htu
+from switchboard.tools.oauth.flow import SignIns
+from switchboard.tools.oauth.vault import MemoryVault
 
 
 def _registry() -> jws.JWSRegistry:

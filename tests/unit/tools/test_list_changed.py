@@ -11,10 +11,10 @@ import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.tools import Tool
 
-from switchboard.access import Access
-from switchboard.auth import User
 from switchboard.config.loader import McpConfig
 from switchboard.config.models import ServerConfig
+from switchboard.identity.access import Access
+from switchboard.identity.users import User
 from switchboard.tools import ServerPool
 from tests.support.sinks import Sink
 

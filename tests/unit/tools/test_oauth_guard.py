@@ -12,9 +12,9 @@ from mcp.shared._httpx_utils import RedirectAwareAuth  # the base of the SDK's p
 from switchboard.config.models import ServerConfig
 from switchboard.errors import SignInFailed
 from switchboard.tools.diagnostics import HttpTrace, http_client_factory
-from switchboard.tools.oauth import SignIns
-from switchboard.tools.oauth_guard import POLICY_KEY, EndpointPolicy, GuardedAuth, PinnedTransport
-from switchboard.tools.vault import MemoryVault
+from switchboard.tools.oauth.flow import SignIns
+from switchboard.tools.oauth.url_guard import POLICY_KEY, EndpointPolicy, GuardedAuth, PinnedTransport
+from switchboard.tools.oauth.vault import MemoryVault
 
 
 def resolver(table: dict[str, list[str]]):

@@ -141,7 +141,7 @@ async def test_tool_errors_are_not_ok():
 
 @pytest.mark.parametrize("mime", ["image/png"])
 def test_artifact_store_checks_declared_types(tmp_path, mime):
-    from switchboard.artifacts import ArtifactStore
+    from switchboard.files.artifacts import ArtifactStore
 
     store = ArtifactStore(tmp_path)
     assert store.put(owner="a", name="x.png", mime=mime, data=PNG).mime == "image/png"
@@ -162,7 +162,7 @@ def test_retention_removes_old_files_only(tmp_path):
     import os
     import time
 
-    from switchboard.artifacts import ArtifactStore
+    from switchboard.files.artifacts import ArtifactStore
 
     store = ArtifactStore(tmp_path)
     old = store.put(owner="a", name="old.txt", mime="text/plain", data=b"old")
@@ -177,7 +177,7 @@ def test_retention_removes_old_files_only(tmp_path):
 
 
 def test_stored_files_survive_a_restart(tmp_path):
-    from switchboard.artifacts import ArtifactStore
+    from switchboard.files.artifacts import ArtifactStore
 
     stored = ArtifactStore(tmp_path).put(owner="a", name="x.png", mime="image/png", data=PNG)
     again, path = ArtifactStore(tmp_path).get(stored.id, owner="a")  # a new process, the same data dir

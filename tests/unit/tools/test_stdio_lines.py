@@ -1,4 +1,4 @@
-"""The stdio reader's line splitting (tools/stdio.py)."""
+"""The stdio reader's line splitting (tools/servers/stdio.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.tools.stdio import LineSplitter
+from switchboard.tools.servers.stdio import LineSplitter
 
 
 def split_in_chunks(data: bytes, cuts: list[int]) -> list[bytes]:

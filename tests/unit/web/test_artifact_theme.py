@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.web.artifact_theme import follow_page_theme, quiet_network
+from switchboard.web.sandbox.artifact_theme import follow_page_theme, quiet_network
 
 META = b'<meta name="color-scheme" content="light dark">'
 

@@ -1,5 +1,5 @@
 """`POST /csp-report` on the sandbox origin takes no sign-in: what one client (or many) can make
-it write to the log is limited (web/csp_reports.py), and it answers without saying what it kept."""
+it write to the log is limited (web/sandbox/csp_reports.py), and it answers without saying what it kept."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from switchboard.settings import Settings
-from switchboard.web.csp_reports import WINDOW_S, CspReportLimiter
-from switchboard.web.sandbox import SandboxMiddleware, SandboxPolicy
+from switchboard.web.sandbox.csp_reports import WINDOW_S, CspReportLimiter
+from switchboard.web.sandbox.origin import SandboxMiddleware, SandboxPolicy
 
 SANDBOX = {"host": "sandbox.localhost:8000", "content-type": "application/csp-report"}
 

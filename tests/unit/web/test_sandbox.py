@@ -1,4 +1,4 @@
-"""The app sandbox origin (web/sandbox.py): what it serves, and the CSP an app runs under."""
+"""The app sandbox origin (web/sandbox/origin.py): what it serves, and the CSP an app runs under."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from switchboard.settings import Settings
-from switchboard.web.sandbox import SandboxMiddleware, SandboxPolicy, app_csp, page_csp
+from switchboard.web.sandbox.origin import SandboxMiddleware, SandboxPolicy, app_csp, page_csp
 
 
 def policy(**values) -> SandboxPolicy:

@@ -6,7 +6,7 @@ below the highest `audit_prunes.through_seq`; a prune mark may only be inserted 
 signed checkpoint (so a retention prune removes only whole checkpointed spans, and says so).
 Someone who may drop triggers can still edit the rows: `switchboard audit verify` finds that.
 
-On PostgreSQL, `audit_append` is the app's append as one statement (store/audit_pg.py): it takes
+On PostgreSQL, `audit_append` is the app's append as one statement (store/governance/audit_pg.py): it takes
 the chain's advisory lock, checks that the chain still ends at the seq and hash the app sealed the
 batch after, and inserts the batch (one array per column); if the chain moved on, it inserts
 nothing and returns false. It runs with the caller's rights, so the triggers apply to it as well.

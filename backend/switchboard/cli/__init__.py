@@ -1,0 +1,1 @@
+"""The terminal client (`switchboard chat`): a client of the HTTP API, with its own arguments."""
