@@ -178,7 +178,7 @@ class LLMClient:
         kwargs: dict[str, Any] = {
             **model.extra,
             "model": model.model,
-            "messages": copy.deepcopy(messages),
+            "messages": copy.deepcopy(list(messages)),
             "stream": True,
         }
         kwargs.update(num_retries=0, max_retries=0)

@@ -46,6 +46,7 @@ from litellm.utils import ProviderConfigManager, get_optional_params
 from switchboard.config.models import ModelConfig
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm.direct_wire import DirectPool, DirectStream, wire_error
+from switchboard.llm.messages import messages_json
 from switchboard.llm.types import Completed, TextDelta
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "is_keyless",
     "open_stream",
     "plan_route",
+    "request_body",
 ]  # DirectPool, DirectStream: from direct_wire
 
 logger = logging.getLogger("switchboard.llm")
@@ -197,18 +199,13 @@ async def open_stream(
     """Sends the request; returns once the provider answered with a stream, or raises
     what litellm raises for the failure. `timeout_s` limits each wait (connect, write,
     every read, and the wait for a pooled connection)."""
-    body: dict[str, Any] = {**route.body, "messages": messages, "stream": True}
-    if max_tokens:
-        body[route.max_tokens_key] = max_tokens
     key = api_key or route.provider_key
     headers = dict(route.request_headers)
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
     wait = _UNSET_TIMEOUT_S if timeout_s is None else timeout_s
-    text = json.dumps(body, ensure_ascii=False)
-    if tools:  # the same definitions turn after turn: their JSON is kept (`pool.tools_json`)
-        text = f'{text[:-1]},"tools":{pool.tools_json(tools)}}}'
-    content = text.encode()
+    # the same definitions turn after turn: their JSON is kept (`pool.tools_json`)
+    content = request_body(route, messages, pool.tools_json(tools) if tools else None, max_tokens)
     if key is None and not route.keyless:  # the SDK refuses as well on litellm's path: "not set up correctly"
         raise openai.OpenAIError(_NO_KEY.format(" or ".join(_KEY_ENV.get(route.provider, ("its API key variable",)))))
     url = route.url
@@ -235,6 +232,18 @@ async def open_stream(
         raise _status_error(answered, f"the endpoint redirected more than {_MOST_REDIRECTS} times")
     except Exception as exc:
         raise _open_error(exc, route) from exc
+
+
+def request_body(route: Route, messages: list[dict[str, Any]], tools_json: str | None, max_tokens: int | None) -> bytes:
+    """The request's JSON, as `json.dumps` makes it of the whole request (options, stream, limit,
+    messages, tools), but with the messages' JSON joined from what was kept of each
+    (`messages_json`): a long conversation's request encodes only its new messages."""
+    head: dict[str, Any] = {**route.body, "stream": True}
+    if max_tokens:
+        head[route.max_tokens_key] = max_tokens
+    text = json.dumps(head, ensure_ascii=False)
+    tools = f', "tools": {tools_json}' if tools_json is not None else ""
+    return f'{text[:-1]}, "messages": {messages_json(messages)}{tools}}}'.encode()
 
 
 async def _answered(response: aiohttp.ClientResponse, request: httpx.Request) -> httpx.Response:
