@@ -20,129 +20,68 @@ loop's thread spends its CPU (that checkpoint's figures then include the profile
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import secrets
-import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import _support as S
-from _double import ANSWER
-from overhead import USER_TEXT, _openai_tools, _tool_result_text
+import _turns as T
 
 TARGET_RATIO = 1.5  # overhead at turns 400 and 1,000: at most 1.5x turn 1's
 
 
-def _turn_messages(turn: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The two requests the app sends at turn `turn` (1-based): the history of the turns before,
-    then the question (first call) and the tool call with its result (second call)."""
-    history: list[dict[str, Any]] = [{"role": "system", "content": S.SYSTEM_PROMPT}]
-    for n in range(turn):
-        call = {
-            "id": f"call_{n}",
-            "type": "function",
-            "function": {"name": "toolbox_echo", "arguments": '{"text": "hello"}'},
-        }
-        history += [
-            {"role": "user", "content": USER_TEXT},
-            {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": f"call_{n}", "content": _tool_result_text("hello")},
-        ]
-        if n < turn - 1:
-            history.append({"role": "assistant", "content": ANSWER})
-    return history[:-2], history
-
-
 async def run(args: Any) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="bench-longconv-") as tmp, S.double_process() as double:
-        folder = Path(tmp)
-        env = S.write_site(folder, {"toolbox": S.toolbox_entry(approval="never")}, double.base_url)
-        cluster = None
-        if args.postgres:
-            from tests.support.postgres import PostgresCluster, find_bin_dir
-
-            cluster = PostgresCluster(find_bin_dir())
-            cluster.start()
-            env["SWITCHBOARD_DATABASE_URL"] = cluster.create_database()
-        try:
-            return await _measure(args, folder, env, double.base_url)
-        finally:
-            if cluster is not None:
-                cluster.stop()
+    with T.site("bench-longconv-", postgres=args.postgres) as site:
+        return await _measure(args, site)
 
 
-async def _measure(args: Any, folder: Path, env: dict[str, str], double_url: str) -> dict[str, Any]:
+async def _measure(args: Any, site: T.Site) -> dict[str, Any]:
     import httpx
     import websockets
-    from fastmcp import Client
-    from fastmcp.client.transports import StdioTransport
 
     python = str(Path(args.app).resolve() / ".venv" / "bin" / "python") if args.app else sys.executable
-    command = [python, "-m", "switchboard"]
-    if args.profile:
-        env = {**env, "BENCH_PROFILE_OUT": str(Path(args.profile).resolve())}
-        command = [python, str(Path(__file__).with_name("_profiled.py"))]
+    profiler = T.Profiler(args.profile, python)
     checkpoints = sorted(int(x) for x in args.turns.split(","))
     measured = {cp + i: cp for cp in checkpoints for i in range(args.samples)}
-    with S.app_process(folder, env, command=command) as app:
+    command = profiler.command or [python, "-m", "switchboard"]
+    with S.app_process(site.folder, profiler.env(site.env), command=command) as app:
         async with httpx.AsyncClient() as http:
-            tools = _openai_tools((await http.get(f"{app.base}/api/config")).json())
-        floor_http = httpx.AsyncClient()
-
-        async def raw_http(messages: list[dict[str, Any]]) -> float:
-            body = {"model": "double", "messages": messages, "tools": tools, "stream": True}
-            body["stream_options"] = {"include_usage": True}
-            start = time.perf_counter()
-            async with floor_http.stream(
-                "POST", f"{double_url}/chat/completions", json=body, headers={"authorization": "Bearer k"}
-            ) as response:
-                async for line in response.aiter_lines():
-                    if line.startswith("data: {"):
-                        json.loads(line[6:])
-            return time.perf_counter() - start
-
-        transport = StdioTransport(
-            command=sys.executable, args=[str(S.TOOLBOX)], keep_alive=False, log_file=folder / "raw-toolbox.stderr.log"
-        )
+            tools = T.openai_tools((await http.get(f"{app.base}/api/config")).json())
+        raw_http = T.HttpFloor(site.double_url, tools)
         series: dict[int, dict[str, list[float]]] = {cp: {"c": [], "floor": [], "cpu": []} for cp in checkpoints}
-        async with Client(transport) as mcp, websockets.connect(app.ws_url, max_size=2**26) as ws:
+        async with T.raw_toolbox(site.folder) as mcp, websockets.connect(app.ws_url, max_size=2**26) as ws:
             await ws.recv()  # the session event
 
             async def floor(turn: int) -> float:
-                first, second = _turn_messages(turn)
+                first, second = T.turn_messages(turn)
                 start = time.perf_counter()
                 assert not (await mcp.call_tool_mcp("echo", {"text": "hello"})).is_error
                 tool_s = time.perf_counter() - start
-                return tool_s + await raw_http(first) + await raw_http(second)
+                return tool_s + (await raw_http(first))[0] + (await raw_http(second))[0]
 
             for _ in range(args.warmup):  # the app's first turns, in conversations of their own
-                await S.ws_turn(ws, USER_TEXT, conversation_id=secrets.token_hex(6))
+                await S.ws_turn(ws, T.USER_TEXT, conversation_id=secrets.token_hex(6))
                 await floor(1)
             conversation = secrets.token_hex(8)
             for turn in range(1, max(measured) + 1):
                 cp = measured.get(turn)
                 if cp is not None:
-                    if args.profile and cp == args.profile_at and turn == cp:
-                        os.kill(app.pid, signal.SIGUSR1)
+                    if cp == args.profile_at and turn == cp:
+                        profiler.start(app.pid)
                     series[cp]["floor"].append(await floor(turn) * 1000)
                     cpu = S.proc_cpu_s(app.pid)
-                seconds, events = await S.ws_turn(ws, USER_TEXT, conversation_id=conversation)
+                seconds, events = await S.ws_turn(ws, T.USER_TEXT, conversation_id=conversation)
                 if not S.turn_ok(events):
                     raise RuntimeError(f"turn {turn} failed: {events[-3:]}")
                 if cp is not None:
                     series[cp]["c"].append(seconds * 1000)
                     series[cp]["cpu"].append((S.proc_cpu_s(app.pid) - cpu) * 1000)
-                    if args.profile and cp == args.profile_at and turn == cp + args.samples - 1:
-                        os.kill(app.pid, signal.SIGUSR2)
-                        for _ in range(100):
-                            if Path(args.profile).exists():
-                                break
-                            await asyncio.sleep(0.1)
-        await floor_http.aclose()
+                    if cp == args.profile_at and turn == cp + args.samples - 1:
+                        await profiler.stop(app.pid)
+        await raw_http.aclose()
 
     out: dict[str, Any] = {"samples": args.samples, "checkpoints": {}}
     for cp, s in series.items():

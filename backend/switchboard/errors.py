@@ -248,6 +248,8 @@ class LLMError(SwitchboardError):
     code = "llm_error"
     status = 502
     action = "Try again, or pick another model."
+    retryable = False  # the same request may succeed when sent again (set where the failure is translated)
+    retry_after_s: float | None = None  # the provider's Retry-After, in seconds from when it answered
 
 
 class LLMRateLimited(LLMError):

@@ -39,7 +39,10 @@ _TIMEOUTS = (lx.Timeout, openai.APITimeoutError, httpx.TimeoutException, Timeout
 def is_retryable(exc: BaseException) -> bool:
     """Whether the same request may succeed when sent again: HTTP 408, 429 and 5xx,
     or a failed connection. Not our own timeout (the user already waited the whole
-    limit), not any other 4xx, not an SDK that refuses its settings."""
+    limit), not any other 4xx, not an SDK that refuses its settings. An `LLMError` (the direct
+    path's) says so itself."""
+    if isinstance(exc, LLMError):
+        return exc.retryable
     causes = causes_of(exc)
     if _any(causes, _TIMEOUTS) or any(type(cause) is openai.OpenAIError for cause in causes):
         return False
@@ -51,21 +54,31 @@ def is_retryable(exc: BaseException) -> bool:
 def retry_after_s(exc: BaseException) -> float | None:
     """The provider's Retry-After (seconds or an HTTP date; or OpenAI's retry-after-ms),
     as seconds from now. litellm keeps the provider's headers in
-    `litellm_response_headers`; the response object may carry them too."""
+    `litellm_response_headers`; the response object may carry them too. An `LLMError` (the
+    direct path's) carries it."""
+    if isinstance(exc, LLMError):
+        return exc.retry_after_s
     for cause in causes_of(exc):
         for headers in (
             getattr(cause, "litellm_response_headers", None),
             getattr(getattr(cause, "response", None), "headers", None),
         ):
-            if not isinstance(headers, Mapping) or not headers:
-                continue
-            lowered = {str(key).lower(): str(value) for key, value in headers.items()}
-            if "retry-after-ms" in lowered:
-                millis = _seconds(lowered["retry-after-ms"])
-                if millis is not None:
-                    return millis / 1000
-            if "retry-after" in lowered:
-                return _seconds(lowered["retry-after"])
+            if isinstance(headers, Mapping) and headers:
+                lowered = {str(key).lower(): str(value) for key, value in headers.items()}
+                if "retry-after-ms" in lowered or "retry-after" in lowered:
+                    return parse_retry_after(lowered)
+    return None
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Retry-After (seconds or an HTTP date) or OpenAI's retry-after-ms, as seconds from now."""
+    lowered = {str(key).lower(): str(value) for key, value in headers.items()}
+    if "retry-after-ms" in lowered:
+        millis = _seconds(lowered["retry-after-ms"])
+        if millis is not None:
+            return millis / 1000
+    if "retry-after" in lowered:
+        return _seconds(lowered["retry-after"])
     return None
 
 

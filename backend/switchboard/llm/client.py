@@ -30,7 +30,15 @@ from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
 from switchboard.llm._errors import PROVIDER_ERRORS, stream_cut, translate
 from switchboard.llm.demo import DEMO_PROVIDER, DemoLLM
 from switchboard.llm.messages import PreparedMessages
-from switchboard.llm.openai_direct import DirectPool, Route, direct_events, is_keyless, open_stream, plan_route
+from switchboard.llm.openai_direct import (
+    DirectFailures,
+    DirectPool,
+    Route,
+    direct_events,
+    is_keyless,
+    open_stream,
+    plan_route,
+)
 from switchboard.llm.retry import RetryPolicy, log_retry, retry_notice, with_attempts
 from switchboard.llm.types import Completed, Notice, TextDelta, Usage
 
@@ -99,16 +107,20 @@ class LLMClient:
                         response = await self._open(model, messages, tools, secret, timeout_s, max_tokens)
                         stream, close = _events(response), response.aclose
                     else:
+                        failures = DirectFailures(
+                            model.name, model.model, model.api_base or route.base_url, secret, model.api_key_env
+                        )
                         response = await open_stream(
                             self._pool,
                             route,
                             secret,
                             messages,
                             tools,
+                            failures=failures,
                             timeout_s=timeout_s,
                             max_tokens=max_tokens or model.max_tokens,
                         )
-                        stream, close = direct_events(response, route), response.aclose
+                        stream, close = direct_events(response), response.aclose
                     try:
                         async with aclosing(stream) as events:
                             async for event in events:
@@ -119,8 +131,8 @@ class LLMClient:
                     finally:
                         await close()  # also when the caller stops: the HTTP stream is closed
                     break
-                except PROVIDER_ERRORS as exc:  # the direct path raises what litellm would
-                    failure = translate(exc, model, secret)
+                except (LLMError, *PROVIDER_ERRORS) as exc:  # the direct path's are LLMErrors already
+                    failure = exc if isinstance(exc, LLMError) else translate(exc, model, secret)
                     if shown:  # sending it again would repeat what the user has already read
                         cut = isinstance(failure, (LLMStreamCut, LLMTimeout))
                         raise (failure if cut else stream_cut(model, failure.message)) from None
@@ -178,7 +190,7 @@ class LLMClient:
         kwargs: dict[str, Any] = {
             **model.extra,
             "model": model.model,
-            "messages": copy.deepcopy(messages),
+            "messages": copy.deepcopy(list(messages)),
             "stream": True,
         }
         kwargs.update(num_retries=0, max_retries=0)

@@ -4,10 +4,8 @@ server-sent events of a chat-completions stream read from bytes as they arrive
 
 aiohttp, not httpx, carries these requests: its C HTTP parser costs a third of httpx's
 CPU per streamed call (docs/benchmarks.md §23), and a model call is the largest part of a
-tool turn's CPU. What the rest of the path sees stays httpx's and the OpenAI SDK's: an
-error response becomes an `httpx.Response` for the SDK's exception, and a stream that
-breaks raises the httpx error it raised before (`_wire_error`), so litellm maps both as
-it maps its own path's."""
+tool turn's CPU. A stream that breaks, stalls, sends bad JSON or an error raises the
+`LLMError` its `DirectFailures` makes of it (`llm/direct_errors.py`)."""
 
 from __future__ import annotations
 
@@ -15,16 +13,19 @@ import asyncio
 import json
 import os
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
 import httpx
-import openai
 from cachetools import LRUCache
 from yarl import URL
 
-__all__ = ["DirectPool", "DirectStream", "wire_error"]
+from switchboard.llm.direct_errors import DirectFailures
+
+__all__ = ["DirectPool", "DirectStream"]
+
+_READ_FAILURES = (aiohttp.ClientError, OSError, TimeoutError)
 
 _DRAIN_S = 1.0  # after [DONE]: how long the end of the body may take (then the connection is dropped)
 _KEEPALIVE_S = 5.0  # an idle connection is kept this long (httpx's default)
@@ -97,56 +98,47 @@ class DirectPool:
 
 class DirectStream:
     """The chunks (plain dicts) of one open chat-completions stream; `aclose` hangs up
-    unless the stream was read to its end. `request` makes the request's httpx form, for
-    the errors that name it."""
+    unless the stream was read to its end. Its failures are `failures`' errors."""
 
-    def __init__(self, response: aiohttp.ClientResponse, request: Callable[[], httpx.Request]) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, failures: DirectFailures) -> None:
         self.response = response
-        self.request = request
+        self.failures = failures
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        response = self.response
+        response, failures = self.response, self.failures
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         try:
             if kind == "application/json":  # a server that answered the whole completion at once
                 try:
                     body = await response.read()
-                except (aiohttp.ClientError, TimeoutError) as exc:
-                    raise wire_error(exc) from exc
-                yield _as_chunk(json.loads(body), self.request)
+                except _READ_FAILURES as exc:
+                    raise failures.broke(exc, received=False) from exc
+                yield _as_chunk(body, failures)
                 return
             seen = done = False
             parser, content = _EventParser(), response.content
             while not done:  # the events of each read, parsed here (no generator between)
                 try:
                     raw = await content.readany()
-                except (aiohttp.ClientError, TimeoutError) as exc:
-                    raise wire_error(exc) from exc
+                except _READ_FAILURES as exc:
+                    raise failures.broke(exc, received=seen) from exc
                 for data in parser.feed(raw) if raw else parser.end():
                     seen = True
                     if data.startswith(b"[DONE]"):
                         done = True
                         break
-                    chunk = json.loads(data)
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError as exc:
+                        raise failures.garbled(data) from exc
                     if not isinstance(chunk, dict):
                         continue
                     if chunk.get("error"):  # an error sent inside the stream
-                        error = chunk["error"]
-                        message = error.get("message") if isinstance(error, dict) else None
-                        raise openai.APIError(
-                            message if isinstance(message, str) and message else "An error occurred during streaming",
-                            request=self.request(),
-                            body=error,
-                        )
+                        raise failures.said(chunk["error"])
                     yield chunk
                 if not raw and not done:  # the body ended without [DONE]
                     if not seen:  # e.g. a proxy's sign-in page: not an empty answer
-                        raise openai.APIError(
-                            f"The endpoint answered HTTP {response.status} with no server-sent events "
-                            f"(Content-Type: {kind or 'none'}); check the model's api_base",
-                            request=self.request(),
-                            body=None,
-                        )
+                        raise failures.not_a_stream(response.status, kind)
                     return
             # after [DONE]: read the body to its end, so that the connection goes back to the
             # pool instead of being closed (a new TLS handshake for the next call)
@@ -163,26 +155,16 @@ class DirectStream:
         self.response.release()
 
 
-def wire_error(exc: BaseException) -> httpx.HTTPError:
-    """The httpx error for a failure of aiohttp's: what the stream raised on httpx, so
-    that litellm maps it as before and as on its own path."""
-    if isinstance(exc, TimeoutError):
-        return httpx.ReadTimeout(str(exc) or "no data from the endpoint within the timeout")
-    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
-        return httpx.RemoteProtocolError("peer closed connection without sending complete message body")
-    return httpx.ReadError(str(exc) or type(exc).__name__)
-
-
-def _as_chunk(completion: Any, request: Callable[[], httpx.Request]) -> dict[str, Any]:
+def _as_chunk(body: bytes, failures: DirectFailures) -> dict[str, Any]:
     """A whole (non-streamed) chat completion in the form of one stream chunk."""
+    try:
+        completion = json.loads(body)
+    except ValueError as exc:
+        raise failures.garbled(body) from exc
+    if isinstance(completion, dict) and completion.get("error"):
+        raise failures.said(completion["error"])
     if not isinstance(completion, dict) or not isinstance(completion.get("choices"), list):
-        raise openai.APIError(
-            "The endpoint answered with JSON that is not a chat completion; check the model's api_base",
-            request=request(),
-            body=completion,
-        )
-    if completion.get("error"):
-        raise openai.APIError(str(completion["error"]), request=request(), body=completion["error"])
+        raise failures.garbled(body)
     choices = []
     for choice in completion["choices"]:
         if not isinstance(choice, dict):

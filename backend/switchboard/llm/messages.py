@@ -3,6 +3,7 @@ OpenAI-compatible provider) takes.  The only place that knows that format."""
 
 from __future__ import annotations
 
+import json
 import operator
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -10,7 +11,7 @@ from typing import Any
 
 from switchboard.history import AssistantText, HistoryRecord, ToolReply, UserText
 
-__all__ = ["PreparedMessages", "to_openai"]
+__all__ = ["OpenAIMessages", "PreparedMessages", "messages_json", "to_openai"]
 
 CANCELLED_NOTE = "[cancelled by the user]"
 LATE_NOTE = "The background task has finished:"
@@ -24,18 +25,42 @@ def to_openai(system: str, history: Sequence[HistoryRecord | dict[str, Any]]) ->
     return messages
 
 
+def _encoded(message: dict[str, Any]) -> str:
+    return json.dumps(message, ensure_ascii=False)
+
+
+class OpenAIMessages(list[dict[str, Any]]):
+    """Messages made by `PreparedMessages`, each one's JSON made once with it (`messages_json`)."""
+
+    __slots__ = ("_made", "_parts")
+
+    def __init__(self, messages: list[dict[str, Any]], parts: list[str]) -> None:
+        super().__init__(messages)
+        self._made, self._parts = messages, parts
+
+
+def messages_json(messages: list[dict[str, Any]]) -> str:
+    """`json.dumps(messages, ensure_ascii=False)`; for `OpenAIMessages` still as they were made, the
+    kept JSON of each message joined (a long conversation's request then encodes only what is new)."""
+    if isinstance(messages, OpenAIMessages):
+        made, parts = messages._made, messages._parts
+        if len(messages) == len(made) == len(parts) and all(map(operator.is_, messages, made)):
+            return f"[{', '.join(parts)}]"
+    return json.dumps(messages, ensure_ascii=False)
+
+
 class PreparedMessages:
     """`to_openai` for a conversation's next call: the messages of the longest start of the
     history that a recent call had too (the same record objects, frozen, in the same order) are
     taken as they were, and only the records after it are converted. A conversation's calls then
     convert only what is new. Keyed by the first record's id; a history with a dict in what is new
-    (not frozen) is converted whole and not kept. The messages are shared between calls: whoever
-    changes one must copy it first."""
+    (not frozen) is converted whole and not kept. The messages are shared between calls, and so is
+    each one's JSON (`messages_json`): whoever changes one must copy it first."""
 
     def __init__(self, most: int = 128) -> None:
-        # per first record's id: the records of the last call, its messages, and per record the
-        # number of messages made up to and including it
-        self._kept: OrderedDict[str, tuple[list[Any], list[dict[str, Any]], list[int]]] = OrderedDict()
+        # per first record's id: the records of the last call, its messages, each message's JSON,
+        # and per record the number of messages made up to and including it
+        self._kept: OrderedDict[str, tuple[list[Any], list[dict[str, Any]], list[str], list[int]]] = OrderedDict()
         self._most = most
 
     def convert(self, system: str, history: Sequence[HistoryRecord | dict[str, Any]]) -> list[dict[str, Any]]:
@@ -45,22 +70,28 @@ class PreparedMessages:
         records = list(history)
         kept = self._kept.pop(first.id, None)
         converted: list[dict[str, Any]] = []
+        parts: list[str] = []
         ends: list[int] = []
         held = 0
         if kept is not None:
             held = _common_start(kept[0], records)
-            ends = kept[2][:held]
+            ends = kept[3][:held]
             converted = kept[1][: ends[-1]] if ends else []
+            parts = kept[2][: len(converted)]
         new = records[held:]
         if any(isinstance(r, dict) for r in new):
             return to_openai(system, history)
         for record in new:
             _convert((record,), converted)
             ends.append(len(converted))
-        self._kept[first.id] = (records, converted, ends)
+        parts += map(_encoded, converted[len(parts) :])
+        self._kept[first.id] = (records, converted, parts, ends)
         if len(self._kept) > self._most:
             self._kept.popitem(last=False)
-        return [{"role": "system", "content": system}, *converted] if system else converted[:]
+        if not system:
+            return OpenAIMessages(converted[:], parts)
+        head = {"role": "system", "content": system}
+        return OpenAIMessages([head, *converted], [_encoded(head), *parts])
 
 
 def _common_start(a: list[Any], b: list[Any]) -> int:

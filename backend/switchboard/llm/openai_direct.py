@@ -13,11 +13,9 @@ CPU is then below a bare httpx stream's.
 
 One session (one connection pool, a kept connection per endpoint) is kept in a
 `DirectPool` and reused until the pool is closed (`llm/direct_wire.py`).
-Failures become the OpenAI SDK's exceptions for the same response (class,
-message, body), then what litellm's own mapping makes of them (`_open_error`,
-`_stream_error`), so the error tree, the retries and the messages are the same
-on both paths (`tests/unit/llm/test_llm_paths.py` runs every failure through
-both).
+Failures go straight into the error tree (`llm/direct_errors.py`), each of the
+kind litellm's path gets for the same answer, with the provider's own message
+(`tests/unit/llm/test_llm_paths.py` runs every failure through both paths).
 """
 
 from __future__ import annotations
@@ -33,25 +31,24 @@ from typing import Any
 import aiohttp
 import httpx
 import litellm
-import openai
 import yarl
-from litellm import exceptions as lx
 from litellm.litellm_core_utils.core_helpers import map_finish_reason
-from litellm.litellm_core_utils.exception_mapping_utils import exception_type
 from litellm.llms.openai.chat.o_series_transformation import OpenAIOSeriesConfig
-from litellm.llms.openai.common_utils import OpenAIError as LitellmOpenAIError
 from litellm.types.utils import all_litellm_params
 from litellm.utils import ProviderConfigManager, get_optional_params
 
 from switchboard.config.models import ModelConfig
 from switchboard.llm._assembly import ToolCallAssembler, completed, usage_from
-from switchboard.llm.direct_wire import DirectPool, DirectStream, wire_error
+from switchboard.llm.direct_errors import DirectFailures
+from switchboard.llm.direct_wire import DirectPool, DirectStream
+from switchboard.llm.messages import messages_json
 from switchboard.llm.types import Completed, TextDelta
 
 __all__ = [
     "DIRECT_PROVIDERS",
     "KEYLESS_PROVIDERS",
     "USER_AGENT",
+    "DirectFailures",
     "DirectPool",
     "DirectStream",
     "Route",
@@ -59,7 +56,8 @@ __all__ = [
     "is_keyless",
     "open_stream",
     "plan_route",
-]  # DirectPool, DirectStream: from direct_wire
+    "request_body",
+]  # DirectPool, DirectStream: from direct_wire; DirectFailures: from direct_errors
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -191,192 +189,102 @@ async def open_stream(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     *,
+    failures: DirectFailures,
     timeout_s: float | None,
     max_tokens: int | None,
 ) -> DirectStream:
-    """Sends the request; returns once the provider answered with a stream, or raises
-    what litellm raises for the failure. `timeout_s` limits each wait (connect, write,
-    every read, and the wait for a pooled connection)."""
-    body: dict[str, Any] = {**route.body, "messages": messages, "stream": True}
-    if max_tokens:
-        body[route.max_tokens_key] = max_tokens
+    """Sends the request; returns once the provider answered with a stream, or raises the
+    `LLMError` that `failures` makes of what went wrong. `timeout_s` limits each wait (connect,
+    write, every read, and the wait for a pooled connection)."""
     key = api_key or route.provider_key
+    if key is None and not route.keyless:  # the SDK refuses as well on litellm's path
+        raise failures.no_key(" or ".join(_KEY_ENV.get(route.provider, ("its API key variable",))))
     headers = dict(route.request_headers)
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
     wait = _UNSET_TIMEOUT_S if timeout_s is None else timeout_s
-    text = json.dumps(body, ensure_ascii=False)
-    if tools:  # the same definitions turn after turn: their JSON is kept (`pool.tools_json`)
-        text = f'{text[:-1]},"tools":{pool.tools_json(tools)}}}'
-    content = text.encode()
-    if key is None and not route.keyless:  # the SDK refuses as well on litellm's path: "not set up correctly"
-        raise openai.OpenAIError(_NO_KEY.format(" or ".join(_KEY_ENV.get(route.provider, ("its API key variable",)))))
+    # the same definitions turn after turn: their JSON is kept (`pool.tools_json`)
+    content = request_body(route, messages, pool.tools_json(tools) if tools else None, max_tokens)
     url = route.url
-
-    def request() -> httpx.Request:  # the request's httpx form, for the errors that name it
-        return httpx.Request("POST", url, headers=headers, content=content)
-
-    try:
-        for _ in range(_MOST_REDIRECTS + 1):
-            try:
-                response = await pool.post(
-                    route.wire_url if url is route.url else yarl.URL(str(url), encoded=True), headers, content, wait
-                )
-            except TimeoutError as exc:
-                raise openai.APITimeoutError(request=request()) from exc
-            except Exception as exc:
-                raise openai.APIConnectionError(request=request()) from exc
-            if 200 <= response.status < 300:
-                return DirectStream(response, request)
-            answered = await _answered(response, request())
-            if answered.status_code >= 400:
-                raise _status_error(answered)
-            url = _redirected(answered, url)  # the same endpoint at another path or over https, as the SDK follows
-        raise _status_error(answered, f"the endpoint redirected more than {_MOST_REDIRECTS} times")
-    except Exception as exc:
-        raise _open_error(exc, route) from exc
-
-
-async def _answered(response: aiohttp.ClientResponse, request: httpx.Request) -> httpx.Response:
-    """A whole answer that is no stream, as the httpx response the SDK's errors are made of
-    (its body already decoded, so without Content-Encoding)."""
-    try:
-        body = await response.read()
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        raise wire_error(exc) from exc
-    finally:
-        response.release()
-    headers = [
-        (k.decode("latin-1"), v.decode("latin-1"))
-        for k, v in response.raw_headers
-        if k.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")
-    ]
-    return httpx.Response(response.status, headers=headers, content=body, request=request)
+    for _ in range(_MOST_REDIRECTS + 1):
+        try:
+            response = await pool.post(
+                route.wire_url if url is route.url else yarl.URL(str(url), encoded=True), headers, content, wait
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise failures.unreached(exc) from exc
+        if 200 <= response.status < 300:
+            return DirectStream(response, failures)
+        try:
+            body = await response.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise failures.broke(exc, received=False) from exc
+        finally:
+            response.release()
+        answered = {k: v for k, v in response.headers.items()}
+        if response.status >= 400:
+            raise failures.answered(response.status, answered, body)
+        target = _redirected(response.status, answered.get("Location") or answered.get("location"), url)
+        if target is None:
+            where = answered.get("Location") or answered.get("location")
+            why = (
+                f"the endpoint answered HTTP {response.status}{f' to {url.join(where)}' if where else ''} "
+                "instead of a stream; set the model's api_base to the address it points to"
+            )
+            raise failures.answered(response.status, answered, body, why)
+        url = target  # the same endpoint at another path or over https, as the SDK follows
+    raise failures.answered(response.status, {}, b"", f"the endpoint redirected more than {_MOST_REDIRECTS} times")
 
 
-def _redirected(response: httpx.Response, url: httpx.URL) -> httpx.URL:
+def request_body(route: Route, messages: list[dict[str, Any]], tools_json: str | None, max_tokens: int | None) -> bytes:
+    """The request's JSON, as `json.dumps` makes it of the whole request (options, stream, limit,
+    messages, tools), but with the messages' JSON joined from what was kept of each
+    (`messages_json`): a long conversation's request encodes only its new messages."""
+    head: dict[str, Any] = {**route.body, "stream": True}
+    if max_tokens:
+        head[route.max_tokens_key] = max_tokens
+    text = json.dumps(head, ensure_ascii=False)
+    tools = f', "tools": {tools_json}' if tools_json is not None else ""
+    return f'{text[:-1]}, "messages": {messages_json(messages)}{tools}}}'.encode()
+
+
+def _redirected(status: int, location: str | None, url: httpx.URL) -> httpx.URL | None:
     """Where a 307/308 answer sends the request: on the same host only (the key goes along);
-    any other answer below 400 is an error that names where the endpoint points."""
-    location = response.headers.get("location")
+    None for any other answer below 400."""
     target = url.join(location) if location else None
     same_host = (
         target is not None and target.host == url.host and (target.scheme == url.scheme or target.scheme == "https")
     )
-    if response.status_code in (307, 308) and same_host and target is not None:
-        return target
-    where = f" to {target}" if target is not None else ""
-    raise _status_error(
-        response,
-        f"the endpoint answered HTTP {response.status_code}{where} instead of a stream; "
-        "set the model's api_base to the address it points to",
-    )
+    return target if status in (307, 308) and same_host else None
 
 
-def _status_error(response: httpx.Response, why: str | None = None) -> openai.APIStatusError:
-    """The SDK's exception for an error response (same class, message and body), which
-    litellm's own path raises for the same answer; `why` replaces the body's text."""
-    text = why or response.text.strip()
-    body: object = text
-    try:
-        body = json.loads(text)
-        message = f"Error code: {response.status_code} - {body}"
-    except ValueError:
-        message = text or f"Error code: {response.status_code}"
-    data = body.get("error", body) if isinstance(body, dict) else body
-    kind = _STATUS_ERRORS.get(response.status_code)
-    if kind is None:
-        kind = openai.InternalServerError if response.status_code >= 500 else openai.APIStatusError
-    return kind(message, response=response, body=data)
-
-
-_STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
-    400: openai.BadRequestError,
-    401: openai.AuthenticationError,
-    403: openai.PermissionDeniedError,
-    404: openai.NotFoundError,
-    409: openai.ConflictError,
-    422: openai.UnprocessableEntityError,
-    429: openai.RateLimitError,
-}
-_NO_KEY = "Missing credentials: the model entry names no api_key_env and the provider's {} is not set"
 _MOST_REDIRECTS = 3
 
 
-async def direct_events(
-    stream: AsyncIterable[dict[str, Any]], route: Route
-) -> AsyncGenerator[TextDelta | Completed, None]:
+async def direct_events(stream: AsyncIterable[dict[str, Any]]) -> AsyncGenerator[TextDelta | Completed, None]:
     """The provider's chunks as events: text as it comes, then one Completed."""
     assembler = ToolCallAssembler()
     finish_reason: str | None = None
     usage = None
-    received = False
-    try:
-        async for chunk in stream:
-            received = True
-            if not isinstance(chunk, dict):
-                continue
-            raw = chunk.get("usage")
-            if isinstance(raw, dict):
-                usage = (
-                    usage_from(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens")) or usage
+    async for chunk in stream:
+        raw = chunk.get("usage")
+        if isinstance(raw, dict):
+            usage = usage_from(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens")) or usage
+        for choice in chunk.get("choices") or ():
+            finish_reason = choice.get("finish_reason") or finish_reason
+            delta = choice.get("delta") or {}
+            for fragment in delta.get("tool_calls") or ():
+                function = fragment.get("function") or {}
+                assembler.add(
+                    fragment.get("index"),
+                    fragment.get("id") or "",
+                    function.get("name") or "",
+                    function.get("arguments") or "",
                 )
-            for choice in chunk.get("choices") or ():
-                finish_reason = choice.get("finish_reason") or finish_reason
-                delta = choice.get("delta") or {}
-                for fragment in delta.get("tool_calls") or ():
-                    function = fragment.get("function") or {}
-                    assembler.add(
-                        fragment.get("index"),
-                        fragment.get("id") or "",
-                        function.get("name") or "",
-                        function.get("arguments") or "",
-                    )
-                content = delta.get("content")
-                if content:
-                    yield TextDelta(content)
-    except (openai.OpenAIError, httpx.HTTPError, TimeoutError) as exc:
-        raise _stream_error(exc, route, received) from exc
+            content = delta.get("content")
+            if content:
+                yield TextDelta(content)
     yield completed(assembler, map_finish_reason(finish_reason) if finish_reason else None, usage)
-
-
-# -- failures, as litellm's OpenAI code raises them ---------------------------------------
-
-
-def _litellm_mapped(exc: Exception, route: Route) -> Exception:
-    try:
-        exception_type(model=route.body["model"], original_exception=exc, custom_llm_provider=route.provider)
-    except Exception as mapped:  # exception_type always raises
-        return mapped
-    return exc
-
-
-def _open_error(exc: Exception, route: Route) -> Exception:
-    """A failed request: litellm wraps it in its OpenAIError (status, headers, body) and maps that."""
-    if isinstance(exc, openai.UnprocessableEntityError):
-        return _litellm_mapped(exc, route)
-    headers = getattr(exc, "headers", None) or getattr(getattr(exc, "response", None), "headers", None)
-    status, message = getattr(exc, "status_code", 500), str(exc)
-    if type(exc).__name__ == "ReadTimeout":
-        status, message = 408, "ReadTimeout"
-    wrapped = LitellmOpenAIError(status_code=status, message=message, headers=headers, body=getattr(exc, "body", None))
-    wrapped.__cause__ = exc
-    return _litellm_mapped(wrapped, route)
-
-
-def _stream_error(exc: Exception, route: Route, received: bool) -> Exception:
-    """A stream that broke: a client error as litellm maps it, anything else wrapped
-    in MidStreamFallbackError (whether a chunk had arrived decides a retry's fate)."""
-    mapped = exc if isinstance(exc, openai.OpenAIError) else _litellm_mapped(exc, route)
-    for status in (getattr(mapped, "status_code", None), getattr(exc, "status_code", None)):
-        if isinstance(status, int) and 400 <= status < 500 and status != 429:
-            return mapped
-    return lx.MidStreamFallbackError(
-        message=str(mapped),
-        model=route.body["model"],
-        llm_provider=route.provider,
-        original_exception=mapped,
-        is_pre_first_chunk=not received,
-    )
 
 
 def _first(environ: Mapping[str, str], names: tuple[str, ...]) -> str | None:
