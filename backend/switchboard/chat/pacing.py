@@ -1,11 +1,15 @@
 """A turn's events for a page, at most one batch per frame: a fast model's stream (thousands of
 `token` events a second) reaches the page as a few events per frame, not one message per piece of
 text, each of which cost the page a task, a parse and a draw. A slow stream is not delayed: a batch
-waits only when the one before went out less than a frame ago."""
+of text waits only when the one before went out less than a frame ago, and any other event (a
+tool's start, an error, the answer's end) goes at once. The pages following one answer get the
+same batches as one another when they keep up, and then share the merged events, so each is
+serialized once for all of them, as every other event is."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Iterable
 
 from .events import RenderEvent, ServerEvent, TokenEvent
@@ -14,6 +18,8 @@ from .listeners import END, Subscription
 __all__ = ["FRAME_S", "merged", "paced"]
 
 FRAME_S = 1 / 60
+_SHARED = 64  # batches whose merged events are kept for the other pages following the same answer
+_merges: OrderedDict[tuple[int, ...], tuple[tuple[ServerEvent, ...], list[ServerEvent]]] = OrderedDict()
 
 
 class _Render:
@@ -38,7 +44,23 @@ def merged(events: Iterable[ServerEvent]) -> list[ServerEvent]:
     """`events` with each run of `token`s joined into one and renders of one round joined, the
     page's result the same. A render shows all the text streamed before it, so tokens between two
     renders go before the joined render: the page shows them as raw text only until a render
-    replaces it. Other events stay where they are and end a run. Linear in the batch's text."""
+    replaces it. Other events stay where they are and end a run. Linear in the batch's text.
+    The same batch (the same event objects) gets the same merged events back."""
+    batch = tuple(events)
+    if len(batch) < 2:
+        return list(batch)
+    key = tuple(map(id, batch))  # the batch is kept with its result, so no id is reused meanwhile
+    if (kept := _merges.get(key)) is not None:
+        _merges.move_to_end(key)
+        return kept[1]
+    result = _merge(batch)
+    _merges[key] = (batch, result)
+    if len(_merges) > _SHARED:
+        _merges.popitem(last=False)
+    return result
+
+
+def _merge(events: Iterable[ServerEvent]) -> list[ServerEvent]:
     out: list[ServerEvent | list[str] | _Render] = []
     for event in events:
         last = out[-1] if out else None
@@ -85,10 +107,10 @@ async def paced(subscription: Subscription, frame_s: float = FRAME_S) -> AsyncGe
     sent_at = -frame_s
     try:
         while True:
-            wait = sent_at + frame_s - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
             batch = [await queue.get()]
+            wait = sent_at + frame_s - loop.time()
+            if wait > 0 and isinstance(batch[0], (TokenEvent, RenderEvent)):  # text waits; the rest goes now
+                await asyncio.sleep(wait)
             while not queue.empty() and batch[-1] is not END:
                 batch.append(queue.get_nowait())
             ended = batch[-1] is END
