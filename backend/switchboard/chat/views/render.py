@@ -27,9 +27,25 @@ def markdown_parser() -> MarkdownIt:
     are not on the way to ready). The export reads the same block structure (`export_safe`)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
         ["table", "strikethrough"]
     )
+    md.core.ruler.push("align_classes", _align_classes)
+    return md
+
+
+_ALIGN = {f"text-align:{side}": f"align-{side}" for side in ("left", "center", "right")}
+
+
+def _align_classes(state: Any) -> None:
+    """A table column's alignment as a class (`align-right`), not the style attribute the parser
+    writes: the page's CSP applies no inline style, and each one it refuses is a violation
+    report, which made parsing an answer with tables in the page ten times slower."""
+    for token in state.tokens:
+        if token.type in ("th_open", "td_open") and token.attrs:
+            side = _ALIGN.get(str(token.attrs.pop("style", "")))
+            if side:
+                token.attrs["class"] = side
 
 
 _TAGS = {
@@ -64,10 +80,9 @@ _TAGS = {
 _ATTRIBUTES = {
     "a": {"href", "title"},
     "code": {"class"},
-    "th": {"style"},
-    "td": {"style"},
     "ol": {"start"},
 }
+_CELL_CLASSES = {"class": set(_ALIGN.values())}
 
 
 @cache
@@ -79,7 +94,7 @@ def _cleaner() -> nh3.Cleaner:
         attributes=_ATTRIBUTES,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
-        filter_style_properties={"text-align"},
+        tag_attribute_values={"th": _CELL_CLASSES, "td": _CELL_CLASSES},
     )
 
 
