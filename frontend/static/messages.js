@@ -32,6 +32,14 @@ export function decorateCode(root) {
   }
 }
 
+// How much of a long answer's finished blocks one frame takes in: a fast stream can bring a
+// hundred KB in a frame, which parsed and drawn at once would freeze the page for hundreds of ms.
+// A frame parses the HTML of renders up to PARSE_PER_FRAME characters (at least one render) and
+// draws blocks up to DRAW_PER_FRAME characters of their text; the rest goes in at the next
+// frames, before the open block and the raw text.
+const PARSE_PER_FRAME = 32_000;
+const DRAW_PER_FRAME = 12_000;
+
 class TextBlock {
   constructor() {
     this.raw = "";
@@ -46,6 +54,8 @@ class TextBlock {
     // What came since the last frame, drawn once at the next one (a fast stream brings many
     // tokens and renders a frame): finished blocks, whether the open one changed, raw text.
     this.pending = { settled: [], open: false, tail: "" };
+    this.waiting = []; // finished blocks not drawn yet (over a frame's share)
+    this.whenDrawn = []; // called once everything received is on the page
     this.frame = 0;
   }
 
@@ -61,6 +71,11 @@ class TextBlock {
 
   get html() {
     return this.settledHtml + this.open;
+  }
+
+  /** Is anything received not on the page yet? */
+  get busy() {
+    return this.frame !== 0 || this.waiting.length > 0 || this.pending.settled.length > 0;
   }
 
   /** A live render: the blocks it finished go after the others, its last block replaces the last
@@ -82,21 +97,45 @@ class TextBlock {
   }
 
   /** Draw what came since the last frame. Finished blocks go in a group of their own that is
-   * never touched again, which the browser skips while it is off-screen (`.blocks-done`). */
+   * never touched again, which the browser skips while it is off-screen (`.blocks-done`); past a
+   * frame's share they wait for the next frame, and the open block and raw text wait with them. */
   flush() {
     cancelAnimationFrame(this.frame);
     this.frame = 0;
-    const { settled, open, tail, cleared } = this.pending;
-    this.pending = { settled: [], open: false, tail: "" };
-    if (open) for (const node of this.openNodes) node.remove();
-    if (settled.length) {
-      const group = el("div", { class: "blocks-done" });
-      group.append(fragment(settled.join("")));
-      this.rendered.append(group);
+    const { settled, open } = this.pending;
+    if (open) {
+      for (const node of this.openNodes) node.remove();
+      this.openNodes = [];
     }
-    if (open) this._drawOpen(this.open);
+    let parsed = 0;
+    while (settled.length && (!parsed || parsed + settled[0].length <= PARSE_PER_FRAME)) {
+      const html = settled.shift();
+      parsed += html.length;
+      this.waiting.push(...fragment(html).childNodes);
+    }
+    if (this.waiting.length) {
+      const group = el("div", { class: "blocks-done" });
+      let size = 0;
+      let count = 0;
+      for (const node of this.waiting) {
+        if (node.nodeType === Node.ELEMENT_NODE) size += node.textContent.length + 80; // a box costs its own
+        count += 1;
+        if (size >= DRAW_PER_FRAME) break;
+      }
+      group.append(...this.waiting.splice(0, count));
+      this.rendered.append(group);
+      this.onDraw?.(); // the view follows what a later frame draws too
+    }
+    if (this.waiting.length || settled.length) {
+      this.frame = requestAnimationFrame(() => this.flush());
+      return;
+    }
+    const { tail, cleared } = this.pending;
+    if (this.pending.open) this._drawOpen(this.open);
     if (cleared) this.tailText.data = tail;
     else if (tail) this.tailText.appendData(tail);
+    this.pending = { settled: [], open: false, tail: "" };
+    for (const callback of this.whenDrawn.splice(0)) callback();
   }
 
   _drawOpen(open) {
@@ -105,31 +144,35 @@ class TextBlock {
     this.rendered.append(nodes);
   }
 
-  /** The final HTML, when it begins with the finished blocks drawn: only its rest is drawn again. */
+  /** The final HTML, when it begins with the finished blocks received: only its rest is drawn
+   * again (at the next frame, after what still waits). */
   finishWith(rest) {
-    this.flush();
-    if (rest !== this.open) {
-      for (const node of this.openNodes) node.remove();
+    if (rest !== this.open || this.pending.open) {
       this.open = rest;
-      this._drawOpen(rest);
+      this.pending.open = true;
     }
-    this.tailText.data = "";
+    this.clearTail();
   }
 
   setHtml(html) {
-    this.flush();
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.waiting = [];
+    this.pending = { settled: [], open: false, tail: "" };
     setSanitizedHtml(this.rendered, html);
     decorateCode(this.rendered);
     this.settled = [html];
     this.open = "";
     this.openNodes = [];
     this.tailText.data = "";
+    for (const callback of this.whenDrawn.splice(0)) callback();
   }
 
-  /** Text the next frame would draw, drawn now (the answer ended). */
+  /** The raw text goes at the next frame (the answer ended: its HTML covers it). */
   clearTail() {
-    this.flush();
-    this.tailText.data = "";
+    this.pending.tail = "";
+    this.pending.cleared = true;
+    this._schedule();
   }
 }
 
@@ -157,6 +200,7 @@ export class Turn {
   token(text) {
     if (!this.current) {
       this.current = new TextBlock();
+      this.current.onDraw = () => this.view.changed();
       this.texts.push(this.current);
       this.blocks.insertBefore(this.current.node, this.activity);
     }
@@ -243,9 +287,18 @@ export class Turn {
     this.footer.append(el("span", { class: "usage muted small", text: `${usage.total_tokens.toLocaleString()} tokens` }));
   }
 
+  /** The turn ended: marked as finished once all its text is on the page (a fast answer's last
+   * blocks may still be going in, a frame's share at a time). */
   finish(reason, message) {
     if (this.finished) return;
     this.finished = true;
+    const busy = this.texts.filter((block) => block.busy);
+    let left = busy.length;
+    if (!left) this._markFinished(reason, message);
+    for (const block of busy) block.whenDrawn.push(() => { if (--left === 0) this._markFinished(reason, message); });
+  }
+
+  _markFinished(reason, message) {
     this.activity.remove();
     this.node.removeAttribute("aria-busy");
     this.node.dataset.finish = reason;
