@@ -120,7 +120,7 @@ class LLMClient:
                             timeout_s=timeout_s,
                             max_tokens=max_tokens or model.max_tokens,
                         )
-                        stream, close = direct_events(response), response.aclose
+                        stream, close = direct_events(response.batches()), response.aclose
                     try:
                         async with aclosing(stream) as events:
                             async for event in events:

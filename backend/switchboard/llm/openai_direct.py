@@ -261,29 +261,38 @@ def _redirected(status: int, location: str | None, url: httpx.URL) -> httpx.URL 
 _MOST_REDIRECTS = 3
 
 
-async def direct_events(stream: AsyncIterable[dict[str, Any]]) -> AsyncGenerator[TextDelta | Completed, None]:
-    """The provider's chunks as events: text as it comes, then one Completed."""
+async def direct_events(
+    batches: AsyncIterable[list[dict[str, Any]]],
+) -> AsyncGenerator[TextDelta | Completed, None]:
+    """The provider's chunks, a read's worth at a time, as events: the text of each read as
+    one `TextDelta`, then one Completed."""
     assembler = ToolCallAssembler()
     finish_reason: str | None = None
     usage = None
-    async for chunk in stream:
-        raw = chunk.get("usage")
-        if isinstance(raw, dict):
-            usage = usage_from(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens")) or usage
-        for choice in chunk.get("choices") or ():
-            finish_reason = choice.get("finish_reason") or finish_reason
-            delta = choice.get("delta") or {}
-            for fragment in delta.get("tool_calls") or ():
-                function = fragment.get("function") or {}
-                assembler.add(
-                    fragment.get("index"),
-                    fragment.get("id") or "",
-                    function.get("name") or "",
-                    function.get("arguments") or "",
+    async for batch in batches:
+        texts: list[str] = []
+        for chunk in batch:
+            raw = chunk.get("usage")
+            if isinstance(raw, dict):
+                usage = (
+                    usage_from(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens")) or usage
                 )
-            content = delta.get("content")
-            if content:
-                yield TextDelta(content)
+            for choice in chunk.get("choices") or ():
+                finish_reason = choice.get("finish_reason") or finish_reason
+                delta = choice.get("delta") or {}
+                for fragment in delta.get("tool_calls") or ():
+                    function = fragment.get("function") or {}
+                    assembler.add(
+                        fragment.get("index"),
+                        fragment.get("id") or "",
+                        function.get("name") or "",
+                        function.get("arguments") or "",
+                    )
+                content = delta.get("content")
+                if content and isinstance(content, str):
+                    texts.append(content)
+        if texts:
+            yield TextDelta(texts[0] if len(texts) == 1 else "".join(texts))
     yield completed(assembler, map_finish_reason(finish_reason) if finish_reason else None, usage)
 
 

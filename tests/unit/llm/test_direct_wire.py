@@ -252,3 +252,44 @@ async def test_certificates_are_checked_and_ssl_cert_file_is_honoured(tmp_path, 
         await client.aclose()
     finally:
         server.close()
+
+
+def _sse(*events: str) -> str:
+    return "".join(f"data: {event}\n\n" for event in events)
+
+
+async def test_the_events_of_one_read_come_as_one_delta_and_every_form_of_json_reads(llm):
+    """A fast stream's events arrive several to a read: their text goes on as one delta (the
+    turn, the websocket and the page then pay once for them). Non-ASCII text, JSON with
+    whitespace around it and a tool call's fragments among the text all read as before."""
+    client = LLMClient(environ={"K": "k"}, base_delay_s=0.001)
+    model = ModelConfig(name="double", model="openai/m", api_base=llm.base_url, api_key_env="K")
+    call = {"index": 0, "id": "call_1", "function": {"name": "time_now", "arguments": '{"tz": "UTC"}'}}
+    body = _sse(
+        json.dumps({"choices": [{"index": 0, "delta": {"content": "héllo "}}]}, ensure_ascii=False),
+        '  {"choices": [{"index": 0, "delta": {"content": "wörld"}}]}  ',
+        json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}),
+        json.dumps({"choices": [{"index": 0, "delta": {"content": " ✓"}, "finish_reason": "tool_calls"}]}),
+        "[DONE]",
+    )
+    try:
+        llm.enqueue(OddReply(body=body, content_type="text/event-stream"))
+        *deltas, completed = [e async for e in client.stream(model, [{"role": "user", "content": "hi"}], None)]
+        assert [d.text for d in deltas] == ["héllo wörld ✓"]
+        assert [(c.id, c.name, c.arguments) for c in completed.tool_calls] == [("call_1", "time_now", '{"tz": "UTC"}')]
+    finally:
+        await client.aclose()
+
+
+def test_a_read_gives_its_good_events_before_the_one_that_ends_the_stream():
+    from switchboard.llm.direct_errors import DirectFailures
+    from switchboard.llm.direct_wire import _parsed
+
+    failures = DirectFailures("double", "m", "http://127.0.0.1:9", None, None)
+    good = b'{"choices": []}'
+    chunks, failure = _parsed([good, b"[1, 2]", b'{"choices": [], "id": "x"}', b"{not json", good], failures)
+    assert chunks == [{"choices": []}, {"choices": [], "id": "x"}]  # a value that is no object is skipped
+    assert isinstance(failure, LLMError) and "not a chat completion" in failure.message
+    chunks, failure = _parsed([good, b'{"error": {"message": "overloaded"}}', good], failures)
+    assert chunks == [{"choices": []}] and isinstance(failure, LLMError) and "overloaded" in failure.message
+    assert _parsed([b'\xff{"a": 1}'], failures)[1] is not None  # not UTF-8: garbled, as json.loads finds it
