@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import _support as S
+import _turns as T
 from tests.support.llm_double import LLMDouble, TextReply
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
@@ -54,7 +55,12 @@ _WORDS = [
 ]
 
 OBSERVE = """
-window.__sb = {longtasks: [], events: [], shown: 0, messages: 0};
+window.__sb = {longtasks: [], events: [], shown: 0, messages: 0, frameGap: 0, lastFrame: 0};
+(function frame(t) {  // the longest time between two animation frames: the page not drawing
+  if (__sb.lastFrame && __sb.measuring) __sb.frameGap = Math.max(__sb.frameGap, t - __sb.lastFrame);
+  __sb.lastFrame = t;
+  requestAnimationFrame(frame);
+})(0);
 const __open = WebSocket.prototype.addEventListener;
 WebSocket.prototype.addEventListener = function (type, listener, options) {
   if (type === "message") {
@@ -129,7 +135,7 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
     page.get_by_role("status").filter(has_text="Connected").wait_for()
     box = page.get_by_role("textbox", name="Message")
     box.fill("Write the long answer.")
-    start, sent_at = page.evaluate("performance.now()"), time.time()
+    start, sent_at = page.evaluate("__sb.measuring = true; performance.now()"), time.time()
     box.press("Enter")
     page.locator(".msg.assistant .answer-text").first.wait_for(timeout=60_000)
     box.click()
@@ -160,6 +166,7 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
         "slow_key_events": len(events),
         "input_delay_max_ms": max((e[2] for e in events), default=0.0),
         "key_duration_max_ms": max((e[3] for e in events), default=0.0),
+        "frame_gap_max_ms": sb["frameGap"],
         "shown_text_chars": html_len,
     }
 
@@ -242,6 +249,10 @@ def main() -> None:
     )
     p.add_argument("--runs", type=int, default=2, help="page runs, and websocket turns per size (the median is kept)")
     p.add_argument("--sizes", default="1,10,50,100,195", help="answer sizes (KiB) for the server's CPU")
+    p.add_argument(
+        "--profile", metavar="FILE", help="cProfile the app's event-loop thread over the server's turns; stats to FILE"
+    )
+    p.add_argument("--no-page", action="store_true", help="skip the page runs (with --profile: the server alone)")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -253,15 +264,20 @@ def main() -> None:
         _TimedDouble(chunk_delay_s=args.chunk_delay) as double,
     ):
         env = S.write_site(Path(tmp), {}, double.base_url)
-        with S.app_process(Path(tmp), env) as app:
+        profiler = T.Profiler(args.profile)
+        with S.app_process(Path(tmp), profiler.env(env), command=profiler.command) as app:
             asyncio.run(_ws_turn(app))  # warm-up: litellm's first call, the first render
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-                text = rich_markdown(args.kib * 1024)
-                page_runs = [_page_run(browser, app, double, text, args.chunk) for _ in range(args.runs)]
-                browser.close()
+            page_runs: list[dict[str, float]] = []
+            if not args.no_page:
+                with sync_playwright() as pw:
+                    browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+                    text = rich_markdown(args.kib * 1024)
+                    page_runs = [_page_run(browser, app, double, text, args.chunk) for _ in range(args.runs)]
+                    browser.close()
             data["page"] = page_runs
+            profiler.start(app.pid)
             data["server"] = _server_runs(app, double, sizes, args.runs, args.chunk)
+            asyncio.run(profiler.stop(app.pid))
     data["render_cpu_ms_per_kib"] = _render_cpu(sizes, args.chunk)
 
     pace = f"{args.chunk_delay * 1000:g} ms apart" if args.chunk_delay else "as fast as the app takes them"
@@ -283,6 +299,7 @@ def main() -> None:
             "key events > 16 ms",
             "max input delay ms",
             "max key event ms",
+            "longest frame gap ms",
         ],
         [
             [
@@ -299,6 +316,7 @@ def main() -> None:
                 r["slow_key_events"],
                 r["input_delay_max_ms"],
                 r["key_duration_max_ms"],
+                r["frame_gap_max_ms"],
             ]
             for i, r in enumerate(page_runs)
         ],
@@ -318,6 +336,11 @@ def main() -> None:
             for kib, s in data["server"].items()
         ],
     )
+    if args.profile:
+        import pstats
+
+        print(f"\nThe app's event-loop thread under cProfile ({args.profile}), by own time:")
+        pstats.Stats(args.profile).sort_stats("tottime").print_stats(30)
     S.report("page_stream", data, args, started, load)
 
 
