@@ -48,6 +48,7 @@ def _answer(i: int, last: str | None) -> str:
 async def seed(folder: Path, sizes: list[int]) -> dict[str, str]:
     """The conversations, written through the store; returns id -> the marker its newest answer ends with."""
     from switchboard.store import open_store
+    from switchboard.store.message_data import AssistantData
 
     markers: dict[str, str] = {}
     store = await open_store(f"sqlite+aiosqlite:///{folder}/data/switchboard.db")
@@ -61,8 +62,15 @@ async def seed(folder: Path, sizes: list[int]) -> dict[str, str]:
                 user = i % 2 == 0
                 last = markers[cid] if i >= count - 2 and not user else None
                 content = f"Question {i}: what is the next step?" if user else _answer(i, last)
+                # A stored answer says how it ended (one that does not is settled again on opening).
+                data: AssistantData | None = None if user else {"finish_reason": "stop"}
                 message = await store.add_message(
-                    cid, id=f"{cid}-m{i:05d}", parent_id=parent, role="user" if user else "assistant", content=content
+                    cid,
+                    id=f"{cid}-m{i:05d}",
+                    parent_id=parent,
+                    role="user" if user else "assistant",
+                    content=content,
+                    data=data,
                 )
                 parent = message.id
     finally:
