@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import statistics
 import tempfile
@@ -27,11 +28,34 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 OWNER = "dev@localhost"
 SMALL, SMALL_MESSAGES = 20, 50
 OBSERVE = """
-window.__sb = {longtasks: []};
+window.__sb = {longtasks: [], drawn: 0, filled: 0, frames: []};
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) __sb.longtasks.push([e.startTime, e.duration]);
 }).observe({type: "longtask", buffered: true});
+// When the newest answer is drawn (seen in the page, not by polling it), and each frame's start: the
+// frame after the one that drew it begins once that one is painted.
+new MutationObserver((records, observer) => {
+  if (!records.some((r) => [...r.addedNodes].some((n) => n.textContent?.includes("END-OF-")))) return;
+  observer.disconnect();
+  __sb.drawn = performance.now();
+}).observe(document, {childList: true, subtree: true});
+// When the last slice is in: the message list is no longer busy.
+new MutationObserver((records) => {
+  if (__sb.drawn && records.some((r) => r.target.id === "messages" && !r.target.hasAttribute("aria-busy"))) {
+    __sb.filled ||= performance.now();
+  }
+}).observe(document, {attributes: true, attributeFilter: ["aria-busy"], subtree: true});
+const frame = () => { __sb.frames.push(performance.now()); if (__sb.frames.length < 5000) requestAnimationFrame(frame); };
+requestAnimationFrame(frame);
 """
+
+# Where the time to the newest answer goes: the page's own load, then the conversation's GET.
+TIMING = """(path) => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const get = performance.getEntriesByType("resource").find((e) => new URL(e.name).pathname === path);
+  return {dom_ms: nav.domContentLoadedEventEnd, get_start_ms: get?.startTime ?? 0,
+    get_wait_ms: get ? get.responseStart - get.requestStart : 0, get_end_ms: get?.responseEnd ?? 0};
+}"""
 
 
 def _answer(i: int, last: str | None) -> str:
@@ -85,18 +109,27 @@ def _open_by_link(browser: Any, app: S.App, cid: str, marker: str) -> dict[str, 
     page.locator(".msg.assistant", has_text=marker).last.wait_for(state="visible", timeout=120_000)
     shown_ms = page.evaluate("performance.now()")  # from the navigation's start
     page.locator("#messages:not([aria-busy])").wait_for(state="attached", timeout=120_000)
-    drawn_ms = page.evaluate("performance.now()")
+    # (the page before slices has no aria-busy: then all is drawn with the newest)
+    drawn_ms = page.evaluate("__sb.filled || __sb.drawn")
     page.wait_for_timeout(100)  # a long task is reported once it has ended
+    newest_drawn_ms, frames = page.evaluate("[window.__sb.drawn, window.__sb.frames]")
+    after = [f for f in frames if f > newest_drawn_ms]
+    opening = [f for f in frames if newest_drawn_ms <= f <= drawn_ms + 20]
     tasks = [d for _, d in page.evaluate("window.__sb.longtasks")]
+    timing = page.evaluate(TIMING, f"/api/conversations/{cid}")
     messages = page.locator(".msg").count()
     page.close()
     return {
         "shown_ms": shown_ms,
         "drawn_ms": drawn_ms,
+        "newest_drawn_ms": newest_drawn_ms,
+        "painted_ms": after[1] if len(after) > 1 else float("nan"),
+        "frame_gap_ms": max((b - a for a, b in itertools.pairwise(opening)), default=0.0),
         "longtasks": len(tasks),
         "longest_ms": max(tasks, default=0.0),
         "tbt_ms": sum(max(0.0, d - 50) for d in tasks),
         "messages_drawn": messages,
+        **timing,
     }
 
 
@@ -175,6 +208,33 @@ def main() -> None:
                 runs[0]["messages_drawn"],
             ]
             for size, runs in opened.items()
+        ],
+    )
+    print("\nWhere the time goes (ms from the navigation; the first opening, then the median of all): the page")
+    print("loaded (DOMContentLoaded), the conversation's GET sent, the server's wait before answering, the answer")
+    print("in, the newest answer drawn and then painted (seen in the page: the next frame began), seen by the")
+    print("bench's polling; and the longest time between two frames from the newest drawn to the last slice\n")
+    keys = ["dom_ms", "get_start_ms", "get_wait_ms", "get_end_ms", "newest_drawn_ms", "painted_ms", "shown_ms"]
+    keys.append("frame_gap_ms")
+    S.print_table(
+        [
+            "messages",
+            "page loaded",
+            "GET sent",
+            "GET server wait",
+            "GET done",
+            "newest drawn",
+            "painted",
+            "seen",
+            "longest frame gap while drawing",
+        ],
+        [
+            row
+            for size, runs in opened.items()
+            for row in (
+                [f"{size} first", *(runs[0][k] for k in keys)],
+                [f"{size} median", *(statistics.median(r[k] for r in runs) for k in keys)],
+            )
         ],
     )
     heap = data["heap"]
