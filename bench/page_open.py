@@ -53,7 +53,7 @@ requestAnimationFrame(frame);
 TIMING = """(path) => {
   const nav = performance.getEntriesByType("navigation")[0];
   const get = performance.getEntriesByType("resource").find((e) => new URL(e.name).pathname === path);
-  return {dom_ms: nav.domContentLoadedEventEnd, get_start_ms: get?.startTime ?? 0,
+  return {html_ms: nav.responseEnd, dom_ms: nav.domContentLoadedEventEnd, get_start_ms: get?.startTime ?? 0,
     get_wait_ms: get ? get.responseStart - get.requestStart : 0, get_end_ms: get?.responseEnd ?? 0};
 }"""
 
@@ -210,15 +210,27 @@ def main() -> None:
             for size, runs in opened.items()
         ],
     )
-    print("\nWhere the time goes (ms from the navigation; the first opening, then the median of all): the page")
-    print("loaded (DOMContentLoaded), the conversation's GET sent, the server's wait before answering, the answer")
+    print("\nWhere the time goes (ms from the navigation; the first opening, then the median of all): the page's")
+    print(
+        "HTML in, the page loaded (DOMContentLoaded: its scripts run), the conversation's GET sent, the server's wait before answering, the answer"
+    )
     print("in, the newest answer drawn and then painted (seen in the page: the next frame began), seen by the")
     print("bench's polling; and the longest time between two frames from the newest drawn to the last slice\n")
-    keys = ["dom_ms", "get_start_ms", "get_wait_ms", "get_end_ms", "newest_drawn_ms", "painted_ms", "shown_ms"]
+    keys = [
+        "html_ms",
+        "dom_ms",
+        "get_start_ms",
+        "get_wait_ms",
+        "get_end_ms",
+        "newest_drawn_ms",
+        "painted_ms",
+        "shown_ms",
+    ]
     keys.append("frame_gap_ms")
     S.print_table(
         [
             "messages",
+            "HTML in",
             "page loaded",
             "GET sent",
             "GET server wait",
