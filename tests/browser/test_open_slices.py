@@ -25,6 +25,7 @@ pytestmark = pytest.mark.timeout(180)
 OWNER = "dev@localhost"
 SIZES = {"slices-a": 260, "slices-b": 200}  # messages: A is longer than a page (200), B is one page
 PAGE = 200
+OLD = 101  # an answer of A's page that goes in with the slices: a tool call, and a question with two versions
 # The page's scheduler, shut: each slice waits until the test lets it go (`__slices.release()`).
 GATE = """
 window.__slices = {shut: true, waiting: [], release() { this.shut = false; this.waiting.splice(0).forEach((go) => go()); }};
@@ -46,6 +47,13 @@ async def _seed(url: str) -> None:
             for i in range(count):
                 role = "user" if i % 2 == 0 else "assistant"
                 data: AssistantData | None = {"finish_reason": "stop"} if role == "assistant" else None
+                if cid == "slices-a" and i == OLD - 1:  # an earlier version of this question
+                    await store.add_message(cid, id=f"{cid}-alt", parent_id=parent, role=role, content="first version")
+                if cid == "slices-a" and i == OLD:  # a call the answer made, that never finished
+                    data = {
+                        "finish_reason": "stop",
+                        "tool_calls": [{"id": "call-old", "name": "echo", "arguments": "{}"}],
+                    }
                 message = await store.add_message(
                     cid, id=f"{cid}-m{i:04d}", parent_id=parent, role=role, content=text_of(cid, i), data=data
                 )
@@ -117,7 +125,11 @@ def test_the_newest_messages_show_first_then_every_message_of_the_page_in_order(
     expect(gated.locator(".msg.assistant").last).to_be_in_viewport()
     assert at_bottom(gated)
     expect(gated.get_by_role("button", name="Newest")).to_be_hidden()
-    # Every drawn message got its ids and actions, the oldest as the newest.
+    # Every drawn message got its ids, actions, cards and versions, the oldest as the newest.
+    question = gated.locator(f'.msg.user[data-message-id="slices-a-m{OLD - 1:04d}"]')
+    expect(question.locator(".branch-pos")).to_have_text("2/2")
+    answer = gated.locator(".msg.assistant", has_text=text_of("slices-a", OLD))
+    expect(answer.locator('.tool-card[data-call-id="call-old"]')).to_contain_text("Did not finish")
     expect(gated.locator(".msg.user").first).to_have_attribute("data-message-id", f"slices-a-m{count - PAGE:04d}")
     expect(gated.locator(".msg.user .edit-btn").first).to_be_attached()
     assert gated.locator(".msg.user .edit-btn:not([hidden])").count() == PAGE // 2
