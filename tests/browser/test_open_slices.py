@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from switchboard.services import build_services
 from switchboard.store import open_store
-from switchboard.store.message_data import AssistantData
+from switchboard.store.message_data import AssistantData, ToolData
 from switchboard.web.app import create_app
 from tests.browser.conftest import LiveServer
 from tests.browser.helpers import send, wait_finished
@@ -58,8 +58,40 @@ async def _seed(url: str) -> None:
                     cid, id=f"{cid}-m{i:04d}", parent_id=parent, role=role, content=text_of(cid, i), data=data
                 )
                 parent = message.id
+        await _seed_apps(store)
     finally:
         await store.close()
+
+
+async def _seed_apps(store) -> None:
+    """`slices-c`: 30 questions, the first and the last answered with an MCP App's tool call."""
+    cid = "slices-c"
+    await store.create_conversation(id=cid, owner=OWNER, title=cid, model=None, compliance_level=None)
+    parent = None
+    for i in range(30):
+        steps: list[tuple[str, str, AssistantData | ToolData | None]] = [("user", f"C-question {i}", None)]
+        if i in (0, 29):
+            call = f"app-{i}"
+            steps += [
+                ("assistant", "", {"tool_calls": [{"id": call, "name": "viz_chart", "arguments": "{}"}]}),
+                (
+                    "tool",
+                    "a chart",
+                    {
+                        "call_id": call,
+                        "tool": "viz_chart",
+                        "server": "viz",
+                        "ok": True,
+                        "app": {"resource_uri": "ui://viz/chart.html"},
+                    },
+                ),
+            ]
+        steps.append(("assistant", f"C-answer {i}", {"finish_reason": "stop"}))
+        for n, (role, content, data) in enumerate(steps):
+            message = await store.add_message(
+                cid, id=f"{cid}-{i:02d}-{n}", parent_id=parent, role=role, content=content, data=data
+            )
+            parent = message.id
 
 
 @pytest.fixture(scope="module")
@@ -184,3 +216,16 @@ def test_a_message_sent_while_the_older_ones_go_in_lands_at_the_end(gated, site,
     # The new turn was matched to the stored one while the older messages were still going in.
     expect(gated.locator(".msg.assistant").last).to_have_attribute("data-message-id", re.compile(".+"))
     expect(gated.locator(".msg.assistant").last.get_by_role("button", name="Regenerate answer")).to_be_visible()
+
+
+def test_the_app_shown_is_the_newest_answers_not_one_drawn_after_it(gated, site):
+    """The newest stored app opens in the canvas; an older one that goes in with the slices gets its
+    tab back, but does not take the canvas over."""
+    gated.goto(f"{site.url}/?c=slices-c")
+    expect(gated.locator(".msg.assistant", has_text="C-answer 29")).to_be_in_viewport()
+    newest = gated.locator("#tab-app-app-29")
+    expect(newest).to_have_attribute("aria-selected", "true")
+    release(gated)
+    expect(gated.locator("#tab-app-app-0")).to_be_attached()
+    gated.wait_for_timeout(200)
+    expect(newest).to_have_attribute("aria-selected", "true")
