@@ -1,8 +1,9 @@
 """Opening long conversations in the page (real Chromium through Playwright):
 1. the time from navigating to a conversation's link to its newest answer on screen, for
    conversations of 900 and 5,000 messages (each assistant answer markdown of ~600 characters,
-   a code block in every fifth), with the page's long tasks (PerformanceObserver `longtask`)
-   while it opens;
+   a code block in every fifth), then to every message of its page drawn (the older ones go in
+   above the newest in slices: the end of `#messages[aria-busy]`), with the page's long tasks
+   (PerformanceObserver `longtask`) until then;
 2. the page's JavaScript heap (after a forced garbage collection, CDP `Runtime.getHeapUsage`)
    after opening the first of 20 conversations of 50 messages from the sidebar, and after the
    twentieth: what opening conversations one after another leaves behind.
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import statistics
 import tempfile
@@ -26,11 +28,34 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 OWNER = "dev@localhost"
 SMALL, SMALL_MESSAGES = 20, 50
 OBSERVE = """
-window.__sb = {longtasks: []};
+window.__sb = {longtasks: [], drawn: 0, filled: 0, frames: []};
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) __sb.longtasks.push([e.startTime, e.duration]);
 }).observe({type: "longtask", buffered: true});
+// When the newest answer is drawn (seen in the page, not by polling it), and each frame's start: the
+// frame after the one that drew it begins once that one is painted.
+new MutationObserver((records, observer) => {
+  if (!records.some((r) => [...r.addedNodes].some((n) => n.textContent?.includes("END-OF-")))) return;
+  observer.disconnect();
+  __sb.drawn = performance.now();
+}).observe(document, {childList: true, subtree: true});
+// When the last slice is in: the message list is no longer busy.
+new MutationObserver((records) => {
+  if (__sb.drawn && records.some((r) => r.target.id === "messages" && !r.target.hasAttribute("aria-busy"))) {
+    __sb.filled ||= performance.now();
+  }
+}).observe(document, {attributes: true, attributeFilter: ["aria-busy"], subtree: true});
+const frame = () => { __sb.frames.push(performance.now()); if (__sb.frames.length < 5000) requestAnimationFrame(frame); };
+requestAnimationFrame(frame);
 """
+
+# Where the time to the newest answer goes: the page's own load, then the conversation's GET.
+TIMING = """(path) => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const get = performance.getEntriesByType("resource").find((e) => new URL(e.name).pathname === path);
+  return {html_ms: nav.responseEnd, dom_ms: nav.domContentLoadedEventEnd, get_start_ms: get?.startTime ?? 0,
+    get_wait_ms: get ? get.responseStart - get.requestStart : 0, get_end_ms: get?.responseEnd ?? 0};
+}"""
 
 
 def _answer(i: int, last: str | None) -> str:
@@ -47,6 +72,7 @@ def _answer(i: int, last: str | None) -> str:
 async def seed(folder: Path, sizes: list[int]) -> dict[str, str]:
     """The conversations, written through the store; returns id -> the marker its newest answer ends with."""
     from switchboard.store import open_store
+    from switchboard.store.message_data import AssistantData
 
     markers: dict[str, str] = {}
     store = await open_store(f"sqlite+aiosqlite:///{folder}/data/switchboard.db")
@@ -60,8 +86,15 @@ async def seed(folder: Path, sizes: list[int]) -> dict[str, str]:
                 user = i % 2 == 0
                 last = markers[cid] if i >= count - 2 and not user else None
                 content = f"Question {i}: what is the next step?" if user else _answer(i, last)
+                # A stored answer says how it ended (one that does not is settled again on opening).
+                data: AssistantData | None = None if user else {"finish_reason": "stop"}
                 message = await store.add_message(
-                    cid, id=f"{cid}-m{i:05d}", parent_id=parent, role="user" if user else "assistant", content=content
+                    cid,
+                    id=f"{cid}-m{i:05d}",
+                    parent_id=parent,
+                    role="user" if user else "assistant",
+                    content=content,
+                    data=data,
                 )
                 parent = message.id
     finally:
@@ -75,15 +108,28 @@ def _open_by_link(browser: Any, app: S.App, cid: str, marker: str) -> dict[str, 
     page.goto(f"{app.base}/?c={cid}", wait_until="commit")
     page.locator(".msg.assistant", has_text=marker).last.wait_for(state="visible", timeout=120_000)
     shown_ms = page.evaluate("performance.now()")  # from the navigation's start
+    page.locator("#messages:not([aria-busy])").wait_for(state="attached", timeout=120_000)
+    # (the page before slices has no aria-busy: then all is drawn with the newest)
+    drawn_ms = page.evaluate("__sb.filled || __sb.drawn")
+    page.wait_for_timeout(100)  # a long task is reported once it has ended
+    newest_drawn_ms, frames = page.evaluate("[window.__sb.drawn, window.__sb.frames]")
+    after = [f for f in frames if f > newest_drawn_ms]
+    opening = [f for f in frames if newest_drawn_ms <= f <= drawn_ms + 20]
     tasks = [d for _, d in page.evaluate("window.__sb.longtasks")]
+    timing = page.evaluate(TIMING, f"/api/conversations/{cid}")
     messages = page.locator(".msg").count()
     page.close()
     return {
         "shown_ms": shown_ms,
+        "drawn_ms": drawn_ms,
+        "newest_drawn_ms": newest_drawn_ms,
+        "painted_ms": after[1] if len(after) > 1 else float("nan"),
+        "frame_gap_ms": max((b - a for a, b in itertools.pairwise(opening)), default=0.0),
         "longtasks": len(tasks),
         "longest_ms": max(tasks, default=0.0),
         "tbt_ms": sum(max(0.0, d - 50) for d in tasks),
         "messages_drawn": messages,
+        **timing,
     }
 
 
@@ -103,6 +149,7 @@ def _heap_over_twenty(browser: Any, app: S.App, markers: dict[str, str]) -> dict
         cid = f"small-{n:02d}"
         page.locator(f'.conv[data-id="{cid}"] .conv-link').click()
         page.locator(".msg.assistant", has_text=markers[cid]).last.wait_for(state="visible", timeout=60_000)
+        page.locator("#messages:not([aria-busy])").wait_for(state="attached", timeout=60_000)
         if n in (0, SMALL - 1):
             heaps.append(_heap_mib(cdp))
     seconds = time.monotonic() - started
@@ -139,18 +186,67 @@ def main() -> None:
 
     print(f"\nOpening a conversation from its link, to its newest answer on screen (median of {args.runs})\n")
     S.print_table(
-        ["messages", "newest answer shown ms", "runs ms", "long tasks", "longest ms", "total blocking ms", "drawn"],
+        [
+            "messages",
+            "newest answer shown ms",
+            "runs ms",
+            "all drawn ms",
+            "long tasks",
+            "longest ms",
+            "total blocking ms",
+            "drawn",
+        ],
         [
             [
                 size,
                 statistics.median(r["shown_ms"] for r in runs),
                 " / ".join(f"{r['shown_ms']:.0f}" for r in runs),
+                statistics.median(r["drawn_ms"] for r in runs),
                 statistics.median(r["longtasks"] for r in runs),
                 statistics.median(r["longest_ms"] for r in runs),
                 statistics.median(r["tbt_ms"] for r in runs),
                 runs[0]["messages_drawn"],
             ]
             for size, runs in opened.items()
+        ],
+    )
+    print("\nWhere the time goes (ms from the navigation; the first opening, then the median of all): the page's")
+    print(
+        "HTML in, the page loaded (DOMContentLoaded: its scripts run), the conversation's GET sent, the server's wait before answering, the answer"
+    )
+    print("in, the newest answer drawn and then painted (seen in the page: the next frame began), seen by the")
+    print("bench's polling; and the longest time between two frames from the newest drawn to the last slice\n")
+    keys = [
+        "html_ms",
+        "dom_ms",
+        "get_start_ms",
+        "get_wait_ms",
+        "get_end_ms",
+        "newest_drawn_ms",
+        "painted_ms",
+        "shown_ms",
+    ]
+    keys.append("frame_gap_ms")
+    S.print_table(
+        [
+            "messages",
+            "HTML in",
+            "page loaded",
+            "GET sent",
+            "GET server wait",
+            "GET done",
+            "newest drawn",
+            "painted",
+            "seen",
+            "longest frame gap while drawing",
+        ],
+        [
+            row
+            for size, runs in opened.items()
+            for row in (
+                [f"{size} first", *(runs[0][k] for k in keys)],
+                [f"{size} median", *(statistics.median(r[k] for r in runs) for k in keys)],
+            )
         ],
     )
     heap = data["heap"]

@@ -81,7 +81,7 @@ const thread = new Thread(view, {
   onEarlier: () => opener.showEarlier(),
   onOpenArtifact: (artifact) => canvas.open(artifact),
   onOpenApp: openApp,
-  onStoredApp: (callId, tool) => apps.stored(callId, tool),
+  onStoredApp: (callId, tool, how) => apps.stored(callId, tool, how),
 });
 const tasks = new TaskList({
   root: $("tasks"), conversationId: () => state.conversationId, send, onOpenArtifact: (artifact) => canvas.open(artifact),

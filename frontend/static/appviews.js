@@ -224,11 +224,12 @@ export class AppViews {
     this.canvas.remove(`app-${callId}`);
   }
 
-  /** A stored app tool call drawn from the store: its tab is back; the newest one is shown once drawn. */
-  stored(callId, title) {
+  /** A stored app tool call drawn from the store: its tab is back; the newest one is shown once drawn
+   * (`older`: drawn after the newest messages, never shown for itself). */
+  stored(callId, title, { older = false } = {}) {
     const known = this.views.has(callId);
     this.add(callId, { title });
-    if (known) return;
+    if (known || older) return;
     this.newest = callId;
     clearTimeout(this.showTimer);
     this.showTimer = setTimeout(() => {

@@ -150,10 +150,7 @@ export class Opener {
       return;
     }
     if (seq !== this.loadSeq || this.thread.shown !== shown || this.state.running) return;
-    const box = this.view.container;
-    const fromBottom = box.scrollHeight - box.scrollTop;
-    const merged = { ...shown, messages: [...older.messages, ...shown.messages], has_more: older.has_more };
-    this.unfinished = this.thread.render(merged, { keep: () => this.view.scroller.hold(fromBottom) });
+    this.thread.showOlder(older);
   }
 
   /** Put the conversation's level and model back in the pickers (their options come with the config). */

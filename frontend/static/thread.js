@@ -1,12 +1,16 @@
 // The open conversation as entries (a user message and the answer to it),
-// drawn from the stored messages or live, each with its actions: copy, edit
-// (user), regenerate (the last answer) and "‹ 1/2 ›" to switch branches.
+// drawn from the stored messages or live, each with its actions (entryactions.js).
+// A stored conversation's newest messages are drawn at once, the older ones above
+// them in slices (slices.js), so opening a long one never holds the page for long.
 
 import { appTitle } from "./appviews.js";
-import { copyText, el } from "./dom.js";
+import { el } from "./dom.js";
+import { branchControl, turnActions, userActions } from "./entryactions.js";
+import { ChatView } from "./messages.js";
+import { inSlices } from "./slices.js";
 import { ToolCard } from "./toolcards.js";
 
-const COPY_RESET_MS = 1500;
+const FIRST_MESSAGES = 24; // drawn at once when a conversation opens (more than a screen holds); the rest in slices
 
 function parseArgs(value) {
   if (value && typeof value === "object") return value;
@@ -31,11 +35,12 @@ export function entriesOf(messages) {
 
 export class Thread {
   /** `actions`: {onEdit(entry, text), onRegenerate(entry), onBranch(messageId), onEarlier(), canAct(), onOpenArtifact(a),
-   * onOpenApp(callId, tool), onStoredApp(callId, tool)} */
+   * onOpenApp(callId, tool), onStoredApp(callId, tool, {older})} */
   constructor(view, actions) {
     this.view = view;
     this.actions = actions;
     this.entries = [];
+    this.generation = 0; // slices of a drawing that is no longer wanted stop
   }
 
   get last() {
@@ -45,13 +50,14 @@ export class Thread {
   clear() {
     this.entries = [];
     this.shown = null; // the stored conversation drawn: its messages, and `has_more` when older ones exist
+    this._stopFilling();
     this.view.clear();
   }
 
   // -- live ------------------------------------------------------------------
   addUser(text, files = []) {
     const entry = { userId: null, text, userNode: this.view.addUser(text, files, { scroll: !this.drawing }), turn: null, answerId: null };
-    entry.userActions = this._userActions(entry);
+    entry.userActions = userActions(entry, this.actions);
     entry.userNode.append(entry.userActions);
     this.entries.push(entry);
     this.refreshActions();
@@ -59,12 +65,12 @@ export class Thread {
   }
 
   /** A fresh answer for an entry (the last one when not given). */
-  startTurn(entry = this.last) {
-    const turn = this.view.startTurn();
+  startTurn(entry = this.last, view = this.view) {
+    const turn = view.startTurn();
     if (entry) {
       entry.turn = turn;
       entry.answerId = null;
-      entry.turnActions = this._turnActions(entry);
+      entry.turnActions = turnActions(entry, this.actions);
       turn.footer.append(entry.turnActions);
     }
     this.refreshActions();
@@ -110,42 +116,119 @@ export class Thread {
       if (node.id !== "empty-state") node.remove();
     }
     if (at > 0) this.entries.splice(0, at);
+    this._stopFilling(); // what is not drawn yet belongs to the old conversation too
     first?.before(note);
   }
 
   // -- stored ----------------------------------------------------------------
-  /** Draw a stored conversation; returns the last entry when its answer has not finished. */
   /** Draw a stored conversation (a page of it: older messages are drawn when the reader asks, above
-   *  the rest); `keep`: put the scroll position back instead of showing the newest. */
-  render(conversation, { keep = null } = {}) {
+   *  the rest): its newest messages at once, then the others above them in slices (the page stays
+   *  free, the reader where they are); returns the last entry when its answer has not finished. */
+  render(conversation) {
     this.clear();
     this.shown = conversation;
+    const stored = entriesOf(conversation.messages);
+    let at = stored.length;
+    for (let count = 0; at > 0 && count < FIRST_MESSAGES; ) count += this._size(stored[--at]);
     this.drawing = true;
     try {
-      this._drawAll(conversation);
+      for (const s of stored.slice(at)) this.entries.push(this._storedEntry(s, this.view));
     } finally {
       this.drawing = false;
     }
-    if (conversation.has_more) this.view.container.prepend(this._earlier());
-    if (keep) keep();
-    else this.view.scroller.toBottom();
+    this.view.scroller.toBottom();
     this.refreshActions();
+    this._fillAbove(stored.slice(0, at), conversation);
     const last = this.last;
     return last && !this._finished(last) ? last : null;
   }
 
-  _drawAll(conversation) {
-    for (const stored of entriesOf(conversation.messages)) {
-      let entry;
-      if (stored.user) {
-        entry = this.addUser(stored.user.content || "", stored.user.files || []);
-      } else {
-        entry = { userId: null, userNode: null, turn: null, answerId: null };
-        this.entries.push(entry);
+  /** The page before the one shown (`older`), drawn above it in slices; the reader stays where they are. */
+  showOlder(older) {
+    const shown = this.shown;
+    const merged = { ...shown, messages: [...older.messages, ...shown.messages], has_more: older.has_more };
+    const all = entriesOf(merged.messages);
+    const first = this.entries[0];
+    const cut = Boolean(first && !first.userNode && older.messages.length); // the shown page began inside an answer
+    const kept = entriesOf(shown.messages).length - (cut ? 1 : 0);
+    this.shown = merged;
+    // That answer is drawn again whole, with its question, in the first slice (the reader's place held).
+    this._fillAbove(all.slice(0, all.length - kept), merged, cut ? () => this._dropFirst() : null);
+  }
+
+  _dropFirst() {
+    const first = this.entries.shift();
+    first?.turn?.node.remove();
+  }
+
+  /** Draw `rest` (stored entries older than those drawn) above the drawn ones, newest first, in slices.
+   *  The container is `aria-busy` meanwhile, and "Show earlier messages" disabled. */
+  _fillAbove(rest, conversation, before = null) {
+    const generation = ++this.generation;
+    const box = this.view.container;
+    const live = () => generation === this.generation;
+    const done = () => {
+      this.filling = false;
+      box.removeAttribute("aria-busy");
+      const earlier = box.querySelector(".earlier");
+      if (Boolean(earlier) !== Boolean(conversation.has_more)) {
+        const fromBottom = box.scrollHeight - box.scrollTop;
+        if (earlier) earlier.remove();
+        else box.prepend(this._earlier());
+        this.view.scroller.hold(fromBottom);
       }
-      if (stored.answer.length) this._drawAnswer(entry, stored.answer);
-      this._applyIds(entry, stored);
+      this.refreshActions();
+    };
+    if (!rest.length && !before) return done();
+    this.filling = true;
+    box.setAttribute("aria-busy", "true");
+    // Slices are drawn aside (nothing scrolls or shows "Newest" meanwhile), then moved in at the top.
+    const aside = new ChatView(el("div"), { changed() {}, toBottom() {} }, el("div"));
+    inSlices((until) => {
+      const fromBottom = box.scrollHeight - box.scrollTop;
+      const slice = document.createDocumentFragment();
+      const drawn = [];
+      this.drawing = true;
+      try {
+        before?.();
+        before = null;
+        while (rest.length) {
+          drawn.unshift(this._storedEntry(rest.pop(), aside, { older: true }));
+          slice.prepend(...aside.container.childNodes);
+          if (performance.now() > until) break;
+        }
+      } finally {
+        this.drawing = false;
+      }
+      this.view.emptyState.after(slice); // the empty state stays first, above every message
+      this.entries.unshift(...drawn);
+      this.view.scroller.hold(fromBottom);
+      this.refreshActions(drawn);
+      return !rest.length;
+    }, live).then((all) => all && live() && done());
+  }
+
+  _stopFilling() {
+    this.generation += 1;
+    this.filling = false;
+    this.view.container.removeAttribute("aria-busy");
+  }
+
+  _size(stored) {
+    return (stored.user ? 1 : 0) + stored.answer.length;
+  }
+
+  /** An entry of the stored conversation, drawn at the end of `view`. */
+  _storedEntry(stored, view, { older = false } = {}) {
+    const entry = { userId: null, userNode: null, turn: null, answerId: null, text: stored.user?.content || "" };
+    if (stored.user) {
+      entry.userNode = view.addUser(entry.text, stored.user.files || [], { scroll: false });
+      entry.userActions = userActions(entry, this.actions);
+      entry.userNode.append(entry.userActions);
     }
+    if (stored.answer.length) this._drawAnswer(entry, stored.answer, view, older);
+    this._applyIds(entry, stored);
+    return entry;
   }
 
   _earlier() {
@@ -161,7 +244,11 @@ export class Thread {
   annotate(conversation) {
     let stored = entriesOf(conversation.messages);
     if (conversation.has_more && stored.length && !stored[0].user) stored = stored.slice(1); // cut by the page
-    const offset = this.entries.length - stored.length;
+    let offset = this.entries.length - stored.length;
+    if (offset < 0 && this.filling) {
+      stored = stored.slice(-offset); // older messages still going in: the view holds the newest only
+      offset = 0;
+    }
     if (offset < 0 || (offset > 0 && !conversation.has_more)) return false;
     stored.forEach((s, i) => this._applyIds(this.entries[offset + i], s));
     this.refreshActions();
@@ -172,8 +259,8 @@ export class Thread {
     return Boolean(entry.turn?.finished);
   }
 
-  _drawAnswer(entry, messages) {
-    const turn = this.startTurn(entry);
+  _drawAnswer(entry, messages, view = this.view, older = false) {
+    const turn = this.startTurn(entry, view);
     const calls = new Map();
     const answered = new Set();
     let finish = null;
@@ -188,7 +275,7 @@ export class Thread {
         }
       } else if (message.role === "tool") {
         answered.add(message.call_id);
-        turn.addBlock(this._storedCard(message, calls.get(message.call_id)).node);
+        turn.addBlock(this._storedCard(message, calls.get(message.call_id), older).node);
       }
     }
     if (!finish) return;
@@ -204,12 +291,12 @@ export class Thread {
     turn.showUsage(last.usage);
   }
 
-  _storedCard(message, call) {
+  _storedCard(message, call, older) {
     const card = new ToolCard({ callId: message.call_id, tool: message.tool || call?.name, server: message.server,
       onOpenArtifact: this.actions.onOpenArtifact, onOpenApp: this.actions.onOpenApp });
     card.setArguments(parseArgs(message.arguments ?? call?.arguments));
     card.finish(message);
-    if (message.app) this.actions.onStoredApp?.(message.call_id, appTitle(message.tool || call?.name, message.server, card.arguments));
+    if (message.app) this.actions.onStoredApp?.(message.call_id, appTitle(message.tool || call?.name, message.server, card.arguments), { older });
     return card;
   }
 
@@ -217,24 +304,25 @@ export class Thread {
     if (stored.user && entry.userNode) {
       entry.userId = stored.user.id;
       entry.userNode.dataset.messageId = stored.user.id;
-      this._branchControl(entry.userActions, stored.user);
+      branchControl(entry.userActions, stored.user, this.actions);
     }
     const first = stored.answer[0];
     if (first && entry.turn) {
       entry.answerId = first.id;
       entry.turn.node.dataset.messageId = first.turn || first.id;
-      this._branchControl(entry.turnActions, first);
+      branchControl(entry.turnActions, first, this.actions);
     }
   }
 
   // -- actions ---------------------------------------------------------------
-  refreshActions() {
-    if (this.drawing) return; // once, at the end of render()
+  /** The actions' state (`entries`: only theirs, as a slice goes in). */
+  refreshActions(entries = this.entries) {
+    if (this.drawing) return; // once the entries being drawn are in
     const may = this.actions.canAct();
     const earlier = this.view.container.querySelector(".earlier-btn");
-    if (earlier) earlier.disabled = !may;
-    this.entries.forEach((entry, i) => {
-      const lastOne = i === this.entries.length - 1;
+    if (earlier) earlier.disabled = !may || this.filling;
+    entries.forEach((entry) => {
+      const lastOne = entry === this.last;
       const edit = entry.userActions?.querySelector(".edit-btn");
       if (edit) {
         edit.hidden = !entry.userId;
@@ -249,82 +337,5 @@ export class Thread {
         for (const step of b?.querySelectorAll(".branch button") || []) step.disabled = !may || step.dataset.target === "";
       }
     });
-  }
-
-  _copyButton(label, text) {
-    const button = el("button", { type: "button", class: "msg-action copy-msg", "aria-label": label, title: label, text: "Copy" });
-    button.addEventListener("click", async () => {
-      const ok = await copyText(text());
-      button.textContent = ok ? "Copied" : "Copy failed";
-      setTimeout(() => { button.textContent = "Copy"; }, COPY_RESET_MS);
-    });
-    return button;
-  }
-
-  _userActions(entry) {
-    const edit = el("button", { type: "button", class: "msg-action edit-btn", "aria-label": "Edit message", title: "Edit message", text: "Edit" });
-    edit.addEventListener("click", () => this._startEdit(entry));
-    return el("div", { class: "msg-actions" }, this._copyButton("Copy message", () => entry.text), edit);
-  }
-
-  _turnActions(entry) {
-    const regen = el("button", { type: "button", class: "msg-action regen-btn", "aria-label": "Regenerate answer",
-      title: "Answer this message again (the current answer is kept as a version)", text: "Regenerate", hidden: true });
-    regen.addEventListener("click", () => this.actions.canAct() && this.actions.onRegenerate(entry));
-    return el("div", { class: "msg-actions" }, this._copyButton("Copy answer", () => entry.turn?.plainText() || ""), regen);
-  }
-
-  /** "‹ 2/3 ›" when the message has other versions. */
-  _branchControl(actions, message) {
-    actions?.querySelector(".branch")?.remove();
-    const siblings = message.siblings || [];
-    if (!actions || siblings.length < 2) return;
-    const at = siblings.indexOf(message.id);
-    const step = (delta, label, text) => {
-      const target = siblings[at + delta] ?? "";
-      const button = el("button", { type: "button", class: "msg-action", "aria-label": label, title: label, text, dataset: { target } });
-      button.disabled = !target;
-      button.addEventListener("click", () => target && this.actions.canAct() && this.actions.onBranch(target));
-      return button;
-    };
-    actions.prepend(el("span", { class: "branch", role: "group", "aria-label": "Versions" },
-      step(-1, "Previous version", "‹"), el("span", { class: "branch-pos", text: `${at + 1}/${siblings.length}` }),
-      step(1, "Next version", "›")));
-  }
-
-  _startEdit(entry) {
-    if (!this.actions.canAct() || !entry.userNode || entry.userNode.querySelector(".edit-form")) return;
-    const bubble = entry.userNode.querySelector(".bubble");
-    const box = el("textarea", { class: "edit-box", "aria-label": "Edit your message", rows: "3" });
-    box.value = entry.text;
-    const cancel = el("button", { type: "button", class: "btn", text: "Cancel" });
-    const form = el("form", { class: "edit-form" }, box,
-      el("div", { class: "actions" }, el("button", { type: "submit", class: "btn primary", text: "Send" }), cancel));
-    const close = () => {
-      form.remove();
-      if (bubble) bubble.hidden = false;
-      entry.userActions.hidden = false;
-    };
-    cancel.addEventListener("click", close);
-    form.addEventListener("submit", (e) => {
-      e.preventDefault();
-      const text = box.value.trim();
-      if (!text || !this.actions.canAct()) return;
-      close();
-      this.actions.onEdit(entry, text);
-    });
-    box.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
-        e.preventDefault();
-        form.requestSubmit();
-      } else if (e.key === "Escape") {
-        e.stopPropagation();
-        close();
-      }
-    });
-    if (bubble) bubble.hidden = true; // a message of files only has no text bubble
-    entry.userActions.hidden = true;
-    entry.userNode.prepend(form);
-    box.focus();
   }
 }

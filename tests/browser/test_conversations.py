@@ -546,7 +546,10 @@ def test_a_conversation_longer_than_one_page_opens_at_its_newest_page(page, live
         earlier.click()
         expect(answers).not_to_have_count(drawn)
         drawn = answers.count()
-        # The reader's place is kept: the message that was first stays where it was on screen.
+        # The reader's place is kept: the message that was first stays where it was on screen, as
+        # the older page goes in above it (in slices: the list is busy until the last is in).
+        assert abs(page.locator(f'.msg[data-message-id="{held}"]').bounding_box()["y"] - at) < 2
+        expect(page.locator("#messages")).not_to_have_attribute("aria-busy", "true")
         assert abs(page.locator(f'.msg[data-message-id="{held}"]').bounding_box()["y"] - at) < 2
     expect(answers).to_have_count(16)
     expect(answers.first).to_contain_text(f"answer 0 {marker}")
