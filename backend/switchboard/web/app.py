@@ -57,10 +57,25 @@ async def _retention(services: Services) -> None:
         await asyncio.sleep(6 * 3600)
 
 
+def prepare_routes(app: FastAPI) -> None:
+    """FastAPI works out a route's parameters and models the first time a request is matched
+    against it, which made a new process's first request walk ~60 routes and wait 0.4-0.6 s (the
+    page's first open after a start or deploy). Done here, at start, in a worker thread (FastAPI
+    builds them under a lock): a path no route has walks them all."""
+    scope = {"type": "http", "path": "/\u0000", "method": "GET", "headers": [], "query_string": b"", "root_path": ""}
+    for route in app.router.routes:
+        route.matches({**scope, "app": app})
+
+
 def create_app(
-    settings: Settings | None = None, *, services: Services | None = None, early: EarlyStarts | None = None
+    settings: Settings | None = None,
+    *,
+    services: Services | None = None,
+    early: EarlyStarts | None = None,
+    prepare: bool = False,
 ) -> FastAPI:
-    """`early`: stdio server processes `switchboard serve` started before the app was built.
+    """`early`: stdio server processes `switchboard serve` started before the app was built;
+    `prepare`: its routes prepared at start (`prepare_routes`; `switchboard serve` does).
     The environment's defaults (environment.py) are set here too, for an app built in code; set them
     before importing this module to keep fastmcp's import lean as `switchboard serve` does."""
     set_defaults()
@@ -79,6 +94,8 @@ def create_app(
         )
         raise_open_files_limit()  # each websocket is a file descriptor
         await services.life.start()  # servers start in the background: the app serves at once
+        if prepare:  # off the loop; nothing waits for it
+            app.state.routes_prepared = asyncio.get_running_loop().run_in_executor(None, prepare_routes, app)
         retention = asyncio.create_task(_retention(services), name="retention")
         shared = asyncio.create_task(keep_shared(services, app.state.open_sockets), name="presence")
         try:

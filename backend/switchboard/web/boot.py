@@ -217,7 +217,7 @@ def booting_app(settings: Any, on_failure: Callable[[str], None] | None = None) 
     def build() -> ASGIApp:  # runs in a worker thread while /healthz already answers
         from .app import create_app
 
-        return create_app(settings, early=early)
+        return create_app(settings, early=early, prepare=True)
 
     return BootingApp(build, on_failure=on_failure, prepare=start_servers, cleanup=early.close)
 
