@@ -102,9 +102,16 @@ async def seed(folder: Path, sizes: list[int]) -> dict[str, str]:
     return markers
 
 
-def _open_by_link(browser: Any, app: S.App, cid: str, marker: str) -> dict[str, float]:
+def _open_by_link(browser: Any, app: S.App, cid: str, marker: str, latency_ms: float = 0.0) -> dict[str, float]:
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.add_init_script(OBSERVE)
+    if latency_ms:  # a network's round trip added to every request (CDP), as between a browser and a server
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send(
+            "Network.emulateNetworkConditions",
+            {"offline": False, "latency": latency_ms, "downloadThroughput": -1, "uploadThroughput": -1},
+        )
     page.goto(f"{app.base}/?c={cid}", wait_until="commit")
     page.locator(".msg.assistant", has_text=marker).last.wait_for(state="visible", timeout=120_000)
     shown_ms = page.evaluate("performance.now()")  # from the navigation's start
@@ -161,6 +168,7 @@ def main() -> None:
     p = S.parser(__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="900,5000", help="messages in each long conversation")
     p.add_argument("--runs", type=int, default=3, help="page openings per conversation (the median is kept)")
+    p.add_argument("--latency-ms", type=float, default=0.0, help="a round trip added to every request (0: none)")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -179,7 +187,9 @@ def main() -> None:
             opened: dict[int, list[dict[str, float]]] = {}
             for size in sizes:
                 cid = f"long-{size}"
-                opened[size] = [_open_by_link(browser, app, cid, markers[cid]) for _ in range(args.runs)]
+                opened[size] = [
+                    _open_by_link(browser, app, cid, markers[cid], args.latency_ms) for _ in range(args.runs)
+                ]
             data["open"] = opened
             data["heap"] = _heap_over_twenty(browser, app, markers)
             browser.close()
