@@ -88,6 +88,7 @@ def test_an_answer_uses_the_callers_tools_on_the_server(site, llm):
 
 def test_a_streamed_answer_arrives_in_chunks_and_ends_with_done(site, llm):
     client, _, _ = site
+    llm.chunk_delay_s = 0.05  # a model's pace: each chunk arrives on its own (a fast stream's read comes as one)
     llm.enqueue(
         ToolCallReply([ToolCall("toolbox_add", '{"a": 2, "b": 3}')]), TextReply("Two plus three is five.", chunks=4)
     )

@@ -32,6 +32,13 @@ def see(trust: Trust, tool: mcp_types.Tool, mode="auto", server="s") -> tuple[st
     return trust.state(server, tool.name, pin, definition, mode), pin
 
 
+async def done(*trusts: Trust) -> None:
+    """Every write the trusts started is in the store before it closes (a write still running
+    when its store closed left a connection out of the pool, found later by the garbage collector)."""
+    for trust in trusts:
+        await trust.flush()
+
+
 async def test_the_first_approval_wins_and_a_later_process_sees_the_other_definition_changed(store_url):
     one, two = await open_store(store_url), await open_store(store_url)
     changes: list[str] = []
@@ -46,6 +53,7 @@ async def test_the_first_approval_wins_and_a_later_process_sees_the_other_defini
         assert changes == ["s"]  # it learnt that another definition was approved first
         assert see(late, listed("a different one"))[0] == "changed"
         assert see(late, listed("the trusted one"))[0] == "approved"
+        await done(early, late)
     finally:
         await one.close()
         await two.close()
@@ -73,6 +81,7 @@ async def test_review_leaves_a_new_tool_pending_until_approved_for_every_process
         await admin.decide("block", server="s", tool="t", qualified_name="s_t", pin=pin, by="root", before_state="x")
         await other.refresh("s")
         assert see(other, listed("new"))[0] == "blocked"  # whatever the pin, until approved again
+        await done(admin, other)
     finally:
         await one.close()
         await two.close()
@@ -119,6 +128,7 @@ async def test_two_administrators_approving_different_pins_at_once_one_wins_the_
         winner = next(r for r in results if not isinstance(r, Exception))
         stored = await TrustRows(one).record("s", "t")
         assert stored.pin == winner.pin and stored.decided_by == winner.by
+        await done(first, second)
     finally:
         await one.close()
         await two.close()
@@ -170,5 +180,6 @@ async def test_a_pins_file_of_an_older_version_is_imported_once(store_url, tmp_p
         other = Trust()
         await other.use(TrustRows(store))
         assert see(other, listed("changed"))[0] == "changed"
+        await done(trust, other)
     finally:
         await store.close()
