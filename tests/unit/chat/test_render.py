@@ -33,7 +33,7 @@ def test_a_columns_alignment_is_a_class_and_no_inline_style_gets_through():
 
 
 SAMPLES = [
-    "# Title\n\nSome **bold**, *em*, `code`, ~~struck~~ and a [link](https://example.com \"t\").",
+    '# Title\n\nSome **bold**, *em*, `code`, ~~struck~~ and a [link](https://example.com "t").',
     "Setext\n======\n\npara one\nline two  \nhard break\\\nagain",
     "- a\n- b\n  - nested\n\n  loose item\n- c\n\n1. one\n2. two\n\n7) seven",
     "```python\ndef f():\n    return '<b>'\n```\n\n    indented code\n\n~~~\ntilde\n~~~",
