@@ -8,6 +8,8 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -82,6 +84,20 @@ class LiveServer:
 
     def wait_ready(self, timeout: float = 60) -> None:
         wait_ready(self.url, timeout, lambda: f"servers not ready: {httpx.get(f'{self.url}/readyz').text}")
+
+
+@contextmanager
+def ready_app(settings, environ: dict[str, str] | None = None, port: int | None = None) -> Iterator[LiveServer]:
+    """The app of `settings` served on 127.0.0.1 (a free port unless given) once its MCP servers are
+    ready; stopped at the end."""
+    services = build_services(settings, environ=environ or {})
+    server = LiveServer(create_app(settings, services=services), port or free_port())
+    server.start()
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -8,11 +8,9 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
-from switchboard.services import build_services
-from switchboard.web.app import create_app
-from tests.browser.conftest import LiveServer
+from tests.browser.conftest import ready_app
 from tests.browser.helpers import send, wait_finished
-from tests.support.harness import PROJECT_ROOT, free_port, make_settings, write_config
+from tests.support.harness import PROJECT_ROOT, make_settings, write_config
 
 GROWING = PROJECT_ROOT / "tests" / "support" / "servers" / "growing.py"
 
@@ -26,14 +24,8 @@ def growing_app(tmp_path):
         },
         groups={"dev@localhost": ["users"]},
     )
-    settings = make_settings(tmp_path)
-    server = LiveServer(create_app(settings, services=build_services(settings, environ={})), free_port())
-    server.start()
-    try:
-        server.wait_ready()
+    with ready_app(make_settings(tmp_path)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_the_tools_panel_shows_a_tool_the_server_added_while_the_page_was_open(open_page, growing_app):
@@ -54,14 +46,8 @@ def test_the_tools_panel_shows_a_tool_the_server_added_while_the_page_was_open(o
 def staff_app(tmp_path):
     servers = {"staff": {"command": sys.executable, "args": [str(GROWING)], "approval": "never", "groups": ["staff"]}}
     write_config(tmp_path / "overrides", servers=servers, groups={"dev@localhost": ["users", "staff", "admin"]})
-    settings = make_settings(tmp_path)
-    server = LiveServer(create_app(settings, services=build_services(settings, environ={})), free_port())
-    server.start()
-    try:
-        server.wait_ready()
+    with ready_app(make_settings(tmp_path)) as server:
         yield server, tmp_path / "overrides" / "groups.yml"
-    finally:
-        server.stop()
 
 
 def test_an_open_page_drops_a_groups_tools_when_a_reload_takes_the_user_out_of_it(open_page, staff_app):

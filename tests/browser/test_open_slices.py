@@ -12,11 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from playwright.sync_api import Page, expect
 
-from switchboard.services import build_services
 from switchboard.store import open_store
 from switchboard.store.message_data import AssistantData, ToolData
-from switchboard.web.app import create_app
-from tests.browser.conftest import LiveServer
+from tests.browser.conftest import ready_app
 from tests.browser.helpers import send, wait_finished
 from tests.support.harness import double_model, free_port, make_settings, write_config
 from tests.support.llm_double import TextReply
@@ -104,13 +102,8 @@ def site(tmp_path_factory, llm):
     settings = make_settings(tmp, port=port)
     with ThreadPoolExecutor(1) as pool:  # (Playwright's loop runs on this thread)
         pool.submit(asyncio.run, _seed(settings.database_url_resolved)).result()
-    server = LiveServer(create_app(settings, services=build_services(settings, environ={"DOUBLE_KEY": "x"})), port)
-    server.start()
-    try:
-        server.wait_ready()
+    with ready_app(settings, {"DOUBLE_KEY": "x"}, port) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

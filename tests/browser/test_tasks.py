@@ -9,9 +9,7 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
-from switchboard.services import build_services
-from switchboard.web.app import create_app
-from tests.browser.conftest import LiveServer
+from tests.browser.conftest import ready_app
 from tests.browser.helpers import send, wait_finished
 from tests.support.harness import PROJECT_ROOT, double_model, free_port, make_settings, write_config
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
@@ -37,13 +35,8 @@ def tasks_app(tmp_path_factory, llm):
     )
     port = free_port()
     settings = make_settings(tmp, port=port)
-    server = LiveServer(create_app(settings, services=build_services(settings, environ={"DOUBLE_KEY": "x"})), port)
-    server.start()
-    try:
-        server.wait_ready()
+    with ready_app(settings, {"DOUBLE_KEY": "x"}, port) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

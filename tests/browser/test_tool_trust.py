@@ -8,10 +8,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from switchboard.services import build_services
-from switchboard.web.app import create_app
-from tests.browser.conftest import LiveServer
-from tests.support.harness import free_port, make_settings, toolbox_entry, write_config
+from tests.browser.conftest import ready_app
+from tests.support.harness import make_settings, toolbox_entry, write_config
 
 pytestmark = pytest.mark.timeout(240)  # two apps and a browser start: slow on a loaded machine
 
@@ -23,14 +21,8 @@ def review_app(tmp_path):
         servers={"vetted": toolbox_entry(trust="review", approval="never")},
         groups={"dev@localhost": ["users", "admin"]},
     )
-    settings = make_settings(tmp_path)
-    server = LiveServer(create_app(settings, services=build_services(settings, environ={})), free_port())
-    server.start()
-    try:
-        server.wait_ready()
+    with ready_app(make_settings(tmp_path)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_waiting_tool_is_greyed_and_offered_once_approved(open_page, review_app):
