@@ -112,6 +112,7 @@ class LLMDouble:
         self._settings = (default or TextReply("This is the LLM double."), chunk_delay_s, response_delay_s)
         self.model = model
         self._closing = False
+        self._generation = 0
         self._queue: collections.deque[Reply] = collections.deque()
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
@@ -134,6 +135,9 @@ class LLMDouble:
         self.hung_up.clear()
         with self._lock:
             self._queue.clear()
+            # a request still being answered from before the reset (a test's slow reply its client
+            # gave up on) must not note its hang-up among the next test's requests
+            self._generation += 1
 
     # -- scripting ---------------------------------------------------------------
     def enqueue(self, *replies: Reply) -> None:
@@ -186,6 +190,7 @@ class LLMDouble:
             await _send_json(send, 404, {"error": {"message": f"no route {scope['path']}", "type": "not_found"}})
             return
         request = json.loads(body or b"{}")
+        generation, index = self._generation, len(self.requests)
         self.requests.append(request)
         self.request_headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
         self.request_peers.append(tuple(scope["client"]) if scope.get("client") else None)
@@ -214,7 +219,7 @@ class LLMDouble:
             await _send_json(send, 200, self._completion(reply))
         else:
             finished = asyncio.Event()
-            watcher = asyncio.create_task(self._watch_hang_up(receive, finished, len(self.requests) - 1))
+            watcher = asyncio.create_task(self._watch_hang_up(receive, finished, index, generation))
             try:
                 await self._stream(
                     send, reply, include_usage=bool((request.get("stream_options") or {}).get("include_usage"))
@@ -223,12 +228,14 @@ class LLMDouble:
                 finished.set()
                 await watcher
 
-    async def _watch_hang_up(self, receive: Any, finished: asyncio.Event, index: int) -> None:
-        """Notes a client that disconnects before the stream is finished."""
+    async def _watch_hang_up(self, receive: Any, finished: asyncio.Event, index: int, generation: int) -> None:
+        """Notes a client that disconnects before the stream is finished (unless the double
+        was reset since the request came: then it belongs to an earlier test)."""
         waiting = asyncio.ensure_future(receive())
         done = asyncio.ensure_future(finished.wait())
         await asyncio.wait({waiting, done}, return_when=asyncio.FIRST_COMPLETED)
-        if waiting.done() and not finished.is_set() and waiting.result().get("type") == "http.disconnect":
+        disconnected = waiting.done() and waiting.result().get("type") == "http.disconnect"
+        if disconnected and not finished.is_set() and generation == self._generation:
             self.hung_up.append(index)
         for task in (waiting, done):
             task.cancel()

@@ -213,6 +213,20 @@ async def test_stopping_a_stream_hangs_up_on_the_provider(clients, llm, path):
     assert llm.hung_up and set(llm.hung_up) == {0}
 
 
+async def test_a_hang_up_from_before_a_reset_is_not_the_next_test_s(clients, llm):
+    # a slow reply whose client gave up (as in the time-out test) is still being answered when the
+    # next test resets the double; its hang-up must not show among the next test's requests
+    llm.response_delay_s, llm.chunk_delay_s = 0.4, 0.05
+    with pytest.raises(LLMError):
+        async for _ in clients["direct"].stream(entry(llm), HELLO, None, timeout_s=0.1):
+            pass
+    llm.reset()
+    llm.chunk_delay_s = 0.05
+    await asyncio.sleep(0.8)  # the old request's reply starts, finds its client gone
+
+    assert llm.hung_up == []
+
+
 async def test_a_finished_stream_is_no_hang_up(clients, llm):
     await clients["direct"].complete(entry(llm), HELLO)
     await asyncio.sleep(0.1)
