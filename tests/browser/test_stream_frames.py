@@ -70,6 +70,9 @@ def test_finished_blocks_are_drawn_once_in_groups_skipped_off_screen(page, llm):
     # ...but not the newest few: a new group under content-visibility starts as a placeholder,
     # which at the stream's end kept the browser presenting typed keys seconds late
     assert groups.last.evaluate("(g) => getComputedStyle(g).contentVisibility") == "visible"
+    # every group is contained, the newest too: a frame lays out and pre-paints the group it adds,
+    # not the answer above it, and a group keeps its layout when content-visibility takes it over
+    assert set(groups.evaluate_all("(gs) => gs.map((g) => getComputedStyle(g).contain)")) == {"content"}
     # Only the last block is outside the groups (it grew until the end): the rest went in once.
     outside = answer.locator(".markdown > :not(.blocks-done)")
     assert outside.count() <= 2, outside.evaluate_all("(nodes) => nodes.map((n) => n.outerHTML.slice(0, 80))")
