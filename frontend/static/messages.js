@@ -276,9 +276,19 @@ export class Turn {
 
   done(event) {
     this.messageId ??= event.message_id;
-    this._applyHtml(event.html || "", event.segments, true);
+    this._applyHtml(this._wholeHtml(event), event.segments, true);
     this.finish(event.finish_reason);
     this.showUsage(event.usage);
+  }
+
+  /** The whole answer's HTML. The socket asks for `html_rest` (socket path `?html=rest`): a long
+   * answer's message_done then brings only what follows the finished blocks its renders sent,
+   * which this turn's one text block holds, not the whole answer again. */
+  _wholeHtml(event) {
+    if (typeof event.html_rest !== "string") return event.html || "";
+    const rendered = this.texts.filter((block) => block.settled.length);
+    if (rendered.length !== 1) console.warn("message_done: the renders it follows are not all here");
+    return rendered.map((block) => block.settledHtml).join("") + event.html_rest;
   }
 
   /** The answer's token count (live from message_done, or stored with the answer). */

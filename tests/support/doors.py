@@ -56,8 +56,8 @@ def events_of(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
 
 
 class WebsocketDoor:
-    def __init__(self, base: str) -> None:
-        self.ws = connect(base.replace("http://", "ws://") + "/ws", open_timeout=10)
+    def __init__(self, base: str, path: str = "/ws") -> None:
+        self.ws = connect(base.replace("http://", "ws://") + path, open_timeout=10)
         assert json.loads(self.ws.recv(timeout=10))["type"] == "session"
 
     def chat(self, body: dict[str, Any], refused: bool) -> Iterator[dict[str, Any]]:

@@ -72,12 +72,16 @@ async def close_turn(turn: TurnState, finish: str, recorder: Recorder) -> AsyncG
         if restarted:  # a page still attached hears it; a user's Stop is shown by the page itself
             for event in unanswered:
                 yield event
-    html = await rendering if rendering is not None else render_markdown(text)
+    html, settled = await rendering if rendering is not None else (render_markdown(text), 0)
+    # The renders' finished blocks begin the final HTML only where the answer is one reply's text
+    # (a page that drew them then needs only the rest: web/ws.py).
+    one_reply = len(turn.progress.round_answer) == len(turn.progress.answer)
     yield MessageDone(
         message_id=turn.message_id,
         finish_reason=finish,  # type: ignore[arg-type]
         usage=usage,
         html=html,
+        settled_chars=settled if settled and one_reply else None,
         conversation_id=turn.conversation_id,
         user_message_id=turn.progress.user_message_id,
     )

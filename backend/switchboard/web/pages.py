@@ -105,7 +105,7 @@ def mount(app: FastAPI, settings: Settings) -> None:
             "user": user.email,
             "groups": sorted(user.groups),
             "version": __version__,
-            "ws_path": "/ws",
+            "ws_path": "/ws?html=rest",  # the page keeps the renders it drew (docs/protocol.md)
             "config_url": "/api/config",
             "upload_url": "/api/files",
             "max_upload_bytes": services.settings.max_upload_bytes,

@@ -25,6 +25,8 @@ from ..chat.events import (
     ChatMessage,
     ElicitationResponse,
     ErrorEvent,
+    MessageDone,
+    RenderEvent,
     ServerEvent,
     SessionEvent,
     parse_client_message,
@@ -103,6 +105,9 @@ def too_many_sockets(limit: int) -> str:
 class _Connection:
     def __init__(self, websocket: WebSocket, services: Services, user: User) -> None:
         self.websocket = websocket
+        # `/ws?html=rest`: the page keeps the renders it drew, so an answer's `message_done` brings
+        # only the HTML after them, where this socket sent them all (docs/protocol.md)
+        self.settled_sent: dict[str, int] | None = {} if websocket.query_params.get("html") == "rest" else None
         self.services = services
         self.user = user
         self.conversation_id = new_id()  # the connection's current conversation
@@ -113,8 +118,21 @@ class _Connection:
 
     async def send(self, event: ServerEvent) -> None:
         """The websocket's wire form is the event's JSON text (made once per event, for every door)."""
+        text = self._wire(event)
         async with self._send_lock:
-            await self.websocket.send_text(event.to_json())
+            await self.websocket.send_text(text)
+
+    def _wire(self, event: ServerEvent) -> str:
+        sent = self.settled_sent
+        if sent is None:
+            return event.to_json()
+        if isinstance(event, RenderEvent):
+            sent[event.message_id] = sent.get(event.message_id, 0) + len(event.settled)
+        elif isinstance(event, MessageDone):
+            drawn = sent.pop(event.message_id, None)
+            if event.settled_chars and drawn == event.settled_chars:
+                return event.rest_json
+        return event.to_json()
 
     async def error(self, exc: SwitchboardError) -> None:
         await self.send(ErrorEvent.of(exc))

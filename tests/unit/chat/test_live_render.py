@@ -122,14 +122,17 @@ def test_a_fast_stream_is_rendered_every_few_kilobytes_before_the_interval():
 )
 async def test_the_final_html_reuses_the_live_renders_and_is_the_whole_rendering(tail):
     text = ANSWER.replace("[link](https://example.com/a?b=c)", "link") * 8
-    live, grown = LiveRender(), GrowingText()
+    live, grown, sent = LiveRender(), GrowingText(), []
     for piece in _pieces(text, 16):
         grown.add(piece)
         if live.due(len(grown)):
-            live.render_now(grown.since(live.settled))
+            sent.append(live.render_now(grown.since(live.settled))[0])
     whole = grown.text() + tail
-    assert await final_html(live, whole) == render_markdown(whole)
-    assert await final_html(None, whole) == render_markdown(whole)
+    html, settled = await final_html(live, whole)
+    assert html == render_markdown(whole)
+    assert await final_html(None, whole) == (render_markdown(whole), 0)
+    # the settled blocks the renders sent begin the whole HTML (a page that drew them needs the rest)
+    assert settled == (0 if tail else len("".join(sent))) and html.startswith("".join(sent))
     parts = live.final(whole)
     if tail:  # a reference definition may serve a link in another part: rendered whole
         assert parts is None

@@ -71,11 +71,12 @@ class LiveRender:
         return await asyncio.to_thread(self.render_now, rest)
 
 
-async def final_html(live: LiveRender | None, text: str) -> str:
-    """`text` rendered whole: from the live renders of its first round, when it has them, only its
-    rest is rendered again (a 200 KB answer cost a whole render after the model's last token)."""
+async def final_html(live: LiveRender | None, text: str) -> tuple[str, int]:
+    """`text` rendered whole, and how many of its first characters are the live renders' settled
+    blocks as sent: from the live renders of its first round, when it has them, only its rest is
+    rendered again (a 200 KB answer cost a whole render after the model's last token)."""
     parts = live.final(text) if live is not None else None
     if parts is None:
-        return await rendered(text)
+        return await rendered(text), 0
     done, rest = parts
-    return done + await rendered(rest)
+    return done + await rendered(rest), len(done)
