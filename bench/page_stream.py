@@ -11,7 +11,11 @@
    render events' share with it: the same turns with live renders too far apart to happen), and
    the CPU of the live renders alone, driven in this process as the turn loop drives them.
 
-    uv run python bench/page_stream.py [--kib 195] [--chunk 16] [--runs 2] [--sizes 1,10,50,100,195] [--json]
+    uv run python bench/page_stream.py [--kib 195] [--chunk 16] [--chunk-delay 0.001] [--runs 2]
+        [--sizes 1,10,50,100,195] [--trace FILE] [--app DIR] [--json]
+
+`--app DIR` serves another checkout (with its own .venv) for an alternated before/after run; the
+live renders' own CPU is always this checkout's.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import tempfile
 import time
 import uuid
@@ -30,6 +35,7 @@ import _turns as T
 from tests.support.llm_double import LLMDouble, TextReply
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "toplevel", "blink", "v8"]
 
 _WORDS = [
     "the",
@@ -65,7 +71,11 @@ const __open = WebSocket.prototype.addEventListener;
 WebSocket.prototype.addEventListener = function (type, listener, options) {
   if (type === "message") {
     const counted = listener;
-    listener = function (event) { __sb.messages += 1; return counted.call(this, event); };
+    listener = function (event) {
+      __sb.messages += 1;  // when the page's script got message_done (the socket's delivery)
+      if (!__sb.doneAt && typeof event.data === "string" && event.data.startsWith('{"type":"message_done"')) __sb.doneAt = Date.now();
+      return counted.call(this, event);
+    };
   }
   return __open.call(this, type, listener, options);
 };
@@ -121,7 +131,9 @@ class _TimedDouble(LLMDouble):
         self.last_chunk_at = time.time()
 
 
-def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: int) -> dict[str, float]:
+def _page_run(
+    browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: int, trace: str | None = None
+) -> dict[str, float]:
     double.enqueue(TextReply(text, chunks=max(1, len(text) // chunk)))
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.add_init_script(OBSERVE)
@@ -135,6 +147,8 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
     page.get_by_role("status").filter(has_text="Connected").wait_for()
     box = page.get_by_role("textbox", name="Message")
     box.fill("Write the long answer.")
+    if trace:  # a CDP trace of the page's main thread over the answer (chrome://tracing, Perfetto)
+        browser.start_tracing(page=page, path=trace, categories=TRACE_CATEGORIES)
     start, sent_at = page.evaluate("__sb.measuring = true; performance.now()"), time.time()
     box.press("Enter")
     page.locator(".msg.assistant .answer-text").first.wait_for(timeout=60_000)
@@ -146,6 +160,8 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
         page.wait_for_timeout(60)
     page.wait_for_function("() => window.__sb.shown > 0", timeout=60_000)
     sb = page.evaluate("window.__sb")
+    if trace:
+        browser.stop_tracing()
     messages = page.evaluate("window.__sb.messages || 0")
     html_len = page.evaluate("document.querySelector('.msg.assistant .markdown').textContent.length")
     page.close()
@@ -159,6 +175,7 @@ def _page_run(browser: Any, app: S.App, double: _TimedDouble, text: str, chunk: 
         "tbt_ms": sum(max(0.0, d - 50) for d in tasks),
         "last_token_to_shown_ms": (sb["shown"] / 1000 - double.last_chunk_at) * 1000,
         "last_token_to_done_frame_ms": (arrived.get("done", 0.0) - double.last_chunk_at) * 1000,
+        "last_token_to_done_in_page_ms": (sb.get("doneAt", 0) / 1000 - double.last_chunk_at) * 1000,
         "done_handled_to_shown_ms": sb["shown"] - sb["handled"],
         "messages": messages,
         "keys": typed,
@@ -253,6 +270,8 @@ def main() -> None:
         "--profile", metavar="FILE", help="cProfile the app's event-loop thread over the server's turns; stats to FILE"
     )
     p.add_argument("--no-page", action="store_true", help="skip the page runs (with --profile: the server alone)")
+    p.add_argument("--trace", metavar="FILE", help="a CDP trace of the first page run's main thread, to FILE (JSON)")
+    p.add_argument("--app", metavar="DIR", help="serve this checkout's app (with its own .venv) instead")
     args = p.parse_args()
     started, load = time.monotonic(), [round(x, 2) for x in os.getloadavg()]
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -264,15 +283,20 @@ def main() -> None:
         _TimedDouble(chunk_delay_s=args.chunk_delay) as double,
     ):
         env = S.write_site(Path(tmp), {}, double.base_url)
-        profiler = T.Profiler(args.profile)
-        with S.app_process(Path(tmp), profiler.env(env), command=profiler.command) as app:
+        python = str(Path(args.app).resolve() / ".venv" / "bin" / "python") if args.app else sys.executable
+        profiler = T.Profiler(args.profile, python)
+        command = profiler.command or [python, "-m", "switchboard"]
+        with S.app_process(Path(tmp), profiler.env(env), command=command) as app:
             asyncio.run(_ws_turn(app))  # warm-up: litellm's first call, the first render
             page_runs: list[dict[str, float]] = []
             if not args.no_page:
                 with sync_playwright() as pw:
                     browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
                     text = rich_markdown(args.kib * 1024)
-                    page_runs = [_page_run(browser, app, double, text, args.chunk) for _ in range(args.runs)]
+                    page_runs = [
+                        _page_run(browser, app, double, text, args.chunk, args.trace if i == 0 else None)
+                        for i in range(args.runs)
+                    ]
                     browser.close()
             data["page"] = page_runs
             profiler.start(app.pid)
@@ -293,6 +317,7 @@ def main() -> None:
             "total blocking ms",
             "last token to shown ms",
             "to message_done frame ms",
+            "to message_done in page ms",
             "message_done to shown ms",
             "ws messages",
             "keys typed",
@@ -310,6 +335,7 @@ def main() -> None:
                 r["tbt_ms"],
                 r["last_token_to_shown_ms"],
                 r["last_token_to_done_frame_ms"],
+                r["last_token_to_done_in_page_ms"],
                 r["done_handled_to_shown_ms"],
                 r["messages"],
                 r["keys"],
