@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.support.doors import HttpDoor, WebsocketDoor, events_of, served
-from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
+from tests.support.harness import make_settings, write_toolbox_site
 from tests.support.llm_double import ErrorReply, Reply, TextReply, ToolCall, ToolCallReply
 
 GRACE_S = 1.5
@@ -23,9 +23,7 @@ IDS = {"call_id", "message_id", "conversation_id", "user_message_id", "request_i
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("doors")
-    write_config(
-        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
-    )
+    write_toolbox_site(tmp, llm)
     with served(make_settings(tmp, llm_max_attempts=1, turn_grace_s=GRACE_S)) as (base, services):
         yield base, services
 

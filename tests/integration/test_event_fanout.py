@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from switchboard.chat import events
-from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
+from tests.support.harness import make_settings, running_app, until, write_toolbox_site
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 FOLLOWERS = 3
@@ -19,9 +19,7 @@ FOLLOWERS = 3
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("fanout")
-    write_config(
-        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
-    )
+    write_toolbox_site(tmp, llm)
     with running_app(make_settings(tmp)) as (client, _):
         yield client
 

@@ -18,7 +18,7 @@ from websockets.frames import Close
 from websockets.sync.client import connect
 
 from tests.support.doors import events_of, served
-from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
+from tests.support.harness import make_settings, write_toolbox_site
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 SECRET = "proxy-secret-123"
@@ -30,9 +30,7 @@ TURNS, STREAMS, SOCKETS = 2, 3, 3
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("limits")
-    write_config(
-        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
-    )
+    write_toolbox_site(tmp, llm)
     settings = make_settings(
         tmp,
         auth_mode="proxy",

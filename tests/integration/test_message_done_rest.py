@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.doors import WebsocketDoor, served
-from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
+from tests.support.harness import make_settings, write_toolbox_site
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 
@@ -22,9 +22,7 @@ def long_answer(sections: int = 40) -> str:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("rest")
-    write_config(
-        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
-    )
+    write_toolbox_site(tmp, llm)
     with served(make_settings(tmp, llm_max_attempts=1)) as (base, _services):
         yield base
 

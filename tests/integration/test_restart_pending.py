@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import json
 
-from tests.support.harness import double_model, make_settings, running_app, toolbox_entry, until, write_config
+from tests.support.harness import (
+    double_model,
+    make_settings,
+    running_app,
+    toolbox_entry,
+    until,
+    write_config,
+    write_toolbox_site,
+)
 from tests.support.llm_double import ToolCall, ToolCallReply
 
 RESTARTED = "The server restarted while this call waited for approval, so it did not run."
@@ -52,9 +60,7 @@ def test_a_restart_during_a_pending_gateway_approval_says_so_and_names_the_real_
 
 def test_a_stop_by_the_user_still_says_cancelled_by_the_user(tmp_path, llm):
     llm.reset()
-    write_config(
-        tmp_path / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
-    )
+    write_toolbox_site(tmp_path, llm)
     llm.enqueue(ToolCallReply([ToolCall("toolbox_delete_everything", "{}")]))
     with running_app(make_settings(tmp_path)) as (client, _):
         with client.websocket_connect("/ws") as ws:

@@ -18,16 +18,14 @@ import pytest
 from switchboard.cli import chat as cli_chat
 from switchboard.web import sse
 from tests.support.doors import served
-from tests.support.harness import double_model, make_settings, toolbox_entry, write_config
+from tests.support.harness import make_settings, write_toolbox_site
 from tests.support.llm_double import TextReply, ToolCall, ToolCallReply
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, llm):
     tmp = tmp_path_factory.mktemp("cli_sse")
-    write_config(
-        tmp / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
-    )
+    write_toolbox_site(tmp, llm)
     with served(make_settings(tmp, llm_max_attempts=1)) as (base, _):
         yield base
 

@@ -27,6 +27,7 @@ __all__ = [
     "wait_for_port",
     "wait_ready",
     "write_config",
+    "write_toolbox_site",
 ]
 
 TOOLBOX = PROJECT_ROOT / "tests" / "support" / "servers" / "toolbox.py"
@@ -64,6 +65,14 @@ def write_config(
         )
     )
     (folder / "system-prompt.md").write_text(system_prompt)
+
+
+def write_toolbox_site(site: Path, llm: Any) -> None:
+    """A site's shipped defaults (`site/defaults`): the toolbox server and the LLM double `llm` as
+    the default model."""
+    write_config(
+        site / "defaults", servers={"toolbox": toolbox_entry()}, models=[double_model(llm)], default_model="double"
+    )
 
 
 def make_settings(tmp: Path, **overrides: Any) -> Settings:
