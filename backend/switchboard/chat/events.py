@@ -6,7 +6,6 @@ The same models serve every transport. An event is a frozen value from the turn 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Final, Literal, Self
@@ -145,8 +144,7 @@ class _Event(BaseModel):
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copy = super().model_copy(update=update, deep=deep)
-        for made in ("json_text", "rest_json"):
-            copy.__dict__.pop(made, None)  # the copy's text is its own
+        copy.__dict__.pop("json_text", None)  # the copy's text is its own
         return copy
 
 
@@ -267,16 +265,6 @@ class MessageDone(_Event):
     user_message_id: str | None = None  # the user message this answers
     # `html` begins with this many characters that are the answer's renders' `settled` HTML, in order
     settled_chars: int | None = None
-
-    @cached_property
-    def rest_json(self) -> str:
-        """The wire form for a page that drew the renders (`/ws?html=rest`): `html_rest`, the HTML
-        after the first `settled_chars` characters, instead of `html` (the whole answer again,
-        hundreds of KB for a long one). Made once, like `to_json`."""
-        assert self.settled_chars is not None
-        data = self.model_dump(mode="json", exclude_none=True, exclude={"html"})
-        data["html_rest"] = self.html[self.settled_chars :]
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 class ConversationEvent(_Event):

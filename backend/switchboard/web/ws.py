@@ -8,6 +8,7 @@ answers therefore arrive while a turn waits.  A malformed message gets an
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from contextlib import aclosing, suppress
@@ -131,7 +132,7 @@ class _Connection:
         elif isinstance(event, MessageDone):
             drawn = sent.pop(event.message_id, None)
             if event.settled_chars and drawn == event.settled_chars:
-                return event.rest_json
+                return _rest_json(event, event.settled_chars)
         return event.to_json()
 
     async def error(self, exc: SwitchboardError) -> None:
@@ -227,6 +228,14 @@ class _Connection:
             conversation_id=self.conversation_id,
             refreshed=True if refreshed else None,
         )
+
+
+def _rest_json(done: MessageDone, settled: int) -> str:
+    """`message_done` for a page that drew the renders: `html_rest`, the HTML after their first
+    `settled` characters, instead of `html` (the whole answer again, hundreds of KB for a long one)."""
+    data = done.model_dump(mode="json", exclude_none=True, exclude={"html"})
+    data["html_rest"] = done.html[settled:]
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 async def _forward_catalogue_changes(connection: _Connection) -> None:
